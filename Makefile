@@ -1,0 +1,30 @@
+# Set-up for a fresh machine: `make demo` or `make test` creates .venv and installs everything.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade "pip==26.3"
+	$(BIN)/pip install -q -c constraints.txt -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	LORE_HOME=.lore/demo $(BIN)/lore demo
+
+test: install
+	$(BIN)/pytest -q -n 2 --dist loadfile
+
+lint: install
+	$(BIN)/ruff check src tests benchmarks
+
+bench: install
+	$(BIN)/python benchmarks/retrieval.py --dataset ../shared/datasets/scifact
+
+clean:
+	rm -rf $(VENV) .lore

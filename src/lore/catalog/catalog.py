@@ -1,0 +1,285 @@
+"""The catalog: knowledge bases, their files and chunk ids in a SQL database migrated by Alembic."""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from alembic import command
+from alembic.config import Config
+from alembic.util import CommandError
+from sqlalchemy import Engine, create_engine, delete, event, func, insert, select, update
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from lore.catalog.models import (
+    FILE_STATUSES,
+    ChunkRow,
+    FileRecord,
+    FileRow,
+    FileStatus,
+    KnowledgeBase,
+    KnowledgeBaseRow,
+)
+from lore.errors import LoreError, MissingDependencyError, NotFoundError
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+_KB_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# (chunk_id, chunk_index, parent_id, document_id)
+ChunkRef = tuple[str, int, str | None, str | None]
+
+
+def alembic_config(*, connection: Connection | None = None, url: str | None = None) -> Config:
+    """An Alembic Config for the packaged migrations, bound to a connection or a URL."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    if url is not None:
+        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def mask_url(url: str) -> str:
+    """The URL with any password replaced by ***."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - an unparseable URL is still worth showing, masked by hand
+        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+    finally:
+        cursor.close()
+
+
+def _create_engine(url: str) -> Engine:
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if database and database != ":memory:" and not database.startswith("file:"):
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(parsed)
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+class Catalog:
+    """Knowledge bases, files and chunk ids; opening it brings the schema to the newest migration."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        try:
+            self.engine = _create_engine(url)
+        except ImportError as exc:
+            hint = f"pip install {exc.name}" if exc.name else "pip install <the database driver>"
+            raise MissingDependencyError(
+                f"cannot open catalog {mask_url(url)}: database driver missing ({exc}); install it with: {hint}"
+            ) from exc
+        except (SQLAlchemyError, OSError) as exc:
+            raise LoreError(f"cannot open catalog {mask_url(url)}: {exc}") from exc
+        try:
+            with self.engine.begin() as conn:
+                command.upgrade(alembic_config(connection=conn), "head")
+        except (SQLAlchemyError, OSError, CommandError) as exc:
+            self.engine.dispose()
+            reason = getattr(exc, "orig", None) or exc
+            raise LoreError(f"cannot open catalog {mask_url(url)}: {reason}") from exc
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._local = threading.local()
+
+    def close(self) -> None:
+        """Release every pooled connection."""
+        self.engine.dispose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Session]:
+        """One transaction; catalog calls made inside it (same thread) join it and commit together."""
+        current: Session | None = getattr(self._local, "session", None)
+        if current is not None:
+            yield current
+            return
+        with self._sessions.begin() as session:
+            self._local.session = session
+            try:
+                yield session
+            finally:
+                self._local.session = None
+
+    # -- knowledge bases -------------------------------------------------------------------
+
+    def create_kb(
+        self,
+        name: str,
+        *,
+        embedding_provider: str,
+        embedding_model: str,
+        embedding_dim: int,
+        chunk_schema: str,
+        store_backend: str,
+        description: str = "",
+    ) -> KnowledgeBase:
+        """Register a new knowledge base; the name must be unused and 1-64 letters, digits, '_' or '-'."""
+        if not _KB_NAME.fullmatch(name):
+            raise LoreError(f"invalid knowledge base name {name!r}: use 1-64 letters, digits, '_' or '-'")
+        if embedding_dim <= 0:
+            raise LoreError(f"knowledge base '{name}': embedding dimension must be positive, got {embedding_dim}")
+        duplicate = LoreError(f"knowledge base '{name}' already exists")
+        now = _now()
+        with self.transaction() as s:
+            if s.scalar(select(KnowledgeBaseRow.id).where(KnowledgeBaseRow.name == name)) is not None:
+                raise duplicate
+            row = KnowledgeBaseRow(
+                id=_new_id(), name=name, description=description,
+                embedding_provider=embedding_provider, embedding_model=embedding_model,
+                embedding_dim=embedding_dim, chunk_schema=chunk_schema, store_backend=store_backend,
+                created_at=now, updated_at=now,
+            )
+            s.add(row)
+            try:
+                s.flush()
+            except IntegrityError as exc:  # created concurrently by another process
+                raise duplicate from exc
+            return KnowledgeBase.from_row(row)
+
+    def get_kb(self, name: str) -> KnowledgeBase:
+        """The knowledge base with this name; NotFoundError if there is none."""
+        with self.transaction() as s:
+            return KnowledgeBase.from_row(self._kb_row(s, name))
+
+    def list_kbs(self) -> list[KnowledgeBase]:
+        """Every knowledge base, by name."""
+        with self.transaction() as s:
+            rows = s.scalars(select(KnowledgeBaseRow).order_by(KnowledgeBaseRow.name))
+            return [KnowledgeBase.from_row(row) for row in rows]
+
+    def delete_kb(self, name: str) -> None:
+        """Remove a knowledge base with its file and chunk rows; NotFoundError if there is none."""
+        with self.transaction() as s:
+            kb_id = self._kb_row(s, name).id
+            s.execute(delete(ChunkRow).where(ChunkRow.kb_id == kb_id))
+            s.execute(delete(FileRow).where(FileRow.kb_id == kb_id))
+            s.execute(delete(KnowledgeBaseRow).where(KnowledgeBaseRow.id == kb_id))
+
+    @staticmethod
+    def _kb_row(s: Session, name: str) -> KnowledgeBaseRow:
+        row = s.scalar(select(KnowledgeBaseRow).where(KnowledgeBaseRow.name == name))
+        if row is None:
+            raise NotFoundError(f"knowledge base '{name}' not found; create it with: lore kb create {name}")
+        return row
+
+    # -- files -----------------------------------------------------------------------------
+
+    def upsert_file(
+        self,
+        kb_id: str,
+        path: str,
+        *,
+        sha256: str,
+        size: int,
+        mtime: float,
+        status: FileStatus,
+        error: str | None = None,
+        chunk_count: int = 0,
+        document_count: int = 0,
+        ocr_pages: int = 0,
+        encoding: str | None = None,
+    ) -> FileRecord:
+        """Insert or update the record of one file, keyed by (kb_id, path)."""
+        if status not in FILE_STATUSES:
+            raise ValueError(f"unknown file status {status!r}; expected one of {', '.join(FILE_STATUSES)}")
+        now = _now()
+        with self.transaction() as s:
+            if s.get(KnowledgeBaseRow, kb_id) is None:
+                raise NotFoundError(f"knowledge base id '{kb_id}' not found")
+            row = s.scalar(select(FileRow).where(FileRow.kb_id == kb_id, FileRow.path == path))
+            if row is None:
+                row = FileRow(id=_new_id(), kb_id=kb_id, path=path, created_at=now)
+                s.add(row)
+            row.sha256, row.size, row.mtime, row.status, row.error = sha256, size, mtime, status, error
+            row.chunk_count, row.document_count = chunk_count, document_count
+            row.ocr_pages, row.encoding, row.updated_at = ocr_pages, encoding, now
+            s.execute(update(KnowledgeBaseRow).where(KnowledgeBaseRow.id == kb_id).values(updated_at=now))
+            s.flush()
+            return FileRecord.from_row(row)
+
+    def get_file(self, kb_id: str, path: str) -> FileRecord | None:
+        """The record of one file, or None if it was never seen."""
+        with self.transaction() as s:
+            row = s.scalar(select(FileRow).where(FileRow.kb_id == kb_id, FileRow.path == path))
+            return None if row is None else FileRecord.from_row(row)
+
+    def list_files(self, kb_id: str, status: FileStatus | None = None) -> list[FileRecord]:
+        """The files of a knowledge base by path, optionally only those with one status."""
+        query = select(FileRow).where(FileRow.kb_id == kb_id).order_by(FileRow.path)
+        if status is not None:
+            query = query.where(FileRow.status == status)
+        with self.transaction() as s:
+            return [FileRecord.from_row(row) for row in s.scalars(query)]
+
+    def delete_file(self, kb_id: str, path: str) -> bool:
+        """Remove a file record and its chunk rows; False if there was none."""
+        with self.transaction() as s:
+            file_id = s.scalar(select(FileRow.id).where(FileRow.kb_id == kb_id, FileRow.path == path))
+            if file_id is None:
+                return False
+            s.execute(delete(ChunkRow).where(ChunkRow.file_id == file_id))
+            s.execute(delete(FileRow).where(FileRow.id == file_id))
+            s.execute(update(KnowledgeBaseRow).where(KnowledgeBaseRow.id == kb_id).values(updated_at=_now()))
+            return True
+
+    # -- chunks ----------------------------------------------------------------------------
+
+    def set_file_chunks(self, file_id: str, chunk_rows: Sequence[ChunkRef]) -> None:
+        """Replace the chunk rows of a file with (chunk_id, chunk_index, parent_id, document_id) rows."""
+        with self.transaction() as s:
+            kb_id = s.scalar(select(FileRow.kb_id).where(FileRow.id == file_id))
+            if kb_id is None:
+                raise NotFoundError(f"file id '{file_id}' not found")
+            s.execute(delete(ChunkRow).where(ChunkRow.file_id == file_id))
+            if chunk_rows:
+                s.execute(insert(ChunkRow), [
+                    {"kb_id": kb_id, "file_id": file_id, "chunk_id": chunk_id, "chunk_index": index,
+                     "parent_id": parent_id, "document_id": document_id}
+                    for chunk_id, index, parent_id, document_id in chunk_rows
+                ])
+
+    def file_chunk_ids(self, file_id: str) -> list[str]:
+        """The chunk ids of a file in chunk order."""
+        query = select(ChunkRow.chunk_id).where(ChunkRow.file_id == file_id)
+        with self.transaction() as s:
+            return list(s.scalars(query.order_by(ChunkRow.chunk_index, ChunkRow.id)))
+
+    def count_chunks(self, kb_id: str) -> int:
+        """How many chunk rows a knowledge base has."""
+        with self.transaction() as s:
+            return s.scalar(select(func.count()).select_from(ChunkRow).where(ChunkRow.kb_id == kb_id)) or 0

@@ -1,0 +1,167 @@
+"""Catalog tables (SQLAlchemy 2 declarative) and the plain records the catalog hands out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Literal, get_args
+
+from sqlalchemy import BigInteger, DateTime, Float, ForeignKey, Index, Integer, MetaData, String, Text
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+FileStatus = Literal["ingested", "failed", "skipped", "unsupported", "empty"]
+FILE_STATUSES: tuple[str, ...] = get_args(FileStatus)
+
+# Named constraints let later migrations alter them, also through SQLite batch mode.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timestamp stored in UTC and always read back timezone-aware (SQLite drops the zone)."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def __init__(self) -> None:
+        super().__init__(timezone=True)
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: catalog timestamps must carry a timezone")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    """Declarative base holding the catalog metadata."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: UTCDateTime()}
+
+
+class KnowledgeBaseRow(Base):
+    """A knowledge base and the embedding/chunking/store settings it was built with."""
+
+    __tablename__ = "knowledge_bases"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    embedding_provider: Mapped[str] = mapped_column(String(64))
+    embedding_model: Mapped[str] = mapped_column(String(255))
+    embedding_dim: Mapped[int] = mapped_column(Integer)
+    chunk_schema: Mapped[str] = mapped_column(String(64))
+    store_backend: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class FileRow(Base):
+    """One source file of a knowledge base and the outcome of its last ingest."""
+
+    __tablename__ = "files"
+    __table_args__ = (Index("ux_files_kb_id_path", "kb_id", "path", unique=True),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    kb_id: Mapped[str] = mapped_column(String(32), ForeignKey("knowledge_bases.id", ondelete="CASCADE"))
+    path: Mapped[str] = mapped_column(String(4096))
+    sha256: Mapped[str] = mapped_column(String(64))
+    size: Mapped[int] = mapped_column(BigInteger)
+    mtime: Mapped[float] = mapped_column(Float)
+    status: Mapped[str] = mapped_column(String(16))
+    error: Mapped[str | None] = mapped_column(Text)
+    chunk_count: Mapped[int] = mapped_column(Integer, default=0)
+    document_count: Mapped[int] = mapped_column(Integer, default=0)
+    ocr_pages: Mapped[int] = mapped_column(Integer, default=0)
+    encoding: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class ChunkRow(Base):
+    """One chunk id produced from a file, kept so a rebuild can drop exactly that file's chunks."""
+
+    __tablename__ = "chunks"
+    __table_args__ = (
+        Index("ix_chunks_kb_id_chunk_id", "kb_id", "chunk_id"),
+        Index("ix_chunks_file_id", "file_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kb_id: Mapped[str] = mapped_column(String(32), ForeignKey("knowledge_bases.id", ondelete="CASCADE"))
+    file_id: Mapped[str] = mapped_column(String(32), ForeignKey("files.id", ondelete="CASCADE"))
+    chunk_id: Mapped[str] = mapped_column(String(128))
+    chunk_index: Mapped[int] = mapped_column(Integer)
+    parent_id: Mapped[str | None] = mapped_column(String(128))
+    document_id: Mapped[str | None] = mapped_column(String(255))
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeBase:
+    """A knowledge base as the catalog reports it."""
+
+    id: str
+    name: str
+    description: str
+    embedding_provider: str
+    embedding_model: str
+    embedding_dim: int
+    chunk_schema: str
+    store_backend: str
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: KnowledgeBaseRow) -> KnowledgeBase:
+        """Copy an ORM row into a detached record."""
+        return cls(
+            id=row.id, name=row.name, description=row.description,
+            embedding_provider=row.embedding_provider, embedding_model=row.embedding_model,
+            embedding_dim=row.embedding_dim, chunk_schema=row.chunk_schema,
+            store_backend=row.store_backend, created_at=row.created_at, updated_at=row.updated_at,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    """A source file of a knowledge base as the catalog reports it."""
+
+    id: str
+    kb_id: str
+    path: str
+    sha256: str
+    size: int
+    mtime: float
+    status: FileStatus
+    error: str | None
+    chunk_count: int
+    document_count: int
+    ocr_pages: int
+    encoding: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: FileRow) -> FileRecord:
+        """Copy an ORM row into a detached record."""
+        return cls(
+            id=row.id, kb_id=row.kb_id, path=row.path, sha256=row.sha256, size=row.size,
+            mtime=row.mtime, status=row.status,  # type: ignore[arg-type]  # validated on write
+            error=row.error, chunk_count=row.chunk_count, document_count=row.document_count,
+            ocr_pages=row.ocr_pages, encoding=row.encoding,
+            created_at=row.created_at, updated_at=row.updated_at,
+        )

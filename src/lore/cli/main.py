@@ -1,0 +1,184 @@
+"""`lore` commands: knowledge bases, ingest, search, demo."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from lore.cli.progress import RichIngestProgress
+from lore.engine import Lore
+from lore.errors import LoreError
+from lore.ingest.files import discover
+from lore.ingest.pipeline import IngestReport
+from lore.retrieve.search import SearchOptions
+from lore.schema import SearchMode
+
+app = typer.Typer(help="Lore: enterprise knowledge-base search and answers, offline by default.",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
+kb_app = typer.Typer(help="Create, list and delete knowledge bases.", no_args_is_help=True)
+app.add_typer(kb_app, name="kb")
+console = Console()
+err = Console(stderr=True)
+
+KbOption = Annotated[str, typer.Option("--kb", help="Knowledge base name.")]
+
+
+def _lore() -> Lore:
+    return Lore()
+
+
+def _fail(exc: LoreError) -> None:
+    err.print(f"[bold red]error:[/] {exc}")
+    raise typer.Exit(2)
+
+
+@kb_app.command("create")
+def kb_create(name: str, description: Annotated[str, typer.Option(help="What the KB holds.")] = "") -> None:
+    """Create a knowledge base bound to the configured embedder and store."""
+    try:
+        kb = _lore().create_kb(name, description)
+    except LoreError as exc:
+        _fail(exc)
+    console.print(f"created [bold]{kb.name}[/] ({kb.embedding_model}, {kb.embedding_dim}-d, {kb.store_backend})")
+
+
+@kb_app.command("list")
+def kb_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """List knowledge bases."""
+    lore = _lore()
+    kbs = lore.catalog.list_kbs()
+    if as_json:
+        rows = [{"name": k.name, "embedding_model": k.embedding_model, "embedding_dim": k.embedding_dim,
+                 "store_backend": k.store_backend, "chunks": lore.catalog.count_chunks(k.id),
+                 "created_at": k.created_at.isoformat()} for k in kbs]
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    table = Table("name", "embedding model", "store", "files", "chunks", "created")
+    for k in kbs:
+        files = len(lore.catalog.list_files(k.id, "ingested"))
+        table.add_row(k.name, k.embedding_model, k.store_backend, str(files),
+                      str(lore.catalog.count_chunks(k.id)), k.created_at.strftime("%Y-%m-%d %H:%M"))
+    console.print(table)
+
+
+@kb_app.command("delete")
+def kb_delete(name: str, yes: Annotated[bool, typer.Option("--yes", help="Do not ask.")] = False) -> None:
+    """Delete a knowledge base, its index and its catalog rows."""
+    if not yes and not typer.confirm(f"Delete knowledge base {name!r} and its index?"):
+        raise typer.Exit(1)
+    try:
+        _lore().delete_kb(name)
+    except LoreError as exc:
+        _fail(exc)
+    console.print(f"deleted {name}")
+
+
+@app.command()
+def ingest(paths: Annotated[list[Path], typer.Argument(help="Files and folders.")], kb: KbOption) -> None:
+    """Ingest files and folders into a knowledge base (bad files are reported, the rest go in)."""
+    lore = _lore()
+    try:
+        lore.catalog.get_kb(kb)
+        with RichIngestProgress(console, len(discover(paths))) as progress:
+            report = lore.ingest(kb, paths, progress)
+    except LoreError as exc:
+        _fail(exc)
+    print_report(report)
+    if report.count("failed"):
+        raise typer.Exit(1)
+
+
+def print_report(report: IngestReport) -> None:
+    """Per-file table of status, documents, chunks and errors, then a summary line."""
+    table = Table("file", "status", "docs", "chunks", "OCR pages", "reason")
+    colour = {"ingested": "green", "skipped": "blue"}
+    for f in report.files:
+        table.add_row(f.name, f"[{colour.get(f.status, 'red')}]{f.status}[/]", str(f.documents),
+                      str(f.chunks), str(f.ocr_pages or ""), f.error or "")
+    console.print(table)
+    summary = ", ".join(f"{report.count(s)} {s}" for s in
+                        ("ingested", "skipped", "failed", "unsupported", "empty", "too_large") if report.count(s))
+    console.print(f"{len(report.files)} files: {summary}; {report.chunks} chunks")
+
+
+@app.command()
+def search(
+    query: str,
+    kb: KbOption,
+    mode: Annotated[str, typer.Option(help="dense | bm25 | hybrid")] = "hybrid",
+    k: Annotated[int, typer.Option("-k", help="Hits to return.")] = 10,
+    recall_k: Annotated[int, typer.Option(help="Candidates recalled before rerank/cut.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Search a knowledge base (dense, BM25 or hybrid)."""
+    if mode not in ("dense", "bm25", "hybrid"):
+        _fail(LoreError(f"--mode: must be dense, bm25 or hybrid, not {mode!r}"))
+    lore = _lore()
+    opts = SearchOptions(mode=_mode(mode), recall_k=recall_k, top_k=k, rrf_k=lore.settings.retrieve.rrf_k,
+                         min_score=lore.settings.retrieve.min_score)
+    try:
+        hits = lore.search(kb, query, opts)
+    except LoreError as exc:
+        _fail(exc)
+    if as_json:
+        print(json.dumps({"query": query, "kb": kb, "mode": mode, "hits": [h.to_json() for h in hits]},
+                         ensure_ascii=False, indent=2))
+        return
+    table = Table("#", "score", "where", "text")
+    for i, h in enumerate(hits, 1):
+        table.add_row(str(i), f"{h.score:.4f}", _where(h.to_json()), h.chunk.text[:160].replace("\n", " "))
+    console.print(table)
+
+
+def _mode(mode: str) -> SearchMode:
+    return mode  # type: ignore[return-value]
+
+
+def _where(hit: dict) -> str:
+    parts = [hit["file"]]
+    if hit["page"]:
+        parts.append(f"p.{hit['page']}")
+    if hit["slide"]:
+        parts.append(f"slide {hit['slide']}")
+    if hit["sheet"]:
+        parts.append(f"{hit['sheet']}!{hit['row']}")
+    if hit["heading_path"]:
+        parts.append(" > ".join(hit["heading_path"]))
+    return " ".join(parts)
+
+
+@app.command()
+def demo(
+    source: Annotated[Path, typer.Option(help="Folder of sample documents.")] = Path("examples/handbook"),
+    kb: Annotated[str, typer.Option("--kb")] = "handbook",
+) -> None:
+    """Build the sample knowledge base and run sample searches."""
+    lore = _lore()
+    try:
+        if kb not in {k.name for k in lore.catalog.list_kbs()}:
+            lore.create_kb(kb, "Lanternfish Robotics sample handbook")
+        with RichIngestProgress(console, len(discover([source]))) as progress:
+            report = lore.ingest(kb, [source], progress)
+        print_report(report)
+        for q in ("报销需要什么材料", "What is the refund window?", "LF-200 的保修期多久",
+                  "一线城市住宿上限是多少", "How many days per week can I work remotely?"):
+            console.rule(q)
+            for i, h in enumerate(lore.search(kb, q, SearchOptions(top_k=3)), 1):
+                console.print(f"{i}. [dim]{_where(h.to_json())}[/] {h.chunk.text[:120].replace(chr(10), ' ')}")
+    except LoreError as exc:
+        _fail(exc)
+
+
+def main() -> None:
+    """Entry point that turns unexpected errors into a short message."""
+    try:
+        app()
+    except LoreError as exc:
+        err.print(f"[bold red]error:[/] {exc}")
+        sys.exit(2)

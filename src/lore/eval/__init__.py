@@ -1,0 +1,1 @@
+"""Evaluation: BEIR-format datasets and ranking metrics."""

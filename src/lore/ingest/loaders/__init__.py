@@ -1,0 +1,5 @@
+"""Document loaders, one module per format, found by file suffix."""
+
+from lore.ingest.loaders.base import load_file, loader_for, register_loader, supported_suffixes
+
+__all__ = ["load_file", "loader_for", "register_loader", "supported_suffixes"]

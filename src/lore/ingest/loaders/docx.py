@@ -1,0 +1,158 @@
+"""Word (.docx) loader: paragraphs and tables in body order, headings from styles or outline levels."""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from lore.errors import LoadError
+from lore.ingest.loaders.base import register_loader
+from lore.ingest.loaders.table import MergedCell, merged_table_rows
+from lore.schema import LoadedDocument, Section
+
+_HEADING_STYLE = re.compile(r"^(?:heading|标题)\s*(\d)$", re.IGNORECASE)
+_W_NS = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+
+
+@register_loader(".docx")
+def load_docx(path: Path) -> list[LoadedDocument]:
+    """Text sections grouped under their heading path; each table row as a `table_row` section."""
+    import docx
+    from docx.opc.exceptions import PackageNotFoundError
+    from docx.table import Table
+
+    try:
+        document = docx.Document(str(path))
+    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
+        raise LoadError(str(path), f"not a valid .docx (corrupt or not a zip package: {exc})") from exc
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []  # open headings (level, title)
+    lines: list[str] = []
+
+    def path_now() -> list[str]:
+        return [t for _, t in stack]
+
+    def flush() -> None:
+        if lines:
+            sections.append(Section(text="\n".join(lines), heading_path=path_now()))
+            lines.clear()
+
+    for block in _body_blocks(document.element.body, document):
+        if isinstance(block, Table):
+            flush()
+            sections.extend(_table_sections(block, path_now()))
+            continue
+        text = block.text.strip()
+        style = (block.style.name or "").lower() if block.style is not None else ""
+        if not text or style.startswith("toc"):  # table-of-contents entries repeat the headings
+            continue
+        level = _heading_level(block)
+        if level is None:
+            lines.append(f"- {text}" if "list" in style else text)
+            continue
+        flush()
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, text))
+    flush()
+    title = (document.core_properties.title or "").strip() or _first_title(document)
+    return [LoadedDocument(path=str(path), sections=sections, title=title)]
+
+
+def _body_blocks(parent: Any, document: Any) -> Iterator[Any]:
+    """Paragraphs and tables in body order, including those inside content controls (w:sdt)."""
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    for child in parent.iterchildren():
+        if child.tag == f"{_W_NS}p":
+            yield Paragraph(child, document)
+        elif child.tag == f"{_W_NS}tbl":
+            yield Table(child, document)
+        elif child.tag == f"{_W_NS}sdt":
+            content = child.find(f"{_W_NS}sdtContent")
+            if content is not None:
+                yield from _body_blocks(content, document)
+
+
+def _heading_level(paragraph: Any) -> int | None:
+    """0 for a Title, 1-9 for headings (style name or outline level), None for body text."""
+    outline = _outline_level(paragraph._p.pPr)
+    if outline is not None:
+        return outline
+    style = paragraph.style
+    while style is not None:
+        name = (style.name or "").strip()
+        if name.lower() == "title":
+            return 0
+        match = _HEADING_STYLE.match(name)
+        if match:
+            return int(match.group(1))
+        outline = _outline_level(style.element.pPr)
+        if outline is not None:
+            return outline
+        style = style.base_style
+    return None
+
+
+def _outline_level(ppr: Any) -> int | None:
+    """Heading level from a `w:outlineLvl` in paragraph properties (9 means body text)."""
+    if ppr is None:
+        return None
+    node = ppr.find(f"{_W_NS}outlineLvl")
+    if node is None:
+        return None
+    value = int(node.get(f"{_W_NS}val", "9"))
+    return value + 1 if value < 9 else None
+
+
+def _first_title(document: Any) -> str | None:
+    for paragraph in document.paragraphs:
+        if paragraph.style is not None and paragraph.style.name == "Title" and paragraph.text.strip():
+            return str(paragraph.text.strip())
+    return None
+
+
+def _table_sections(table: Any, heading_path: list[str]) -> list[Section]:
+    """One `table_row` section per body row; a one-row table is a single `table` section."""
+    grid = [row for row in (_row_cells(r) for r in table.rows) if any(text for _, text in row)]
+    if len(grid) == 1:
+        text = " | ".join(_unique_texts(grid[0]))
+        return [Section(text=text, heading_path=list(heading_path), kind="table")]
+    if not grid:
+        return []
+    header, rows = merged_table_rows(grid)
+    return [
+        Section(text=text, heading_path=list(heading_path), kind="table_row", header=header)
+        for _, text in rows
+    ]
+
+
+def _row_cells(row: Any) -> list[MergedCell]:
+    """(cell element, text) per layout-grid column; a spanned cell repeats, missing ones are None."""
+    cells: list[MergedCell] = [(None, "")] * row.grid_cols_before
+    for cell in row.cells:
+        cells.append((cell._tc, _cell_text(cell)))
+    return cells
+
+
+def _cell_text(cell: Any) -> str:
+    """A cell's paragraphs and the text of any nested tables, on one line."""
+    parts = [p.text.strip() for p in cell.paragraphs]
+    for inner in cell.tables:
+        for row in inner.rows:
+            parts.extend(_unique_texts(_row_cells(row)))
+    return " ".join(p for p in parts if p)
+
+
+def _unique_texts(row: list[MergedCell]) -> list[str]:
+    seen: list[Any] = []
+    texts = []
+    for tc, text in row:
+        if text and not any(tc is s for s in seen):
+            texts.append(text)
+        seen.append(tc)
+    return texts

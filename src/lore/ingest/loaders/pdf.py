@@ -1,0 +1,129 @@
+"""PDF loader (PyMuPDF): one section per page, OCR for pages whose text is only in images."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pymupdf
+
+from lore.errors import LoadError
+from lore.ingest.loaders import ocr as ocr_mod
+from lore.ingest.loaders.base import register_loader
+from lore.schema import LoadedDocument, Section
+
+# A page is "image-only" when its text layer has fewer visible characters than this and it shows
+# an image of at least MIN_IMAGE_SHARE of the page. That catches scans (no text) and pages like
+# chatchat_ocr_test.pdf (4 characters of text beside an image holding the rest). Pages with a real
+# text layer are never OCR'd: their figures rarely carry text worth ~2-10 s per page.
+SHORT_TEXT = 50
+MIN_IMAGE_SHARE = 0.02
+# Images covering this share of the page: OCR the whole rendered page instead of image by image.
+FULL_PAGE_SHARE = 0.5
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # glyphs without Unicode (bullets, icons)
+_TEXT_FLAGS = (pymupdf.TEXTFLAGS_TEXT & ~pymupdf.TEXT_PRESERVE_LIGATURES) | pymupdf.TEXT_DEHYPHENATE
+
+
+@register_loader(".pdf")
+def load_pdf(path: Path, ocr: bool = True) -> list[LoadedDocument]:
+    """Read a PDF; `ocr=False` skips OCR and records a warning for each image-only page."""
+    try:
+        doc = pymupdf.open(path, filetype="pdf")
+    except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:
+        raise LoadError(str(path), f"not a valid PDF ({exc})") from exc
+    with doc:
+        if doc.needs_pass:
+            raise LoadError(str(path), "encrypted PDF (password required)")
+        if doc.page_count == 0:
+            raise LoadError(str(path), "PDF has no pages")
+        loaded = LoadedDocument(path=str(path), sections=[], title=(doc.metadata or {}).get("title") or None)
+        outline = _Outline(doc)
+        image_only = 0
+        for page in doc:
+            number = page.number + 1
+            text, regions = _text_and_image_regions(page)
+            if regions:
+                image_only += 1
+                if ocr:
+                    text = _ocr_page(page, regions)
+                    loaded.ocr_pages.append(number)
+                    if not text:
+                        loaded.warnings.append(f"page {number}: OCR found no text")
+                else:
+                    loaded.warnings.append(f"page {number}: image-only page, text not read (OCR disabled)")
+            heading_path = outline.path_for(number, text)
+            if text:
+                loaded.sections.append(Section(text=text, page=number, heading_path=heading_path))
+    if not loaded.sections:
+        if image_only and ocr:
+            raise LoadError(str(path), "image-only PDF and OCR found no text")
+        if image_only:
+            raise LoadError(str(path), "image-only PDF (OCR disabled)")
+        raise LoadError(str(path), "no text found (the PDF has no text layer)")
+    return [loaded]
+
+
+def _text_and_image_regions(page: pymupdf.Page) -> tuple[str, list[pymupdf.Rect]]:
+    """The page's text layer, and the image areas to OCR if the page is image-only (else [])."""
+    text = _CONTROL.sub("", page.get_text("text", flags=_TEXT_FLAGS)).strip()
+    if sum(not ch.isspace() for ch in text) >= SHORT_TEXT:
+        return text, []
+    area = abs(page.rect)
+    regions = []
+    for info in page.get_image_info():
+        rect = pymupdf.Rect(info["bbox"]) & page.rect
+        if not rect.is_empty and abs(rect) >= MIN_IMAGE_SHARE * area:
+            regions.append(rect)
+    return text, regions
+
+
+def _ocr_page(page: pymupdf.Page, regions: list[pymupdf.Rect]) -> str:
+    """OCR the page, or only its image regions merged with the text layer outside them."""
+    union = pymupdf.Rect(regions[0])
+    for rect in regions[1:]:
+        union |= rect
+    if abs(union) >= FULL_PAGE_SHARE * abs(page.rect):
+        return ocr_mod.ocr_region(page)  # the rendering includes the text layer too
+    pieces: list[tuple[float, float, str]] = []
+    for x0, y0, x1, y1, block_text, _no, block_type in page.get_text("blocks", flags=_TEXT_FLAGS):
+        block = pymupdf.Rect(x0, y0, x1, y1)
+        # Text drawn over an image is read by OCR from the rendering; keep it only once.
+        inside = any(abs(block & rect) > 0.5 * abs(block) for rect in regions)
+        block_text = _CONTROL.sub("", block_text).strip()
+        if block_type == 0 and block_text and not inside:
+            pieces.append((y0, x0, block_text))
+    for rect in regions:
+        found = ocr_mod.ocr_region(page, clip=rect)
+        if found:
+            pieces.append((rect.y0, rect.x0, found))
+    return "\n".join(text for _, _, text in sorted(pieces))
+
+
+class _Outline:
+    """Heading paths from the PDF outline, trusting an entry only if its title is on its page."""
+
+    def __init__(self, doc: pymupdf.Document) -> None:
+        self.entries: dict[int, list[tuple[int, str]]] = {}
+        for level, title, page, *_ in doc.get_toc(simple=True):
+            if page > 0 and title.strip():
+                self.entries.setdefault(page, []).append((level, title.strip()))
+        self.stack: list[tuple[int, str]] = []
+
+    def path_for(self, page: int, text: str) -> list[str]:
+        """The path at the page's first heading, else the one carried over from earlier pages."""
+        found = _alnum(text)
+        first: list[str] | None = None
+        for level, title in self.entries.get(page, []):
+            if _alnum(title)[:40] not in found:
+                continue  # outlines copied from a longer document point at missing pages
+            while self.stack and self.stack[-1][0] >= level:
+                self.stack.pop()
+            self.stack.append((level, title))
+            if first is None:
+                first = [t for _, t in self.stack]
+        return first if first is not None else [t for _, t in self.stack]
+
+
+def _alnum(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())

@@ -1,0 +1,64 @@
+"""Plain text and Markdown loaders; Markdown is split into sections by ATX headings."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from lore.ingest.loaders.base import register_loader
+from lore.ingest.loaders.encoding import read_text
+from lore.schema import LoadedDocument, Section
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+@register_loader(".txt", ".text")
+def load_txt(path: Path) -> list[LoadedDocument]:
+    """The whole file as one section; chunking splits it later."""
+    text, encoding = read_text(path)
+    sections = [Section(text=text.strip())] if text.strip() else []
+    return [LoadedDocument(path=str(path), sections=sections, encoding=encoding)]
+
+
+@register_loader(".md", ".markdown")
+def load_markdown(path: Path) -> list[LoadedDocument]:
+    """One section per heading; `heading_path` holds the titles from the root heading down."""
+    text, encoding = read_text(path)
+    sections = split_markdown(text)
+    title = next((s.heading_path[0] for s in sections if s.heading_path), None)
+    return [LoadedDocument(path=str(path), sections=sections, title=title, encoding=encoding)]
+
+
+def split_markdown(text: str) -> list[Section]:
+    """Split Markdown at ATX headings outside fenced code blocks."""
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []  # (level, title) of the open headings
+    lines: list[str] = []
+    fence: str | None = None
+
+    def flush() -> None:
+        body = "\n".join(lines).strip()
+        if body:
+            sections.append(Section(text=body, heading_path=[t for _, t in stack if t]))
+        lines.clear()
+
+    for line in text.splitlines():
+        fence_match = _FENCE.match(line)
+        if fence_match:
+            marker = fence_match.group(1)
+            if fence is None:
+                fence = marker
+            elif marker[0] == fence[0] and len(marker) >= len(fence):
+                fence = None
+        heading = None if fence is not None or fence_match else _ATX.match(line)
+        if heading is None:
+            lines.append(line)
+            continue
+        flush()
+        level = len(heading.group(1))
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, (heading.group(2) or "").strip()))
+    flush()
+    return sections

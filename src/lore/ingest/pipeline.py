@@ -1,0 +1,200 @@
+"""Ingestion: files -> loaders -> chunks -> embeddings -> store, recorded in the catalog.
+
+Loading and chunking of the next file runs in a worker thread while the current file is
+embedded, so the embedder (the bottleneck on CPU) is kept busy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from lore.catalog import Catalog, KnowledgeBase
+from lore.embed.base import Embedder
+from lore.embed.cache import EmbeddingCache, embed_texts
+from lore.errors import LoadError
+from lore.ingest.chunking import Chunker, stable_id
+from lore.ingest.files import SourceFile, sha256_file
+from lore.ingest.loaders import load_file, loader_for
+from lore.lexical import tokenize
+from lore.schema import Chunk, LoadedDocument
+from lore.store.base import VectorStore
+
+
+@dataclass
+class FileResult:
+    """What happened to one file: status, counts and, for failures, the reason."""
+
+    name: str
+    status: str  # ingested | skipped | failed | unsupported | empty | too_large
+    chunks: int = 0
+    documents: int = 0
+    ocr_pages: int = 0
+    error: str | None = None
+
+
+@dataclass
+class IngestReport:
+    """The outcome of one ingest call."""
+
+    files: list[FileResult] = field(default_factory=list)
+
+    @property
+    def chunks(self) -> int:
+        return sum(f.chunks for f in self.files)
+
+    def count(self, status: str) -> int:
+        return sum(1 for f in self.files if f.status == status)
+
+
+@dataclass
+class _Prepared:
+    source: SourceFile
+    sha256: str
+    size: int
+    mtime: float
+    chunks: list[Chunk] = field(default_factory=list)
+    index_texts: list[str] = field(default_factory=list)
+    documents: list[LoadedDocument] = field(default_factory=list)
+    result: FileResult | None = None  # set when the file is done before embedding
+
+
+class Progress:
+    """Callbacks for long work; the CLI draws Rich bars from them, the API sends status events."""
+
+    def file_started(self, name: str, chunks: int) -> None: ...
+    def embedded(self, n: int) -> None: ...
+    def file_done(self, result: FileResult) -> None: ...
+
+
+class IngestPipeline:
+    """Ingests files into one knowledge base (its store, embedder and catalog rows)."""
+
+    def __init__(self, kb: KnowledgeBase, catalog: Catalog, store: VectorStore, embedder: Embedder,
+                 chunker: Chunker, cache: EmbeddingCache | None, *, max_file_bytes: int,
+                 ocr: bool = True, progress: Progress | None = None) -> None:
+        self.kb, self.catalog, self.store, self.embedder = kb, catalog, store, embedder
+        self.chunker, self.cache, self.max_file_bytes = chunker, cache, max_file_bytes
+        self.ocr = ocr
+        self.progress = progress or Progress()
+
+    def run(self, files: list[SourceFile]) -> IngestReport:
+        """Ingest every file; a bad file is reported and the rest go on."""
+        report = IngestReport()
+        for prepared in _prefetch(self._prepare, files):
+            result = prepared.result or self._write(prepared)
+            report.files.append(result)
+            self.progress.file_done(result)
+        return report
+
+    def _prepare(self, source: SourceFile) -> _Prepared:
+        stat = source.path.stat()
+        prepared = _Prepared(source, "", stat.st_size, stat.st_mtime)
+        if stat.st_size > self.max_file_bytes:
+            limit = self.max_file_bytes / 1e6
+            return self._fail(prepared, "too_large", f"file is {stat.st_size / 1e6:.1f} MB, limit {limit:g} MB")
+        prepared.sha256 = sha256_file(source.path)
+        known = self.catalog.get_file(self.kb.id, source.name)
+        if known and known.status == "ingested" and known.sha256 == prepared.sha256:
+            prepared.result = FileResult(source.name, "skipped", known.chunk_count, known.document_count)
+            return prepared
+        try:
+            loader_for(source.path)
+            prepared.documents = load_file(source.path, ocr=self.ocr)
+        except LoadError as exc:
+            status = "unsupported" if "unsupported file type" in exc.reason else (
+                "empty" if "empty" in exc.reason else "failed")
+            return self._fail(prepared, status, exc.reason)
+        self._chunk(prepared)
+        if not prepared.chunks:
+            return self._fail(prepared, "empty", "no text to index after chunking")
+        return prepared
+
+    def _chunk(self, p: _Prepared) -> None:
+        for doc in p.documents:
+            chunks = chunk_document(doc, self.chunker, kb_id=self.kb.id, file_name=p.source.name,
+                                    file_sha256=p.sha256, embedding_model=self.embedder.model_id)
+            p.chunks.extend(chunks)
+            p.index_texts.extend(index_text(c) for c in chunks)
+
+    def _write(self, p: _Prepared) -> FileResult:
+        self.progress.file_started(p.source.name, len(p.chunks))
+        vectors = embed_texts(self.embedder, p.index_texts, "passage", self.cache, self.progress.embedded)
+        tokens = [tokenize(t) for t in p.index_texts]
+        known = self.catalog.get_file(self.kb.id, p.source.name)
+        new_ids = {c.chunk_id for c in p.chunks}
+        self.store.upsert(p.chunks, vectors, tokens)
+        if known is not None:
+            stale = [c for c in self.catalog.file_chunk_ids(known.id) if c not in new_ids]
+            if stale:
+                self.store.delete(stale)
+        ocr_pages = sum(len(d.ocr_pages) for d in p.documents)
+        encoding = next((d.encoding for d in p.documents if d.encoding), None)
+        with self.catalog.transaction():
+            record = self.catalog.upsert_file(
+                self.kb.id, p.source.name, sha256=p.sha256, size=p.size, mtime=p.mtime, status="ingested",
+                chunk_count=len(p.chunks), document_count=len(p.documents), ocr_pages=ocr_pages,
+                encoding=encoding,
+            )
+            self.catalog.set_file_chunks(
+                record.id, [(c.chunk_id, c.chunk_index, c.parent_id, c.document_id) for c in p.chunks]
+            )
+        return FileResult(p.source.name, "ingested", len(p.chunks), len(p.documents), ocr_pages)
+
+    def _fail(self, p: _Prepared, status: str, reason: str) -> _Prepared:
+        # Only the catalog row of this file changes; chunks already stored for it stay searchable.
+        known = self.catalog.get_file(self.kb.id, p.source.name)
+        if known is None or known.status != "ingested":
+            self.catalog.upsert_file(self.kb.id, p.source.name, sha256=p.sha256, size=p.size, mtime=p.mtime,
+                                     status=_catalog_status(status), error=reason)
+        p.result = FileResult(p.source.name, status, error=reason)
+        return p
+
+
+def chunk_document(doc: LoadedDocument, chunker: Chunker, *, kb_id: str, file_name: str,
+                   file_sha256: str, embedding_model: str) -> list[Chunk]:
+    """Split one loaded document into child chunks carrying the metadata contract."""
+    schema = chunker.params.schema
+    document_id = doc.document_id or "doc_" + stable_id(kb_id, file_name)[:16]
+    chunks = []
+    for i, piece in enumerate(chunker.split(doc.sections)):
+        s = piece.section
+        chunks.append(Chunk(
+            chunk_id=stable_id(kb_id, file_name, document_id, schema, i, piece.text),
+            text=piece.text,
+            parent_id=stable_id(kb_id, document_id, piece.parent_key, piece.parent_text),
+            parent_text=piece.parent_text, kb_id=kb_id, document_id=document_id,
+            file_path=file_name, file_sha256=file_sha256, chunk_index=i, chunk_schema=schema,
+            embedding_model=embedding_model,
+            source_type="table_row" if s.kind == "table_row" else "doc",
+            page=s.page, slide=s.slide, heading_path=list(s.heading_path), sheet=s.sheet, row=s.row,
+            title=doc.title,
+        ))
+    return chunks
+
+
+def index_text(chunk: Chunk) -> str:
+    """The text that is embedded and tokenised: the chunk with its title/heading/sheet context."""
+    context = [chunk.title] if chunk.title and chunk.title not in chunk.heading_path else []
+    context += chunk.heading_path
+    if chunk.sheet:
+        context.append(chunk.sheet)
+    return (" / ".join(context) + "\n" + chunk.text) if context else chunk.text
+
+
+def _catalog_status(status: str) -> str:
+    return "failed" if status == "too_large" else status
+
+
+def _prefetch(fn: Callable[[SourceFile], _Prepared], items: list[SourceFile]) -> Iterator[_Prepared]:
+    """Yield fn(item) in order while computing the next item in a worker thread."""
+    if not items:
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lore-prepare") as pool:
+        pending: Future[_Prepared] = pool.submit(fn, items[0])
+        for nxt in items[1:]:
+            current = pending.result()
+            pending = pool.submit(fn, nxt)
+            yield current
+        yield pending.result()

@@ -1,0 +1,70 @@
+"""Mixed Chinese/English tokenisation for BM25.
+
+Text is split into CJK runs and other runs. CJK runs go through jieba's search mode (words plus
+their shorter sub-words, which lifts recall when a query and a passage segment differently);
+other runs become lower-cased word tokens, English stop words dropped and Snowball-stemmed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from collections.abc import Iterable
+from functools import lru_cache
+
+import jieba
+import Stemmer
+
+_CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_WORD = rf"[^\W_{_CJK}]+"  # word characters except underscore and CJK
+_RUNS = re.compile(rf"([{_CJK}]+)|({_WORD}(?:[.']{_WORD})*)", re.UNICODE)
+
+# A compact English stop list (the usual Lucene/bm25s-style set).
+STOP_WORDS = frozenset(
+    """a an and are as at be but by for if in into is it no not of on or such that the their then
+    there these they this to was will with were what which who whom when where why how than too very
+    can just do does did has have had i me my we our you your he him his she her its them from about
+    been being so all any both each few more most other some only own same s t don should now""".split()
+)
+# Chinese function words and punctuation-like tokens that carry no retrieval signal.
+CJK_STOP = frozenset("的 了 和 是 在 也 就 都 而 及 与 或 等 之 其 这 那 个 吗 呢 吧 啊 么 什么 怎么 如何".split())
+
+jieba.setLogLevel(logging.WARNING)
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Stemmer.Stemmer:
+    return Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=1)
+def _jieba() -> jieba.Tokenizer:
+    tok = jieba.Tokenizer()
+    tok.initialize()
+    return tok
+
+
+def tokenize(text: str) -> list[str]:
+    """Tokens of one text, in order (duplicates kept: BM25 needs term frequencies)."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    tokens: list[str] = []
+    word_positions: list[int] = []
+    for match in _RUNS.finditer(text):
+        cjk, word = match.groups()
+        if cjk:
+            tokens.extend(p for p in _jieba().cut_for_search(cjk) if p not in CJK_STOP)
+        elif word not in STOP_WORDS:
+            word_positions.append(len(tokens))
+            tokens.append(word)
+    if word_positions:
+        # Stem all non-CJK words in one call (much faster than one call per word).
+        stems = _stemmer().stemWords([tokens[i] for i in word_positions])
+        for i, stem in zip(word_positions, stems, strict=True):
+            tokens[i] = stem
+    return tokens
+
+
+def tokenize_many(texts: Iterable[str]) -> list[list[str]]:
+    """Tokenise several texts."""
+    return [tokenize(t) for t in texts]

@@ -1,0 +1,1 @@
+"""Retrieval: query embedding and tokenising, dense/BM25/hybrid search, fusion, rerank hook."""

@@ -1,0 +1,127 @@
+"""Small typed objects passed between the parts: loaded sections, chunks, filters and hits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+SourceType = Literal["faq", "doc", "table_row"]
+Visibility = Literal["public", "internal", "restricted"]
+SearchMode = Literal["dense", "bm25", "hybrid"]
+
+
+@dataclass
+class Section:
+    """One piece of a loaded document with its location (page, slide, heading, sheet/row)."""
+
+    text: str
+    page: int | None = None
+    slide: int | None = None
+    heading_path: list[str] = field(default_factory=list)
+    sheet: str | None = None
+    row: int | None = None
+    kind: Literal["text", "table", "table_row"] = "text"
+    # For table rows: the header line kept with every row so a row never loses its headers.
+    header: str | None = None
+
+
+@dataclass
+class LoadedDocument:
+    """A document as a loader read it: sections in reading order plus facts for the quality report."""
+
+    path: str
+    sections: list[Section]
+    document_id: str | None = None  # set by record formats (JSONL) that carry their own id
+    title: str | None = None
+    encoding: str | None = None
+    ocr_pages: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Chunk:
+    """A searchable child chunk carrying the metadata contract from DESIGN.md."""
+
+    chunk_id: str
+    text: str
+    parent_id: str
+    parent_text: str
+    kb_id: str
+    document_id: str
+    file_path: str
+    file_sha256: str
+    chunk_index: int
+    chunk_schema: str
+    embedding_model: str
+    source_type: SourceType = "doc"
+    scenario_id: str = "default"
+    source: str = "default"
+    tenant_id: str = "default"
+    dataset_id: str = "default"
+    visibility: Visibility = "internal"
+    allowed_roles: list[str] = field(default_factory=list)
+    page: int | None = None
+    slide: int | None = None
+    heading_path: list[str] = field(default_factory=list)
+    sheet: str | None = None
+    row: int | None = None
+    title: str | None = None
+    valid_from_seq: int = 1
+    valid_to_seq: int = 0  # 0 = still valid
+
+    def metadata(self) -> dict[str, Any]:
+        """All fields except the texts, as a plain dict (for JSON output and stores)."""
+        skip = {"text", "parent_text"}
+        return {k: v for k, v in self.__dict__.items() if k not in skip}
+
+
+@dataclass
+class SearchFilter:
+    """Scope of a search; every backend applies it inside the store query.
+
+    `None` means "no restriction on this field". `roles` matches a chunk whose `allowed_roles`
+    shares any role, or whose `allowed_roles` is empty (open to every role).
+    `version_seq` keeps chunks valid at that version: valid_from <= seq and (valid_to == 0 or > seq).
+    """
+
+    tenant_ids: list[str] | None = None
+    dataset_ids: list[str] | None = None
+    visibility: list[str] | None = None
+    roles: list[str] | None = None
+    source_types: list[str] | None = None
+    sources: list[str] | None = None
+    document_ids: list[str] | None = None
+    version_seq: int | None = None
+
+
+@dataclass
+class Hit:
+    """One search result: the chunk, its fused score and the scores of each retriever."""
+
+    chunk: Chunk
+    score: float
+    dense_score: float | None = None
+    bm25_score: float | None = None
+    dense_rank: int | None = None
+    bm25_rank: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready view with location fields flattened for the CLI and API."""
+        c = self.chunk
+        return {
+            "chunk_id": c.chunk_id,
+            "document_id": c.document_id,
+            "file": c.file_path,
+            "page": c.page,
+            "slide": c.slide,
+            "sheet": c.sheet,
+            "row": c.row,
+            "heading_path": c.heading_path,
+            "source_type": c.source_type,
+            "text": c.text,
+            "score": self.score,
+            "dense_score": self.dense_score,
+            "bm25_score": self.bm25_score,
+            "dense_rank": self.dense_rank,
+            "bm25_rank": self.bm25_rank,
+        }

@@ -1,0 +1,80 @@
+"""The `VectorStore` protocol and the backend registry."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from lore.errors import ConfigError
+from lore.schema import Chunk, Hit, SearchFilter, SearchMode
+
+
+@dataclass
+class StoreQuery:
+    """A search request as a store sees it: the query already embedded and tokenised."""
+
+    mode: SearchMode
+    k: int
+    vector: np.ndarray | None = None  # 1-d float32, L2-normalised (dense and hybrid)
+    tokens: list[str] = field(default_factory=list)  # lexical tokens (bm25 and hybrid)
+    filter: SearchFilter = field(default_factory=SearchFilter)
+    rrf_k: int = 60
+
+
+class VectorStore(Protocol):
+    """One collection per knowledge base: dense vectors, BM25 over tokens, scalar filters."""
+
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, tokens: Sequence[list[str]]) -> None:
+        """Insert or replace chunks by `chunk_id` (idempotent, so a re-run after a crash is safe)."""
+
+    def search(self, query: StoreQuery) -> list[Hit]:
+        """Return at most `query.k` hits, best first, with the filter applied inside the query."""
+
+    def get(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """Fetch chunks by id (missing ids are skipped)."""
+
+    def delete(self, chunk_ids: Sequence[str]) -> int:
+        """Remove chunks by id; returns how many were removed."""
+
+    def expire(self, chunk_ids: Sequence[str], seq: int) -> int:
+        """Set `valid_to_seq = seq` on chunks so versions from `seq` on no longer see them."""
+
+    def count(self, filter: SearchFilter | None = None) -> int:
+        """Number of chunks matching the filter."""
+
+    def drop(self) -> None:
+        """Delete the whole collection."""
+
+    def close(self) -> None:
+        """Release files and connections."""
+
+
+StoreFactory = Callable[[str, Path, int, str], VectorStore]
+"""(collection name, LORE_HOME data dir, dimension, uri) -> store."""
+
+_BUILTIN = {
+    "embedded": "lore.store.embedded:EmbeddedStore",
+    "milvus": "lore.store.milvus:MilvusStore",
+}
+_REGISTRY: dict[str, StoreFactory] = {}
+
+
+def register_store(name: str, factory: StoreFactory) -> None:
+    """Register a backend the same way the built-in ones are."""
+    _REGISTRY[name] = factory
+
+
+def open_store(backend: str, collection: str, data_dir: Path, dim: int, uri: str = "") -> VectorStore:
+    """Open (creating if needed) the collection `collection` on the named backend."""
+    if backend not in _REGISTRY:
+        if backend not in _BUILTIN:
+            known = ", ".join(sorted({*_BUILTIN, *_REGISTRY}))
+            raise ConfigError(f"store.backend: unknown backend {backend!r} (known: {known})")
+        module, _, attr = _BUILTIN[backend].partition(":")
+        register_store(backend, getattr(importlib.import_module(module), attr))
+    return _REGISTRY[backend](collection, data_dir, dim, uri)

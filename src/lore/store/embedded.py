@@ -1,0 +1,212 @@
+"""The embedded default store: SQLite file for durability, numpy/scipy in memory for search.
+
+Writes are SQLite transactions (a crash leaves the last committed state, and ids are
+deterministic so a re-run is idempotent). Searches are exact. Another process's commit is
+noticed through a generation counter and triggers a reload.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from lore.retrieve.fusion import rrf
+from lore.schema import Chunk, Hit, SearchFilter
+from lore.store.base import StoreQuery
+from lore.store.memory_index import SCALAR_FIELDS, MemoryIndex, Row
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS chunks (
+  rid INTEGER PRIMARY KEY AUTOINCREMENT,
+  chunk_id TEXT NOT NULL UNIQUE,
+  tenant_id TEXT, dataset_id TEXT, visibility TEXT, source_type TEXT, source TEXT, document_id TEXT,
+  allowed_roles TEXT, valid_from_seq INTEGER, valid_to_seq INTEGER,
+  meta TEXT, text TEXT, parent_text TEXT, tokens TEXT, vector BLOB
+);
+CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT);
+INSERT OR IGNORE INTO store_meta VALUES ('generation', '0');
+"""
+_COLUMNS = ("chunk_id", *SCALAR_FIELDS, "allowed_roles", "valid_from_seq", "valid_to_seq")
+_TEXT_FIELDS = {"text", "parent_text"}
+
+
+class EmbeddedStore:
+    """One SQLite file per collection under `<data_dir>/embedded/`, searched in memory."""
+
+    def __init__(self, collection: str, data_dir: Path, dim: int, uri: str = "") -> None:
+        folder = Path(uri) if uri else Path(data_dir) / "embedded"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / f"{collection}.sqlite"
+        self.dim = dim
+        self._db: sqlite3.Connection | None = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._index: MemoryIndex | None = None
+        self._generation = -1
+
+    # --- writes -----------------------------------------------------------------------------
+
+    def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, tokens: Sequence[list[str]]) -> None:
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.shape != (len(chunks), self.dim):
+            raise ValueError(f"vectors shape {vectors.shape} != ({len(chunks)}, {self.dim})")
+        with self._write():
+            ids = [c.chunk_id for c in chunks]
+            self._db.executemany("DELETE FROM chunks WHERE chunk_id = ?", [(i,) for i in ids])
+            sql = f"INSERT INTO chunks ({', '.join(_COLUMNS)}, meta, text, parent_text, tokens, vector) " \
+                  f"VALUES ({', '.join('?' * (len(_COLUMNS) + 5))}) RETURNING rid"
+            rows = []
+            for chunk, vec, toks in zip(chunks, vectors, tokens, strict=True):
+                rid = self._db.execute(sql, _db_row(chunk, vec, toks)).fetchone()[0]
+                rows.append(_index_row(rid, chunk, toks))
+        if self._index is not None:
+            self._index.append(rows, vectors)
+
+    def delete(self, chunk_ids: Sequence[str]) -> int:
+        with self._write():
+            cur = self._db.executemany("DELETE FROM chunks WHERE chunk_id = ?", [(i,) for i in chunk_ids])
+            removed = cur.rowcount
+        if self._index is not None:
+            self._index.kill(chunk_ids)
+        return removed
+
+    def expire(self, chunk_ids: Sequence[str], seq: int) -> int:
+        with self._write():
+            # Only ever shorten a validity window: re-expiring must not revive versions in between.
+            cur = self._db.executemany(
+                "UPDATE chunks SET valid_to_seq = ?1, meta = json_set(meta, '$.valid_to_seq', ?1) "
+                "WHERE chunk_id = ?2 AND (valid_to_seq = 0 OR valid_to_seq > ?1)",
+                [(seq, i) for i in chunk_ids],
+            )
+            changed = cur.rowcount
+        if self._index is not None:
+            self._index.set_valid_to(chunk_ids, seq)
+        return changed
+
+    def drop(self) -> None:
+        self.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        self._index = None
+
+    # --- reads ------------------------------------------------------------------------------
+
+    def count(self, filter: SearchFilter | None = None) -> int:
+        return int(self._memory().mask(filter or SearchFilter()).sum())
+
+    def get(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        marks = ",".join("?" * len(chunk_ids))
+        found = {
+            c.chunk_id: c
+            for c in map(_chunk_from_row, self._db.execute(
+                f"SELECT meta, text, parent_text FROM chunks WHERE chunk_id IN ({marks})", list(chunk_ids)
+            ))
+        } if chunk_ids else {}
+        return [found[i] for i in chunk_ids if i in found]
+
+    def search(self, query: StoreQuery) -> list[Hit]:
+        index = self._memory()
+        mask = index.mask(query.filter)
+        dense = bm25 = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+        if query.mode in ("dense", "hybrid") and query.vector is not None:
+            dense = index.dense(np.asarray(query.vector, dtype=np.float32), mask, query.k)
+        if query.mode in ("bm25", "hybrid"):
+            bm25 = index.bm25(query.tokens, mask, query.k)
+        if query.mode == "dense":
+            fused = [(int(p), float(s)) for p, s in zip(*dense, strict=True)]
+        elif query.mode == "bm25":
+            fused = [(int(p), float(s)) for p, s in zip(*bm25, strict=True)]
+        else:
+            fused = [(int(p), s) for p, s in rrf([dense[0].tolist(), bm25[0].tolist()], query.rrf_k)]
+        fused = fused[: query.k]
+        d_rank = {int(p): (r, float(s)) for r, (p, s) in enumerate(zip(*dense, strict=True), start=1)}
+        b_rank = {int(p): (r, float(s)) for r, (p, s) in enumerate(zip(*bm25, strict=True), start=1)}
+        chunks = self._chunks_by_rid([int(index.rids[p]) for p, _ in fused])
+        hits = []
+        for pos, score in fused:
+            dr, ds = d_rank.get(pos, (None, None))
+            br, bs = b_rank.get(pos, (None, None))
+            hits.append(Hit(chunks[int(index.rids[pos])], score, ds, bs, dr, br))
+        return hits
+
+    # --- internals --------------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        self._memory_if_current()
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            self._db.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'generation'")
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._generation += 1
+
+    def _disk_generation(self) -> int:
+        return int(self._db.execute("SELECT value FROM store_meta WHERE key='generation'").fetchone()[0])
+
+    def _memory_if_current(self) -> None:
+        # Before writing: drop the in-memory index if another process changed the file meanwhile.
+        if self._index is not None and self._disk_generation() != self._generation:
+            self._index = None
+
+    def _memory(self) -> MemoryIndex:
+        generation = self._disk_generation()
+        if self._index is None or generation != self._generation:
+            self._index = self._load()
+            self._generation = generation
+        return self._index
+
+    def _load(self) -> MemoryIndex:
+        index = MemoryIndex(self.dim)
+        cur = self._db.execute(f"SELECT rid, {', '.join(_COLUMNS)}, tokens, vector FROM chunks ORDER BY rid")
+        while batch := cur.fetchmany(20000):
+            rows, vecs = [], []
+            for rid, chunk_id, *rest in batch:
+                scalars = dict(zip(SCALAR_FIELDS, rest[: len(SCALAR_FIELDS)], strict=True))
+                roles, vfrom, vto, toks, blob = rest[len(SCALAR_FIELDS):]
+                rows.append(Row(rid, chunk_id, scalars, json.loads(roles), vfrom, vto, toks.split(" ") if toks else []))
+                vecs.append(np.frombuffer(blob, dtype=np.float32))
+            index.append(rows, np.vstack(vecs))
+        return index
+
+    def _chunks_by_rid(self, rids: list[int]) -> dict[int, Chunk]:
+        if not rids:
+            return {}
+        marks = ",".join("?" * len(rids))
+        rows = self._db.execute(f"SELECT rid, meta, text, parent_text FROM chunks WHERE rid IN ({marks})", rids)
+        return {rid: _chunk_from_row(rest) for rid, *rest in rows}
+
+
+def _db_row(chunk: Chunk, vec: np.ndarray, tokens: list[str]) -> tuple:
+    meta = {k: v for k, v in chunk.__dict__.items() if k not in _TEXT_FIELDS}
+    return (
+        chunk.chunk_id, *(getattr(chunk, f) for f in SCALAR_FIELDS), json.dumps(chunk.allowed_roles),
+        chunk.valid_from_seq, chunk.valid_to_seq, json.dumps(meta, ensure_ascii=False),
+        chunk.text, chunk.parent_text, " ".join(t.replace(" ", "_") for t in tokens),
+        np.asarray(vec, dtype=np.float32).tobytes(),
+    )
+
+
+def _index_row(rid: int, chunk: Chunk, tokens: list[str]) -> Row:
+    scalars = {f: getattr(chunk, f) for f in SCALAR_FIELDS}
+    toks = [t.replace(" ", "_") for t in tokens]
+    return Row(rid, chunk.chunk_id, scalars, list(chunk.allowed_roles), chunk.valid_from_seq, chunk.valid_to_seq, toks)
+
+
+def _chunk_from_row(row: tuple) -> Chunk:
+    meta, text, parent_text = row
+    return Chunk(text=text, parent_text=parent_text, **json.loads(meta))

@@ -1,0 +1,50 @@
+"""The `lore` command line, run in-process on real files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lore.cli.main import app
+from tests.conftest import EXAMPLES
+
+runner = CliRunner()
+
+
+@pytest.fixture()
+def home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.setenv("LORE_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def test_create_ingest_search_json_list_delete(home: Path, tmp_path: Path) -> None:
+    assert runner.invoke(app, ["kb", "create", "hb"]).exit_code == 0
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "faq.csv").write_bytes((EXAMPLES / "faq.csv").read_bytes())
+    (docs / "bad.docx").write_bytes(b"not a zip")
+    result = runner.invoke(app, ["ingest", str(docs), "--kb", "hb"])
+    assert result.exit_code == 1  # a failed file makes the exit code non-zero...
+    assert "docs/bad.docx" in result.output and "failed" in result.output
+    assert "1 ingested" in result.output  # ...but the rest of the batch went in
+
+    result = runner.invoke(app, ["search", "如何重置 VPN 密码", "--kb", "hb", "--json", "-k", "3"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    first = payload["hits"][0]
+    assert first["file"] == "docs/faq.csv" and first["sheet"] == "faq" and first["row"] >= 2
+    assert "VPN" in first["text"] and {"score", "chunk_id", "heading_path", "page"} <= set(first)
+
+    listed = json.loads(runner.invoke(app, ["kb", "list", "--json"]).output)
+    assert listed[0]["name"] == "hb" and listed[0]["chunks"] > 0
+    assert runner.invoke(app, ["kb", "delete", "hb", "--yes"]).exit_code == 0
+
+
+def test_errors_are_short_and_named(home: Path) -> None:
+    result = runner.invoke(app, ["search", "x", "--kb", "missing"])
+    assert result.exit_code == 2 and "knowledge base 'missing' not found" in result.output
+    assert runner.invoke(app, ["kb", "create", "bad name!"]).exit_code == 2
+    assert runner.invoke(app, ["search", "x", "--kb", "missing", "--mode", "fuzzy"]).exit_code == 2
