@@ -39,7 +39,7 @@ def main() -> None:
     args = _parse_args()
     if args.synthetic:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from synthetic import run_synthetic  # noqa: PLC0415 - only needed in this mode
+        from synthetic import run_synthetic
 
         result = run_synthetic(args.synthetic, args.backends.split(","), args.max_queries or 200,
                                Path(args.home), seed=0)
@@ -142,7 +142,7 @@ def _chunk_texts(lore: Lore, kb: str, dataset: BeirDataset) -> tuple[list[str], 
 
 
 def _run_baselines(lore: Lore, kb: str, dataset: BeirDataset, qids: list[str]) -> dict:
-    import bm25s  # noqa: PLC0415 - dev-only dependency
+    import bm25s
 
     corpus = [json.loads(line) for line in dataset.corpus_path.open(encoding="utf-8") if line.strip()]
     ids = [d["_id"] for d in corpus]
@@ -152,7 +152,7 @@ def _run_baselines(lore: Lore, kb: str, dataset: BeirDataset, qids: list[str]) -
     if cjk:  # bm25s' own tokenizer splits on spaces only: give it Lore's tokens for Chinese
         model.index([tokenize(t) for t in texts], show_progress=False)
     else:
-        import Stemmer  # noqa: PLC0415
+        import Stemmer
 
         stemmer = Stemmer.Stemmer("english")
         model.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False),
@@ -190,7 +190,7 @@ def _run_baselines(lore: Lore, kb: str, dataset: BeirDataset, qids: list[str]) -
 
 
 def _score(runs: dict[str, list[str]], dataset: BeirDataset, times: list[float]) -> dict:
-    def mean(fn, k):  # noqa: ANN001, ANN202
+    def mean(fn, k):
         return round(float(np.mean([fn(runs[q], dataset.qrels[q], k) for q in runs])), 4)
 
     return {"ndcg@10": mean(ndcg_at_k, 10), "recall@5": mean(recall_at_k, 5),
@@ -200,8 +200,8 @@ def _score(runs: dict[str, list[str]], dataset: BeirDataset, times: list[float])
 
 
 def _print_table(report: dict) -> None:
-    from rich.console import Console  # noqa: PLC0415
-    from rich.table import Table  # noqa: PLC0415
+    from rich.console import Console
+    from rich.table import Table
 
     table = Table(title=f"{report['dataset']} ({report['split']}, {report['queries']} queries, "
                         f"{report['embedder']}, {report['backend']})")

@@ -65,6 +65,21 @@ class RetrieveSettings(_Section):
     min_score: float = 0.0
 
 
+class AnswerSettings(_Section):
+    """How answers are made: generator, evidence and confidence thresholds, refusal contact."""
+
+    generator: Literal["extractive", "openai"] = "extractive"
+    llm_model: str = ""
+    llm_base_url: str = ""  # e.g. http://127.0.0.1:8000/v1 (API key: LORE_LLM_API_KEY)
+    llm_timeout_s: float = Field(default=60.0, gt=0)
+    evidence_threshold: float = Field(default=0.45, ge=0, le=1)
+    low_confidence: float = Field(default=0.5, ge=0, le=1)
+    support_contact: str = "your knowledge-base administrator"
+    max_question_chars: int = Field(default=2000, gt=0)
+    max_passages: int = Field(default=6, gt=0, le=50)
+    context_budget: int = Field(default=2400, gt=100)  # text units across all passages
+
+
 class Settings(BaseSettings):
     """All of Lore's settings. Precedence: env `LORE_*` > `lore.toml` > defaults."""
 
@@ -79,6 +94,7 @@ class Settings(BaseSettings):
     chunk: ChunkSettings = ChunkSettings()
     ingest: IngestSettings = IngestSettings()
     retrieve: RetrieveSettings = RetrieveSettings()
+    answer: AnswerSettings = AnswerSettings()
 
     @classmethod
     def settings_customise_sources(
@@ -99,7 +115,7 @@ class Settings(BaseSettings):
 
 
 # LORE_* variables that are not settings fields (read directly by the parts that need them).
-_EXTRA_ENV = {"LORE_CONFIG", "LORE_EMBED_API_KEY"}
+_EXTRA_ENV = {"LORE_CONFIG", "LORE_EMBED_API_KEY", "LORE_LLM_API_KEY", "LORE_LLM_BASE_URL"}
 
 
 def _check_env_names() -> None:

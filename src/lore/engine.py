@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
 
+from lore.answer.generators import Generator, get_generator
+from lore.answer.pipeline import AskPipeline, Event
 from lore.catalog import Catalog, KnowledgeBase
 from lore.config import Settings, load_settings
 from lore.embed.base import Embedder, get_embedder
 from lore.embed.cache import EmbeddingCache
-from lore.errors import EmbeddingMismatchError
+from lore.errors import ConfigError, EmbeddingMismatchError
 from lore.ingest.chunking import Chunker, ChunkParams
 from lore.ingest.files import discover
 from lore.ingest.pipeline import IngestPipeline, IngestReport, Progress
@@ -113,6 +117,24 @@ class Lore:
         r = self.settings.retrieve
         opts = options or SearchOptions(r.mode, r.recall_k, r.top_k, r.rrf_k, r.min_score)
         return self.retriever(name).search(query, opts)
+
+    def generator(self, name: str) -> Generator:
+        """The configured answer generator for a KB (extractive uses the KB's embedder)."""
+        a = self.settings.answer
+        if a.generator == "extractive":
+            kb = self.catalog.get_kb(name)
+            return get_generator("extractive", embedder=self.embedder(kb), cache=self.cache)
+        base_url = a.llm_base_url or os.environ.get("LORE_LLM_BASE_URL", "")
+        if not base_url or not a.llm_model:
+            raise ConfigError("answer.generator = 'openai' needs answer.llm_base_url and answer.llm_model")
+        return get_generator("openai", model=a.llm_model, base_url=base_url, timeout_s=a.llm_timeout_s)
+
+    def ask(self, name: str, question: str, options: SearchOptions | None = None) -> Iterator[Event]:
+        """Answer a question from a KB, streaming status/token/end/error events."""
+        r = self.settings.retrieve
+        opts = options or SearchOptions(r.mode, r.recall_k, r.top_k, r.rrf_k, r.min_score)
+        pipeline = AskPipeline(self.retriever(name), self.generator(name), self.settings.answer)
+        return pipeline.run(question, opts)
 
     def close(self) -> None:
         """Close every open store."""

@@ -11,7 +11,6 @@ import pytest
 
 from lore.errors import LoadError
 from lore.ingest.loaders import load_file
-from lore.ingest.loaders.pdf import load_pdf
 from lore.schema import LoadedDocument, Section
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "documents"
@@ -22,7 +21,8 @@ OCR_FIXTURES = {
     "rapidocrpdf_direct_and_image.pdf",
 }
 
-pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"fixtures not found at {FIXTURES}")
+# The fixtures are part of the test contract: a missing folder fails loudly rather than skipping.
+assert FIXTURES.is_dir(), f"fixtures not found at {FIXTURES} (../shared must sit beside the repo)"
 
 
 def load(name: str) -> LoadedDocument:
@@ -88,15 +88,15 @@ def test_unstructured_korean_text_with_tables_pdf() -> None:
 
 def test_ocr_fixtures_with_ocr_disabled() -> None:
     with pytest.raises(LoadError, match=r"image-only PDF \(OCR disabled\)"):
-        load_pdf(FIXTURES / "rapidocrpdf_image.pdf", ocr=False)
+        load_file(FIXTURES / "rapidocrpdf_image.pdf", ocr=False)
     with pytest.raises(LoadError, match=r"image-only PDF \(OCR disabled\)"):
-        load_pdf(FIXTURES / "markitdown_MEDRPT-2024-PAT-3847_medical_report_scan.pdf", ocr=False)
+        load_file(FIXTURES / "markitdown_MEDRPT-2024-PAT-3847_medical_report_scan.pdf", ocr=False)
 
-    (mixed,) = load_pdf(FIXTURES / "rapidocrpdf_direct_and_image.pdf", ocr=False)
+    (mixed,) = load_file(FIXTURES / "rapidocrpdf_direct_and_image.pdf", ocr=False)
     assert [s.page for s in mixed.sections] == [1] and "ABCNet" in mixed.sections[0].text
     assert mixed.warnings == ["page 2: image-only page, text not read (OCR disabled)"]
 
-    (chatchat,) = load_pdf(FIXTURES / "chatchat_ocr_test.pdf", ocr=False)
+    (chatchat,) = load_file(FIXTURES / "chatchat_ocr_test.pdf", ocr=False)
     assert chatchat.sections[0].text == "我是文字" and chatchat.ocr_pages == []
     assert "OCR disabled" in chatchat.warnings[0]
 

@@ -14,10 +14,8 @@ from lore.schema import LoadedDocument
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "documents"
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"fixtures not found at {FIXTURES}"),
-]
+pytestmark = pytest.mark.slow
+assert FIXTURES.is_dir(), f"fixtures not found at {FIXTURES} (../shared must sit beside the repo)"
 
 
 def load(name: str) -> LoadedDocument:

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from lore.cli.ask import ask
 from lore.cli.progress import RichIngestProgress
 from lore.engine import Lore
 from lore.errors import LoreError
@@ -23,6 +24,7 @@ app = typer.Typer(help="Lore: enterprise knowledge-base search and answers, offl
                   no_args_is_help=True, pretty_exceptions_enable=False)
 kb_app = typer.Typer(help="Create, list and delete knowledge bases.", no_args_is_help=True)
 app.add_typer(kb_app, name="kb")
+app.command()(ask)
 console = Console()
 err = Console(stderr=True)
 

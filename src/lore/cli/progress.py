@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Self
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -20,7 +22,7 @@ class RichIngestProgress(IngestProgress):
         self.files = self.bars.add_task("files", total=total_files)
         self.chunks = self.bars.add_task("chunks", total=0, visible=False)
 
-    def __enter__(self) -> RichIngestProgress:
+    def __enter__(self) -> Self:
         self.bars.start()
         return self
 

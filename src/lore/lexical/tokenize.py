@@ -22,13 +22,10 @@ _RUNS = re.compile(rf"([{_CJK}]+)|({_WORD}(?:[.']{_WORD})*)", re.UNICODE)
 
 # A compact English stop list (the usual Lucene/bm25s-style set).
 STOP_WORDS = frozenset(
-    """a an and are as at be but by for if in into is it no not of on or such that the their then
-    there these they this to was will with were what which who whom when where why how than too very
-    can just do does did has have had i me my we our you your he him his she her its them from about
-    been being so all any both each few more most other some only own same s t don should now""".split()
+    ["a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with", "were", "what", "which", "who", "whom", "when", "where", "why", "how", "than", "too", "very", "can", "just", "do", "does", "did", "has", "have", "had", "i", "me", "my", "we", "our", "you", "your", "he", "him", "his", "she", "her", "its", "them", "from", "about", "been", "being", "so", "all", "any", "both", "each", "few", "more", "most", "other", "some", "only", "own", "same", "s", "t", "don", "should", "now"]
 )
 # Chinese function words and punctuation-like tokens that carry no retrieval signal.
-CJK_STOP = frozenset("的 了 和 是 在 也 就 都 而 及 与 或 等 之 其 这 那 个 吗 呢 吧 啊 么 什么 怎么 如何".split())
+CJK_STOP = frozenset(["的", "了", "和", "是", "在", "也", "就", "都", "而", "及", "与", "或", "等", "之", "其", "这", "那", "个", "吗", "呢", "吧", "啊", "么", "什么", "怎么", "如何"])
 
 jieba.setLogLevel(logging.WARNING)
 

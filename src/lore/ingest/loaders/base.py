@@ -57,7 +57,7 @@ def load_file(path: Path, *, ocr: bool = True) -> list[LoadedDocument]:
         docs = loader(path, **options)
     except LoadError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a broken file must not stop the batch
+    except Exception as exc:  # a broken file must not stop the batch
         raise LoadError(str(path), f"cannot be read ({type(exc).__name__}: {exc})") from exc
     if not any(s.text.strip() for d in docs for s in d.sections):
         raise LoadError(str(path), "no text found (empty file)")

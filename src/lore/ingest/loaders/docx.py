@@ -31,6 +31,7 @@ def load_docx(path: Path) -> list[LoadedDocument]:
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []  # open headings (level, title)
     lines: list[str] = []
+    title = (document.core_properties.title or "").strip() or None
 
     def path_now() -> list[str]:
         return [t for _, t in stack]
@@ -54,11 +55,12 @@ def load_docx(path: Path) -> list[LoadedDocument]:
             lines.append(f"- {text}" if "list" in style else text)
             continue
         flush()
+        if level == 0 and title is None:
+            title = text
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, text))
     flush()
-    title = (document.core_properties.title or "").strip() or _first_title(document)
     return [LoadedDocument(path=str(path), sections=sections, title=title)]
 
 
@@ -107,13 +109,6 @@ def _outline_level(ppr: Any) -> int | None:
         return None
     value = int(node.get(f"{_W_NS}val", "9"))
     return value + 1 if value < 9 else None
-
-
-def _first_title(document: Any) -> str | None:
-    for paragraph in document.paragraphs:
-        if paragraph.style is not None and paragraph.style.name == "Title" and paragraph.text.strip():
-            return str(paragraph.text.strip())
-    return None
 
 
 def _table_sections(table: Any, heading_path: list[str]) -> list[Section]:

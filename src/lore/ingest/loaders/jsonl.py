@@ -13,7 +13,7 @@ from lore.schema import LoadedDocument, Section
 
 @register_loader(".jsonl")
 def load_jsonl(path: Path) -> list[LoadedDocument]:
-    """Each record becomes a document with `document_id=_id` and one section "title\\ntext"."""
+    """Each record becomes a document with `document_id=_id`, `title`, and one section of its text."""
     text, encoding = read_text(path)
     file = str(path)
     docs: list[LoadedDocument] = []
@@ -31,7 +31,9 @@ def load_jsonl(path: Path) -> list[LoadedDocument]:
             raise LoadError(file, f'line {number}: record has no "_id"')
         title = str(record.get("title") or "").strip()
         body = str(record.get("text") or "").strip()
-        content = f"{title}\n{body}" if title and body else title or body
+        # The title stays out of the section text: chunking puts it in front of every chunk's
+        # index text instead, so each chunk of a long record keeps its title.
+        content = body or title
         docs.append(
             LoadedDocument(
                 path=file,

@@ -5,12 +5,10 @@ from __future__ import annotations
 import logging
 import statistics
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    import pymupdf
+import pymupdf
 
 # 200 DPI reads 9-pt scans correctly (150 DPI garbled lines of the medical-report fixture).
 OCR_DPI = 200
@@ -38,14 +36,12 @@ def get_engine() -> Any:
 
 def ocr_region(page: pymupdf.Page, clip: pymupdf.Rect | None = None) -> str:
     """Render `page` (or the `clip` part of it) and return the recognised text in reading order."""
-    import pymupdf
-
     rect = clip if clip is not None else page.rect
     zoom = min(OCR_DPI / 72, MAX_SIDE_PX / max(rect.width, rect.height, 1.0))
     pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), clip=clip, colorspace=pymupdf.csRGB, alpha=False)
     if pix.width < 8 or pix.height < 8:
         return ""
-    rgb = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.stride // 3, 3)[:, : pix.width]
+    rgb = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width, 3)
     return ocr_image(np.ascontiguousarray(rgb[:, :, ::-1]))  # RapidOCR takes arrays as BGR
 
 

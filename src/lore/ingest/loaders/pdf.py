@@ -46,7 +46,11 @@ def load_pdf(path: Path, ocr: bool = True) -> list[LoadedDocument]:
             if regions:
                 image_only += 1
                 if ocr:
-                    text = _ocr_page(page, regions)
+                    try:
+                        text = _ocr_page(page, regions)
+                    except Exception as exc:  # noqa: BLE001 - one bad page must not lose the others
+                        loaded.warnings.append(f"page {number}: OCR failed ({type(exc).__name__}: {exc})")
+                        continue
                     loaded.ocr_pages.append(number)
                     if not text:
                         loaded.warnings.append(f"page {number}: OCR found no text")

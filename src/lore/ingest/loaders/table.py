@@ -62,6 +62,7 @@ def load_xlsx(path: Path) -> list[LoadedDocument]:
         for ws in wb.worksheets:
             if not hasattr(ws, "iter_rows"):  # chartsheets hold no cells
                 continue
+            ws.reset_dimensions()  # some writers store a wrong used range; read what is there
             grid = [[_format(v) for v in row] for row in ws.iter_rows(values_only=True)]
             sections.extend(table_sections(grid, ws.title))
     finally:

@@ -1,0 +1,1 @@
+"""Answers: context building, evidence judgement, generation, citations, verification."""

@@ -1,0 +1,102 @@
+"""Citation markers: keep those that point at a passage, drop the rest, attach missing ones."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lore.answer.generators.base import Passage
+from lore.answer.sentences import coverage, split_sentences
+from lore.lexical import tokenize
+
+MARKER = re.compile(r"\s?\[(\d{1,3})\]")
+_ATTACH_MIN = 0.5  # share of a sentence's tokens a passage must hold to be attached as its source
+
+
+@dataclass
+class Citation:
+    """One numbered source with everything needed to open the exact place."""
+
+    n: int
+    chunk_id: str
+    document_id: str
+    file: str
+    page: int | None
+    slide: int | None
+    sheet: str | None
+    row: int | None
+    heading_path: list[str]
+    text: str
+    scores: dict[str, float | None] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def clean_markers(answer: str, passages: Sequence[Passage]) -> str:
+    """Remove `[n]` markers whose n is not a passage number."""
+    valid = {p.n for p in passages}
+    return MARKER.sub(lambda m: m.group(0) if int(m.group(1)) in valid else "", answer)
+
+
+def attach_missing(answer: str, passages: Sequence[Passage]) -> str:
+    """Give each uncited sentence the passage that best contains it (if one does)."""
+    if not passages:
+        return answer
+    out = []
+    for sentence in split_sentences(answer):
+        if not MARKER.search(sentence):
+            tokens = tokenize(sentence)
+            best = max(passages, key=lambda p: coverage(tokens, p.text))
+            if tokens and coverage(tokens, best.text) >= _ATTACH_MIN:
+                sentence = insert_marker(sentence, best.n)
+        out.append(sentence)
+    return join_sentences(out)
+
+
+def cited_numbers(answer: str) -> list[int]:
+    """Passage numbers in order of first citation."""
+    seen: list[int] = []
+    for m in MARKER.finditer(answer):
+        n = int(m.group(1))
+        if n not in seen:
+            seen.append(n)
+    return seen
+
+
+def citations_for(answer: str, passages: Sequence[Passage]) -> list[Citation]:
+    """Citation records for the passages the answer cites, in citation order."""
+    by_n = {p.n: p for p in passages}
+    result = []
+    for n in cited_numbers(answer):
+        p = by_n[n]
+        h = p.hit
+        c = h.chunk
+        result.append(Citation(
+            n=n, chunk_id=c.chunk_id, document_id=c.document_id, file=c.file_path, page=c.page,
+            slide=c.slide, sheet=c.sheet, row=c.row, heading_path=list(c.heading_path), text=p.text,
+            scores={"score": h.score, "dense": h.dense_score, "bm25": h.bm25_score},
+        ))
+    return result
+
+
+def insert_marker(sentence: str, n: int) -> str:
+    """Add `[n]` before the closing punctuation, like a footnote: "…30 days[1]."."""
+    m = re.search(r"[。！？.!?；;]+$", sentence)
+    if m:
+        return f"{sentence[: m.start()]}[{n}]{m.group(0)}"
+    return f"{sentence}[{n}]"
+
+
+_CJK_EDGE = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
+
+
+def join_sentences(sentences: list[str]) -> str:
+    """Join sentences: no space between Chinese sentences, one space otherwise."""
+    text = ""
+    for s in sentences:
+        cjk_edge = text and (_CJK_EDGE.match(text.rstrip("]0123456789[")[-1:] or "") or _CJK_EDGE.match(s[:1]))
+        text += s if not text or cjk_edge else " " + s
+    return text

@@ -1,0 +1,61 @@
+"""The `Generator` protocol, the numbered `Passage` it answers from, and the registry."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from lore.errors import ConfigError, LoreError
+from lore.schema import Hit
+
+
+class GenerationError(LoreError):
+    """A generator failed (endpoint down, timeout, bad response); names the endpoint and reason."""
+
+
+@dataclass
+class Passage:
+    """One numbered piece of evidence: `n` is what `[n]` in the answer refers to."""
+
+    n: int
+    text: str  # what the generator sees (the parent context, trimmed to the budget)
+    hits: list[Hit] = field(default_factory=list)  # the child hits this passage came from
+
+    @property
+    def hit(self) -> Hit:
+        return self.hits[0]
+
+
+class Generator(Protocol):
+    """Writes an answer to `question` from numbered passages, streamed as text deltas."""
+
+    name: str
+
+    def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
+        """Yield the answer text in pieces; it cites passages as `[n]`. Raises GenerationError."""
+
+
+GeneratorFactory = Callable[..., Generator]
+_BUILTIN = {
+    "extractive": "lore.answer.generators.extractive:ExtractiveGenerator",
+    "openai": "lore.answer.generators.openai_chat:OpenAIChatGenerator",
+}
+_REGISTRY: dict[str, GeneratorFactory] = {}
+
+
+def register_generator(name: str, factory: GeneratorFactory) -> None:
+    """Register a generator under `name` (built-ins and plugins alike)."""
+    _REGISTRY[name] = factory
+
+
+def get_generator(name: str, **options: Any) -> Generator:
+    """Create the generator `name` with its options."""
+    if name not in _REGISTRY:
+        if name not in _BUILTIN:
+            known = ", ".join(sorted({*_BUILTIN, *_REGISTRY}))
+            raise ConfigError(f"answer.generator: unknown generator {name!r} (known: {known})")
+        module, _, attr = _BUILTIN[name].partition(":")
+        register_generator(name, getattr(importlib.import_module(module), attr))
+    return _REGISTRY[name](**options)

@@ -1,0 +1,210 @@
+"""Answers streamed from any server speaking the OpenAI-compatible `POST /chat/completions` protocol."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any, Self
+
+import httpx
+from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, stop_after_attempt
+
+from lore.answer.generators.base import GenerationError, Passage
+from lore.answer.prompt import build_messages
+from lore.embed.openai import _SNIPPET, _retry_after, _TransientError
+from lore.errors import ConfigError
+
+_API_KEY_ENV = ("LORE_LLM_API_KEY", "OPENAI_API_KEY")
+_MAX_WAIT_S = 8.0
+
+
+class OpenAIChatGenerator:
+    """Client for an OpenAI-compatible chat endpoint (vLLM, llama.cpp, Ollama, OpenAI...).
+
+    Retries connection errors, 429 and 5xx only before the answer starts; never once text has streamed.
+    """
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+        connect_timeout_s: float = 5.0,
+        max_retries: int = 2,
+        temperature: float = 0.1,
+        max_tokens: int = 800,
+        backoff_s: float = 0.5,
+    ) -> None:
+        if not model:
+            raise ConfigError("answer.model: required for the openai generator")
+        if not base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"answer.base_url: must start with http:// or https://, got {base_url!r}")
+        if timeout_s <= 0 or connect_timeout_s <= 0 or max_retries < 0 or max_tokens < 1 or backoff_s < 0:
+            raise ConfigError(
+                "answer: timeout_s > 0, connect_timeout_s > 0, max_retries >= 0, max_tokens >= 1 "
+                "and backoff_s >= 0 are required"
+            )
+        self.model = model
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.backoff_s = backoff_s
+        key = api_key or next((os.environ[v] for v in _API_KEY_ENV if os.environ.get(v)), None)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        # The read timeout bounds the gap between two chunks, so a stalled stream fails instead of hanging.
+        timeout = httpx.Timeout(timeout_s, connect=connect_timeout_s)
+        self._client = httpx.Client(headers=headers, timeout=timeout)
+        self._where = f"chat endpoint {self.url}"
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
+        """Yield the answer in pieces as the server sends them. Raises GenerationError."""
+        body = {
+            "model": self.model,
+            "messages": build_messages(question, passages),
+            "stream": True,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
+        response = self._open_with_retries(body)
+        try:
+            if "json" in response.headers.get("content-type", ""):
+                yield self._whole_reply(response)  # the server ignored "stream": true
+            else:
+                yield from self._stream_reply(response)
+        except httpx.TimeoutException as exc:
+            raise GenerationError(
+                f"{self._where}: timed out: no data for {self.timeout_s:g}s ({type(exc).__name__})"
+            ) from exc
+        except httpx.TransportError as exc:
+            reason = str(exc) or type(exc).__name__
+            raise GenerationError(f"{self._where}: connection lost during the answer: {reason}") from exc
+        finally:
+            response.close()
+
+    def _open_with_retries(self, body: dict[str, Any]) -> httpx.Response:
+        retrying = Retrying(
+            retry=retry_if_exception_type(_TransientError),
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=self._wait,
+        )
+        try:
+            return retrying(self._open, body)
+        except RetryError as exc:
+            last = exc.last_attempt.exception()
+            raise GenerationError(f"{last} (gave up after {self.max_retries + 1} attempts)") from last
+
+    def _wait(self, state: RetryCallState) -> float:
+        """Exponential backoff (backoff_s, 2x, 4x...), or the server's Retry-After if it sent one."""
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, _TransientError) and exc.retry_after is not None:
+            return exc.retry_after
+        return min(self.backoff_s * 2 ** (state.attempt_number - 1), _MAX_WAIT_S)
+
+    def _open(self, body: dict[str, Any]) -> httpx.Response:
+        """Send the request and return the open response once its status is 200."""
+        request = self._client.build_request("POST", self.url, json=body)
+        try:
+            response = self._client.send(request, stream=True)
+        except httpx.ReadTimeout as exc:  # the server accepted but never answered: retrying would not help
+            raise GenerationError(f"{self._where}: timed out: no response for {self.timeout_s:g}s") from exc
+        except httpx.TimeoutException as exc:
+            raise _TransientError(f"{self._where}: timed out ({type(exc).__name__})") from exc
+        except httpx.TransportError as exc:
+            raise _TransientError(f"{self._where}: connection failed: {exc or type(exc).__name__}") from exc
+        if response.status_code == 200:
+            return response
+        try:
+            snippet = response.read().decode("utf-8", "replace")[:_SNIPPET].strip()
+        except httpx.HTTPError:
+            snippet = ""
+        finally:
+            response.close()
+        message = f"{self._where}: HTTP {response.status_code}: {snippet or response.reason_phrase}"
+        if response.status_code == 429 or response.status_code >= 500:
+            raise _TransientError(message, _retry_after(response))
+        raise GenerationError(message)
+
+    def _whole_reply(self, response: httpx.Response) -> str:
+        """The content of a plain (non-streamed) JSON completion."""
+        raw = response.read()
+        try:
+            content = json.loads(raw)["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            snippet = raw[:_SNIPPET].decode("utf-8", "replace")
+            raise GenerationError(f"{self._where}: malformed JSON completion ({exc!r}): {snippet!r}") from exc
+        if not isinstance(content, str) or not content.strip():
+            raise GenerationError(f"{self._where}: the model returned an empty answer")
+        return content
+
+    def _stream_reply(self, response: httpx.Response) -> Iterator[str]:
+        """Content deltas from the Server-Sent Events stream, checked for a proper ending."""
+        got_text = finished = False
+        for data in _sse_data(response.iter_lines()):
+            if data.strip() == "[DONE]":
+                finished = True
+                break
+            delta, finish_reason = self._parse_chunk(data)
+            finished = finished or finish_reason is not None
+            if delta:
+                got_text = got_text or bool(delta.strip())
+                yield delta
+        if not finished:
+            raise GenerationError(f"{self._where}: the stream ended early (no [DONE] and no finish_reason)")
+        if not got_text:
+            raise GenerationError(f"{self._where}: the model returned an empty answer")
+
+    def _parse_chunk(self, data: str) -> tuple[str, str | None]:
+        """(content delta, finish_reason) of one `chat.completion.chunk` event."""
+        try:
+            chunk = json.loads(data)
+        except ValueError as exc:
+            raise GenerationError(
+                f"{self._where}: invalid JSON in a stream chunk: {data[:_SNIPPET]!r}"
+            ) from exc
+        if not isinstance(chunk, dict):
+            raise GenerationError(f"{self._where}: unexpected stream chunk: {data[:_SNIPPET]!r}")
+        if chunk.get("error"):  # some servers report failures inside the stream
+            raise GenerationError(f"{self._where}: error in the stream: {str(chunk['error'])[:_SNIPPET]}")
+        choices = chunk.get("choices") or []  # a usage-only chunk has no choices
+        if not choices:
+            return "", None
+        try:
+            choice = choices[0]
+            content = (choice.get("delta") or {}).get("content") or ""
+            finish_reason = choice.get("finish_reason")
+        except AttributeError as exc:
+            raise GenerationError(f"{self._where}: malformed stream chunk: {data[:_SNIPPET]!r}") from exc
+        if not isinstance(content, str):
+            raise GenerationError(f"{self._where}: non-text content in a stream chunk: {data[:_SNIPPET]!r}")
+        return content, finish_reason
+
+
+def _sse_data(lines: Iterator[str]) -> Iterator[str]:
+    """The data of each Server-Sent Event: `data:` lines joined, dispatched at a blank line."""
+    buffer: list[str] = []
+    for line in lines:
+        if not line:
+            if buffer:
+                yield "\n".join(buffer)
+                buffer = []
+        elif line.startswith("data:"):
+            buffer.append(line[5:].removeprefix(" "))
+        # Comments (":" keep-alives) and event/id/retry fields carry nothing we need.
+    if buffer:
+        yield "\n".join(buffer)

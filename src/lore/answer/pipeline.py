@@ -1,0 +1,172 @@
+"""The query pipeline as explicit stages over one request context, streaming events.
+
+prepare -> retrieve -> build context -> judge evidence -> generate -> cite -> verify -> finish.
+Every stage is a method that reads and writes `AskContext`; `run` yields `status`, `token`,
+`end` and `error` events so the CLI and the API stream the same thing.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from lore.answer.citations import Citation, attach_missing, citations_for, clean_markers
+from lore.answer.context import build_passages
+from lore.answer.evidence import Evidence, judge_evidence
+from lore.answer.generators.base import GenerationError, Generator, Passage
+from lore.answer.verify import SentenceCheck, answer_confidence, verify
+from lore.config import AnswerSettings
+from lore.embed.cache import embed_texts
+from lore.errors import LoreError
+from lore.lexical import tokenize
+from lore.retrieve.search import Retriever, SearchOptions
+from lore.schema import Hit
+
+EventType = Literal["status", "token", "end", "error"]
+
+
+@dataclass
+class Event:
+    """One streamed event."""
+
+    type: EventType
+    data: dict[str, Any]
+
+
+@dataclass
+class AskContext:
+    """Everything one question accumulates on its way through the stages."""
+
+    question: str
+    search: SearchOptions
+    trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    route: str = "retrieval"
+    q_tokens: list[str] = field(default_factory=list)
+    query_vector: np.ndarray | None = None
+    hits: list[Hit] = field(default_factory=list)
+    passages: list[Passage] = field(default_factory=list)
+    evidence: Evidence | None = None
+    answer: str = ""
+    citations: list[Citation] = field(default_factory=list)
+    checks: list[SentenceCheck] = field(default_factory=list)
+    refused: bool = False
+    answer_confidence: float = 0.0
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def result(self, settings: AnswerSettings) -> dict[str, Any]:
+        """The `end` event payload (also what `lore ask --json` prints)."""
+        low = not self.refused and self.answer_confidence < settings.low_confidence
+        return {
+            "question": self.question, "answer": self.answer, "refused": self.refused, "route": self.route,
+            "citations": [c.to_json() for c in self.citations],
+            "evidence_confidence": self.evidence.confidence if self.evidence else 0.0,
+            "evidence": self.evidence.to_json() if self.evidence else None,
+            "answer_confidence": self.answer_confidence, "low_confidence": low,
+            "warning": "Low confidence: check the cited passages." if low else None,
+            "verification": [c.to_json() for c in self.checks],
+            "plan": {"mode": self.search.mode, "recall_k": self.search.recall_k, "top_k": self.search.top_k,
+                     "max_passages": settings.max_passages, "context_budget": settings.context_budget},
+            "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()}, "trace_id": self.trace_id,
+        }
+
+
+class AskPipeline:
+    """Answers questions over one knowledge base with a retriever and a generator."""
+
+    def __init__(self, retriever: Retriever, generator: Generator, settings: AnswerSettings) -> None:
+        self.retriever, self.generator, self.settings = retriever, generator, settings
+
+    def run(self, question: str, search: SearchOptions) -> Iterator[Event]:
+        """Run every stage, yielding events; ends with exactly one `end` or `error` event."""
+        ctx = AskContext(question.strip(), search)
+        try:
+            for name, stage in (("prepare", self.prepare), ("retrieve", self.retrieve),
+                                ("context", self.build_context), ("evidence", self.judge)):
+                yield Event("status", {"stage": name})
+                self._timed(ctx, name, stage)
+            if ctx.refused:
+                yield Event("token", {"text": ctx.answer})
+            else:
+                yield Event("status", {"stage": "generate", "generator": self.generator.name})
+                yield from self.generate(ctx)
+                for name, stage in (("cite", self.cite), ("verify", self.check)):
+                    self._timed(ctx, name, stage)
+        except GenerationError as exc:
+            yield Event("error", {"message": str(exc), "stage": "generate", "trace_id": ctx.trace_id})
+            return
+        except LoreError as exc:
+            yield Event("error", {"message": str(exc), "trace_id": ctx.trace_id})
+            return
+        yield Event("end", ctx.result(self.settings))
+
+    # --- stages -------------------------------------------------------------------------------
+
+    def prepare(self, ctx: AskContext) -> None:
+        if not ctx.question:
+            raise LoreError("question: empty")
+        if len(ctx.question) > self.settings.max_question_chars:
+            raise LoreError(f"question: {len(ctx.question)} characters, limit {self.settings.max_question_chars}")
+        ctx.q_tokens = tokenize(ctx.question)
+
+    def retrieve(self, ctx: AskContext) -> None:
+        r = self.retriever
+        if ctx.search.mode != "bm25":
+            ctx.query_vector = embed_texts(r.embedder, [ctx.question], "query", r.cache)[0]
+        ctx.hits = r.search(ctx.question, ctx.search)
+
+    def build_context(self, ctx: AskContext) -> None:
+        ctx.passages = build_passages(ctx.hits, max_passages=self.settings.max_passages,
+                                      budget_units=self.settings.context_budget)
+
+    def judge(self, ctx: AskContext) -> None:
+        r = self.retriever
+        ctx.evidence = judge_evidence(ctx.q_tokens, ctx.query_vector, ctx.passages, r.embedder, r.cache,
+                                      self.settings.evidence_threshold)
+        if not ctx.evidence.sufficient:
+            ctx.refused, ctx.route = True, "refused"
+            ctx.answer = refusal_text(ctx.question, self.settings.support_contact)
+
+    def generate(self, ctx: AskContext) -> Iterator[Event]:
+        started = time.perf_counter()
+        parts = []
+        for delta in self.generator.stream(ctx.question, ctx.passages):
+            if not parts:
+                ctx.timings_ms["first_token"] = (time.perf_counter() - started) * 1000
+            parts.append(delta)
+            yield Event("token", {"text": delta})
+        ctx.answer = "".join(parts).strip()
+        ctx.timings_ms["generate"] = (time.perf_counter() - started) * 1000
+        if not ctx.answer:
+            raise GenerationError(f"{self.generator.name}: empty answer")
+
+    def cite(self, ctx: AskContext) -> None:
+        ctx.answer = attach_missing(clean_markers(ctx.answer, ctx.passages), ctx.passages)
+        ctx.citations = citations_for(ctx.answer, ctx.passages)
+
+    def check(self, ctx: AskContext) -> None:
+        r = self.retriever
+        ctx.checks = verify(ctx.answer, ctx.passages, r.embedder, r.cache)
+        evidence = ctx.evidence.confidence if ctx.evidence else 0.0
+        ctx.answer_confidence = answer_confidence(evidence, ctx.checks)
+        if not ctx.citations:  # nothing in the answer points at evidence: do not pass it off as grounded
+            ctx.refused, ctx.route = True, "refused"
+            ctx.answer = refusal_text(ctx.question, self.settings.support_contact)
+            ctx.answer_confidence = 0.0
+
+    @staticmethod
+    def _timed(ctx: AskContext, name: str, stage: Any) -> None:
+        started = time.perf_counter()
+        stage(ctx)
+        ctx.timings_ms[name] = (time.perf_counter() - started) * 1000
+
+
+def refusal_text(question: str, contact: str) -> str:
+    """The refusal, in the question's language, with the support contact."""
+    if any("\u4e00" <= ch <= "\u9fff" for ch in question):
+        return f"知识库中没有找到能回答这个问题的内容。如需帮助，请联系：{contact}。"
+    return f"The knowledge base does not cover this question. For help, contact {contact}."

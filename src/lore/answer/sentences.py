@@ -1,0 +1,57 @@
+"""Sentence splitting for Chinese and English text, and token-overlap measures used by answers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from lore.lexical import tokenize
+
+# A sentence ends after CJK end punctuation, after Latin end punctuation followed by a space and a
+# sentence start, or at a line break; a citation marker right after the punctuation stays with its
+# sentence ("…审批单。[1]", "…days.[2] Next"). "?;" inside a table row ("question: …?; answer: …")
+# is no end.
+_SPLIT = re.compile(
+    r"(?<=[。！？；])(?!\s*\[\d)\s*"
+    r"|(?<=[。！？；]\[\d\])\s*|(?<=[。！？；]\[\d\d\])\s*"
+    r"|(?<=[.!?])\s+(?=[A-Z0-9\"'(\u4e00-\u9fff])"
+    r"|(?<=[.!?]\[\d\])\s+|(?<=[.!?]\[\d\d\])\s+"
+    r"|\n+"
+)
+_LIST_ITEM = re.compile(r"^(?:[-*•·]|\d{1,2}[.)、]|[（(]?\d{1,2}[)）])\s*")
+_MAX_LIST_ITEMS = 8
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences in order, stripped, empty ones dropped; a line ending in a colon keeps the list
+    items that follow it (so "年假天数如下：" comes with its items)."""
+    pieces = [s.strip() for s in _SPLIT.split(text) if s and s.strip()]
+    merged: list[str] = []
+    items = 0
+    for piece in pieces:
+        if merged and _LIST_ITEM.match(piece) and merged[-1].rstrip().endswith((":", "：", ";", "；")) \
+                or (merged and items and _LIST_ITEM.match(piece) and items < _MAX_LIST_ITEMS):
+            merged[-1] = f"{merged[-1]}\n{piece}"
+            items += 1
+            continue
+        merged.append(piece)
+        items = 0
+    return merged
+
+
+def token_weights(tokens: Iterable[str]) -> dict[str, float]:
+    """Weight of each distinct token: single CJK characters and digits count less than words."""
+    weights = {}
+    for t in tokens:
+        weights[t] = 0.3 if len(t) == 1 else 1.0
+    return weights
+
+
+def coverage(query_tokens: Iterable[str], text: str) -> float:
+    """Weighted share of the query's distinct tokens that occur in `text` (0-1)."""
+    weights = token_weights(query_tokens)
+    total = sum(weights.values())
+    if not total:
+        return 0.0
+    present = set(tokenize(text))
+    return sum(w for t, w in weights.items() if t in present) / total

@@ -1,0 +1,237 @@
+"""OpenAIChatGenerator against a real local HTTP server speaking the chat-completions SSE protocol."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from lore.answer.generators.base import GenerationError, Passage, get_generator
+from lore.answer.generators.openai_chat import OpenAIChatGenerator
+from lore.answer.prompt import NOT_COVERED
+
+Action = Callable[[BaseHTTPRequestHandler], None]
+PASSAGES = [Passage(1, "Refunds are accepted within 30 days."), Passage(2, "Shipping takes 5 days.")]
+QUESTION = "How long do I have to return an item?"
+
+
+@dataclass
+class FakeServer:
+    """Test server state: the requests it saw and the scripted replies to play, one per request."""
+
+    url: str = ""
+    script: list[Action] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    gate: threading.Event = field(default_factory=threading.Event)  # lets a test hold the stream
+    notes: list[str] = field(default_factory=list)
+
+
+def _chunk(content: str | None = None, finish: str | None = None) -> str:
+    delta = {"content": content} if content is not None else {"role": "assistant"}
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return json.dumps({"id": "c1", "object": "chat.completion.chunk", "choices": [choice]})
+
+
+def _head(h: BaseHTTPRequestHandler, status: int, content_type: str, **headers: str) -> None:
+    h.send_response(status)
+    h.send_header("Content-Type", content_type)
+    for name, value in headers.items():
+        h.send_header(name.replace("_", "-"), value)
+    h.end_headers()
+
+
+def reply(status: int, body: Any, **headers: str) -> Action:
+    """A plain JSON reply (an error, or a server that ignores "stream")."""
+
+    def act(h: BaseHTTPRequestHandler) -> None:
+        raw = json.dumps(body).encode()
+        _head(h, status, "application/json", Content_Length=str(len(raw)), **headers)
+        h.wfile.write(raw)
+
+    return act
+
+
+def events(*data: str, gate_after: int | None = None, state: FakeServer | None = None) -> Action:
+    """An SSE stream of the given `data:` payloads; optionally waits on `state.gate` after some."""
+
+    def act(h: BaseHTTPRequestHandler) -> None:
+        _head(h, 200, "text/event-stream", Cache_Control="no-cache")
+        for i, payload in enumerate(data):
+            if i == gate_after and state is not None and not state.gate.wait(5):
+                state.notes.append("gate timed out")
+            h.wfile.write(f"data: {payload}\n\n".encode())
+
+    return act
+
+
+def answer(*pieces: str, **kwargs: Any) -> Action:
+    """A well-formed streamed answer: role chunk, content chunks, finish chunk, [DONE]."""
+    data = [_chunk(), *(_chunk(p) for p in pieces), _chunk(finish="stop"), "[DONE]"]
+    gate_after = kwargs.pop("gate_after", None)
+    return events(*data, gate_after=None if gate_after is None else gate_after + 1, **kwargs)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    state = FakeServer()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:  # keep test output quiet
+            pass
+
+        def do_POST(self) -> None:
+            state.requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            state.headers.append(dict(self.headers))
+            action = state.script.pop(0) if state.script else reply(500, {"error": "script exhausted"})
+            try:
+                action(self)
+            except OSError:  # the client hung up (timeout tests)
+                pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield state
+    state.gate.set()
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def make(server: FakeServer) -> Iterator[Callable[..., OpenAIChatGenerator]]:
+    made: list[OpenAIChatGenerator] = []
+
+    def factory(**options: Any) -> OpenAIChatGenerator:
+        settings = {"model": "test-llm", "base_url": server.url, "backoff_s": 0.01, **options}
+        made.append(OpenAIChatGenerator(**settings))
+        return made[-1]
+
+    yield factory
+    for gen in made:
+        gen.close()
+
+
+def test_streams_deltas_incrementally(server: FakeServer, make: Callable[..., OpenAIChatGenerator]) -> None:
+    server.script = [answer("Returns are ", "accepted within ", "30 days [1].", gate_after=1, state=server)]
+    deltas = make().stream(QUESTION, PASSAGES)
+    first = next(deltas)  # the server holds the rest until the gate opens
+    assert first == "Returns are "
+    server.gate.set()
+    assert first + "".join(deltas) == "Returns are accepted within 30 days [1]."
+    assert server.notes == []
+
+
+@pytest.mark.parametrize("status", [503, 429])
+def test_retries_transient_status_before_first_token(
+    server: FakeServer, make: Callable[..., OpenAIChatGenerator], status: int
+) -> None:
+    server.script = [reply(status, {"error": {"message": "busy"}}, Retry_After="0"), answer("Yes [1].")]
+    assert list(make().stream(QUESTION, PASSAGES)) == ["Yes [1]."]
+    assert len(server.requests) == 2
+
+
+def test_gives_up_after_max_retries(server: FakeServer, make: Callable[..., OpenAIChatGenerator]) -> None:
+    server.script = [reply(503, {"error": "loading"}) for _ in range(3)]
+    with pytest.raises(GenerationError, match=r"HTTP 503.*gave up after 2 attempts"):
+        list(make(max_retries=1).stream(QUESTION, PASSAGES))
+    assert len(server.requests) == 2
+
+
+def test_client_error_fails_at_once(server: FakeServer, make: Callable[..., OpenAIChatGenerator]) -> None:
+    server.script = [reply(400, {"error": {"message": "context length exceeded"}})]
+    with pytest.raises(GenerationError) as info:
+        list(make(api_key="sk-secret").stream(QUESTION, PASSAGES))
+    message = str(info.value)
+    assert "HTTP 400" in message and "context length exceeded" in message
+    assert f"{server.url}/chat/completions" in message
+    assert "sk-secret" not in message
+    assert len(server.requests) == 1
+
+
+def test_stall_mid_stream_times_out(server: FakeServer, make: Callable[..., OpenAIChatGenerator]) -> None:
+    server.script = [answer("Returns ", "are accepted.", gate_after=1, state=server)]
+    deltas = make(timeout_s=0.3).stream(QUESTION, PASSAGES)
+    assert next(deltas) == "Returns "
+    start = time.monotonic()
+    with pytest.raises(GenerationError, match="timed out"):
+        next(deltas)
+    assert time.monotonic() - start < 3
+    assert len(server.requests) == 1  # no retry once text has been streamed
+
+
+def test_invalid_json_chunk(server: FakeServer, make: Callable[..., OpenAIChatGenerator]) -> None:
+    server.script = [events(_chunk("Returns "), '{"choices": [{"delta": ', "[DONE]")]
+    with pytest.raises(GenerationError, match="invalid JSON"):
+        list(make().stream(QUESTION, PASSAGES))
+
+
+def test_error_event_in_stream(server: FakeServer, make: Callable[..., OpenAIChatGenerator]) -> None:
+    server.script = [events(_chunk("Re"), json.dumps({"error": {"message": "engine crashed"}}))]
+    with pytest.raises(GenerationError, match="engine crashed"):
+        list(make().stream(QUESTION, PASSAGES))
+
+
+def test_stream_ending_early(server: FakeServer, make: Callable[..., OpenAIChatGenerator]) -> None:
+    server.script = [events(_chunk(), _chunk("Returns are"))]
+    with pytest.raises(GenerationError, match="ended early"):
+        list(make().stream(QUESTION, PASSAGES))
+
+
+def test_finish_reason_without_done_is_complete(
+    server: FakeServer, make: Callable[..., OpenAIChatGenerator]
+) -> None:
+    server.script = [events(_chunk("Done [2]."), _chunk(finish="stop"))]
+    assert list(make().stream(QUESTION, PASSAGES)) == ["Done [2]."]
+
+
+def test_empty_answer(server: FakeServer, make: Callable[..., OpenAIChatGenerator]) -> None:
+    server.script = [answer(" ")]
+    with pytest.raises(GenerationError, match="empty answer"):
+        list(make().stream(QUESTION, PASSAGES))
+
+
+def test_connection_refused(make: Callable[..., OpenAIChatGenerator]) -> None:
+    with socket.socket() as probe:  # a port that nothing listens on once the probe is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    with pytest.raises(GenerationError, match="connection failed") as info:
+        list(make(base_url=url, max_retries=1).stream(QUESTION, PASSAGES))
+    assert f"{url}/chat/completions" in str(info.value)
+
+
+def test_non_streaming_reply(server: FakeServer, make: Callable[..., OpenAIChatGenerator]) -> None:
+    completion = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "30 days [1]."}}]}
+    server.script = [reply(200, completion)]
+    assert list(make().stream(QUESTION, PASSAGES)) == ["30 days [1]."]
+
+
+def test_request_body_and_auth(
+    server: FakeServer, make: Callable[..., OpenAIChatGenerator], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LORE_LLM_API_KEY", "sk-from-env")
+    server.script = [answer("30 days [1].")]
+    "".join(make(max_tokens=123).stream(QUESTION, PASSAGES))
+    body, headers = server.requests[0], server.headers[0]
+    assert headers["Authorization"] == "Bearer sk-from-env"
+    assert body["model"] == "test-llm" and body["stream"] is True and body["max_tokens"] == 123
+    system, user = body["messages"]
+    assert system["role"] == "system" and NOT_COVERED in system["content"]
+    assert user["role"] == "user" and QUESTION in user["content"]
+    assert '<passage n="1">\nRefunds are accepted within 30 days.\n</passage>' in user["content"]
+    assert '<passage n="2">' in user["content"]
+
+
+def test_registry_builds_the_generator(server: FakeServer) -> None:
+    gen = get_generator("openai", model="test-llm", base_url=server.url)
+    assert isinstance(gen, OpenAIChatGenerator) and gen.name == "openai"
+    gen.close()
