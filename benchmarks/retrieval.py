@@ -12,14 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from lore.config import load_settings
 from lore.embed.cache import embed_texts
 from lore.engine import Lore
 from lore.eval.beir import BeirDataset, load_beir
@@ -31,6 +29,9 @@ from lore.lexical import tokenize
 from lore.retrieve.fusion import rrf
 from lore.retrieve.search import SearchOptions
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ingest_with_progress, open_benchmark_kb
+
 RECALL_CHUNKS = 300  # chunk candidates per query, enough for 100 distinct documents
 _CJK = re.compile(r"[\u3400-\u9fff]")
 
@@ -38,7 +39,6 @@ _CJK = re.compile(r"[\u3400-\u9fff]")
 def main() -> None:
     args = _parse_args()
     if args.synthetic:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
         from synthetic import run_synthetic
 
         result = run_synthetic(args.synthetic, args.backends.split(","), args.max_queries or 200,
@@ -75,21 +75,12 @@ def _parse_args() -> argparse.Namespace:
 
 
 def _ingest(args: argparse.Namespace, dataset: BeirDataset) -> tuple[Lore, str, dict]:
-    name = re.sub(r"[^A-Za-z0-9_-]", "_", f"{Path(args.dataset).name}_{args.embedder}_{args.backend}")
-    home = Path(args.home) / name
-    if args.fresh and home.exists():
-        shutil.rmtree(home)
-    settings = load_settings(home=home, embed={"provider": args.embedder, "model": args.embed_model or
-                             args.embedder, "base_url": args.embed_url}, store={"backend": args.backend})
-    lore = Lore(settings)
-    if name not in {k.name for k in lore.catalog.list_kbs()}:
-        lore.create_kb(name)
+    lore, name = open_benchmark_kb(Path(args.dataset), args.embedder, args.backend, Path(args.home),
+                                   fresh=args.fresh, embed_model=args.embed_model, embed_url=args.embed_url)
     docs = sum(1 for line in dataset.corpus_path.open(encoding="utf-8") if line.strip())
     started = time.perf_counter()
-    report = lore.ingest(name, [dataset.corpus_path])
+    report = ingest_with_progress(lore, name, dataset.corpus_path)
     seconds = time.perf_counter() - started
-    if report.count("failed"):
-        raise SystemExit(f"ingest failed: {[f.error for f in report.files]}")
     cached = report.count("skipped") == len(report.files)
     stats = {"ingest_docs": docs, "ingest_chunks": report.chunks, "ingest_s": round(seconds, 2),
              "ingest_docs_per_s": round(docs / seconds, 2) if not cached else None,

@@ -1,7 +1,9 @@
 """Store latency at N synthetic chunks on each backend, next to exact numpy and bm25s baselines.
 
     python benchmarks/synthetic.py --n 100000 --backends embedded,milvus --queries 200 \
-        --milvus-n 20000 --milvus-queries 20 --json-out benchmarks/out/synthetic.json --seed 0
+        --milvus-queries 20 --json-out benchmarks/out/synthetic.json --seed 0
+
+On a shared machine set OPENBLAS_NUM_THREADS=1: threaded BLAS waits on busy cores (4 ms ticks).
 """
 
 from __future__ import annotations
@@ -250,7 +252,7 @@ def bench_baselines(corpus: Corpus, queries: list[Query], warmup: list[Query]) -
 
 
 def run_synthetic(n: int, backends: list[str], queries: int, out_dir: Path, seed: int = 0, *,
-                  milvus_n: int | None = None, milvus_queries: int | None = None, warmup: int = 5,
+                  milvus_n: int | None = None, milvus_queries: int | None = 20, warmup: int = 5,
                   batch: int = 5000) -> dict:
     """Run the whole benchmark, print its table and return the report (stores live under `out_dir`)."""
     t0 = time.perf_counter()
@@ -327,7 +329,7 @@ def main() -> None:
     p.add_argument("--backends", default="embedded,milvus")
     p.add_argument("--queries", type=int, default=200, help="timed queries per mode")
     p.add_argument("--milvus-n", type=int, default=0, help="cap the rows inserted into milvus (0 = N)")
-    p.add_argument("--milvus-queries", type=int, default=0, help="cap the timed queries on milvus (0 = all)")
+    p.add_argument("--milvus-queries", type=int, default=20, help="cap the timed queries on milvus (0 = all)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--batch", type=int, default=5000, help="rows per upsert")
     p.add_argument("--out-dir", default="benchmarks/out/synthetic-stores", help="where the temporary stores live")

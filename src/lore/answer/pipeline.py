@@ -19,6 +19,7 @@ from lore.answer.citations import Citation, attach_missing, citations_for, clean
 from lore.answer.context import build_passages
 from lore.answer.evidence import Evidence, judge_evidence
 from lore.answer.generators.base import GenerationError, Generator, Passage
+from lore.answer.prompt import NOT_COVERED
 from lore.answer.verify import SentenceCheck, answer_confidence, verify
 from lore.config import AnswerSettings
 from lore.embed.cache import embed_texts
@@ -145,6 +146,9 @@ class AskPipeline:
             raise GenerationError(f"{self.generator.name}: empty answer")
 
     def cite(self, ctx: AskContext) -> None:
+        if NOT_COVERED.rstrip(".") in ctx.answer:  # the model says the passages do not answer it
+            ctx.answer = ""
+            return
         ctx.answer = attach_missing(clean_markers(ctx.answer, ctx.passages), ctx.passages)
         ctx.citations = citations_for(ctx.answer, ctx.passages)
 

@@ -1,0 +1,85 @@
+"""Citation mapping, sentence splitting, context building, verification and refusal units."""
+
+from __future__ import annotations
+
+from lore.answer.citations import attach_missing, cited_numbers, citations_for, clean_markers
+from lore.answer.context import build_passages
+from lore.answer.evidence import judge_evidence
+from lore.answer.generators.base import Passage
+from lore.answer.generators.extractive import ExtractiveGenerator
+from lore.answer.pipeline import refusal_text
+from lore.answer.sentences import split_sentences
+from lore.answer.verify import answer_confidence, verify
+from lore.lexical import tokenize
+from lore.schema import Chunk, Hit
+
+
+def chunk(cid: str, text: str, parent: str | None = None, **kw: object) -> Chunk:
+    return Chunk(chunk_id=cid, text=text, parent_id=f"p-{parent or cid}", parent_text=parent or text,
+                 kb_id="kb", document_id=f"d-{cid}", file_path=f"{cid}.md", file_sha256="0" * 64,
+                 chunk_index=0, chunk_schema="s", embedding_model="m", **kw)
+
+
+P = [Passage(1, "Refunds are accepted within 30 days of delivery. Shipping is free.", [Hit(chunk("a", "x"), 1.0)]),
+     Passage(2, "年假每年 5 天。申请须提前三个工作日。", [Hit(chunk("b", "y", page=3), 0.5)])]
+
+
+def test_split_sentences_cjk_latin_and_markers() -> None:
+    assert split_sentences("年假每年 5 天。[2]申请须提前三天！Next one. Done?") == [
+        "年假每年 5 天。[2]", "申请须提前三天！", "Next one.", "Done?"]
+    assert split_sentences("question: Why?; answer: Because.") == ["question: Why?; answer: Because."]
+
+
+def test_markers_pointing_nowhere_are_removed() -> None:
+    assert clean_markers("Refunds within 30 days [1][7]. Free [2].", P) == "Refunds within 30 days [1]. Free [2]."
+
+
+def test_uncited_sentences_get_the_passage_that_holds_them() -> None:
+    out = attach_missing("Refunds are accepted within 30 days of delivery. The moon is made of cheese.", P)
+    assert out.startswith("Refunds are accepted within 30 days of delivery[1].")
+    assert "cheese." in out and out.count("[") == 1  # no passage supports it: left uncited
+
+
+def test_citations_carry_location_and_order() -> None:
+    cites = citations_for("年假每年 5 天[2]。Refunds[1].", P)
+    assert [c.n for c in cites] == [2, 1] and cites[0].page == 3 and cites[0].file == "b.md"
+    assert cited_numbers("a[2] b[1] c[2]") == [2, 1]
+
+
+def test_verify_flags_unsupported_and_confidence_drops() -> None:
+    good = verify("Refunds are accepted within 30 days of delivery[1].", P)
+    bad = verify("Refunds are accepted within 30 days[1]. Pets fly to Mars daily[1].", P)
+    assert all(c.supported for c in good)
+    assert [c.supported for c in bad] == [True, False]
+    assert answer_confidence(0.9, good) > answer_confidence(0.9, bad)
+    assert verify("No markers at all.", P)[0].support == 0.0
+
+
+def test_context_merges_children_of_one_parent_and_respects_budget() -> None:
+    parent = "Leave policy. " * 10
+    hits = [Hit(chunk("c1", "Leave", parent), 1.0), Hit(chunk("c2", "policy", parent), 0.9),
+            Hit(chunk("c3", "other text"), 0.8), Hit(chunk("c4", "x" * 3000), 0.7)]
+    passages = build_passages(hits, budget_units=200)
+    assert [p.n for p in passages] == [1, 2]  # c1+c2 share a parent; c4 does not fit
+    assert len(passages[0].hits) == 2 and passages[0].text == parent
+
+
+def test_evidence_without_overlap_is_insufficient() -> None:
+    weak = judge_evidence(tokenize("Who won the 1998 World Cup?"), None, P, None, None, 0.45)
+    strong = judge_evidence(tokenize("refund accepted within how many days of delivery"), None, P, None, None, 0.45)
+    assert not weak.sufficient and weak.reasons
+    assert strong.coverage > weak.coverage
+    assert not judge_evidence([], None, [], None, None, 0.45).sufficient
+
+
+def test_extractive_uses_only_passage_sentences_with_markers() -> None:
+    gen = ExtractiveGenerator()
+    text = "".join(gen.stream("How many days do I have for refunds?", P))
+    assert text == "Refunds are accepted within 30 days of delivery[1]."
+    zh = "".join(gen.stream("年假有几天？怎么申请？", P))
+    assert "年假每年 5 天[2]。" in zh and "申请须提前三个工作日[2]。" in zh
+
+
+def test_refusal_speaks_the_question_language() -> None:
+    assert "知识库" in refusal_text("年假几天", "HR 热线 8000")
+    assert "HR" in refusal_text("How many days?", "HR desk") and "does not cover" in refusal_text("x", "y")
