@@ -17,32 +17,34 @@ import numpy as np
 from lore.errors import EmbeddingMismatchError, LoreError, MissingDependencyError
 from lore.schema import Chunk, Hit, SearchFilter
 from lore.store.base import StoreQuery
+from lore.store.milvus_expr import decode_roles, encode_roles, encode_tokens, filter_expr, str_list
 
 _INSTALL_HINT = 'pip install "pymilvus[milvus_lite]"'
 
 # VARCHAR columns and their max_length; Milvus counts bytes, so we check UTF-8 length ourselves.
 _VARCHAR = {"chunk_id": 512, "document_id": 512, "file_path": 4096, "text": 65535, "parent_text": 65535}
 _VARCHAR |= dict.fromkeys(["tenant_id", "dataset_id", "visibility", "source_type", "source"], 256)
-_VARCHAR["lex"] = 65535
 _MAX_ROLES = 64
 _ROLE_LEN = 256
+# allowed_roles is stored as "|hex1|hex2|" (see milvus_expr.encode_roles) next to a BOOL roles_open.
+_VARCHAR["roles_text"] = _MAX_ROLES * (2 * _ROLE_LEN + 1) + 1
+_VARCHAR["lex"] = 65535
 _INDEXED_SCALARS = ("tenant_id", "dataset_id", "document_id")
 
 _CHUNK_FIELDS = [f.name for f in dataclasses.fields(Chunk)]
-_COLUMNS = [*(n for n in _VARCHAR if n != "lex"), "allowed_roles", "valid_from_seq", "valid_to_seq"]
-_META = [n for n in _CHUNK_FIELDS if n not in _COLUMNS]  # stored in the JSON field `meta`
-_OUTPUT = [*_COLUMNS, "meta"]  # enough to rebuild a Chunk
-_ROW = [*_OUTPUT, "dense", "lex"]  # a full row minus the BM25 output, for re-upserting
+# Chunk fields stored in columns of their own, as they are.
+_COLUMNS = [*(n for n in _VARCHAR if n in _CHUNK_FIELDS), "valid_from_seq", "valid_to_seq"]
+_META = [n for n in _CHUNK_FIELDS if n not in (*_COLUMNS, "allowed_roles")]  # stored in the JSON field `meta`
+_OUTPUT = [*_COLUMNS, "roles_text", "meta"]  # enough to rebuild a Chunk
+_ROW = [*_OUTPUT, "roles_open", "dense", "lex"]  # a full row minus the BM25 output, for re-upserting
+_FIELDS = {*_ROW, "sparse"}  # every field of the current schema
 
-# Lore tokenises text itself; the analyzer only has to split the space-joined tokens again.
-# Milvus Lite has no whitespace tokenizer; jieba in exact mode re-splits jieba output unchanged.
+# Lore tokenises text itself and writes each token as one hex run (milvus_expr.encode_token), which
+# the whitespace tokenizer and jieba (Milvus Lite has no whitespace tokenizer) both keep whole.
 _WHITESPACE = {"tokenizer": "whitespace"}
 _JIEBA_EXACT = {"tokenizer": {"type": "jieba", "mode": "exact"}}
 
-_FILTER_IN = {"tenant_ids": "tenant_id", "dataset_ids": "dataset_id", "visibility": "visibility"}
-_FILTER_IN |= {"source_types": "source_type", "sources": "source", "document_ids": "document_id"}
 _VALID_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
-_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _BATCH_ROWS = 256
 _BATCH_BYTES = 8 << 20  # stays well under gRPC's 64 MB message limit
 _ID_BATCH = 1000
@@ -56,6 +58,10 @@ class ChunkTooLargeError(LoreError):
     """A chunk field is longer than the Milvus column can hold."""
 
 
+class OutdatedCollectionError(LoreError):
+    """A collection was created with another schema (an older Lore) and must be rebuilt."""
+
+
 def collection_name(name: str) -> str:
     """Map a knowledge-base name to a valid Milvus collection name, keeping distinct names distinct."""
     if _VALID_NAME.fullmatch(name):
@@ -65,31 +71,6 @@ def collection_name(name: str) -> str:
         safe = "_" + safe
     digest = hashlib.sha1(name.encode()).hexdigest()[:8]
     return f"{safe[:240]}_{digest}"
-
-
-def quote(value: str) -> str:
-    """A Milvus string literal for `value`, with quotes, backslashes and control characters escaped."""
-    return '"' + "".join(_ESCAPES.get(ch, ch) for ch in value) + '"'
-
-
-def filter_expr(flt: SearchFilter) -> str:
-    """Translate a SearchFilter into a Milvus boolean expression ("" means no restriction)."""
-    parts = []
-    for attr, column in _FILTER_IN.items():
-        values = getattr(flt, attr)
-        if values is not None:
-            parts.append(f"{column} in {_str_list(values)}")
-    if flt.roles is not None:
-        roles = _str_list(flt.roles)
-        parts.append(f"(array_length(allowed_roles) == 0 or array_contains_any(allowed_roles, {roles}))")
-    if flt.version_seq is not None:
-        seq = int(flt.version_seq)
-        parts.append(f"valid_from_seq <= {seq} and (valid_to_seq == 0 or valid_to_seq > {seq})")
-    return " and ".join(parts)
-
-
-def _str_list(values: Sequence[str]) -> str:
-    return "[" + ", ".join(quote(str(v)) for v in values) + "]"
 
 
 def _import_pymilvus() -> ModuleType:
@@ -125,7 +106,7 @@ class MilvusStore:
             raise LoreError(f"cannot open Milvus at {target}{hint}: {exc}") from exc
         try:
             if self._client.has_collection(self.name):
-                self._check_dim()
+                self._check_existing()
             else:
                 self._create()
             # Milvus Lite reopens collections unloaded.
@@ -160,8 +141,7 @@ class MilvusStore:
         for name, length in _VARCHAR.items():
             if name not in ("chunk_id", "lex"):
                 schema.add_field(name, dt.VARCHAR, max_length=length)
-        roles = {"element_type": dt.VARCHAR, "max_capacity": _MAX_ROLES, "max_length": _ROLE_LEN}
-        schema.add_field("allowed_roles", dt.ARRAY, **roles)
+        schema.add_field("roles_open", dt.BOOL)
         schema.add_field("valid_from_seq", dt.INT64)
         schema.add_field("valid_to_seq", dt.INT64)
         schema.add_field("meta", dt.JSON)
@@ -180,10 +160,18 @@ class MilvusStore:
             params.add_index(name, index_type="INVERTED")
         return params
 
-    def _check_dim(self) -> None:
+    def _check_existing(self) -> None:
         fields = self._client.describe_collection(self.name)["fields"]
-        dense = next((f for f in fields if f["name"] == "dense"), None)
-        found = int(dense["params"]["dim"]) if dense else None
+        names = {f["name"] for f in fields}
+        if names != _FIELDS:
+            missing, extra = ", ".join(sorted(_FIELDS - names)), ", ".join(sorted(names - _FIELDS))
+            raise OutdatedCollectionError(
+                f"Milvus collection {self.name!r} was created by an older Lore with another schema "
+                f"(missing fields: {missing or '-'}; unknown fields: {extra or '-'}); rebuild it: "
+                "drop the collection (or delete its knowledge base) and ingest the documents again"
+            )
+        dense = next(f for f in fields if f["name"] == "dense")
+        found = int(dense["params"]["dim"])
         if found != self.dim:
             raise EmbeddingMismatchError(
                 f"Milvus collection {self.name!r} holds {found}-d vectors, the embedding model gives {self.dim}-d"
@@ -212,7 +200,7 @@ class MilvusStore:
         if query.k <= 0:
             return []
         expr = filter_expr(query.filter)
-        text = " ".join(query.tokens).strip()
+        text = encode_tokens(query.tokens)
         vector = None if query.vector is None else np.asarray(query.vector, dtype=np.float32).ravel().tolist()
         if vector is not None and len(vector) != self.dim:
             raise EmbeddingMismatchError(f"query vector has {len(vector)} dimensions, collection {self.dim}")
@@ -314,7 +302,7 @@ class MilvusStore:
         ids = list(dict.fromkeys(chunk_ids))
         rows: list[dict[str, Any]] = []
         for start in range(0, len(ids), _ID_BATCH):
-            expr = f"chunk_id in {_str_list(ids[start : start + _ID_BATCH])}"
+            expr = f"chunk_id in {str_list(ids[start : start + _ID_BATCH])}"
             rows.extend(dict(r) for r in self._client.query(self.name, filter=expr, output_fields=fields))
         return rows
 
@@ -324,7 +312,14 @@ def _to_row(chunk: Chunk, vector: np.ndarray, tokens: list[str]) -> dict[str, An
     row = {name: data[name] for name in _COLUMNS}
     row["meta"] = {name: data[name] for name in _META}
     row["dense"] = vector.tolist()
-    row["lex"] = " ".join(tokens)
+    row["lex"] = encode_tokens(tokens)
+    roles = chunk.allowed_roles
+    if len(roles) > _MAX_ROLES or any(len(r.encode("utf-8")) > _ROLE_LEN for r in roles):
+        raise ChunkTooLargeError(
+            f"chunk {chunk.chunk_id!r}: allowed_roles holds at most {_MAX_ROLES} roles of {_ROLE_LEN} bytes"
+        )
+    row["roles_open"] = not roles
+    row["roles_text"] = encode_roles(roles)
     for name, limit in _VARCHAR.items():
         size = len(row[name].encode("utf-8"))
         if size > limit:
@@ -332,18 +327,13 @@ def _to_row(chunk: Chunk, vector: np.ndarray, tokens: list[str]) -> dict[str, An
                 f"chunk {chunk.chunk_id!r}: {name} is {size} bytes, the Milvus store holds at most {limit}; "
                 "use smaller chunks"
             )
-    roles = row["allowed_roles"]
-    if len(roles) > _MAX_ROLES or any(len(r.encode("utf-8")) > _ROLE_LEN for r in roles):
-        raise ChunkTooLargeError(
-            f"chunk {chunk.chunk_id!r}: allowed_roles holds at most {_MAX_ROLES} roles of {_ROLE_LEN} bytes"
-        )
     return row
 
 
 def _to_chunk(entity: dict[str, Any]) -> Chunk:
     meta = entity.get("meta") or {}
     values = {name: entity[name] for name in _COLUMNS}
-    values["allowed_roles"] = list(values["allowed_roles"] or [])
+    values["allowed_roles"] = decode_roles(entity.get("roles_text"))
     # Keys a newer or older Chunk does not know are ignored; missing ones take their defaults.
     values.update({name: meta[name] for name in _META if name in meta})
     return Chunk(**values)
