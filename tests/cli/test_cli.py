@@ -38,6 +38,13 @@ def test_create_ingest_search_json_list_delete(home: Path, tmp_path: Path) -> No
     assert first["file"] == "docs/faq.csv" and first["sheet"] == "faq" and first["row"] >= 2
     assert "VPN" in first["text"] and {"score", "chunk_id", "heading_path", "page"} <= set(first)
 
+    result = runner.invoke(app, ["ask", "如何重置 VPN 密码？", "--kb", "hb", "--json"])
+    assert result.exit_code == 0, result.output
+    end = json.loads(result.output)
+    assert not end["refused"] and end["citations"][0]["file"] == "docs/faq.csv" and "[1]" in end["answer"]
+    streamed = runner.invoke(app, ["ask", "Who won the 1998 World Cup?", "--kb", "hb"])
+    assert streamed.exit_code == 0 and "does not cover" in streamed.output and "route=refused" in streamed.output
+
     listed = json.loads(runner.invoke(app, ["kb", "list", "--json"]).output)
     assert listed[0]["name"] == "hb" and listed[0]["chunks"] > 0
     assert runner.invoke(app, ["kb", "delete", "hb", "--yes"]).exit_code == 0

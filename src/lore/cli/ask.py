@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from lore.cli.render import where
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.retrieve.search import SearchOptions
@@ -61,12 +62,7 @@ def _print_footer(end: dict) -> None:
     if end["citations"]:
         table = Table("#", "source", "passage")
         for c in end["citations"]:
-            where = [c["file"]]
-            where += [f"p.{c['page']}"] if c["page"] else []
-            where += [f"slide {c['slide']}"] if c["slide"] else []
-            where += [f"{c['sheet']}!{c['row']}"] if c["sheet"] else []
-            where += [" > ".join(c["heading_path"])] if c["heading_path"] else []
-            table.add_row(str(c["n"]), " ".join(where), c["text"][:200].replace("\n", " "))
+            table.add_row(str(c["n"]), where(c), c["text"][:200].replace("\n", " "))
         console.print(table)
     console.print(f"[dim]route={end['route']} evidence={end['evidence_confidence']:.2f} "
                   f"answer={end['answer_confidence']:.2f} trace={end['trace_id']}[/]")

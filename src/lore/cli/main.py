@@ -13,6 +13,7 @@ from rich.table import Table
 
 from lore.cli.ask import ask
 from lore.cli.progress import RichIngestProgress
+from lore.cli.render import where
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.ingest.files import discover
@@ -134,25 +135,12 @@ def search(
         return
     table = Table("#", "score", "where", "text")
     for i, h in enumerate(hits, 1):
-        table.add_row(str(i), f"{h.score:.4f}", _where(h.to_json()), h.chunk.text[:160].replace("\n", " "))
+        table.add_row(str(i), f"{h.score:.4f}", where(h.to_json()), h.chunk.text[:160].replace("\n", " "))
     console.print(table)
 
 
 def _mode(mode: str) -> SearchMode:
     return mode  # type: ignore[return-value]
-
-
-def _where(hit: dict) -> str:
-    parts = [hit["file"]]
-    if hit["page"]:
-        parts.append(f"p.{hit['page']}")
-    if hit["slide"]:
-        parts.append(f"slide {hit['slide']}")
-    if hit["sheet"]:
-        parts.append(f"{hit['sheet']}!{hit['row']}")
-    if hit["heading_path"]:
-        parts.append(" > ".join(hit["heading_path"]))
-    return " ".join(parts)
 
 
 @app.command()
@@ -170,9 +158,17 @@ def demo(
         print_report(report)
         for q in ("报销需要什么材料", "What is the refund window?", "LF-200 的保修期多久",
                   "一线城市住宿上限是多少", "How many days per week can I work remotely?"):
-            console.rule(q)
+            console.rule(f"search: {q}")
             for i, h in enumerate(lore.search(kb, q, SearchOptions(top_k=3)), 1):
-                console.print(f"{i}. [dim]{_where(h.to_json())}[/] {h.chunk.text[:120].replace(chr(10), ' ')}")
+                console.print(f"{i}. [dim]{where(h.to_json())}[/] {h.chunk.text[:120].replace(chr(10), ' ')}")
+        for q in ("年假有几天？怎么申请？", "What is the refund window?", "Who won the 1998 World Cup?"):
+            console.rule(f"ask: {q}")
+            end = next(e.data for e in lore.ask(kb, q) if e.type in ("end", "error"))
+            if "message" in end:
+                raise LoreError(end["message"])
+            console.print(end["answer"])
+            for c in end["citations"]:
+                console.print(f"  [dim][{c['n']}] {where(c)}[/]")
     except LoreError as exc:
         _fail(exc)
 
