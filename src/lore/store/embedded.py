@@ -2,13 +2,20 @@
 
 Writes are SQLite transactions (a crash leaves the last committed state, and ids are
 deterministic so a re-run is idempotent). Searches are exact. Another process's commit is
-noticed through a generation counter and triggers a reload.
+noticed through a generation counter and triggers a reload. A rebuilt in-memory index is saved
+next to the file as a snapshot, reused only while the file is still at that generation.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
 import sqlite3
+import threading
+import time
+import uuid
+import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,7 +25,7 @@ import numpy as np
 from lore.retrieve.fusion import rrf
 from lore.schema import Chunk, Hit, SearchFilter
 from lore.store.base import StoreQuery
-from lore.store.memory_index import SCALAR_FIELDS, MemoryIndex, Row
+from lore.store.memory_index import SCALAR_FIELDS, Columns, MemoryIndex
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS chunks (
@@ -30,9 +37,11 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE TABLE IF NOT EXISTS store_meta (key TEXT PRIMARY KEY, value TEXT);
 INSERT OR IGNORE INTO store_meta VALUES ('generation', '0');
+INSERT OR IGNORE INTO store_meta VALUES ('store_id', lower(hex(randomblob(16))));
 """
 _COLUMNS = ("chunk_id", *SCALAR_FIELDS, "allowed_roles", "valid_from_seq", "valid_to_seq")
 _TEXT_FIELDS = {"text", "parent_text"}
+_MAGIC = b"LOREIDX1"  # snapshot file format, version 1
 
 
 class EmbeddedStore:
@@ -42,6 +51,7 @@ class EmbeddedStore:
         folder = Path(uri) if uri else Path(data_dir) / "embedded"
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / f"{collection}.sqlite"
+        self.snapshot = folder / f"{collection}.index"  # a cache of the in-memory index
         self.dim = dim
         self._db: sqlite3.Connection | None = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -49,6 +59,8 @@ class EmbeddedStore:
         self._db.executescript(_SCHEMA)
         self._index: MemoryIndex | None = None
         self._generation = -1
+        self._saver: threading.Thread | None = None  # writing the snapshot after a rebuild
+        self._loading = threading.Lock()  # one (re)load at a time: it holds a read transaction
 
     # --- writes -----------------------------------------------------------------------------
 
@@ -61,12 +73,12 @@ class EmbeddedStore:
             self._db.executemany("DELETE FROM chunks WHERE chunk_id = ?", [(i,) for i in ids])
             sql = f"INSERT INTO chunks ({', '.join(_COLUMNS)}, meta, text, parent_text, tokens, vector) " \
                   f"VALUES ({', '.join('?' * (len(_COLUMNS) + 5))}) RETURNING rid"
-            rows = []
+            rows = []  # the same layout `_load` reads, so memory matches a reload exactly
             for chunk, vec, toks in zip(chunks, vectors, tokens, strict=True):
-                rid = self._db.execute(sql, _db_row(chunk, vec, toks)).fetchone()[0]
-                rows.append(_index_row(rid, chunk, toks))
-        if self._index is not None:
-            self._index.append(rows, vectors)
+                row = _db_row(chunk, vec, toks)
+                rows.append((self._db.execute(sql, row).fetchone()[0], *row[: len(_COLUMNS)], *row[-2:]))
+        if self._index is not None and rows:
+            self._index.extend(Columns.from_rows(rows, self.dim))
 
     def delete(self, chunk_ids: Sequence[str]) -> int:
         with self._write():
@@ -93,8 +105,11 @@ class EmbeddedStore:
         self.close()
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        self.snapshot.unlink(missing_ok=True)
 
     def close(self) -> None:
+        if self._saver is not None:
+            self._saver.join()
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -164,24 +179,39 @@ class EmbeddedStore:
             self._index = None
 
     def _memory(self) -> MemoryIndex:
-        generation = self._disk_generation()
-        if self._index is None or generation != self._generation:
-            self._index = self._load()
-            self._generation = generation
-        return self._index
+        with self._loading:
+            if self._index is None or self._disk_generation() != self._generation:
+                self._index, self._generation = self._load()
+            return self._index
 
-    def _load(self) -> MemoryIndex:
+    def _load(self) -> tuple[MemoryIndex, int]:
+        """The index at the file's current generation: the snapshot if it matches, else rebuilt from rows."""
+        self._db.execute("BEGIN")  # one read snapshot for the generation and the rows
+        try:
+            meta = dict(self._db.execute("SELECT key, value FROM store_meta"))
+            key = {"store_id": meta["store_id"], "generation": int(meta["generation"]), "dim": self.dim}
+            if (index := _read_snapshot(self.snapshot, key)) is not None:
+                return index, key["generation"]
+            rows = self._db.execute(f"SELECT rid, {', '.join(_COLUMNS)}, tokens, vector FROM chunks ORDER BY rid")
+            rows = rows.fetchall()
+        finally:
+            self._db.execute("COMMIT")
         index = MemoryIndex(self.dim)
-        cur = self._db.execute(f"SELECT rid, {', '.join(_COLUMNS)}, tokens, vector FROM chunks ORDER BY rid")
-        while batch := cur.fetchmany(20000):
-            rows, vecs = [], []
-            for rid, chunk_id, *rest in batch:
-                scalars = dict(zip(SCALAR_FIELDS, rest[: len(SCALAR_FIELDS)], strict=True))
-                roles, vfrom, vto, toks, blob = rest[len(SCALAR_FIELDS):]
-                rows.append(Row(rid, chunk_id, scalars, json.loads(roles), vfrom, vto, toks.split(" ") if toks else []))
-                vecs.append(np.frombuffer(blob, dtype=np.float32))
-            index.append(rows, np.vstack(vecs))
-        return index
+        if rows:
+            index.extend(Columns.from_rows(rows, self.dim))
+            self._save(index, key)
+        return index, key["generation"]
+
+    def _save(self, index: MemoryIndex, key: dict) -> None:
+        """Write the snapshot in a thread, so the first search does not wait for it."""
+        if self._saver is not None:
+            self._saver.join()
+        try:
+            arrays = index.to_arrays()
+        except TypeError:  # a NULL scalar or token column: such a store is not snapshotted
+            return
+        self._saver = threading.Thread(target=_write_snapshot, args=(self.snapshot, arrays, key))
+        self._saver.start()
 
     def _chunks_by_rid(self, rids: list[int]) -> dict[int, Chunk]:
         if not rids:
@@ -201,10 +231,48 @@ def _db_row(chunk: Chunk, vec: np.ndarray, tokens: list[str]) -> tuple:
     )
 
 
-def _index_row(rid: int, chunk: Chunk, tokens: list[str]) -> Row:
-    scalars = {f: getattr(chunk, f) for f in SCALAR_FIELDS}
-    toks = [t.replace(" ", "_") for t in tokens]
-    return Row(rid, chunk.chunk_id, scalars, list(chunk.allowed_roles), chunk.valid_from_seq, chunk.valid_to_seq, toks)
+def _read_snapshot(path: Path, key: dict) -> MemoryIndex | None:
+    """The index saved under `key`; None if the snapshot is missing, stale or damaged."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(-16, os.SEEK_END)
+            size, magic = int.from_bytes(fh.read(8), "little"), fh.read(8)
+            if magic != _MAGIC:
+                return None
+            fh.seek(-16 - size, os.SEEK_END)
+            footer = json.loads(fh.read(size))
+            if footer["key"] != key:
+                return None
+            arrays = {}
+            for name, (dtype, shape, offset, crc) in footer["arrays"].items():
+                fh.seek(offset)  # read into numpy's memory: it scans faster than an mmap or a bytes buffer
+                arrays[name] = np.fromfile(fh, dtype=dtype, count=math.prod(shape)).reshape(shape)
+                if zlib.crc32(arrays[name]) != crc:
+                    return None
+        return MemoryIndex.from_arrays(key["dim"], arrays)
+    except Exception:  # noqa: BLE001 - a damaged snapshot is only a cache miss; SQLite is the truth
+        return None
+
+
+def _write_snapshot(path: Path, arrays: dict[str, np.ndarray], key: dict) -> None:
+    """Write the arrays, then a JSON footer (key, layout, CRC-32s), to a temp file; then rename it in."""
+    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        for old in path.parent.glob(f"{path.name}.*.tmp"):  # left by a crash mid-write
+            if old.stat().st_mtime < time.time() - 600:
+                old.unlink(missing_ok=True)
+        layout = {}
+        with open(tmp, "wb") as fh:
+            fh.write(_MAGIC)
+            for name, a in arrays.items():
+                a = np.ascontiguousarray(a)
+                layout[name] = (a.dtype.str, a.shape, fh.tell(), zlib.crc32(a))
+                fh.write(a.data)
+            footer = json.dumps({"key": key, "arrays": layout}).encode()
+            fh.write(footer + len(footer).to_bytes(8, "little") + _MAGIC)
+        os.replace(tmp, path)  # readers see the old file or the whole new one, never half of it
+    except OSError:  # a snapshot is only a cache: the next process rebuilds
+        tmp.unlink(missing_ok=True)
 
 
 def _chunk_from_row(row: tuple) -> Chunk:

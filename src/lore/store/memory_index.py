@@ -6,8 +6,10 @@ rows that pass the filter, so a selective filter can never drop hits.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass
+from itertools import chain, count, islice
 
 import numpy as np
 from scipy import sparse
@@ -22,26 +24,54 @@ _GATHER_BELOW = 0.25
 
 
 @dataclass
-class Row:
-    """What the index needs of one chunk."""
+class Columns:
+    """Many rows column by column; ragged columns are flat values plus a count per row."""
 
-    rid: int
-    chunk_id: str
-    scalars: dict[str, str]
+    rids: np.ndarray
+    chunk_ids: list[str]
+    scalars: dict[str, list[str]]
     roles: list[str]
-    valid_from: int
-    valid_to: int
+    role_counts: np.ndarray
+    valid_from: np.ndarray
+    valid_to: np.ndarray
     tokens: list[str]
+    token_counts: np.ndarray
+    vectors: np.ndarray
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[tuple], dim: int) -> Columns:
+        """Parse rows laid out as the store keeps them: rid, chunk_id, *scalars, roles as JSON,
+        valid_from, valid_to, tokens joined by spaces, float32 vector bytes."""
+        rids, chunk_ids, *scalars, roles, valid_from, valid_to, tokens, blobs = zip(*rows, strict=True)
+        with_roles = [i for i, r in enumerate(roles) if r and r != "[]"]
+        parsed = json.loads(f"[{','.join(roles[i] for i in with_roles)}]")  # one parse for all rows
+        role_counts = np.zeros(len(rows), dtype=np.int64)
+        role_counts[with_roles] = [len(p) for p in parsed]
+        token_counts = np.fromiter((t.count(" ") + 1 if t else 0 for t in tokens), dtype=np.int64, count=len(rows))
+        return cls(
+            np.array(rids, dtype=np.int64), list(chunk_ids), dict(zip(SCALAR_FIELDS, map(list, scalars), strict=True)),
+            list(chain.from_iterable(parsed)), role_counts, np.array(valid_from, dtype=np.int64),
+            np.array(valid_to, dtype=np.int64), " ".join(filter(None, tokens)).split(" ") if token_counts.any() else [],
+            token_counts, np.concatenate([np.frombuffer(b, dtype=np.float32) for b in blobs]).reshape(len(rows), dim),
+        )
 
 
 class _Codes:
-    """Interns strings to small ints so filters become `np.isin` over int arrays."""
+    """Interns strings to small ints, in first-seen order, so filters compare int arrays."""
 
-    def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        self.ids: dict[str, int] = {v: i for i, v in enumerate(values)}
 
-    def code(self, value: str) -> int:
-        return self.ids.setdefault(value, len(self.ids))
+    def encode(self, values: list[str]) -> np.ndarray:
+        """Codes of `values`, interning the new ones; one hash lookup per value."""
+        base, n = len(self.ids), len(values)
+        # A new value first seen at i is parked at base + i, then renumbered to base + its rank.
+        raw = np.fromiter(map(self.ids.setdefault, values, count(base)), dtype=np.int64, count=n)
+        fresh = list(islice(self.ids, base, None))
+        lut = np.arange(base + n, dtype=np.int32)
+        lut[[self.ids[v] for v in fresh]] = np.arange(base, base + len(fresh), dtype=np.int32)
+        self.ids.update(zip(fresh, range(base, base + len(fresh))))
+        return lut[raw]
 
     def codes(self, values: Sequence[str]) -> np.ndarray:
         return np.array([self.ids[v] for v in values if v in self.ids], dtype=np.int32)
@@ -60,41 +90,48 @@ class MemoryIndex:
         self.scalars = {f: np.zeros(0, dtype=np.int32) for f in SCALAR_FIELDS}
         self.codes = {f: _Codes() for f in SCALAR_FIELDS}
         self.role_codes = _Codes()
-        self.roles = sparse.csr_matrix((0, 0), dtype=np.int8)
-        self.vocab: dict[str, int] = {}
+        self.roles = sparse.csc_matrix((0, 0), dtype=np.int8)  # row x role; only the pattern matters
+        self.terms = _Codes()
         self.tf = sparse.csc_matrix((0, 0), dtype=np.float32)
         self.doc_len = np.zeros(0, dtype=np.float32)
         self.position: dict[str, int] = {}  # chunk_id -> row position of its live row
+        self._open_rows = np.zeros(0, dtype=bool)  # rows with no allowed_roles (open to every role)
+        self._live: tuple[int, float] | None = None  # (live rows, mean live doc length), while valid
+
+    @property
+    def vocab(self) -> dict[str, int]:
+        return self.terms.ids
 
     def __len__(self) -> int:
-        return int(self.alive.sum())
+        return self._stats()[0]
 
-    def append(self, rows: Sequence[Row], vectors: np.ndarray) -> None:
-        """Add rows (replacing live rows with the same chunk_id)."""
-        if not rows:
+    def extend(self, c: Columns) -> None:
+        """Add many rows in one pass (replacing live rows with the same chunk_id)."""
+        n = len(c.chunk_ids)
+        if not n:
             return
-        self.kill([r.chunk_id for r in rows])
+        self.kill(c.chunk_ids)
         start = len(self.rids)
-        tf_rows, role_rows = self._sparse_rows(rows)
-        n = len(rows)
-        self.rids = np.concatenate([self.rids, [r.rid for r in rows]])
-        self.alive = np.concatenate([self.alive, np.ones(n, dtype=bool)])
-        self.vectors = np.vstack([self.vectors, np.asarray(vectors, dtype=np.float32).reshape(n, self.dim)])
-        self.valid_from = np.concatenate([self.valid_from, [r.valid_from for r in rows]])
-        self.valid_to = np.concatenate([self.valid_to, [r.valid_to for r in rows]])
+        self.rids = _cat(self.rids, c.rids)
+        self.alive = _cat(self.alive, np.ones(n, dtype=bool))
+        self.vectors = _cat(self.vectors, np.asarray(c.vectors, dtype=np.float32).reshape(n, self.dim))
+        self.valid_from = _cat(self.valid_from, np.asarray(c.valid_from, dtype=np.int64))
+        self.valid_to = _cat(self.valid_to, np.asarray(c.valid_to, dtype=np.int64))
         for f in SCALAR_FIELDS:
-            new = np.array([self.codes[f].code(r.scalars[f]) for r in rows], dtype=np.int32)
-            self.scalars[f] = np.concatenate([self.scalars[f], new])
-        self.doc_len = np.concatenate([self.doc_len, [len(r.tokens) for r in rows]]).astype(np.float32)
-        self.tf = _vstack(self.tf, tf_rows, len(self.vocab)).tocsc()
-        self.roles = _vstack(self.roles, role_rows, len(self.role_codes.ids)).tocsr()
-        for i, r in enumerate(rows):
-            self.position[r.chunk_id] = start + i
+            self.scalars[f] = _cat(self.scalars[f], self.codes[f].encode(c.scalars[f]))
+        self.doc_len = _cat(self.doc_len, np.asarray(c.token_counts, dtype=np.float32))
+        terms, roles = self.terms.encode(c.tokens), self.role_codes.encode(c.roles)
+        self.tf = _grow(self.tf, c.token_counts, terms, len(self.terms.ids), np.float32).tocsc()
+        self.roles = _grow(self.roles, c.role_counts, roles, len(self.role_codes.ids), np.int8).tocsc()
+        self._open_rows = np.bincount(self.roles.indices, minlength=len(self.rids)) == 0
+        self.position.update(zip(c.chunk_ids, range(start, start + n)))
+        self._live = None
 
     def kill(self, chunk_ids: Sequence[str]) -> list[int]:
         """Mark the live rows of these chunk ids dead; returns their rids."""
-        gone = [self.position.pop(c) for c in chunk_ids if c in self.position]
+        gone = [self.position.pop(c) for c in chunk_ids if c in self.position] if self.position else []
         self.alive[gone] = False
+        self._live = None
         return [int(self.rids[p]) for p in gone]
 
     def set_valid_to(self, chunk_ids: Sequence[str], seq: int) -> None:
@@ -106,22 +143,15 @@ class MemoryIndex:
     def mask(self, flt: SearchFilter) -> np.ndarray:
         """Boolean mask of live rows that pass the filter."""
         m = self.alive.copy()
-        wanted = {
-            "tenant_id": flt.tenant_ids,
-            "dataset_id": flt.dataset_ids,
-            "visibility": flt.visibility,
-            "source_type": flt.source_types,
-            "source": flt.sources,
-            "document_id": flt.document_ids,
-        }
-        for field, values in wanted.items():
+        wanted = (flt.tenant_ids, flt.dataset_ids, flt.visibility, flt.source_types, flt.sources, flt.document_ids)
+        for field, values in zip(SCALAR_FIELDS, wanted, strict=True):
             if values is not None:
                 m &= np.isin(self.scalars[field], self.codes[field].codes(values))
         if flt.roles is not None:
-            cols = self.role_codes.codes(flt.roles)
-            open_rows = np.asarray(self.roles.getnnz(axis=1) == 0).ravel()
-            has_role = np.asarray(self.roles[:, cols].getnnz(axis=1) > 0).ravel() if len(cols) else False
-            m &= open_rows | has_role
+            ok = self._open_rows.copy()
+            for col in self.role_codes.codes(flt.roles):  # rows holding any wanted role, column by column
+                ok[self.roles.indices[self.roles.indptr[col] : self.roles.indptr[col + 1]]] = True
+            m &= ok
         if flt.version_seq is not None:
             s = flt.version_seq
             m &= (self.valid_from <= s) & ((self.valid_to == 0) | (self.valid_to > s))
@@ -143,8 +173,8 @@ class MemoryIndex:
         terms = [self.vocab[t] for t in tokens if t in self.vocab]
         if not terms or not mask.any():
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        n_live = max(len(self), 1)
-        avg_len = float(self.doc_len[self.alive].mean()) if n_live else 1.0
+        n_live, avg_len = self._stats()
+        n_live = max(n_live, 1)
         scores = np.zeros(len(self.rids), dtype=np.float32)
         for term in terms:  # repeated query terms count again, as in Lucene
             lo, hi = self.tf.indptr[term], self.tf.indptr[term + 1]
@@ -160,36 +190,80 @@ class MemoryIndex:
         idx = np.flatnonzero(mask & (scores > 0))
         return _top(idx, scores[idx], k)
 
-    def _sparse_rows(self, rows: Sequence[Row]) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
-        data, cols, indptr = [], [], [0]
-        rdata, rcols, rindptr = [], [], [0]
-        for r in rows:
-            counts: dict[int, int] = {}
-            for t in r.tokens:
-                tid = self.vocab.setdefault(t, len(self.vocab))
-                counts[tid] = counts.get(tid, 0) + 1
-            cols.extend(counts)
-            data.extend(counts.values())
-            indptr.append(len(cols))
-            for role in set(r.roles):
-                rcols.append(self.role_codes.code(role))
-                rdata.append(1)
-            rindptr.append(len(rcols))
-        tf = sparse.csr_matrix(
-            (np.array(data, dtype=np.float32), np.array(cols, dtype=np.int32), indptr),
-            shape=(len(rows), len(self.vocab)),
-        )
-        roles = sparse.csr_matrix(
-            (np.array(rdata, dtype=np.int8), np.array(rcols, dtype=np.int32), rindptr),
-            shape=(len(rows), len(self.role_codes.ids)),
-        )
-        return tf, roles
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Everything this index holds, as plain arrays that later changes will not touch (for a snapshot)."""
+        out = {"rids": self.rids, "alive": self.alive.copy(), "vectors": self.vectors, "valid_from": self.valid_from,
+               "valid_to": self.valid_to.copy(), "doc_len": self.doc_len, "tf_data": self.tf.data,
+               "tf_indices": self.tf.indices, "tf_indptr": self.tf.indptr, "roles_indices": self.roles.indices,
+               "roles_indptr": self.roles.indptr,
+               "live_rows": np.fromiter(self.position.values(), dtype=np.int64, count=len(self.position)),
+               **_pack("live_ids", list(self.position)), **_pack("terms", list(self.terms.ids)),
+               **_pack("role_names", list(self.role_codes.ids))}
+        for f in SCALAR_FIELDS:
+            out.update({f"col_{f}": self.scalars[f], **_pack(f"codes_{f}", list(self.codes[f].ids))})
+        return out
+
+    @classmethod
+    def from_arrays(cls, dim: int, a: Mapping[str, np.ndarray]) -> MemoryIndex:
+        """Inverse of `to_arrays`; raises ValueError if the arrays do not fit together."""
+        index = cls(dim)
+        n = len(a["rids"])
+        index.rids, index.vectors, index.valid_from, index.doc_len = a["rids"], a["vectors"], a["valid_from"], a["doc_len"]
+        index.alive, index.valid_to = np.array(a["alive"]), np.array(a["valid_to"])  # changed in place later
+        index.terms, index.role_codes = _Codes(_unpack(a, "terms")), _Codes(_unpack(a, "role_names"))
+        for f in SCALAR_FIELDS:
+            index.scalars[f], index.codes[f] = a[f"col_{f}"], _Codes(_unpack(a, f"codes_{f}"))
+        index.tf = sparse.csc_matrix((a["tf_data"], a["tf_indices"], a["tf_indptr"]), shape=(n, len(index.terms.ids)))
+        roles = a["roles_indices"]
+        index.roles = sparse.csc_matrix((np.ones(len(roles), dtype=np.int8), roles, a["roles_indptr"]),
+                                        shape=(n, len(index.role_codes.ids)))
+        index.tf.check_format(full_check=True)
+        index.roles.check_format(full_check=True)
+        index._open_rows = np.bincount(roles, minlength=n) == 0
+        index.position = dict(zip(_unpack(a, "live_ids"), a["live_rows"].tolist(), strict=True))
+        columns = [index.alive, index.valid_from, index.valid_to, index.doc_len, *index.scalars.values()]
+        if index.vectors.shape != (n, dim) or any(c.shape != (n,) for c in columns) or index.alive.dtype != bool:
+            raise ValueError("snapshot arrays do not fit together")
+        return index
+
+    def _stats(self) -> tuple[int, float]:
+        """Live row count and mean live document length, cached until rows change."""
+        if self._live is None:
+            n = int(self.alive.sum())
+            self._live = (n, float(self.doc_len[self.alive].mean()) if n else 1.0)
+        return self._live
 
 
-def _vstack(old: sparse.spmatrix, new: sparse.csr_matrix, width: int) -> sparse.csr_matrix:
+def _pack(name: str, strings: list[str]) -> dict[str, np.ndarray]:
+    """Strings as one UTF-8 byte array plus their lengths (no pickle, no fixed width)."""
+    blob = "".join(strings).encode("utf-8", "surrogatepass")
+    return {f"{name}_blob": np.frombuffer(blob, dtype=np.uint8), f"{name}_len": _counts(strings)}
+
+
+def _unpack(a: Mapping[str, np.ndarray], name: str) -> list[str]:
+    text = a[f"{name}_blob"].tobytes().decode("utf-8", "surrogatepass")
+    ends = np.cumsum(a[f"{name}_len"]).tolist()
+    if (ends[-1] if ends else 0) != len(text):
+        raise ValueError(f"snapshot strings {name!r} are damaged")
+    return [text[i:j] for i, j in zip([0, *ends[:-1]], ends, strict=True)]
+
+
+def _counts(lists: Iterable[Sized]) -> np.ndarray:
+    return np.array([len(x) for x in lists], dtype=np.int64)
+
+
+def _cat(old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    return new if len(old) == 0 else np.concatenate([old, new])
+
+
+def _grow(old: sparse.spmatrix, counts: np.ndarray, cols: np.ndarray, width: int, dtype: type) -> sparse.spmatrix:
+    """`old` plus rows holding `counts[i]` entries each from `cols` (duplicates summed), as CSR."""
+    rows = np.repeat(np.arange(len(counts)), counts)
+    new = sparse.csr_matrix((np.ones(len(cols), dtype=dtype), (rows, cols)), shape=(len(counts), width))
+    if old.shape[0] == 0:
+        return new
     old = sparse.csr_matrix(old)
     old.resize((old.shape[0], width))
-    new.resize((new.shape[0], width))
     return sparse.vstack([old, new], format="csr")
 
 
