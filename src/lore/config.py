@@ -73,6 +73,8 @@ class AnswerSettings(_Section):
     llm_base_url: str = ""  # e.g. http://127.0.0.1:8000/v1 (API key: LORE_LLM_API_KEY)
     llm_timeout_s: float = Field(default=60.0, gt=0)
     evidence_threshold: float = Field(default=0.45, ge=0, le=1)
+    # Share of the question's key terms (rare words, names, codes) a top passage must contain.
+    key_term_coverage: float = Field(default=0.5, ge=0, le=1)
     low_confidence: float = Field(default=0.5, ge=0, le=1)
     support_contact: str = "your knowledge-base administrator"
     max_question_chars: int = Field(default=2000, gt=0)

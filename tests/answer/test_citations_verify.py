@@ -83,3 +83,15 @@ def test_extractive_uses_only_passage_sentences_with_markers() -> None:
 def test_refusal_speaks_the_question_language() -> None:
     assert "知识库" in refusal_text("年假几天", "HR 热线 8000")
     assert "HR" in refusal_text("How many days?", "HR desk") and "does not cover" in refusal_text("x", "y")
+
+
+def test_key_terms_must_appear_not_just_common_words() -> None:
+    from lore.answer.sentences import coverage, key_coverage
+
+    q = tokenize("报销需要什么材料")  # 报销 is the key term; 需要 and 材料 are everyday words
+    inventory = "存货控制需要考量以下这些材料因素。"
+    assert key_coverage(q, inventory) == 0.0 and coverage(q, inventory) < 0.5
+    assert key_coverage(q, "报销时须提交发票原件、费用明细单、审批单。") == 1.0
+    passages = [Passage(1, inventory, [Hit(chunk("z", inventory), 1.0)])]
+    judged = judge_evidence(q, None, passages, None, None, 0.45)
+    assert not judged.sufficient and any("key terms" in r for r in judged.reasons)

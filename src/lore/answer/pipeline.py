@@ -127,7 +127,7 @@ class AskPipeline:
     def judge(self, ctx: AskContext) -> None:
         r = self.retriever
         ctx.evidence = judge_evidence(ctx.q_tokens, ctx.query_vector, ctx.passages, r.embedder, r.cache,
-                                      self.settings.evidence_threshold)
+                                      self.settings.evidence_threshold, self.settings.key_term_coverage)
         if not ctx.evidence.sufficient:
             ctx.refused, ctx.route = True, "refused"
             ctx.answer = refusal_text(ctx.question, self.settings.support_contact)

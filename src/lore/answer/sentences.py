@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from lore.lexical import tokenize
+from lore.lexical.tokenize import word_frequency
+
+_CJK_TOKEN = re.compile(r"[\u4e00-\u9fff]")
 
 # A sentence ends after CJK end punctuation, after Latin end punctuation followed by a space and a
 # sentence start, or at a line break; a citation marker right after the punctuation stays with its
@@ -40,11 +45,32 @@ def split_sentences(text: str) -> list[str]:
 
 
 def token_weights(tokens: Iterable[str]) -> dict[str, float]:
-    """Weight of each distinct token: single CJK characters and digits count less than words."""
-    weights = {}
-    for t in tokens:
-        weights[t] = 0.3 if len(t) == 1 else 1.0
-    return weights
+    """Weight of each distinct token by how informative it is.
+
+    Chinese words are weighted by their rarity in jieba's dictionary (common words such as 需要 or
+    公司 match almost any passage and must not make one look relevant); other tokens weigh 1, single
+    characters 0.3 at most.
+    """
+    return {t: _weight(t) for t in tokens}
+
+
+def key_coverage(query_tokens: Iterable[str], text: str, key_weight: float = 0.6) -> float:
+    """Share of the query's key tokens (weight >= key_weight) found in `text`; 1.0 if it has none."""
+    keys = {t for t, w in token_weights(query_tokens).items() if w >= key_weight}
+    if not keys:
+        return 1.0
+    present = set(tokenize(text))
+    return len(keys & present) / len(keys)
+
+
+@lru_cache(maxsize=65536)
+def _weight(token: str) -> float:
+    cap = 0.3 if len(token) == 1 else 1.0
+    if not _CJK_TOKEN.match(token):
+        return cap
+    freq, total = word_frequency(token)
+    rarity = math.log(total / max(freq, 1))  # 7 for everyday words, 12+ for specialised ones
+    return min(cap, max(0.1, (rarity - 7.0) / 5.0))
 
 
 def coverage(query_tokens: Iterable[str], text: str) -> float:

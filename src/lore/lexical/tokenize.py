@@ -42,6 +42,12 @@ def _jieba() -> jieba.Tokenizer:
     return tok
 
 
+def word_frequency(word: str) -> tuple[int, int]:
+    """(frequency of `word` in jieba's dictionary, total of all frequencies)."""
+    tok = _jieba()
+    return tok.FREQ.get(word, 0), tok.total
+
+
 def tokenize(text: str) -> list[str]:
     """Tokens of one text, in order (duplicates kept: BM25 needs term frequencies)."""
     text = unicodedata.normalize("NFKC", text).lower()
