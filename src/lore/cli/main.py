@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from lore.cli.ask import ask
 from lore.cli.progress import RichIngestProgress
@@ -99,7 +99,8 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Files and folders."
 
 def print_report(report: IngestReport) -> None:
     """Per-file table of status, documents, chunks and errors, then a summary line."""
-    table = Table("file", "status", "docs", "chunks", "OCR pages", "reason")
+    table = Table("status", "docs", "chunks", "OCR pages", "reason")
+    table.columns.insert(0, Column("file", overflow="fold"))
     colour = {"ingested": "green", "skipped": "blue"}
     for f in report.files:
         table.add_row(f.name, f"[{colour.get(f.status, 'red')}]{f.status}[/]", str(f.documents),
