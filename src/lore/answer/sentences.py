@@ -25,12 +25,25 @@ _SPLIT = re.compile(
 )
 _LIST_ITEM = re.compile(r"^(?:[-*•·]|\d{1,2}[.)、]|[（(]?\d{1,2}[)）])\s*")
 _MAX_LIST_ITEMS = 8
+# A single line break after a character that ends no sentence, before a line that starts no list
+# item or heading, is a wrap (PDF lines, hard-wrapped text): it joins rather than splits.
+_WRAP = re.compile(r"([^\s。！？；：:.!?;])\n(?![-*•·#>|]|\d{1,2}[.)、])(?=\S)")
+_CJK_CHAR = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
+
+
+def _unwrap(text: str) -> str:
+    def join(m: re.Match[str]) -> str:
+        nxt = text[m.end()] if m.end() < len(text) else ""
+        both_cjk = _CJK_CHAR.match(m.group(1)) and _CJK_CHAR.match(nxt)
+        return m.group(1) + ("" if both_cjk else " ")
+
+    return _WRAP.sub(join, text)
 
 
 def split_sentences(text: str) -> list[str]:
     """Sentences in order, stripped, empty ones dropped; a line ending in a colon keeps the list
     items that follow it (so "年假天数如下：" comes with its items)."""
-    pieces = [s.strip() for s in _SPLIT.split(text) if s and s.strip()]
+    pieces = [s.strip() for s in _SPLIT.split(_unwrap(text)) if s and s.strip()]
     merged: list[str] = []
     items = 0
     for piece in pieces:

@@ -1,4 +1,4 @@
-"""The catalog: knowledge bases, their files and chunk ids in a SQL database migrated by Alembic."""
+"""The catalog: knowledge bases, files, chunk ids and versions in a SQL database migrated by Alembic."""
 
 from __future__ import annotations
 
@@ -22,16 +22,21 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from lore.catalog.models import (
     FILE_STATUSES,
+    ActivationRow,
     ChunkRow,
     FileRecord,
     FileRow,
     FileStatus,
     KnowledgeBase,
     KnowledgeBaseRow,
+    VersionRow,
 )
+from lore.catalog.versions import VersionsMixin
 from lore.errors import LoreError, MissingDependencyError, NotFoundError
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+# Alembic's command API keeps module-global state: two upgrades in one process must not overlap.
+_UPGRADE_LOCK = threading.Lock()
 _KB_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # (chunk_id, chunk_index, parent_id, document_id)
 ChunkRef = tuple[str, int, str | None, str | None]
@@ -85,8 +90,8 @@ def _create_engine(url: str) -> Engine:
     return engine
 
 
-class Catalog:
-    """Knowledge bases, files and chunk ids; opening it brings the schema to the newest migration."""
+class Catalog(VersionsMixin):
+    """Knowledge bases, files, chunk ids and versions; opening it migrates the schema to the newest revision."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -100,7 +105,7 @@ class Catalog:
         except (SQLAlchemyError, OSError) as exc:
             raise LoreError(f"cannot open catalog {mask_url(url)}: {exc}") from exc
         try:
-            with self.engine.begin() as conn:
+            with _UPGRADE_LOCK, self.engine.begin() as conn:
                 command.upgrade(alembic_config(connection=conn), "head")
         except (SQLAlchemyError, OSError, CommandError) as exc:
             self.engine.dispose()
@@ -183,9 +188,11 @@ class Catalog:
             return [KnowledgeBase.from_row(row) for row in rows]
 
     def delete_kb(self, name: str) -> None:
-        """Remove a knowledge base with its file and chunk rows; NotFoundError if there is none."""
+        """Remove a knowledge base with its file, chunk and version rows; NotFoundError if there is none."""
         with self.transaction() as s:
             kb_id = self._kb_row(s, name).id
+            s.execute(delete(ActivationRow).where(ActivationRow.kb_id == kb_id))
+            s.execute(delete(VersionRow).where(VersionRow.kb_id == kb_id))
             s.execute(delete(ChunkRow).where(ChunkRow.kb_id == kb_id))
             s.execute(delete(FileRow).where(FileRow.kb_id == kb_id))
             s.execute(delete(KnowledgeBaseRow).where(KnowledgeBaseRow.id == kb_id))

@@ -6,7 +6,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal, get_args
 
-from sqlalchemy import BigInteger, DateTime, Float, ForeignKey, Index, Integer, MetaData, String, Text
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+)
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
@@ -68,6 +80,10 @@ class KnowledgeBaseRow(Base):
     store_backend: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+    # The serving version (no FK: kb_versions already points here; activate() keeps it consistent).
+    active_seq: Mapped[int | None] = mapped_column(Integer)
+    # Bumped on every activation so answer/retrieval caches keyed by it go stale at once.
+    cache_epoch: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class FileRow(Base):
@@ -108,6 +124,55 @@ class ChunkRow(Base):
     chunk_index: Mapped[int] = mapped_column(Integer)
     parent_id: Mapped[str | None] = mapped_column(String(128))
     document_id: Mapped[str | None] = mapped_column(String(255))
+
+
+VERSION_STATUSES = ("staged", "active", "retired", "failed")
+VERSION_COUNTS = (
+    "files_added", "files_changed", "files_removed", "files_reused", "chunks_embedded", "chunks_reused",
+)
+
+
+class VersionRow(Base):
+    """One build of a knowledge base, numbered by seq within the knowledge base."""
+
+    __tablename__ = "kb_versions"
+    __table_args__ = (CheckConstraint("status IN ('staged', 'active', 'retired', 'failed')", name="status"),)
+
+    kb_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("knowledge_bases.id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    status: Mapped[str] = mapped_column(String(16))
+    description: Mapped[str] = mapped_column(Text, default="")
+    files_added: Mapped[int] = mapped_column(Integer, default=0)
+    files_changed: Mapped[int] = mapped_column(Integer, default=0)
+    files_removed: Mapped[int] = mapped_column(Integer, default=0)
+    files_reused: Mapped[int] = mapped_column(Integer, default=0)
+    chunks_embedded: Mapped[int] = mapped_column(Integer, default=0)
+    chunks_reused: Mapped[int] = mapped_column(Integer, default=0)
+    embedding_model: Mapped[str] = mapped_column(String(255))
+    chunk_schema: Mapped[str] = mapped_column(String(64))
+    base_seq: Mapped[int | None] = mapped_column(Integer)
+    gate_passed: Mapped[bool | None] = mapped_column(Boolean)
+    gate_report: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+    activated_at: Mapped[datetime | None]
+
+
+class ActivationRow(Base):
+    """One move of a knowledge base's active pointer: who, why, when, from which seq to which."""
+
+    __tablename__ = "kb_activations"
+    __table_args__ = (Index("ix_kb_activations_kb_id", "kb_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kb_id: Mapped[str] = mapped_column(String(32), ForeignKey("knowledge_bases.id", ondelete="CASCADE"))
+    from_seq: Mapped[int | None] = mapped_column(Integer)
+    to_seq: Mapped[int] = mapped_column(Integer)
+    actor: Mapped[str] = mapped_column(String(64))
+    reason: Mapped[str] = mapped_column(Text, default="")
+    at: Mapped[datetime]
 
 
 @dataclass(frozen=True, slots=True)
