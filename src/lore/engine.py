@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
@@ -13,7 +14,8 @@ from lore.catalog import Catalog, KnowledgeBase
 from lore.config import Settings, load_settings
 from lore.embed.base import Embedder, get_embedder
 from lore.embed.cache import EmbeddingCache
-from lore.errors import ConfigError, EmbeddingMismatchError
+from lore.errors import ConfigError, EmbeddingMismatchError, LoreError
+from lore.ingest.build import BuildResult, build_version
 from lore.ingest.chunking import Chunker, ChunkParams
 from lore.ingest.files import discover
 from lore.ingest.pipeline import IngestPipeline, IngestReport, Progress
@@ -94,29 +96,56 @@ class Lore:
     # --- ingest and search --------------------------------------------------------------------
 
     def ingest(self, name: str, inputs: list[Path], progress: Progress | None = None) -> IngestReport:
-        """Ingest files and folders into a KB; bad files are reported, the rest are indexed."""
+        """Ingest files and folders straight into an unversioned KB; bad files are reported."""
         kb = self.catalog.get_kb(name)
+        if self.catalog.list_versions(kb.id):
+            raise LoreError(f"knowledge base {name!r} is versioned: use `lore build --kb {name}` so changes "
+                            "go into a staged version instead of the one people are using")
+        return self._pipeline(kb, progress).run(discover(inputs))
+
+    def build(self, name: str, inputs: list[Path], *, description: str = "", activate: bool = False,
+              progress: Progress | None = None) -> BuildResult:
+        """Build a new STAGED version incrementally from the active one; optionally activate it."""
+        kb = self.catalog.get_kb(name)
+        base = self.catalog.active_version(kb.id)
+        version = self.catalog.create_version(
+            kb.id, description=description, base_seq=base.seq if base else None,
+            embedding_model=kb.embedding_model, chunk_schema=kb.chunk_schema)
+        pipeline = self._pipeline(kb, progress, seq=version.seq)
+        return build_version(kb, self.catalog, self.store(kb), pipeline, discover(inputs), version,
+                             activate=activate)
+
+    def _pipeline(self, kb: KnowledgeBase, progress: Progress | None, seq: int | None = None) -> IngestPipeline:
         params = self.chunk_params
         if params.schema != kb.chunk_schema:
             # The KB keeps the schema it was created with so its chunks stay consistent.
             params = ChunkParams(*_parse_schema(kb.chunk_schema))
-        pipeline = IngestPipeline(
+        return IngestPipeline(
             kb, self.catalog, self.store(kb), self.embedder(kb), Chunker(params), self.cache,
             max_file_bytes=int(self.settings.ingest.max_file_mb * 1e6), ocr=self.settings.ingest.ocr,
-            progress=progress,
+            progress=progress, seq=seq,
         )
-        return pipeline.run(discover(inputs))
+
+    def scoped(self, name: str, options: SearchOptions, version: int | None = None) -> SearchOptions:
+        """Options bounded to a KB version: `version` if given (it must exist), else the active one."""
+        kb = self.catalog.get_kb(name)
+        seq = self.catalog.get_version(kb.id, version).seq if version is not None else None
+        if seq is None:
+            active = self.catalog.active_version(kb.id)
+            seq = active.seq if active else None  # unversioned KB: everything ingested is live
+        return replace(options, filter=replace(options.filter, version_seq=seq))
 
     def retriever(self, name: str) -> Retriever:
         """A retriever over the KB's store with its embedder."""
         kb = self.catalog.get_kb(name)
         return Retriever(self.store(kb), self.embedder(kb), self.cache)
 
-    def search(self, name: str, query: str, options: SearchOptions | None = None) -> list[Hit]:
-        """Search a KB with the configured defaults, overridden by `options`."""
+    def search(self, name: str, query: str, options: SearchOptions | None = None,
+               version: int | None = None) -> list[Hit]:
+        """Search a KB (its active version, or `version`) with the configured defaults or `options`."""
         r = self.settings.retrieve
         opts = options or SearchOptions(r.mode, r.recall_k, r.top_k, r.rrf_k, r.min_score)
-        return self.retriever(name).search(query, opts)
+        return self.retriever(name).search(query, self.scoped(name, opts, version))
 
     def generator(self, name: str) -> Generator:
         """The configured answer generator for a KB (extractive uses the KB's embedder)."""
@@ -129,10 +158,12 @@ class Lore:
             raise ConfigError("answer.generator = 'openai' needs answer.llm_base_url and answer.llm_model")
         return get_generator("openai", model=a.llm_model, base_url=base_url, timeout_s=a.llm_timeout_s)
 
-    def ask(self, name: str, question: str, options: SearchOptions | None = None) -> Iterator[Event]:
-        """Answer a question from a KB, streaming status/token/end/error events."""
+    def ask(self, name: str, question: str, options: SearchOptions | None = None,
+            version: int | None = None) -> Iterator[Event]:
+        """Answer a question from a KB (active version or `version`), streaming events."""
         r = self.settings.retrieve
-        opts = options or SearchOptions(r.mode, r.recall_k, r.top_k, r.rrf_k, r.min_score)
+        opts = self.scoped(name, options or SearchOptions(r.mode, r.recall_k, r.top_k, r.rrf_k, r.min_score),
+                           version)
         pipeline = AskPipeline(self.retriever(name), self.generator(name), self.settings.answer)
         return pipeline.run(question, opts)
 

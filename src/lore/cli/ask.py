@@ -23,13 +23,14 @@ def ask(
     kb: Annotated[str, typer.Option("--kb", help="Knowledge base name.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     k: Annotated[int, typer.Option("-k", help="Hits handed to context building.")] = 10,
+    version: Annotated[int | None, typer.Option("--version", help="Answer from this version (default: active).")] = None,
 ) -> None:
     """Answer a question from a knowledge base, with numbered citations."""
     lore = Lore()
     r = lore.settings.retrieve
     opts = SearchOptions(r.mode, r.recall_k, k, r.rrf_k, r.min_score)
     try:
-        events = lore.ask(kb, question, opts)
+        events = lore.ask(kb, question, opts, version)
         end = None
         with console.status("thinking…", spinner="dots") if not as_json else _nullcontext() as status:
             for event in events:

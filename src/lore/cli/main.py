@@ -14,6 +14,7 @@ from rich.table import Column, Table
 from lore.cli.ask import ask
 from lore.cli.progress import RichIngestProgress
 from lore.cli.render import where
+from lore.cli.versions import activate, build, rollback, versions
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.ingest.files import discover
@@ -26,6 +27,8 @@ app = typer.Typer(help="Lore: enterprise knowledge-base search and answers, offl
 kb_app = typer.Typer(help="Create, list and delete knowledge bases.", no_args_is_help=True)
 app.add_typer(kb_app, name="kb")
 app.command()(ask)
+for _command in (build, versions, activate, rollback):
+    app.command()(_command)
 console = Console()
 err = Console(stderr=True)
 
@@ -119,6 +122,7 @@ def search(
     k: Annotated[int, typer.Option("-k", help="Hits to return.")] = 10,
     recall_k: Annotated[int, typer.Option(help="Candidates recalled before rerank/cut.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    version: Annotated[int | None, typer.Option("--version", help="Search this version (default: active).")] = None,
 ) -> None:
     """Search a knowledge base (dense, BM25 or hybrid)."""
     if mode not in ("dense", "bm25", "hybrid"):
@@ -127,7 +131,7 @@ def search(
     opts = SearchOptions(mode=_mode(mode), recall_k=recall_k, top_k=k, rrf_k=lore.settings.retrieve.rrf_k,
                          min_score=lore.settings.retrieve.min_score)
     try:
-        hits = lore.search(kb, query, opts)
+        hits = lore.search(kb, query, opts, version)
     except LoreError as exc:
         _fail(exc)
     if as_json:

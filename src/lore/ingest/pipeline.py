@@ -73,10 +73,10 @@ class IngestPipeline:
 
     def __init__(self, kb: KnowledgeBase, catalog: Catalog, store: VectorStore, embedder: Embedder,
                  chunker: Chunker, cache: EmbeddingCache | None, *, max_file_bytes: int,
-                 ocr: bool = True, progress: Progress | None = None) -> None:
+                 ocr: bool = True, progress: Progress | None = None, seq: int | None = None) -> None:
         self.kb, self.catalog, self.store, self.embedder = kb, catalog, store, embedder
         self.chunker, self.cache, self.max_file_bytes = chunker, cache, max_file_bytes
-        self.ocr = ocr
+        self.ocr, self.seq = ocr, seq
         self.progress = progress or Progress()
 
     def run(self, files: list[SourceFile]) -> IngestReport:
@@ -114,7 +114,7 @@ class IngestPipeline:
     def _chunk(self, p: _Prepared) -> None:
         for doc in p.documents:
             chunks = chunk_document(doc, self.chunker, kb_id=self.kb.id, file_name=p.source.name,
-                                    file_sha256=p.sha256, embedding_model=self.embedder.model_id)
+                                    file_sha256=p.sha256, embedding_model=self.embedder.model_id, seq=self.seq)
             p.chunks.extend(chunks)
             p.index_texts.extend(index_text(c) for c in chunks)
 
@@ -127,7 +127,9 @@ class IngestPipeline:
         self.store.upsert(p.chunks, vectors, tokens)
         if known is not None:
             stale = [c for c in self.catalog.file_chunk_ids(known.id) if c not in new_ids]
-            if stale:
+            if stale and self.seq:
+                self.store.expire(stale, self.seq)  # older versions keep seeing them
+            elif stale:
                 self.store.delete(stale)
         ocr_pages = sum(len(d.ocr_pages) for d in p.documents)
         encoding = next((d.encoding for d in p.documents if d.encoding), None)
@@ -153,15 +155,19 @@ class IngestPipeline:
 
 
 def chunk_document(doc: LoadedDocument, chunker: Chunker, *, kb_id: str, file_name: str,
-                   file_sha256: str, embedding_model: str) -> list[Chunk]:
-    """Split one loaded document into child chunks carrying the metadata contract."""
+                   file_sha256: str, embedding_model: str, seq: int | None = None) -> list[Chunk]:
+    """Split one loaded document into child chunks carrying the metadata contract.
+
+    In a versioned build (`seq` set) the chunks are valid from `seq` and their ids include it, so a
+    text that comes back in a later version is a new row and never rewrites an older version's row.
+    """
     schema = chunker.params.schema
     document_id = doc.document_id or "doc_" + stable_id(kb_id, file_name)[:16]
     chunks = []
     for i, piece in enumerate(chunker.split(doc.sections)):
         s = piece.section
         chunks.append(Chunk(
-            chunk_id=stable_id(kb_id, file_name, document_id, schema, i, piece.text),
+            chunk_id=stable_id(kb_id, file_name, document_id, schema, i, piece.text, *([f"v{seq}"] if seq else [])),
             text=piece.text,
             parent_id=stable_id(kb_id, document_id, piece.parent_key, piece.parent_text),
             parent_text=piece.parent_text, kb_id=kb_id, document_id=document_id,
@@ -169,7 +175,7 @@ def chunk_document(doc: LoadedDocument, chunker: Chunker, *, kb_id: str, file_na
             embedding_model=embedding_model,
             source_type="table_row" if s.kind == "table_row" else "doc",
             page=s.page, slide=s.slide, heading_path=list(s.heading_path), sheet=s.sheet, row=s.row,
-            title=doc.title,
+            title=doc.title, valid_from_seq=seq or 1,
         ))
     return chunks
 

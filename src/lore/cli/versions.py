@@ -1,0 +1,94 @@
+"""`lore build / versions / activate / rollback`: knowledge-base versions as releases."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from lore.catalog import Version
+from lore.cli.progress import RichIngestProgress
+from lore.engine import Lore
+from lore.errors import LoreError
+from lore.ingest.files import discover
+
+console = Console()
+err = Console(stderr=True)
+KbOption = Annotated[str, typer.Option("--kb", help="Knowledge base name.")]
+
+
+def _fail(exc: LoreError) -> None:
+    err.print(f"[bold red]error:[/] {exc}")
+    raise typer.Exit(2)
+
+
+def build(
+    kb: KbOption,
+    source: Annotated[list[Path], typer.Option("--source", help="Files and folders (repeatable).")],
+    message: Annotated[str, typer.Option("-m", "--message", help="What this version is.")] = "",
+    activate: Annotated[bool, typer.Option("--activate", help="Activate the version when built.")] = False,
+) -> None:
+    """Build a new STAGED version incrementally from the active one (unchanged files are reused)."""
+    from lore.cli.main import print_report
+
+    lore = Lore()
+    try:
+        lore.catalog.get_kb(kb)
+        with RichIngestProgress(console, len(discover(source))) as progress:
+            result = lore.build(kb, source, description=message, activate=activate, progress=progress)
+    except LoreError as exc:
+        _fail(exc)
+    print_report(result.report)
+    v = result.version
+    console.print(f"version {v.seq} {v.status.value.upper()}: " + ", ".join(f"{k}={n}" for k, n in v.counts.items()))
+
+
+def versions(kb: KbOption, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """List a knowledge base's versions."""
+    lore = Lore()
+    try:
+        rows = [_row(v) for v in lore.catalog.list_versions(lore.catalog.get_kb(kb).id)]
+    except LoreError as exc:
+        _fail(exc)
+    if as_json:
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    table = Table("seq", "status", "created", "files +/~/-/=", "chunks new/reused", "gate", "description")
+    for r in rows:
+        files = f"{r['files_added']}/{r['files_changed']}/{r['files_removed']}/{r['files_reused']}"
+        gate = {None: "-", True: "pass", False: "FAIL"}[r["gate_passed"]]
+        status = f"[bold green]{r['status']}[/]" if r["active"] else r["status"]
+        table.add_row(str(r["seq"]), status, r["created"][:16].replace("T", " "), files,
+                      f"{r['chunks_embedded']}/{r['chunks_reused']}", gate, r["description"])
+    console.print(table)
+    console.print("[dim]files: +added ~changed -removed =reused[/]")
+
+
+def activate(kb: KbOption, seq: Annotated[int, typer.Argument(help="Version to activate.")]) -> None:
+    """Make a version the one every query reads (one transaction; cache epoch + 1)."""
+    lore = Lore()
+    try:
+        v = lore.catalog.activate(lore.catalog.get_kb(kb).id, seq)
+    except LoreError as exc:
+        _fail(exc)
+    console.print(f"version {v.seq} is active")
+
+
+def rollback(kb: KbOption) -> None:
+    """Re-activate the version that was active before the current one."""
+    lore = Lore()
+    try:
+        v = lore.catalog.rollback(lore.catalog.get_kb(kb).id)
+    except LoreError as exc:
+        _fail(exc)
+    console.print(f"rolled back: version {v.seq} is active")
+
+
+def _row(v: Version) -> dict:
+    return {"seq": v.seq, "status": v.status.value.upper(), "active": v.status.value == "active",
+            "created": v.created_at.isoformat(timespec="seconds"), **v.counts, "gate_passed": v.gate_passed,
+            "description": v.description}

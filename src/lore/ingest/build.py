@@ -1,0 +1,50 @@
+"""Versioned builds: a STAGED version per build, incremental from the catalog's file manifest.
+
+Unchanged files (same sha256) are reused without parsing or embedding; changed and new files get
+chunks valid from the build's seq and their old chunks expire at it; files gone from the source
+expire too. Older versions keep their view of the knowledge base (time travel).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lore.catalog import Catalog, KnowledgeBase, Version
+from lore.ingest.files import SourceFile
+from lore.ingest.pipeline import IngestPipeline, IngestReport
+from lore.store.base import VectorStore
+
+
+@dataclass
+class BuildResult:
+    """The version a build made and what happened to each file."""
+
+    version: Version
+    report: IngestReport
+    removed: list[str]
+
+
+def build_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, pipeline: IngestPipeline,
+                  files: list[SourceFile], version: Version, *, activate: bool = False) -> BuildResult:
+    """Run `pipeline` (created with `seq=version.seq`) over `files`, record counts, maybe activate."""
+    before = {f.path: f for f in catalog.list_files(kb.id, "ingested")}
+    report = pipeline.run(files)
+    seen = {f.name for f in files}
+    removed = [path for path in before if path not in seen]
+    for path in removed:
+        store.expire(catalog.file_chunk_ids(before[path].id), version.seq)
+        catalog.delete_file(kb.id, path)
+    done = [f for f in report.files if f.status == "ingested"]
+    reused = [f for f in report.files if f.status == "skipped"]
+    counts = {
+        "files_added": sum(f.name not in before for f in done),
+        "files_changed": sum(f.name in before for f in done),
+        "files_removed": len(removed),
+        "files_reused": len(reused),
+        "chunks_embedded": sum(f.chunks for f in done),
+        "chunks_reused": sum(f.chunks for f in reused),
+    }
+    version = catalog.finish_version(kb.id, version.seq, counts=counts, gate_passed=None, gate_report=None)
+    if activate:
+        version = catalog.activate(kb.id, version.seq, reason=version.description)
+    return BuildResult(version, report, removed)

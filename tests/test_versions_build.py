@@ -1,0 +1,90 @@
+"""Versioned builds end to end: staged builds, incremental reuse, activation, rollback, time travel."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lore.cli.main import app
+from lore.config import load_settings
+from lore.engine import Lore
+from lore.errors import LoreError
+from lore.retrieve.search import SearchOptions
+
+
+def texts(lore: Lore, query: str, version: int | None = None) -> list[str]:
+    return [h.chunk.text for h in lore.search("kb", query, SearchOptions(top_k=10), version)]
+
+
+def test_build_activate_change_rollback_and_time_travel(tmp_path: Path) -> None:
+    lore = Lore(load_settings(home=tmp_path / "home"))
+    lore.create_kb("kb")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "leave.md").write_text("# Leave\n\nAnnual leave is 5 days per year.\n", encoding="utf-8")
+    (docs / "vpn.md").write_text("# VPN\n\nReset the VPN password on the self-service portal.\n", encoding="utf-8")
+    (docs / "old.md").write_text("# Parking\n\nParking permits cost 20 euros per month.\n", encoding="utf-8")
+
+    v1 = lore.build("kb", [docs], description="first", activate=True).version
+    assert (v1.seq, v1.status.value, v1.counts["files_added"]) == (1, "active", 3)
+
+    (docs / "leave.md").write_text("# Leave\n\nAnnual leave is 12 days per year.\n", encoding="utf-8")
+    (docs / "new.md").write_text("# Bikes\n\nBike storage is in the basement.\n", encoding="utf-8")
+    (docs / "old.md").unlink()
+    result = lore.build("kb", [docs], description="second")
+    v2 = result.version
+    assert v2.status.value == "staged" and v2.base_seq == 1
+    assert v2.counts == {"files_added": 1, "files_changed": 1, "files_removed": 1, "files_reused": 1,
+                         "chunks_embedded": 2, "chunks_reused": 1}
+    assert result.removed == ["docs/old.md"]
+
+    # Queries read the active version until the staged one is activated.
+    assert any("5 days" in t for t in texts(lore, "annual leave days"))
+    assert not any("12 days" in t for t in texts(lore, "annual leave days"))
+    assert any("Parking permits" in t for t in texts(lore, "parking permit cost"))
+    # Time travel / preview: the staged version by number.
+    assert any("12 days" in t for t in texts(lore, "annual leave days", version=2))
+    assert not any("Parking" in t for t in texts(lore, "parking permit cost", version=2))
+
+    kb_id = lore.catalog.get_kb("kb").id
+    epoch = lore.catalog.cache_epoch(kb_id)
+    lore.catalog.activate(kb_id, 2)
+    assert lore.catalog.cache_epoch(kb_id) == epoch + 1
+    assert any("12 days" in t for t in texts(lore, "annual leave days"))
+    assert not any("Parking" in t for t in texts(lore, "parking permit cost"))
+
+    lore.catalog.rollback(kb_id)
+    assert any("5 days" in t for t in texts(lore, "annual leave days"))
+    assert any("Parking permits" in t for t in texts(lore, "parking permit cost"))
+
+    # A versioned KB does not take direct ingests that would change what people see.
+    with pytest.raises(LoreError, match="lore build"):
+        lore.ingest("kb", [docs])
+    lore.close()
+
+
+def test_cli_build_versions_activate_rollback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LORE_HOME", str(tmp_path / "home"))
+    runner = CliRunner()
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nThe refund window is 30 days.\n", encoding="utf-8")
+    assert runner.invoke(app, ["kb", "create", "hb"]).exit_code == 0
+    out = runner.invoke(app, ["build", "--kb", "hb", "--source", str(docs), "--activate", "-m", "v1"])
+    assert out.exit_code == 0 and "version 1 ACTIVE" in out.output
+    (docs / "a.md").write_text("# A\n\nThe refund window is 45 days.\n", encoding="utf-8")
+    assert runner.invoke(app, ["build", "--kb", "hb", "--source", str(docs)]).exit_code == 0
+    rows = json.loads(runner.invoke(app, ["versions", "--kb", "hb", "--json"]).output)
+    assert [(r["seq"], r["status"], r["active"]) for r in rows] == [(1, "ACTIVE", True), (2, "STAGED", False)]
+    assert {"files_added", "files_changed", "files_removed", "files_reused", "chunks_embedded",
+            "chunks_reused", "gate_passed"} <= set(rows[0])
+    hit = json.loads(runner.invoke(app, ["search", "refund window", "--kb", "hb", "--json"]).output)["hits"][0]
+    assert "30 days" in hit["text"]
+    v2 = json.loads(runner.invoke(app, ["search", "refund window", "--kb", "hb", "--json", "--version", "2"]).output)
+    assert "45 days" in v2["hits"][0]["text"]
+    assert runner.invoke(app, ["activate", "--kb", "hb", "2"]).exit_code == 0
+    assert runner.invoke(app, ["rollback", "--kb", "hb"]).exit_code == 0
+    assert runner.invoke(app, ["search", "x", "--kb", "hb", "--version", "9"]).exit_code == 2
