@@ -105,9 +105,13 @@ class Lore:
 
     def build(self, name: str, inputs: list[Path], *, description: str = "", activate: bool = False,
               progress: Progress | None = None) -> BuildResult:
-        """Build a new STAGED version incrementally from the active one; optionally activate it."""
+        """Build a new STAGED version incrementally; optionally activate it.
+
+        The base is the latest build: the catalog's file manifest describes what it indexed, and
+        files unchanged since then are reused whatever that build's status.
+        """
         kb = self.catalog.get_kb(name)
-        base = self.catalog.active_version(kb.id)
+        base = (self.catalog.list_versions(kb.id) or [None])[-1]
         version = self.catalog.create_version(
             kb.id, description=description, base_seq=base.seq if base else None,
             embedding_model=kb.embedding_model, chunk_schema=kb.chunk_schema)
