@@ -88,3 +88,33 @@ def test_cli_build_versions_activate_rollback(tmp_path: Path, monkeypatch: pytes
     assert runner.invoke(app, ["activate", "--kb", "hb", "2"]).exit_code == 0
     assert runner.invoke(app, ["rollback", "--kb", "hb"]).exit_code == 0
     assert runner.invoke(app, ["search", "x", "--kb", "hb", "--version", "9"]).exit_code == 2
+
+
+def test_quality_gate_fails_a_bad_build_and_keeps_the_active_version(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("LORE_HOME", str(home))
+    runner = CliRunner()
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nThe refund window is 30 days.\n", encoding="utf-8")
+    (docs / "gbk.txt").write_bytes("报销须在三十天内提交发票原件和审批单。".encode("gbk"))
+    assert runner.invoke(app, ["kb", "create", "hb"]).exit_code == 0
+    ok = runner.invoke(app, ["build", "--kb", "hb", "--source", str(docs), "--quality-gate", "--activate"])
+    assert ok.exit_code == 0, ok.output
+    report = json.loads((home / "reports" / "hb" / "1" / "quality.json").read_text(encoding="utf-8"))
+    assert report["gate"] == {"passed": True, "reasons": []}
+    assert report["files"]["loaded"] == 2 and report["encoding_repairs"][0]["file"] == "docs/gbk.txt"
+
+    (docs / "a.md").write_text("# A\n\nThe refund window is 45 days.\n", encoding="utf-8")
+    for i in range(3):
+        (docs / f"broken{i}.pdf").write_bytes(b"%PDF-1.7 not really")
+    bad = runner.invoke(app, ["build", "--kb", "hb", "--source", str(docs), "--quality-gate", "--activate"])
+    assert bad.exit_code == 1 and "quality gate" in bad.output and "3 of 4 files failed" in bad.output
+    rows = json.loads(runner.invoke(app, ["versions", "--kb", "hb", "--json"]).output)
+    assert [(r["seq"], r["status"], r["gate_passed"]) for r in rows] == [(1, "ACTIVE", True), (2, "FAILED", False)]
+    hit = json.loads(runner.invoke(app, ["search", "refund window", "--kb", "hb", "--json"]).output)["hits"][0]
+    assert "30 days" in hit["text"]  # the active version still serves
+    md = runner.invoke(app, ["report", "--kb", "hb", "2"])
+    assert md.exit_code == 0 and "FAILED" in md.output and "broken0.pdf" in md.output
+    assert runner.invoke(app, ["activate", "--kb", "hb", "2"]).exit_code == 2  # a failed gate cannot go live

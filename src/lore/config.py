@@ -55,6 +55,17 @@ class IngestSettings(_Section):
     ocr: bool = True
 
 
+class GateSettings(_Section):
+    """Quality-gate thresholds for `lore build --quality-gate`."""
+
+    max_failed_ratio: float = Field(default=0.2, ge=0, le=1)
+    min_files: int = Field(default=1, ge=0)
+    max_duplicate_ratio: float = Field(default=0.3, ge=0, le=1)
+    max_short_ratio: float = Field(default=0.5, ge=0, le=1)
+    min_chunk_units: int = Field(default=8, ge=0)
+    max_chunk_units: int = Field(default=1500, gt=0)
+
+
 class RetrieveSettings(_Section):
     """Retrieval defaults: mode, recall depth, returned hits, RRF constant, score floor."""
 
@@ -95,6 +106,7 @@ class Settings(BaseSettings):
     store: StoreSettings = StoreSettings()
     chunk: ChunkSettings = ChunkSettings()
     ingest: IngestSettings = IngestSettings()
+    gate: GateSettings = GateSettings()
     retrieve: RetrieveSettings = RetrieveSettings()
     answer: AnswerSettings = AnswerSettings()
 

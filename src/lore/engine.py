@@ -104,7 +104,7 @@ class Lore:
         return self._pipeline(kb, progress).run(discover(inputs))
 
     def build(self, name: str, inputs: list[Path], *, description: str = "", activate: bool = False,
-              progress: Progress | None = None) -> BuildResult:
+              quality_gate: bool = False, progress: Progress | None = None) -> BuildResult:
         """Build a new STAGED version incrementally; optionally activate it.
 
         The base is the latest build: the catalog's file manifest describes what it indexed, and
@@ -117,7 +117,12 @@ class Lore:
             embedding_model=kb.embedding_model, chunk_schema=kb.chunk_schema)
         pipeline = self._pipeline(kb, progress, seq=version.seq)
         return build_version(kb, self.catalog, self.store(kb), pipeline, discover(inputs), version,
-                             activate=activate)
+                             gate=self.settings.gate, reports_dir=self.reports_dir(name),
+                             quality_gate=quality_gate, activate=activate)
+
+    def reports_dir(self, name: str) -> Path:
+        """Where a KB's quality reports live: `<home>/reports/<kb>/<seq>/`."""
+        return self.settings.home / "reports" / name
 
     def _pipeline(self, kb: KnowledgeBase, progress: Progress | None, seq: int | None = None) -> IngestPipeline:
         params = self.chunk_params

@@ -14,7 +14,7 @@ from rich.table import Column, Table
 from lore.cli.ask import ask
 from lore.cli.progress import RichIngestProgress
 from lore.cli.render import where
-from lore.cli.versions import activate, build, rollback, versions
+from lore.cli.versions import activate, build, report, rollback, versions
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.ingest.files import discover
@@ -27,7 +27,7 @@ app = typer.Typer(help="Lore: enterprise knowledge-base search and answers, offl
 kb_app = typer.Typer(help="Create, list and delete knowledge bases.", no_args_is_help=True)
 app.add_typer(kb_app, name="kb")
 app.command()(ask)
-for _command in (build, versions, activate, rollback):
+for _command in (build, versions, activate, rollback, report):
     app.command()(_command)
 console = Console()
 err = Console(stderr=True)

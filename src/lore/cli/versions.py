@@ -31,6 +31,7 @@ def build(
     source: Annotated[list[Path], typer.Option("--source", help="Files and folders (repeatable).")],
     message: Annotated[str, typer.Option("-m", "--message", help="What this version is.")] = "",
     activate: Annotated[bool, typer.Option("--activate", help="Activate the version when built.")] = False,
+    quality_gate: Annotated[bool, typer.Option("--quality-gate", help="Fail the version on a bad report.")] = False,
 ) -> None:
     """Build a new STAGED version incrementally from the active one (unchanged files are reused)."""
     from lore.cli.main import print_report
@@ -39,12 +40,33 @@ def build(
     try:
         lore.catalog.get_kb(kb)
         with RichIngestProgress(console, len(discover(source))) as progress:
-            result = lore.build(kb, source, description=message, activate=activate, progress=progress)
+            result = lore.build(kb, source, description=message, activate=activate, quality_gate=quality_gate,
+                                progress=progress)
     except LoreError as exc:
         _fail(exc)
     print_report(result.report)
     v = result.version
     console.print(f"version {v.seq} {v.status.value.upper()}: " + ", ".join(f"{k}={n}" for k, n in v.counts.items()))
+    console.print(f"[dim]quality report: {lore.reports_dir(kb) / str(v.seq) / 'quality.md'}[/]")
+    if result.gate_reasons:
+        for reason in result.gate_reasons:
+            err.print(f"[bold red]quality gate:[/] {reason}")
+        err.print("the version is FAILED; the active version keeps serving")
+        raise typer.Exit(1)
+
+
+def report(kb: KbOption, seq: Annotated[int, typer.Argument(help="Version number.")],
+           as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Print a version's quality report."""
+    lore = Lore()
+    try:
+        lore.catalog.get_version(lore.catalog.get_kb(kb).id, seq)
+    except LoreError as exc:
+        _fail(exc)
+    path = lore.reports_dir(kb) / str(seq) / ("quality.json" if as_json else "quality.md")
+    if not path.exists():
+        _fail(LoreError(f"{path}: no quality report for version {seq}"))
+    print(path.read_text(encoding="utf-8"))
 
 
 def versions(kb: KbOption, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:

@@ -8,10 +8,14 @@ expire too. Older versions keep their view of the knowledge base (time travel).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from lore.catalog import Catalog, KnowledgeBase, Version
+from lore.config import GateSettings
 from lore.ingest.files import SourceFile
 from lore.ingest.pipeline import IngestPipeline, IngestReport
+from lore.ingest.quality import evaluate_gate, quality_report, write_report
 from lore.store.base import VectorStore
 
 
@@ -22,11 +26,15 @@ class BuildResult:
     version: Version
     report: IngestReport
     removed: list[str]
+    quality: dict[str, Any]
+    gate_reasons: list[str]
 
 
 def build_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, pipeline: IngestPipeline,
-                  files: list[SourceFile], version: Version, *, activate: bool = False) -> BuildResult:
-    """Run `pipeline` (created with `seq=version.seq`) over `files`, record counts, maybe activate."""
+                  files: list[SourceFile], version: Version, *, gate: GateSettings, reports_dir: Path,
+                  quality_gate: bool = False, activate: bool = False) -> BuildResult:
+    """Run `pipeline` (created with `seq=version.seq`) over `files`, write the quality report, apply
+    the gate if asked (a failing version is FAILED and never activated), maybe activate."""
     before = {f.path: f for f in catalog.list_files(kb.id, "ingested")}
     report = pipeline.run(files)
     seen = {f.name for f in files}
@@ -44,7 +52,12 @@ def build_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, pipel
         "chunks_embedded": sum(f.chunks for f in done),
         "chunks_reused": sum(f.chunks for f in reused),
     }
-    version = catalog.finish_version(kb.id, version.seq, counts=counts, gate_passed=None, gate_report=None)
-    if activate:
+    quality = {"seq": version.seq, **quality_report(report, removed, gate)}
+    passed, reasons = evaluate_gate(quality, gate) if quality_gate else (None, [])
+    if quality_gate:
+        quality["gate"] = {"passed": passed, "reasons": reasons}
+    write_report(reports_dir / str(version.seq), quality)
+    version = catalog.finish_version(kb.id, version.seq, counts=counts, gate_passed=passed, gate_report=quality)
+    if activate and passed is not False:
         version = catalog.activate(kb.id, version.seq, reason=version.description)
-    return BuildResult(version, report, removed)
+    return BuildResult(version, report, removed, quality, reasons)

@@ -14,7 +14,7 @@ from lore.catalog import Catalog, KnowledgeBase
 from lore.embed.base import Embedder
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.errors import LoadError
-from lore.ingest.chunking import Chunker, stable_id
+from lore.ingest.chunking import Chunker, stable_id, text_units
 from lore.ingest.files import SourceFile, sha256_file
 from lore.ingest.loaders import load_file, loader_for
 from lore.lexical import tokenize
@@ -32,6 +32,10 @@ class FileResult:
     documents: int = 0
     ocr_pages: int = 0
     error: str | None = None
+    encoding: str | None = None
+    table_rows: int = 0
+    chunk_units: list[int] = field(default_factory=list)  # size of each chunk, for the quality report
+    chunk_hashes: list[str] = field(default_factory=list)  # normalised-text hashes, to find duplicates
 
 
 @dataclass
@@ -142,7 +146,12 @@ class IngestPipeline:
             self.catalog.set_file_chunks(
                 record.id, [(c.chunk_id, c.chunk_index, c.parent_id, c.document_id) for c in p.chunks]
             )
-        return FileResult(p.source.name, "ingested", len(p.chunks), len(p.documents), ocr_pages)
+        return FileResult(
+            p.source.name, "ingested", len(p.chunks), len(p.documents), ocr_pages, encoding=encoding,
+            table_rows=sum(c.source_type == "table_row" for c in p.chunks),
+            chunk_units=[text_units(c.text) for c in p.chunks],
+            chunk_hashes=[stable_id(" ".join(c.text.split()).lower()) for c in p.chunks],
+        )
 
     def _fail(self, p: _Prepared, status: str, reason: str) -> _Prepared:
         # Only the catalog row of this file changes; chunks already stored for it stay searchable.

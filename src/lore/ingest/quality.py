@@ -1,0 +1,76 @@
+"""The quality report of a build and the gate that decides whether it may be activated."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from lore.config import GateSettings
+from lore.ingest.pipeline import IngestReport
+
+_UTF8 = {"utf_8", "utf-8", "ascii", "utf_8_sig", "utf-8-sig"}
+
+
+def quality_report(report: IngestReport, removed: list[str], gate: GateSettings) -> dict[str, Any]:
+    """Counts a reviewer needs before a version goes live; sizes are in chunking's text units."""
+    files = report.files
+    status = Counter(f.status for f in files)
+    units = [u for f in files for u in f.chunk_units]
+    hashes = Counter(h for f in files for h in f.chunk_hashes)
+    per_source = Counter()
+    for f in files:
+        per_source[f.name.split("/", 1)[0] if "/" in f.name else "."] += f.chunks
+    return {
+        "files": {"scanned": len(files), "loaded": status["ingested"], "reused": status["skipped"],
+                  "unsupported": status["unsupported"], "failed": status["failed"] + status["too_large"],
+                  "empty": status["empty"], "removed": len(removed)},
+        "problems": [{"file": f.name, "status": f.status, "reason": f.error} for f in files if f.error],
+        "ocr": {"files": sum(f.ocr_pages > 0 for f in files), "pages": sum(f.ocr_pages for f in files)},
+        "chunks": {"new": len(units), "reused": sum(f.chunks for f in files if f.status == "skipped"),
+                   "too_short": sum(u < gate.min_chunk_units for u in units),
+                   "too_long": sum(u > gate.max_chunk_units for u in units),
+                   "duplicates": sum(n - 1 for n in hashes.values() if n > 1),
+                   "per_source": dict(per_source)},
+        "tables": {"files": sum(f.table_rows > 0 for f in files), "rows": sum(f.table_rows for f in files)},
+        "encoding_repairs": [{"file": f.name, "encoding": f.encoding} for f in files
+                             if f.encoding and f.encoding.lower().replace("-", "_") not in _UTF8],
+    }
+
+
+def evaluate_gate(q: dict[str, Any], gate: GateSettings) -> tuple[bool, list[str]]:
+    """(passed, reasons it failed) against the configured thresholds."""
+    reasons = []
+    tried = q["files"]["loaded"] + q["files"]["failed"] + q["files"]["empty"]
+    if tried and q["files"]["failed"] / tried > gate.max_failed_ratio:
+        reasons.append(f"{q['files']['failed']} of {tried} files failed (limit {gate.max_failed_ratio:.0%})")
+    if q["files"]["loaded"] + q["files"]["reused"] < gate.min_files:
+        reasons.append(f"only {q['files']['loaded'] + q['files']['reused']} files indexed (minimum {gate.min_files})")
+    new = q["chunks"]["new"]
+    if new and q["chunks"]["duplicates"] / new > gate.max_duplicate_ratio:
+        reasons.append(f"{q['chunks']['duplicates']} of {new} new chunks are duplicates "
+                       f"(limit {gate.max_duplicate_ratio:.0%})")
+    if new and q["chunks"]["too_short"] / new > gate.max_short_ratio:
+        reasons.append(f"{q['chunks']['too_short']} of {new} new chunks are shorter than "
+                       f"{gate.min_chunk_units} units (limit {gate.max_short_ratio:.0%})")
+    return not reasons, reasons
+
+
+def write_report(folder: Path, q: dict[str, Any]) -> None:
+    """Write `quality.json` and `quality.md` into `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "quality.json").write_text(json.dumps(q, ensure_ascii=False, indent=2), encoding="utf-8")
+    lines = [f"# Quality report — version {q.get('seq', '?')}", ""]
+    gate = q.get("gate", {})
+    if gate:
+        lines += [f"Gate: **{'passed' if gate['passed'] else 'FAILED'}**", *[f"- {r}" for r in gate["reasons"]], ""]
+    for section in ("files", "ocr", "chunks", "tables"):
+        lines.append(f"## {section}")
+        lines += [f"- {k}: {v}" for k, v in q[section].items()]
+        lines.append("")
+    if q["problems"]:
+        lines += ["## problems", *[f"- `{p['file']}` ({p['status']}): {p['reason']}" for p in q["problems"]], ""]
+    if q["encoding_repairs"]:
+        lines += ["## encoding repairs", *[f"- `{e['file']}`: read as {e['encoding']}" for e in q["encoding_repairs"]]]
+    (folder / "quality.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
