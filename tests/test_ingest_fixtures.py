@@ -35,7 +35,7 @@ def test_every_fixture_is_ingested_or_reported(tmp_path: Path) -> None:
     kb = lore.catalog.get_kb("fx")
     assert lore.catalog.get_file(kb.id, "documents/rapidocrpdf_image.pdf").error
 
-    def first(query: str, **kw: object):  # noqa: ANN202
+    def first(query: str, **kw: object):
         return lore.search("fx", query, SearchOptions(top_k=1, **kw))[0].chunk
 
     hit = first("盐城高新区投资集团 募集说明书")

@@ -13,6 +13,7 @@ from lore.config import load_settings
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.retrieve.search import SearchOptions
+from lore.schema import SearchFilter
 
 
 def texts(lore: Lore, query: str, version: int | None = None) -> list[str]:
@@ -118,3 +119,46 @@ def test_quality_gate_fails_a_bad_build_and_keeps_the_active_version(
     md = runner.invoke(app, ["report", "--kb", "hb", "2"])
     assert md.exit_code == 0 and "FAILED" in md.output and "broken0.pdf" in md.output
     assert runner.invoke(app, ["activate", "--kb", "hb", "2"]).exit_code == 2  # a failed gate cannot go live
+
+
+def test_a_build_killed_midway_changes_nothing_people_see_and_the_next_build_is_clean(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lore = Lore(load_settings(home=tmp_path / "home"))
+    lore.create_kb("kb")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nThe refund window is 30 days.\n", encoding="utf-8")
+    (docs / "b.md").write_text("# B\n\nParking permits cost 20 euros.\n", encoding="utf-8")
+    lore.build("kb", [docs], activate=True)
+    (docs / "a.md").write_text("# A\n\nThe refund window is 45 days.\n", encoding="utf-8")
+    (docs / "b.md").write_text("# B\n\nParking permits cost 25 euros.\n", encoding="utf-8")
+
+    # Die after b.md's chunks reach the store but before the catalog records them (the worst moment).
+    real = lore.catalog.set_file_chunks
+    calls = {"n": 0}
+
+    def dying(file_id: str, rows: list) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt("killed")
+        real(file_id, rows)
+
+    monkeypatch.setattr(lore.catalog, "set_file_chunks", dying)
+    with pytest.raises(KeyboardInterrupt):
+        lore.build("kb", [docs])
+    monkeypatch.setattr(lore.catalog, "set_file_chunks", real)
+    assert any("30 days" in t for t in texts(lore, "refund window"))  # the active version still serves
+    assert any("20 euros" in t for t in texts(lore, "parking permits cost"))
+
+    v3 = lore.build("kb", [docs], activate=True).version
+    kb_id = lore.catalog.get_kb("kb").id
+    assert lore.catalog.get_version(kb_id, 2).status.value == "failed"
+    parking = [t for t in texts(lore, "parking permits cost") if "Parking" in t]
+    assert parking == ["Parking permits cost 25 euros."]
+    # Counted in the store itself (search de-duplicates texts): no leftover rows from the killed build.
+    kb = lore.catalog.get_kb("kb")
+    doc_b = lore.search("kb", "parking permits cost", SearchOptions(top_k=1))[0].chunk.document_id
+    assert lore.store(kb).count(SearchFilter(document_ids=[doc_b], version_seq=3)) == 1
+    assert lore.store(kb).count(SearchFilter(document_ids=[doc_b], version_seq=1)) == 1
+    assert any("45 days" in t for t in texts(lore, "refund window")) and v3.seq == 3
+    lore.close()

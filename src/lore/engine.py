@@ -15,7 +15,7 @@ from lore.config import Settings, load_settings
 from lore.embed.base import Embedder, get_embedder
 from lore.embed.cache import EmbeddingCache
 from lore.errors import ConfigError, EmbeddingMismatchError, LoreError
-from lore.ingest.build import BuildResult, build_version
+from lore.ingest.build import BuildResult, build_version, recover_abandoned
 from lore.ingest.chunking import Chunker, ChunkParams
 from lore.ingest.files import discover
 from lore.ingest.pipeline import IngestPipeline, IngestReport, Progress
@@ -111,6 +111,7 @@ class Lore:
         files unchanged since then are reused whatever that build's status.
         """
         kb = self.catalog.get_kb(name)
+        recover_abandoned(kb, self.catalog, self.store(kb))
         base = (self.catalog.list_versions(kb.id) or [None])[-1]
         version = self.catalog.create_version(
             kb.id, description=description, base_seq=base.seq if base else None,

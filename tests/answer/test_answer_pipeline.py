@@ -141,9 +141,9 @@ def test_injected_instructions_reach_the_model_only_as_quoted_passage(home: Path
     _, end = run(lore, "Where do visitors return their badges?")
     system, user = llm.requests[0]["messages"]
     assert "HACKED" not in system["content"]
-    block = re.search(r'<passage n="(\d+)">\n(.*?)\n</passage>', user["content"], re.S)
+    block = re.search(r'<passage n="(\d+)">\n(.*?)\n</passage>', user["content"], re.DOTALL)
     assert block and INJECTION in user["content"]
-    inside = [b for b in re.findall(r'<passage n="\d+">\n(.*?)\n</passage>', user["content"], re.S)
+    inside = [b for b in re.findall(r'<passage n="\d+">\n(.*?)\n</passage>', user["content"], re.DOTALL)
               if INJECTION in b]
     assert inside, "the injected text must sit inside a passage block"
     assert "passages" in system["content"].lower() and "instruction" in system["content"].lower()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lore.answer.citations import attach_missing, cited_numbers, citations_for, clean_markers
+from lore.answer.citations import attach_missing, citations_for, cited_numbers, clean_markers
 from lore.answer.context import build_passages
 from lore.answer.evidence import judge_evidence
 from lore.answer.generators.base import Passage

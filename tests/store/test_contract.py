@@ -305,3 +305,10 @@ def test_drop(fresh: tuple[str, Path, VectorStore]) -> None:
         assert reopened.count() == 0
     finally:
         reopened.close()
+
+
+def test_ids_valid_from_lists_what_one_build_wrote(fresh: tuple[str, Path, VectorStore]) -> None:
+    _, _, store = fresh
+    expected = sorted(c.chunk_id for c in CHUNKS if c.valid_from_seq == 3)
+    assert expected and sorted(store.ids_valid_from(3)) == expected
+    assert store.ids_valid_from(999) == []

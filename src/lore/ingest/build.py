@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lore.catalog import Catalog, KnowledgeBase, Version
+from lore.catalog import Catalog, KnowledgeBase, Version, VersionStatus
 from lore.config import GateSettings
 from lore.ingest.files import SourceFile
 from lore.ingest.pipeline import IngestPipeline, IngestReport
@@ -61,3 +61,24 @@ def build_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, pipel
     if activate and passed is not False:
         version = catalog.activate(kb.id, version.seq, reason=version.description)
     return BuildResult(version, report, removed, quality, reasons)
+
+
+def recover_abandoned(kb: KnowledgeBase, catalog: Catalog, store: VectorStore) -> list[int]:
+    """Close builds that never finished (killed, crashed): hide the chunks they wrote that the
+    catalog never recorded, and mark them FAILED. Returns their seqs.
+
+    A file's chunks are recorded in the catalog only after they are stored, so recorded chunks are
+    complete and stay (the next build reuses them); unrecorded ones are partial and must not show.
+    """
+    abandoned = [v for v in catalog.list_versions(kb.id)
+                 if v.status == VersionStatus.STAGED and v.finished_at is None]
+    if not abandoned:
+        return []
+    known = {cid for f in catalog.list_files(kb.id) for cid in catalog.file_chunk_ids(f.id)}
+    for v in abandoned:
+        orphans = [cid for cid in store.ids_valid_from(v.seq) if cid not in known]
+        if orphans:
+            store.expire(orphans, v.seq)  # valid from seq to seq: visible in no version
+        catalog.finish_version(kb.id, v.seq, counts={}, gate_passed=None, failed=True,
+                               gate_report={"error": "the build did not finish", "hidden_chunks": len(orphans)})
+    return [v.seq for v in abandoned]

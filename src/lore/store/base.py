@@ -44,6 +44,9 @@ class VectorStore(Protocol):
     def expire(self, chunk_ids: Sequence[str], seq: int) -> int:
         """Set `valid_to_seq = seq` on chunks so versions from `seq` on no longer see them."""
 
+    def ids_valid_from(self, seq: int) -> list[str]:
+        """Ids of every chunk whose `valid_from_seq` is `seq` (what one build wrote)."""
+
     def count(self, filter: SearchFilter | None = None) -> int:
         """Number of chunks matching the filter."""
 

@@ -120,6 +120,10 @@ class EmbeddedStore:
     def count(self, filter: SearchFilter | None = None) -> int:
         return int(self._memory().mask(filter or SearchFilter()).sum())
 
+    def ids_valid_from(self, seq: int) -> list[str]:
+        rows = self._db.execute("SELECT chunk_id FROM chunks WHERE valid_from_seq = ?", (seq,))
+        return [r[0] for r in rows]
+
     def get(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         marks = ",".join("?" * len(chunk_ids))
         found = {

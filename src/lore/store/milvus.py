@@ -252,6 +252,18 @@ class MilvusStore:
         found = {row["chunk_id"]: _to_chunk(row) for row in self._rows(chunk_ids, _OUTPUT)}
         return [found[i] for i in dict.fromkeys(chunk_ids) if i in found]
 
+    def ids_valid_from(self, seq: int) -> list[str]:
+        """Ids of every chunk whose `valid_from_seq` is `seq`, read in pages (no query size cap)."""
+        it = self._client.query_iterator(self.name, batch_size=1000, filter=f"valid_from_seq == {int(seq)}",
+                                         output_fields=["chunk_id"])
+        ids: list[str] = []
+        try:
+            while page := it.next():
+                ids.extend(r["chunk_id"] for r in page)
+        finally:
+            it.close()
+        return ids
+
     def delete(self, chunk_ids: Sequence[str]) -> int:
         """Remove chunks by id; returns how many existed."""
         # Milvus deletes by key without saying which keys existed, so look them up first.
