@@ -162,3 +162,26 @@ def test_a_build_killed_midway_changes_nothing_people_see_and_the_next_build_is_
     assert lore.store(kb).count(SearchFilter(document_ids=[doc_b], version_seq=1)) == 1
     assert any("45 days" in t for t in texts(lore, "refund window")) and v3.seq == 3
     lore.close()
+
+
+def test_cli_flags_from_the_release_workflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LORE_HOME", str(tmp_path / "home"))
+    runner = CliRunner()
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nThe refund window is 30 days.\n", encoding="utf-8")
+    assert runner.invoke(app, ["kb", "create", "hb"]).exit_code == 0
+    first = ["build", "--kb", "hb", "--source", str(docs), "--new-version", "--quality-gate", "--activate",
+             "-m", "weekly refresh"]
+    assert runner.invoke(app, first).exit_code == 0
+    again = runner.invoke(app, ["build", "--kb", "hb", "--source", str(docs), "--new-version",
+                                "--incremental-from", "active"])
+    assert again.exit_code == 0 and "files_reused=1" in again.output.replace("\n", "")
+    forced = runner.invoke(app, ["build", "--kb", "hb", "--source", str(docs), "--force"])
+    assert forced.exit_code == 0 and "files_changed=1" in forced.output.replace("\n", "")
+    rows = json.loads(runner.invoke(app, ["versions", "--kb", "hb", "--json"]).output)
+    assert [r["seq"] for r in rows] == [1, 2, 3] and rows[0]["description"] == "weekly refresh"
+    answer = json.loads(runner.invoke(app, ["ask", "What is the refund window?", "--kb", "hb", "--json",
+                                            "--version", "3"]).output)
+    assert "30 days" in answer["answer"]
+    assert runner.invoke(app, ["build", "--kb", "hb", "--source", str(docs), "--incremental-from", "x"]).exit_code == 2

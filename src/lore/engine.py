@@ -104,19 +104,24 @@ class Lore:
         return self._pipeline(kb, progress).run(discover(inputs))
 
     def build(self, name: str, inputs: list[Path], *, description: str = "", activate: bool = False,
-              quality_gate: bool = False, progress: Progress | None = None) -> BuildResult:
+              quality_gate: bool = False, incremental_from: str = "latest", force: bool = False,
+              progress: Progress | None = None) -> BuildResult:
         """Build a new STAGED version incrementally; optionally activate it.
 
-        The base is the latest build: the catalog's file manifest describes what it indexed, and
-        files unchanged since then are reused whatever that build's status.
+        The new version indexes exactly the given sources. Files unchanged since the build that last
+        indexed them are reused (no parse, no embedding) unless `force`; `incremental_from`
+        ("latest" or "active") is recorded as the version's base.
         """
+        if incremental_from not in ("latest", "active"):
+            raise LoreError(f"--incremental-from: 'latest' or 'active', not {incremental_from!r}")
         kb = self.catalog.get_kb(name)
         recover_abandoned(kb, self.catalog, self.store(kb))
-        base = (self.catalog.list_versions(kb.id) or [None])[-1]
+        base = (self.catalog.active_version(kb.id) if incremental_from == "active"
+                else (self.catalog.list_versions(kb.id) or [None])[-1])
         version = self.catalog.create_version(
             kb.id, description=description, base_seq=base.seq if base else None,
             embedding_model=kb.embedding_model, chunk_schema=kb.chunk_schema)
-        pipeline = self._pipeline(kb, progress, seq=version.seq)
+        pipeline = self._pipeline(kb, progress, seq=version.seq, force=force)
         return build_version(kb, self.catalog, self.store(kb), pipeline, discover(inputs), version,
                              gate=self.settings.gate, reports_dir=self.reports_dir(name),
                              quality_gate=quality_gate, activate=activate)
@@ -125,7 +130,8 @@ class Lore:
         """Where a KB's quality reports live: `<home>/reports/<kb>/<seq>/`."""
         return self.settings.home / "reports" / name
 
-    def _pipeline(self, kb: KnowledgeBase, progress: Progress | None, seq: int | None = None) -> IngestPipeline:
+    def _pipeline(self, kb: KnowledgeBase, progress: Progress | None, seq: int | None = None,
+                  force: bool = False) -> IngestPipeline:
         params = self.chunk_params
         if params.schema != kb.chunk_schema:
             # The KB keeps the schema it was created with so its chunks stay consistent.
@@ -133,7 +139,7 @@ class Lore:
         return IngestPipeline(
             kb, self.catalog, self.store(kb), self.embedder(kb), Chunker(params), self.cache,
             max_file_bytes=int(self.settings.ingest.max_file_mb * 1e6), ocr=self.settings.ingest.ocr,
-            progress=progress, seq=seq,
+            progress=progress, seq=seq, force=force,
         )
 
     def scoped(self, name: str, options: SearchOptions, version: int | None = None) -> SearchOptions:

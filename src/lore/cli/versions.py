@@ -32,16 +32,20 @@ def build(
     message: Annotated[str, typer.Option("-m", "--message", help="What this version is.")] = "",
     activate: Annotated[bool, typer.Option("--activate", help="Activate the version when built.")] = False,
     quality_gate: Annotated[bool, typer.Option("--quality-gate", help="Fail the version on a bad report.")] = False,
+    new_version: Annotated[bool, typer.Option("--new-version", help="Make a new version (every build does).")] = True,
+    incremental_from: Annotated[str, typer.Option(help="Base recorded for the version: latest | active.")] = "latest",
+    force: Annotated[bool, typer.Option("--force", help="Re-read and re-chunk every file.")] = False,
 ) -> None:
     """Build a new STAGED version incrementally from the active one (unchanged files are reused)."""
     from lore.cli.main import print_report
 
+    del new_version  # accepted for scripts that spell it out: a build always makes a new version
     lore = Lore()
     try:
         lore.catalog.get_kb(kb)
         with RichIngestProgress(console, len(discover(source))) as progress:
             result = lore.build(kb, source, description=message, activate=activate, quality_gate=quality_gate,
-                                progress=progress)
+                                incremental_from=incremental_from, force=force, progress=progress)
     except LoreError as exc:
         _fail(exc)
     print_report(result.report)

@@ -77,10 +77,11 @@ class IngestPipeline:
 
     def __init__(self, kb: KnowledgeBase, catalog: Catalog, store: VectorStore, embedder: Embedder,
                  chunker: Chunker, cache: EmbeddingCache | None, *, max_file_bytes: int,
-                 ocr: bool = True, progress: Progress | None = None, seq: int | None = None) -> None:
+                 ocr: bool = True, progress: Progress | None = None, seq: int | None = None,
+                 force: bool = False) -> None:
         self.kb, self.catalog, self.store, self.embedder = kb, catalog, store, embedder
         self.chunker, self.cache, self.max_file_bytes = chunker, cache, max_file_bytes
-        self.ocr, self.seq = ocr, seq
+        self.ocr, self.seq, self.force = ocr, seq, force
         self.progress = progress or Progress()
 
     def run(self, files: list[SourceFile]) -> IngestReport:
@@ -100,7 +101,7 @@ class IngestPipeline:
             return self._fail(prepared, "too_large", f"file is {stat.st_size / 1e6:.1f} MB, limit {limit:g} MB")
         prepared.sha256 = sha256_file(source.path)
         known = self.catalog.get_file(self.kb.id, source.name)
-        if known and known.status == "ingested" and known.sha256 == prepared.sha256:
+        if known and known.status == "ingested" and known.sha256 == prepared.sha256 and not self.force:
             prepared.result = FileResult(source.name, "skipped", known.chunk_count, known.document_count)
             return prepared
         try:
