@@ -185,3 +185,54 @@ def test_cli_flags_from_the_release_workflow(tmp_path: Path, monkeypatch: pytest
                                             "--version", "3"]).output)
     assert "30 days" in answer["answer"]
     assert runner.invoke(app, ["build", "--kb", "hb", "--source", str(docs), "--incremental-from", "x"]).exit_code == 2
+
+
+def test_kill_9_during_a_build(tmp_path: Path) -> None:
+    """A real `lore build` process killed with SIGKILL mid-way: the active version keeps serving
+    the same answers, and the next build finishes cleanly with one row per chunk."""
+    import os  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+    import sqlite3  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    home = tmp_path / "home"
+    lore = Lore(load_settings(home=home))
+    lore.create_kb("kb")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(40):
+        (docs / f"policy{i:02d}.md").write_text(f"# Policy {i}\n\nRule {i}: the limit is {i} units.\n", encoding="utf-8")
+    lore.build("kb", [docs], activate=True)
+    before = [h.chunk.text for h in lore.search("kb", "Rule 7 limit units", SearchOptions(top_k=3))]
+    lore.close()
+    for i in range(40):
+        (docs / f"policy{i:02d}.md").write_text(
+            f"# Policy {i}\n\nRule {i}: the limit is now {i * 10} units, revised.\n", encoding="utf-8")
+
+    env = {**os.environ, "LORE_HOME": str(home)}
+    proc = subprocess.Popen([sys.executable, "-m", "lore.cli.main", "build", "--kb", "kb", "--source", str(docs)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    store_file = next((home / "store" / "embedded").glob("*.sqlite"))
+    deadline = time.monotonic() + 120
+    written = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        with sqlite3.connect(store_file) as db:
+            written = db.execute("SELECT count(*) FROM chunks WHERE valid_from_seq = 2").fetchone()[0]
+        if written >= 3:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "the build finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert 3 <= written
+
+    lore = Lore(load_settings(home=home))
+    assert [h.chunk.text for h in lore.search("kb", "Rule 7 limit units", SearchOptions(top_k=3))] == before
+    v3 = lore.build("kb", [docs], activate=True).version
+    kb = lore.catalog.get_kb("kb")
+    assert lore.catalog.get_version(kb.id, 2).status.value == "failed"
+    assert lore.store(kb).count(SearchFilter(version_seq=v3.seq)) == 40  # one chunk per file, no leftovers
+    assert any("now 70 units" in h.chunk.text for h in lore.search("kb", "Rule 7 limit units"))
+    lore.close()

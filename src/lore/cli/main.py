@@ -185,3 +185,7 @@ def main() -> None:
     except LoreError as exc:
         err.print(f"[bold red]error:[/] {exc}")
         sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
