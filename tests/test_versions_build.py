@@ -190,12 +190,12 @@ def test_cli_flags_from_the_release_workflow(tmp_path: Path, monkeypatch: pytest
 def test_kill_9_during_a_build(tmp_path: Path) -> None:
     """A real `lore build` process killed with SIGKILL mid-way: the active version keeps serving
     the same answers, and the next build finishes cleanly with one row per chunk."""
-    import os  # noqa: PLC0415
-    import signal  # noqa: PLC0415
-    import sqlite3  # noqa: PLC0415
-    import subprocess  # noqa: PLC0415
-    import sys  # noqa: PLC0415
-    import time  # noqa: PLC0415
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
 
     home = tmp_path / "home"
     lore = Lore(load_settings(home=home))
