@@ -236,3 +236,17 @@ def test_kill_9_during_a_build(tmp_path: Path) -> None:
     assert lore.store(kb).count(SearchFilter(version_seq=v3.seq)) == 40  # one chunk per file, no leftovers
     assert any("now 70 units" in h.chunk.text for h in lore.search("kb", "Rule 7 limit units"))
     lore.close()
+
+
+def test_two_builds_of_one_kb_do_not_run_at_once(tmp_path: Path) -> None:
+    from lore.ingest.build import build_lock  # noqa: PLC0415
+
+    lore = Lore(load_settings(home=tmp_path / "home"))
+    kb = lore.create_kb("kb")
+    (tmp_path / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
+    with build_lock(tmp_path / "home" / "locks" / f"build-{kb.id}.lock", "kb"):  # another build holds it
+        with pytest.raises(LoreError, match="another build"):
+            lore.build("kb", [tmp_path / "a.md"])
+    assert lore.catalog.list_versions(kb.id) == []  # the refused build left nothing behind
+    assert lore.build("kb", [tmp_path / "a.md"]).version.seq == 1
+    lore.close()

@@ -15,7 +15,7 @@ from lore.config import Settings, load_settings
 from lore.embed.base import Embedder, get_embedder
 from lore.embed.cache import EmbeddingCache
 from lore.errors import ConfigError, EmbeddingMismatchError, LoreError
-from lore.ingest.build import BuildResult, build_version, recover_abandoned
+from lore.ingest.build import BuildResult, build_lock, build_version, recover_abandoned
 from lore.ingest.chunking import Chunker, ChunkParams
 from lore.ingest.files import discover
 from lore.ingest.pipeline import IngestPipeline, IngestReport, Progress
@@ -115,16 +115,17 @@ class Lore:
         if incremental_from not in ("latest", "active"):
             raise LoreError(f"--incremental-from: 'latest' or 'active', not {incremental_from!r}")
         kb = self.catalog.get_kb(name)
-        recover_abandoned(kb, self.catalog, self.store(kb))
-        base = (self.catalog.active_version(kb.id) if incremental_from == "active"
-                else (self.catalog.list_versions(kb.id) or [None])[-1])
-        version = self.catalog.create_version(
-            kb.id, description=description, base_seq=base.seq if base else None,
-            embedding_model=kb.embedding_model, chunk_schema=kb.chunk_schema)
-        pipeline = self._pipeline(kb, progress, seq=version.seq, force=force)
-        return build_version(kb, self.catalog, self.store(kb), pipeline, discover(inputs), version,
-                             gate=self.settings.gate, reports_dir=self.reports_dir(name),
-                             quality_gate=quality_gate, activate=activate)
+        with build_lock(self.settings.home / "locks" / f"build-{kb.id}.lock", name):
+            recover_abandoned(kb, self.catalog, self.store(kb))
+            base = (self.catalog.active_version(kb.id) if incremental_from == "active"
+                    else (self.catalog.list_versions(kb.id) or [None])[-1])
+            version = self.catalog.create_version(
+                kb.id, description=description, base_seq=base.seq if base else None,
+                embedding_model=kb.embedding_model, chunk_schema=kb.chunk_schema)
+            pipeline = self._pipeline(kb, progress, seq=version.seq, force=force)
+            return build_version(kb, self.catalog, self.store(kb), pipeline, discover(inputs), version,
+                                 gate=self.settings.gate, reports_dir=self.reports_dir(name),
+                                 quality_gate=quality_gate, activate=activate)
 
     def reports_dir(self, name: str) -> Path:
         """Where a KB's quality reports live: `<home>/reports/<kb>/<seq>/`."""

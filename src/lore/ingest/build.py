@@ -7,12 +7,16 @@ expire too. Older versions keep their view of the knowledge base (time travel).
 
 from __future__ import annotations
 
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lore.catalog import Catalog, KnowledgeBase, Version, VersionStatus
 from lore.config import GateSettings
+from lore.errors import LoreError
 from lore.ingest.files import SourceFile
 from lore.ingest.pipeline import IngestPipeline, IngestReport
 from lore.ingest.quality import evaluate_gate, quality_report, write_report
@@ -82,3 +86,18 @@ def recover_abandoned(kb: KnowledgeBase, catalog: Catalog, store: VectorStore) -
         catalog.finish_version(kb.id, v.seq, counts={}, gate_passed=None, failed=True,
                                gate_report={"error": "the build did not finish", "hidden_chunks": len(orphans)})
     return [v.seq for v in abandoned]
+
+
+@contextmanager
+def build_lock(path: Path, kb_name: str) -> Iterator[None]:
+    """One build per KB at a time (an OS file lock, released even when the process is killed)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise LoreError(f"another build of knowledge base {kb_name!r} is running ({path})") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
