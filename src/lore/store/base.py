@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Protocol
 
 import numpy as np
 
-from lore.errors import ConfigError
+from lore.registry import Registry
 from lore.schema import Chunk, Hit, SearchFilter, SearchMode
 
 
@@ -60,24 +59,17 @@ class VectorStore(Protocol):
 StoreFactory = Callable[[str, Path, int, str], VectorStore]
 """(collection name, LORE_HOME data dir, dimension, uri) -> store."""
 
-_BUILTIN = {
+STORES: Registry[StoreFactory] = Registry("store.backend", {
     "embedded": "lore.store.embedded:EmbeddedStore",
     "milvus": "lore.store.milvus:MilvusStore",
-}
-_REGISTRY: dict[str, StoreFactory] = {}
+})
 
 
 def register_store(name: str, factory: StoreFactory) -> None:
     """Register a backend the same way the built-in ones are."""
-    _REGISTRY[name] = factory
+    STORES.register(name, factory)
 
 
 def open_store(backend: str, collection: str, data_dir: Path, dim: int, uri: str = "") -> VectorStore:
     """Open (creating if needed) the collection `collection` on the named backend."""
-    if backend not in _REGISTRY:
-        if backend not in _BUILTIN:
-            known = ", ".join(sorted({*_BUILTIN, *_REGISTRY}))
-            raise ConfigError(f"store.backend: unknown backend {backend!r} (known: {known})")
-        module, _, attr = _BUILTIN[backend].partition(":")
-        register_store(backend, getattr(importlib.import_module(module), attr))
-    return _REGISTRY[backend](collection, data_dir, dim, uri)
+    return STORES.get(backend)(collection, data_dir, dim, uri)

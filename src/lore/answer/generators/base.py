@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from lore.errors import ConfigError, LoreError
+from lore.errors import LoreError
+from lore.registry import Registry
 from lore.schema import Hit
 
 
@@ -38,24 +38,17 @@ class Generator(Protocol):
 
 
 GeneratorFactory = Callable[..., Generator]
-_BUILTIN = {
+GENERATORS: Registry[GeneratorFactory] = Registry("answer.generator", {
     "extractive": "lore.answer.generators.extractive:ExtractiveGenerator",
     "openai": "lore.answer.generators.openai_chat:OpenAIChatGenerator",
-}
-_REGISTRY: dict[str, GeneratorFactory] = {}
+})
 
 
 def register_generator(name: str, factory: GeneratorFactory) -> None:
     """Register a generator under `name` (built-ins and plugins alike)."""
-    _REGISTRY[name] = factory
+    GENERATORS.register(name, factory)
 
 
 def get_generator(name: str, **options: Any) -> Generator:
     """Create the generator `name` with its options."""
-    if name not in _REGISTRY:
-        if name not in _BUILTIN:
-            known = ", ".join(sorted({*_BUILTIN, *_REGISTRY}))
-            raise ConfigError(f"answer.generator: unknown generator {name!r} (known: {known})")
-        module, _, attr = _BUILTIN[name].partition(":")
-        register_generator(name, getattr(importlib.import_module(module), attr))
-    return _REGISTRY[name](**options)
+    return GENERATORS.get(name)(**options)

@@ -8,12 +8,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Self
 
 import httpx
-from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, stop_after_attempt
 
 from lore.answer.generators.base import GenerationError, Passage
 from lore.answer.prompt import build_messages
-from lore.embed.openai import _SNIPPET, _retry_after, _TransientError
 from lore.errors import ConfigError
+from lore.http_retry import SNIPPET, TransientError, retry_after, with_retries
 
 _API_KEY_ENV = ("LORE_LLM_API_KEY", "OPENAI_API_KEY")
 _MAX_WAIT_S = 8.0
@@ -98,23 +97,8 @@ class OpenAIChatGenerator:
             response.close()
 
     def _open_with_retries(self, body: dict[str, Any]) -> httpx.Response:
-        retrying = Retrying(
-            retry=retry_if_exception_type(_TransientError),
-            stop=stop_after_attempt(self.max_retries + 1),
-            wait=self._wait,
-        )
-        try:
-            return retrying(self._open, body)
-        except RetryError as exc:
-            last = exc.last_attempt.exception()
-            raise GenerationError(f"{last} (gave up after {self.max_retries + 1} attempts)") from last
-
-    def _wait(self, state: RetryCallState) -> float:
-        """Exponential backoff (backoff_s, 2x, 4x...), or the server's Retry-After if it sent one."""
-        exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, _TransientError) and exc.retry_after is not None:
-            return exc.retry_after
-        return min(self.backoff_s * 2 ** (state.attempt_number - 1), _MAX_WAIT_S)
+        return with_retries(self._open, body, max_retries=self.max_retries, backoff_s=self.backoff_s,
+                            cap_s=_MAX_WAIT_S, error=GenerationError)
 
     def _open(self, body: dict[str, Any]) -> httpx.Response:
         """Send the request and return the open response once its status is 200."""
@@ -124,20 +108,20 @@ class OpenAIChatGenerator:
         except httpx.ReadTimeout as exc:  # the server accepted but never answered: retrying would not help
             raise GenerationError(f"{self._where}: timed out: no response for {self.timeout_s:g}s") from exc
         except httpx.TimeoutException as exc:
-            raise _TransientError(f"{self._where}: timed out ({type(exc).__name__})") from exc
+            raise TransientError(f"{self._where}: timed out ({type(exc).__name__})") from exc
         except httpx.TransportError as exc:
-            raise _TransientError(f"{self._where}: connection failed: {exc or type(exc).__name__}") from exc
+            raise TransientError(f"{self._where}: connection failed: {exc or type(exc).__name__}") from exc
         if response.status_code == 200:
             return response
         try:
-            snippet = response.read().decode("utf-8", "replace")[:_SNIPPET].strip()
+            snippet = response.read().decode("utf-8", "replace")[:SNIPPET].strip()
         except httpx.HTTPError:
             snippet = ""
         finally:
             response.close()
         message = f"{self._where}: HTTP {response.status_code}: {snippet or response.reason_phrase}"
         if response.status_code == 429 or response.status_code >= 500:
-            raise _TransientError(message, _retry_after(response))
+            raise TransientError(message, retry_after(response, _MAX_WAIT_S))
         raise GenerationError(message)
 
     def _whole_reply(self, response: httpx.Response) -> str:
@@ -146,7 +130,7 @@ class OpenAIChatGenerator:
         try:
             content = json.loads(raw)["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
-            snippet = raw[:_SNIPPET].decode("utf-8", "replace")
+            snippet = raw[:SNIPPET].decode("utf-8", "replace")
             raise GenerationError(f"{self._where}: malformed JSON completion ({exc!r}): {snippet!r}") from exc
         if not isinstance(content, str) or not content.strip():
             raise GenerationError(f"{self._where}: the model returned an empty answer")
@@ -175,12 +159,12 @@ class OpenAIChatGenerator:
             chunk = json.loads(data)
         except ValueError as exc:
             raise GenerationError(
-                f"{self._where}: invalid JSON in a stream chunk: {data[:_SNIPPET]!r}"
+                f"{self._where}: invalid JSON in a stream chunk: {data[:SNIPPET]!r}"
             ) from exc
         if not isinstance(chunk, dict):
-            raise GenerationError(f"{self._where}: unexpected stream chunk: {data[:_SNIPPET]!r}")
+            raise GenerationError(f"{self._where}: unexpected stream chunk: {data[:SNIPPET]!r}")
         if chunk.get("error"):  # some servers report failures inside the stream
-            raise GenerationError(f"{self._where}: error in the stream: {str(chunk['error'])[:_SNIPPET]}")
+            raise GenerationError(f"{self._where}: error in the stream: {str(chunk['error'])[:SNIPPET]}")
         choices = chunk.get("choices") or []  # a usage-only chunk has no choices
         if not choices:
             return "", None
@@ -189,9 +173,9 @@ class OpenAIChatGenerator:
             content = (choice.get("delta") or {}).get("content") or ""
             finish_reason = choice.get("finish_reason")
         except AttributeError as exc:
-            raise GenerationError(f"{self._where}: malformed stream chunk: {data[:_SNIPPET]!r}") from exc
+            raise GenerationError(f"{self._where}: malformed stream chunk: {data[:SNIPPET]!r}") from exc
         if not isinstance(content, str):
-            raise GenerationError(f"{self._where}: non-text content in a stream chunk: {data[:_SNIPPET]!r}")
+            raise GenerationError(f"{self._where}: non-text content in a stream chunk: {data[:SNIPPET]!r}")
         return content, finish_reason
 
 

@@ -1,0 +1,50 @@
+"""Retries for Lore's HTTP clients (embedding and chat endpoints): what is transient, how long to wait."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import httpx
+from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, stop_after_attempt
+
+from lore.errors import LoreError
+
+SNIPPET = 300  # characters of an error body quoted in messages
+T = TypeVar("T")
+
+
+class TransientError(LoreError):
+    """A failure worth retrying: connection error, timeout, HTTP 429 or 5xx."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def retry_after(response: httpx.Response, cap_s: float) -> float | None:
+    """The server's Retry-After in seconds (capped), or None when absent or not a number."""
+    try:
+        return max(0.0, min(float(response.headers.get("retry-after", "")), cap_s))
+    except ValueError:
+        return None
+
+
+def with_retries(fn: Callable[[Any], T], arg: Any, *, max_retries: int, backoff_s: float, cap_s: float,
+                 error: type[LoreError]) -> T:
+    """Call `fn(arg)`, retrying TransientError with exponential backoff (or Retry-After);
+    when attempts run out, raise `error` with the last reason."""
+
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, TransientError) and exc.retry_after is not None:
+            return exc.retry_after
+        return min(backoff_s * 2 ** (state.attempt_number - 1), cap_s)
+
+    retrying = Retrying(retry=retry_if_exception_type(TransientError), stop=stop_after_attempt(max_retries + 1),
+                        wait=wait)
+    try:
+        return retrying(fn, arg)
+    except RetryError as exc:
+        last = exc.last_attempt.exception()
+        raise error(f"{last} (gave up after {max_retries + 1} attempts)") from last
