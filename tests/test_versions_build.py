@@ -239,7 +239,7 @@ def test_kill_9_during_a_build(tmp_path: Path) -> None:
 
 
 def test_two_builds_of_one_kb_do_not_run_at_once(tmp_path: Path) -> None:
-    from lore.ingest.build import build_lock  # noqa: PLC0415
+    from lore.ingest.build import build_lock
 
     lore = Lore(load_settings(home=tmp_path / "home"))
     kb = lore.create_kb("kb")
