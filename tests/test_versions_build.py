@@ -244,9 +244,9 @@ def test_two_builds_of_one_kb_do_not_run_at_once(tmp_path: Path) -> None:
     lore = Lore(load_settings(home=tmp_path / "home"))
     kb = lore.create_kb("kb")
     (tmp_path / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
-    with build_lock(tmp_path / "home" / "locks" / f"build-{kb.id}.lock", "kb"):  # another build holds it
-        with pytest.raises(LoreError, match="another build"):
-            lore.build("kb", [tmp_path / "a.md"])
+    held = build_lock(tmp_path / "home" / "locks" / f"build-{kb.id}.lock", "kb")  # another build holds it
+    with held, pytest.raises(LoreError, match="another build"):
+        lore.build("kb", [tmp_path / "a.md"])
     assert lore.catalog.list_versions(kb.id) == []  # the refused build left nothing behind
     assert lore.build("kb", [tmp_path / "a.md"]).version.seq == 1
     lore.close()
