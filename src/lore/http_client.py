@@ -1,9 +1,11 @@
-"""Retries for Lore's HTTP clients (embedding and chat endpoints): what is transient, how long to wait."""
+"""What Lore's HTTP clients (embedding and chat endpoints) share: the client itself with its
+API key, what is transient, and how long to wait before retrying."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, Self, TypeVar
 
 import httpx
 from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type, stop_after_attempt
@@ -48,3 +50,22 @@ def with_retries(fn: Callable[[Any], T], arg: Any, *, max_retries: int, backoff_
     except RetryError as exc:
         last = exc.last_attempt.exception()
         raise error(f"{last} (gave up after {max_retries + 1} attempts)") from last
+
+
+class EndpointClient:
+    """An httpx client with a bearer key from the argument or the first set env variable."""
+
+    def __init__(self, api_key: str | None, key_env: Sequence[str], timeout: httpx.Timeout) -> None:
+        key = api_key or next((os.environ[v] for v in key_env if os.environ.get(v)), None)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client = httpx.Client(headers=headers, timeout=timeout)
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
