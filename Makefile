@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint bench clean
+.PHONY: install browser demo test lint bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -17,7 +17,13 @@ install: $(STAMP)
 demo: install
 	LORE_HOME=.lore/demo $(BIN)/lore demo
 
-test: install
+# The browser tests drive Debian's chromium through Playwright (no browser download).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { echo "installing Debian's chromium for the browser tests"; \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+
+test: install browser
 	$(BIN)/pytest -q -n 2 --dist loadfile
 
 lint: install

@@ -241,14 +241,45 @@ def test_kill_9_during_a_build(tmp_path: Path) -> None:
 
 
 def test_two_builds_of_one_kb_do_not_run_at_once(tmp_path: Path) -> None:
+    from lore.catalog import Catalog
     from lore.ingest.build import build_lock
 
     lore = Lore(load_settings(home=tmp_path / "home"))
     kb = lore.create_kb("kb")
     (tmp_path / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
-    held = build_lock(tmp_path / "home" / "locks" / f"build-{kb.id}.lock", "kb")  # another build holds it
-    with held, pytest.raises(LoreError, match="another build"):
+    other = Catalog(lore.settings.resolved_catalog_url)  # another builder sharing the catalog
+    with build_lock(other, kb), pytest.raises(LoreError, match="another build .* is running"):
         lore.build("kb", [tmp_path / "a.md"])
     assert lore.catalog.list_versions(kb.id) == []  # the refused build left nothing behind
     assert lore.build("kb", [tmp_path / "a.md"]).version.seq == 1
+    assert lore.catalog.build_lock_holder(kb.id) is None  # released after the build
+    other.close()
     lore.close()
+
+
+def test_build_lock_of_a_dead_process_is_taken_over_and_a_remote_one_is_not(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+    from datetime import UTC, datetime
+
+    from sqlalchemy import insert
+
+    from lore.catalog.models import BuildLockRow
+
+    lore = Lore(load_settings(home=tmp_path / "home"))
+    kb = lore.create_kb("kb")
+    (tmp_path / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True, capture_output=True,
+                          text=True)
+    with lore.catalog.transaction() as s:  # a build on this host that was killed
+        s.execute(insert(BuildLockRow).values(kb_id=kb.id, host=socket.gethostname(), pid=int(dead.stdout),
+                                              acquired_at=datetime.now(UTC)))
+    assert lore.build("kb", [tmp_path / "a.md"]).version.seq == 1
+    with lore.catalog.transaction() as s:  # a build on another machine: only `lore unlock` clears it
+        s.execute(insert(BuildLockRow).values(kb_id=kb.id, host="builder-2.example", pid=4242,
+                                              acquired_at=datetime.now(UTC)))
+    with pytest.raises(LoreError, match="builder-2.example.*lore unlock --kb kb"):
+        lore.build("kb", [tmp_path / "a.md"])
+    assert lore.catalog.release_build_lock(kb.id)
+    assert lore.build("kb", [tmp_path / "a.md"]).version.seq == 2  # the refused build made no version

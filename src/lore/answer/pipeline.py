@@ -7,11 +7,12 @@ Every stage is a method that reads and writes `AskContext`; `run` yields `status
 
 from __future__ import annotations
 
+import inspect
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -27,6 +28,9 @@ from lore.errors import LoreError
 from lore.lexical import tokenize
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.schema import Hit
+
+if TYPE_CHECKING:
+    from lore.scenario.ask import ScenarioRuntime
 
 EventType = Literal["status", "token", "end", "error"]
 
@@ -58,11 +62,19 @@ class AskContext:
     refused: bool = False
     answer_confidence: float = 0.0
     timings_ms: dict[str, float] = field(default_factory=dict)
+    # Set by the scenario stages (see lore.scenario.ask); unused without a scenario.
+    direct: bool = False
+    profile: Any = None
+    plan: Any = None
+    faq_hits: list[Hit] = field(default_factory=list)
+    max_passages: int | None = None
+    context_budget: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def result(self, settings: AnswerSettings) -> dict[str, Any]:
         """The `end` event payload (also what `lore ask --json` prints)."""
         low = not self.refused and self.answer_confidence < settings.low_confidence
-        return {
+        payload = {
             "question": self.question, "answer": self.answer, "refused": self.refused, "route": self.route,
             "citations": [c.to_json() for c in self.citations],
             "evidence_confidence": self.evidence.confidence if self.evidence else 0.0,
@@ -74,23 +86,41 @@ class AskContext:
                      "max_passages": settings.max_passages, "context_budget": settings.context_budget},
             "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()}, "trace_id": self.trace_id,
         }
+        if self.plan is not None:
+            payload["plan"].update(self.plan.to_json())
+        return {**payload, **self.extra}
 
 
 class AskPipeline:
     """Answers questions over one knowledge base with a retriever and a generator."""
 
-    def __init__(self, retriever: Retriever, generator: Generator, settings: AnswerSettings) -> None:
+    def __init__(self, retriever: Retriever, generator: Generator, settings: AnswerSettings, *,
+                 scenario: ScenarioRuntime | None = None) -> None:
         self.retriever, self.generator, self.settings = retriever, generator, settings
+        self.scenario = scenario
+
+    def _stages(self) -> list[tuple[str, Any]]:
+        if self.scenario is None:
+            return [("prepare", self.prepare), ("retrieve", self.retrieve), ("context", self.build_context),
+                    ("evidence", self.judge)]
+        s, r = self.scenario, self.retriever
+        return [("prepare", self.prepare),
+                ("route", lambda ctx: s.route(ctx, r, self.settings.max_passages, self.settings.context_budget)),
+                ("faq", lambda ctx: s.faq(ctx, r)), ("retrieve", lambda ctx: s.retrieve(ctx, r)),
+                ("context", self.build_context), ("evidence", self.judge)]
 
     def run(self, question: str, search: SearchOptions) -> Iterator[Event]:
         """Run every stage, yielding events; ends with exactly one `end` or `error` event."""
         ctx = AskContext(question.strip(), search)
         try:
-            for name, stage in (("prepare", self.prepare), ("retrieve", self.retrieve),
-                                ("context", self.build_context), ("evidence", self.judge)):
+            for name, stage in self._stages():
+                if ctx.direct:  # answered by a route rule or the FAQ: no retrieval, no generation
+                    break
                 yield Event("status", {"stage": name})
                 self._timed(ctx, name, stage)
-            if ctx.refused:
+            if ctx.direct and ctx.passages:
+                self._timed(ctx, "cite", self.cite)
+            if ctx.refused or ctx.direct:
                 yield Event("token", {"text": ctx.answer})
             else:
                 yield Event("status", {"stage": "generate", "generator": self.generator.name})
@@ -121,8 +151,8 @@ class AskPipeline:
         ctx.hits = r.search(ctx.question, ctx.search)
 
     def build_context(self, ctx: AskContext) -> None:
-        ctx.passages = build_passages(ctx.hits, max_passages=self.settings.max_passages,
-                                      budget_units=self.settings.context_budget)
+        ctx.passages = build_passages(ctx.hits, max_passages=ctx.max_passages or self.settings.max_passages,
+                                      budget_units=ctx.context_budget or self.settings.context_budget)
 
     def judge(self, ctx: AskContext) -> None:
         r = self.retriever
@@ -135,7 +165,7 @@ class AskPipeline:
     def generate(self, ctx: AskContext) -> Iterator[Event]:
         started = time.perf_counter()
         parts = []
-        for delta in self.generator.stream(ctx.question, ctx.passages):
+        for delta in self.generator.stream(ctx.question, ctx.passages, **self._profile_kwargs(ctx)):
             if not parts:
                 ctx.timings_ms["first_token"] = (time.perf_counter() - started) * 1000
             parts.append(delta)
@@ -161,6 +191,12 @@ class AskPipeline:
             ctx.refused, ctx.route = True, "refused"
             ctx.answer = refusal_text(ctx.question, self.settings.support_contact)
             ctx.answer_confidence = 0.0
+
+    def _profile_kwargs(self, ctx: AskContext) -> dict[str, Any]:
+        """The chosen profile's prompts, for generators whose `stream` takes them."""
+        if ctx.profile is None or "system" not in inspect.signature(self.generator.stream).parameters:
+            return {}
+        return {"system": ctx.profile.system, "user_template": ctx.profile.user_template}
 
     @staticmethod
     def _timed(ctx: AskContext, name: str, stage: Any) -> None:

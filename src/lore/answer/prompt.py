@@ -34,10 +34,16 @@ def system_prompt(assistant_name: str = "Lore", language_hint: str | None = None
     return _SYSTEM.format(name=assistant_name, not_covered=NOT_COVERED, language=language)
 
 
-def user_message(question: str, passages: Sequence[Passage]) -> str:
-    """The passages, each inside an unforgeable `<passage n="…">` block, then the question."""
+def user_message(question: str, passages: Sequence[Passage], template: str | None = None) -> str:
+    """The passages, each inside an unforgeable `<passage n="…">` block, then the question.
+
+    `template` (a prompt profile's) places `{passages}` and `{question}`; both are neutralised first.
+    """
     blocks = [f'<passage n="{p.n}">\n{neutralise(p.text)}\n</passage>' for p in passages]
     body = "\n\n".join(blocks) if blocks else "(no passages were found)"
+    if template:  # one pass, so a question containing "{passages}" stays text
+        parts = {"passages": body, "question": neutralise(question)}
+        return re.sub(r"\{(passages|question)\}", lambda m: parts[m.group(1)], template)
     return f"Passages:\n\n{body}\n\n<question>\n{neutralise(question)}\n</question>"
 
 
@@ -47,9 +53,14 @@ def build_messages(
     *,
     assistant_name: str = "Lore",
     language_hint: str | None = None,
+    system: str | None = None,
+    user_template: str | None = None,
 ) -> list[dict[str, str]]:
-    """OpenAI chat messages (system rules + user passages and question) for a grounded answer."""
+    """OpenAI chat messages (system rules + user passages and question) for a grounded answer.
+
+    `system` and `user_template` come from a prompt profile; without them the default rules apply.
+    """
     return [
-        {"role": "system", "content": system_prompt(assistant_name, language_hint)},
-        {"role": "user", "content": user_message(question, passages)},
+        {"role": "system", "content": system or system_prompt(assistant_name, language_hint)},
+        {"role": "user", "content": user_message(question, passages, user_template)},
     ]

@@ -20,17 +20,21 @@ from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from lore.catalog.manifests import ManifestsMixin
 from lore.catalog.models import (
     FILE_STATUSES,
     ActivationRow,
+    BuildLockRow,
     ChunkRow,
     FileRecord,
     FileRow,
     FileStatus,
     KnowledgeBase,
     KnowledgeBaseRow,
+    VersionFileRow,
     VersionRow,
 )
+from lore.catalog.service import ServiceMixin
 from lore.catalog.versions import VersionsMixin
 from lore.errors import LoreError, MissingDependencyError, NotFoundError
 
@@ -90,7 +94,7 @@ def _create_engine(url: str) -> Engine:
     return engine
 
 
-class Catalog(VersionsMixin):
+class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin):
     """Knowledge bases, files, chunk ids and versions; opening it migrates the schema to the newest revision."""
 
     def __init__(self, url: str) -> None:
@@ -192,6 +196,8 @@ class Catalog(VersionsMixin):
         with self.transaction() as s:
             kb_id = self._kb_row(s, name).id
             s.execute(delete(ActivationRow).where(ActivationRow.kb_id == kb_id))
+            s.execute(delete(VersionFileRow).where(VersionFileRow.kb_id == kb_id))
+            s.execute(delete(BuildLockRow).where(BuildLockRow.kb_id == kb_id))
             s.execute(delete(VersionRow).where(VersionRow.kb_id == kb_id))
             s.execute(delete(ChunkRow).where(ChunkRow.kb_id == kb_id))
             s.execute(delete(FileRow).where(FileRow.kb_id == kb_id))
@@ -220,6 +226,8 @@ class Catalog(VersionsMixin):
         document_count: int = 0,
         ocr_pages: int = 0,
         encoding: str | None = None,
+        chunk_schema: str | None = None,
+        embedding_model: str | None = None,
     ) -> FileRecord:
         """Insert or update the record of one file, keyed by (kb_id, path)."""
         if status not in FILE_STATUSES:
@@ -235,6 +243,7 @@ class Catalog(VersionsMixin):
             row.sha256, row.size, row.mtime, row.status, row.error = sha256, size, mtime, status, error
             row.chunk_count, row.document_count = chunk_count, document_count
             row.ocr_pages, row.encoding, row.updated_at = ocr_pages, encoding, now
+            row.chunk_schema, row.embedding_model = chunk_schema, embedding_model
             s.execute(update(KnowledgeBaseRow).where(KnowledgeBaseRow.id == kb_id).values(updated_at=now))
             s.flush()
             return FileRecord.from_row(row)

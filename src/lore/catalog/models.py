@@ -104,6 +104,8 @@ class FileRow(Base):
     document_count: Mapped[int] = mapped_column(Integer, default=0)
     ocr_pages: Mapped[int] = mapped_column(Integer, default=0)
     encoding: Mapped[str | None] = mapped_column(String(64))
+    chunk_schema: Mapped[str | None] = mapped_column(String(64))
+    embedding_model: Mapped[str | None] = mapped_column(String(255))
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
@@ -175,6 +177,38 @@ class ActivationRow(Base):
     at: Mapped[datetime]
 
 
+class VersionFileRow(Base):
+    """One file of a version's manifest: what was indexed, and whether it was added, changed or reused."""
+
+    __tablename__ = "kb_version_files"
+
+    kb_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("knowledge_bases.id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    path: Mapped[str] = mapped_column(String(1024), primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64))
+    size: Mapped[int] = mapped_column(BigInteger)
+    mtime: Mapped[float] = mapped_column(Float)
+    chunk_count: Mapped[int] = mapped_column(Integer)
+    change: Mapped[str] = mapped_column(String(16))  # added | changed | reused
+    chunk_schema: Mapped[str] = mapped_column(String(64))
+    embedding_model: Mapped[str] = mapped_column(String(255))
+
+
+class BuildLockRow(Base):
+    """The build running on a knowledge base: one row per KB, so a second builder anywhere is refused."""
+
+    __tablename__ = "kb_build_locks"
+
+    kb_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("knowledge_bases.id", ondelete="CASCADE"), primary_key=True
+    )
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    acquired_at: Mapped[datetime]
+
+
 @dataclass(frozen=True, slots=True)
 class KnowledgeBase:
     """A knowledge base as the catalog reports it."""
@@ -219,6 +253,8 @@ class FileRecord:
     encoding: str | None
     created_at: datetime
     updated_at: datetime
+    chunk_schema: str | None = None
+    embedding_model: str | None = None
 
     @classmethod
     def from_row(cls, row: FileRow) -> FileRecord:
@@ -229,4 +265,5 @@ class FileRecord:
             error=row.error, chunk_count=row.chunk_count, document_count=row.document_count,
             ocr_pages=row.ocr_pages, encoding=row.encoding,
             created_at=row.created_at, updated_at=row.updated_at,
+            chunk_schema=row.chunk_schema, embedding_model=row.embedding_model,
         )

@@ -13,6 +13,8 @@ from lore.cli.render import where
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.retrieve.search import SearchOptions
+from lore.scenario.request import scenarios
+from lore.scenario.scope import Scope, scenario_scope
 
 console = Console()
 err = Console(stderr=True)
@@ -20,17 +22,27 @@ err = Console(stderr=True)
 
 def ask(
     question: str,
-    kb: Annotated[str, typer.Option("--kb", help="Knowledge base name.")],
+    kb: Annotated[str | None, typer.Option("--kb", help="Knowledge base name (optional with --scenario).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     k: Annotated[int, typer.Option("-k", help="Hits handed to context building.")] = 10,
     version: Annotated[int | None, typer.Option("--version", help="Answer from this version (default: active).")] = None,
+    scenario: Annotated[str | None, typer.Option("--scenario", help="Scenario id (routing, FAQ, profiles).")] = None,
+    tenant: Annotated[str | None, typer.Option("--tenant", help="Tenant to ask as.")] = None,
+    roles: Annotated[str | None, typer.Option("--roles", help="Roles held, comma-separated.")] = None,
+    datasets: Annotated[str | None, typer.Option("--datasets", help="Datasets to search, comma-separated.")] = None,
+    source: Annotated[str | None, typer.Option("--source", help="Only this business source.")] = None,
 ) -> None:
     """Answer a question from a knowledge base, with numbered citations."""
     lore = Lore()
     r = lore.settings.retrieve
     opts = SearchOptions(r.mode, r.recall_k, k, r.rrf_k, r.min_score)
+    if source:
+        opts.filter.sources = [source]
     try:
-        events = lore.ask(kb, question, opts, version)
+        scope = _scope(lore, scenario, tenant, _split(roles), _split(datasets), version)
+        if kb is None and scenario is None:
+            raise LoreError("--kb: required unless --scenario is given")
+        events = lore.ask(kb, question, opts, version, scenario=scenario, scope=scope)
         end = None
         with console.status("thinking…", spinner="dots") if not as_json else _nullcontext() as status:
             for event in events:
@@ -57,7 +69,28 @@ def ask(
     _print_footer(end)
 
 
+def _split(value: str | None) -> list[str] | None:
+    return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _scope(lore: Lore, scenario: str | None, tenant: str | None, roles: list[str] | None,
+           datasets: list[str] | None, version: int | None) -> Scope | None:
+    """The CLI caller's scope: the scenario's access lists narrowed by the flags (wider is an error)."""
+    if scenario is not None:
+        sc = scenarios(lore).get(scenario)
+        return scenario_scope(sc, tenant=tenant, roles=roles, datasets=datasets, version=version,
+                              time_travel=version is not None)
+    if tenant is None:
+        if roles is not None or datasets is not None:
+            raise LoreError("--roles/--datasets: give --tenant (or --scenario) too")
+        return None
+    return Scope(tenant, tuple(datasets) if datasets is not None else None, roles=tuple(roles or ()),
+                 version=version, time_travel=version is not None)
+
+
 def _print_footer(end: dict) -> None:
+    if (end.get("profile") or {}).get("notice"):
+        console.print(f"[cyan]{end['profile']['notice']}[/]")
     if end["warning"]:
         console.print(f"[yellow]{end['warning']}[/]")
     if end["citations"]:
@@ -65,7 +98,8 @@ def _print_footer(end: dict) -> None:
         for c in end["citations"]:
             table.add_row(str(c["n"]), where(c), c["text"][:200].replace("\n", " "))
         console.print(table)
-    console.print(f"[dim]route={end['route']} evidence={end['evidence_confidence']:.2f} "
+    profile = f" profile={end['profile']['name']}" if end.get("profile") else ""
+    console.print(f"[dim]route={end['route']}{profile} evidence={end['evidence_confidence']:.2f} "
                   f"answer={end['answer_confidence']:.2f} trace={end['trace_id']}[/]")
 
 

@@ -14,7 +14,9 @@ from rich.table import Column, Table
 from lore.cli.ask import ask
 from lore.cli.progress import RichIngestProgress
 from lore.cli.render import where
-from lore.cli.versions import activate, build, report, rollback, versions
+from lore.cli.scenario import scenario_app
+from lore.cli.service import badcases_app, keys_app, serve
+from lore.cli.versions import activate, build, diff, gc, report, rollback, unlock, versions
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.ingest.files import discover
@@ -26,8 +28,12 @@ app = typer.Typer(help="Lore: enterprise knowledge-base search and answers, offl
                   no_args_is_help=True, pretty_exceptions_enable=False)
 kb_app = typer.Typer(help="Create, list and delete knowledge bases.", no_args_is_help=True)
 app.add_typer(kb_app, name="kb")
+app.add_typer(scenario_app, name="scenario")
+app.add_typer(keys_app, name="keys")
+app.add_typer(badcases_app, name="badcases")
+app.command()(serve)
 app.command()(ask)
-for _command in (build, versions, activate, rollback, report):
+for _command in (build, versions, diff, activate, rollback, report, gc, unlock):
     app.command()(_command)
 console = Console()
 err = Console(stderr=True)
@@ -107,7 +113,7 @@ def print_report(report: IngestReport) -> None:
     colour = {"ingested": "green", "skipped": "blue"}
     for f in report.files:
         table.add_row(f.name, f"[{colour.get(f.status, 'red')}]{f.status}[/]", str(f.documents),
-                      str(f.chunks), str(f.ocr_pages or ""), f.error or "")
+                      str(f.chunks), str(f.ocr_pages or ""), f.error or f.note or "")
     console.print(table)
     summary = ", ".join(f"{report.count(s)} {s}" for s in
                         ("ingested", "skipped", "failed", "unsupported", "empty", "too_large") if report.count(s))

@@ -114,6 +114,68 @@ def rollback(kb: KbOption) -> None:
     console.print(f"rolled back: version {v.seq} is active")
 
 
+def diff(kb: KbOption, base: Annotated[int, typer.Argument(help="Base version.")],
+         candidate: Annotated[int, typer.Argument(help="Candidate version.")],
+         eval_set: Annotated[Path | None, typer.Option("--eval", help="Eval set JSONL (default: gate.eval_set).")] = None,
+         as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Compare two versions: files added/changed/removed and, with an eval set, Recall@k and MRR."""
+    lore = Lore()
+    try:
+        d = lore.diff(kb, base, candidate, eval_set)
+    except LoreError as exc:
+        _fail(exc)
+    if as_json:
+        print(json.dumps(d, ensure_ascii=False, indent=2))
+        return
+    f = d["files"]
+    console.print(f"[bold]{kb}[/]: version {base} → {candidate}: {len(f['added'])} added, {len(f['changed'])} changed, "
+                  f"{len(f['removed'])} removed, {f['unchanged']} unchanged")
+    for path in f["added"]:
+        console.print(f"  [green]+ {path}[/]")
+    for c in f["changed"]:
+        console.print(f"  [yellow]~ {c['file']}[/] ({', '.join(c['why'])}; chunks {c['chunks'][0]} → {c['chunks'][1]})")
+    for path in f["removed"]:
+        console.print(f"  [red]- {path}[/]")
+    r = d.get("retrieval")
+    if r:
+        table = Table(f"eval set ({r['questions']} questions)", f"version {base}", f"version {candidate}")
+        table.add_row(f"Recall@{r['k']}", f"{r['base']['recall']:.3f}", f"{r['candidate']['recall']:.3f}")
+        table.add_row(f"MRR@{r['k']}", f"{r['base']['mrr']:.3f}", f"{r['candidate']['mrr']:.3f}")
+        console.print(table)
+        for q in r["lost"]:
+            console.print(f"  [red]lost:[/] {q}")
+        for q in r["gained"]:
+            console.print(f"  [green]gained:[/] {q}")
+
+
+def gc(kb: KbOption) -> None:
+    """Delete chunks no readable version sees (abandoned or failed builds, expired history)."""
+    lore = Lore()
+    try:
+        result = lore.gc(kb)
+    except LoreError as exc:
+        _fail(exc)
+    if result.recovered_builds:
+        console.print(f"closed abandoned builds: {', '.join(map(str, result.recovered_builds))}")
+    console.print(f"deleted {result.deleted_chunks} chunks; versions kept readable: "
+                  f"{', '.join(map(str, result.kept_versions)) or 'none'}")
+
+
+def unlock(kb: KbOption) -> None:
+    """Release a build lock left by a build on another machine that is gone."""
+    lore = Lore()
+    try:
+        kb_id = lore.catalog.get_kb(kb).id
+        holder = lore.catalog.build_lock_holder(kb_id)
+    except LoreError as exc:
+        _fail(exc)
+    if holder is None:
+        console.print(f"knowledge base {kb!r} has no build lock")
+        return
+    lore.catalog.release_build_lock(kb_id, holder)
+    console.print(f"released the build lock held by {holder.host} pid {holder.pid}")
+
+
 def _row(v: Version) -> dict:
     return {"seq": v.seq, "status": v.status.value.upper(), "active": v.status.value == "active",
             "created": v.created_at.isoformat(timespec="seconds"), **v.counts, "gate_passed": v.gate_passed,

@@ -7,16 +7,14 @@ expire too. Older versions keep their view of the knowledge base (time travel).
 
 from __future__ import annotations
 
-import fcntl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lore.catalog import Catalog, KnowledgeBase, Version, VersionStatus
+from lore.catalog import Catalog, KnowledgeBase, ManifestEntry, Version, VersionStatus
 from lore.config import GateSettings
-from lore.errors import LoreError
 from lore.ingest.files import SourceFile
 from lore.ingest.pipeline import IngestPipeline, IngestReport
 from lore.ingest.quality import evaluate_gate, quality_report, write_report
@@ -36,14 +34,20 @@ class BuildResult:
 
 def build_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, pipeline: IngestPipeline,
                   files: list[SourceFile], version: Version, *, gate: GateSettings, reports_dir: Path,
-                  quality_gate: bool = False, activate: bool = False) -> BuildResult:
-    """Run `pipeline` (created with `seq=version.seq`) over `files`, write the quality report, apply
-    the gate if asked (a failing version is FAILED and never activated), maybe activate."""
+                  quality_gate: bool = False, activate: bool = False,
+                  compare: Callable[[Version], dict[str, Any]] | None = None) -> BuildResult:
+    """Run `pipeline` (created with `seq=version.seq`) over `files`, record the manifest, write the
+    quality report, apply the gate if asked (a failing version is FAILED and never activated), maybe
+    activate. `compare(version)` returns the eval comparison against the active version, if configured."""
     before = {f.path: f for f in catalog.list_files(kb.id, "ingested")}
     report = pipeline.run(files)
     seen = {f.name for f in files}
     removed = [path for path in before if path not in seen]
-    for path in removed:
+    # A file that failed to load keeps its last good chunks, unless they came from another embedding
+    # model: vectors of two models must never be searched together.
+    stale_model = [f.path for f in catalog.list_files(kb.id, "ingested")
+                   if f.path in seen and (f.embedding_model or kb.embedding_model) != version.embedding_model]
+    for path in removed + stale_model:
         store.expire(catalog.file_chunk_ids(before[path].id), version.seq)
         catalog.delete_file(kb.id, path)
     done = [f for f in report.files if f.status == "ingested"]
@@ -51,12 +55,22 @@ def build_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, pipel
     counts = {
         "files_added": sum(f.name not in before for f in done),
         "files_changed": sum(f.name in before for f in done),
-        "files_removed": len(removed),
+        "files_removed": len(removed) + len(stale_model),
         "files_reused": len(reused),
         "chunks_embedded": sum(f.chunks for f in done),
         "chunks_reused": sum(f.chunks for f in reused),
     }
+    changes = {f.name: ("changed" if f.name in before else "added") for f in done}
+    catalog.record_manifest(kb.id, version.seq, [
+        ManifestEntry(f.path, f.sha256, f.size, f.mtime, f.chunk_count, changes.get(f.path, "reused"),
+                      f.chunk_schema or kb.chunk_schema, f.embedding_model or kb.embedding_model)
+        for f in catalog.list_files(kb.id, "ingested")
+    ])
     quality = {"seq": version.seq, **quality_report(report, removed, gate)}
+    quality["reindexed"] = [{"file": f.name, "why": f.note} for f in done if f.note]
+    quality["dropped_old_model"] = stale_model
+    if compare is not None:
+        quality["comparison"] = compare(version)
     passed, reasons = evaluate_gate(quality, gate) if quality_gate else (None, [])
     if quality_gate:
         quality["gate"] = {"passed": passed, "reasons": reasons}
@@ -69,35 +83,37 @@ def build_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, pipel
 
 def recover_abandoned(kb: KnowledgeBase, catalog: Catalog, store: VectorStore) -> list[int]:
     """Close builds that never finished (killed, crashed): hide the chunks they wrote that the
-    catalog never recorded, and mark them FAILED. Returns their seqs.
+    catalog never recorded, and mark them FAILED. Returns their seqs."""
+    abandoned = [v for v in catalog.list_versions(kb.id)
+                 if v.status == VersionStatus.STAGED and v.finished_at is None]
+    for v in abandoned:
+        fail_version(kb, catalog, store, v.seq, "the build did not finish")
+    return [v.seq for v in abandoned]
+
+
+def fail_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, seq: int, reason: str) -> Version:
+    """Mark an unfinished build FAILED and hide the chunks it wrote but never recorded.
 
     A file's chunks are recorded in the catalog only after they are stored, so recorded chunks are
     complete and stay (the next build reuses them); unrecorded ones are partial and must not show.
     """
-    abandoned = [v for v in catalog.list_versions(kb.id)
-                 if v.status == VersionStatus.STAGED and v.finished_at is None]
-    if not abandoned:
-        return []
     known = {cid for f in catalog.list_files(kb.id) for cid in catalog.file_chunk_ids(f.id)}
-    for v in abandoned:
-        orphans = [cid for cid in store.ids_valid_from(v.seq) if cid not in known]
-        if orphans:
-            store.expire(orphans, v.seq)  # valid from seq to seq: visible in no version
-        catalog.finish_version(kb.id, v.seq, counts={}, gate_passed=None, failed=True,
-                               gate_report={"error": "the build did not finish", "hidden_chunks": len(orphans)})
-    return [v.seq for v in abandoned]
+    orphans = [cid for cid in store.ids_valid_from(seq) if cid not in known]
+    if orphans:
+        store.expire(orphans, seq)  # valid from seq to seq: visible in no version
+    return catalog.finish_version(kb.id, seq, counts={}, gate_passed=None, failed=True,
+                                  gate_report={"error": reason, "hidden_chunks": len(orphans)})
 
 
 @contextmanager
-def build_lock(path: Path, kb_name: str) -> Iterator[None]:
-    """One build per KB at a time (an OS file lock, released even when the process is killed)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise LoreError(f"another build of knowledge base {kb_name!r} is running ({path})") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+def build_lock(catalog: Catalog, kb: KnowledgeBase) -> Iterator[None]:
+    """One build per KB at a time, across processes and machines sharing the catalog.
+
+    The lock is a catalog row naming host and pid; a row left by a killed process on this host is
+    taken over, one held on another host must be released by hand (`lore unlock`).
+    """
+    lock = catalog.acquire_build_lock(kb.id, kb.name)
+    try:
+        yield
+    finally:
+        catalog.release_build_lock(kb.id, lock)

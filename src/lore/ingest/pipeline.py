@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
-from lore.catalog import Catalog, KnowledgeBase
+from lore.catalog import Catalog, FileRecord, KnowledgeBase
 from lore.embed.base import Embedder
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.errors import LoadError
@@ -36,6 +37,7 @@ class FileResult:
     table_rows: int = 0
     chunk_units: list[int] = field(default_factory=list)  # size of each chunk, for the quality report
     chunk_hashes: list[str] = field(default_factory=list)  # normalised-text hashes, to find duplicates
+    note: str | None = None  # e.g. why an unchanged file was re-embedded
 
 
 @dataclass
@@ -62,6 +64,7 @@ class _Prepared:
     index_texts: list[str] = field(default_factory=list)
     documents: list[LoadedDocument] = field(default_factory=list)
     result: FileResult | None = None  # set when the file is done before embedding
+    note: str | None = None  # why an unchanged file is indexed again
 
 
 class Progress:
@@ -72,14 +75,22 @@ class Progress:
     def file_done(self, result: FileResult) -> None: ...
 
 
+ChunkMetadata = Callable[[SourceFile], dict[str, Any]]
+"""Chunk fields (tenant_id, source, ...) for a file's chunks, overriding the defaults."""
+CustomChunks = Callable[[SourceFile, str, "int | None"], "list[Chunk] | None"]
+"""(file, sha256, seq) -> the file's chunks made by the caller (e.g. FAQ rows), or None to load it."""
+
+
 class IngestPipeline:
     """Ingests files into one knowledge base (its store, embedder and catalog rows)."""
 
     def __init__(self, kb: KnowledgeBase, catalog: Catalog, store: VectorStore, embedder: Embedder,
                  chunker: Chunker, cache: EmbeddingCache | None, *, max_file_bytes: int,
                  ocr: bool = True, progress: Progress | None = None, seq: int | None = None,
-                 force: bool = False) -> None:
+                 force: bool = False, chunk_metadata: ChunkMetadata | None = None,
+                 custom_chunks: CustomChunks | None = None) -> None:
         self.kb, self.catalog, self.store, self.embedder = kb, catalog, store, embedder
+        self.chunk_metadata, self.custom_chunks = chunk_metadata, custom_chunks
         self.chunker, self.cache, self.max_file_bytes = chunker, cache, max_file_bytes
         self.ocr, self.seq, self.force = ocr, seq, force
         self.progress = progress or Progress()
@@ -94,16 +105,30 @@ class IngestPipeline:
         return report
 
     def _prepare(self, source: SourceFile) -> _Prepared:
-        stat = source.path.stat()
+        try:
+            stat = source.path.stat()
+        except FileNotFoundError:
+            return self._fail(_Prepared(source, "", 0, 0.0), "failed", "the file vanished before it was read")
         prepared = _Prepared(source, "", stat.st_size, stat.st_mtime)
         if stat.st_size > self.max_file_bytes:
             limit = self.max_file_bytes / 1e6
             return self._fail(prepared, "too_large", f"file is {stat.st_size / 1e6:.1f} MB, limit {limit:g} MB")
-        prepared.sha256 = sha256_file(source.path)
+        try:
+            prepared.sha256 = sha256_file(source.path)
+        except FileNotFoundError:
+            return self._fail(prepared, "failed", "the file vanished before it was read")
         known = self.catalog.get_file(self.kb.id, source.name)
         if known and known.status == "ingested" and known.sha256 == prepared.sha256 and not self.force:
-            prepared.result = FileResult(source.name, "skipped", known.chunk_count, known.document_count)
-            return prepared
+            outdated = self._outdated(known)
+            if not outdated:
+                prepared.result = FileResult(source.name, "skipped", known.chunk_count, known.document_count)
+                return prepared
+            prepared.note = outdated
+        if self.custom_chunks is not None:
+            custom = self.custom_chunks(source, prepared.sha256, self.seq)
+            if custom is not None:
+                prepared.chunks, prepared.index_texts = custom, [index_text(c) for c in custom]
+                return prepared if custom else self._fail(prepared, "empty", "no entries to index")
         try:
             loader_for(source.path)
             prepared.documents = load_file(source.path, ocr=self.ocr)
@@ -111,15 +136,31 @@ class IngestPipeline:
             status = "unsupported" if "unsupported file type" in exc.reason else (
                 "empty" if "empty" in exc.reason else "failed")
             return self._fail(prepared, status, exc.reason)
+        if _changed_since(source, stat.st_size, stat.st_mtime):
+            return self._fail(prepared, "failed", "the file changed while it was being read; build again")
         self._chunk(prepared)
         if not prepared.chunks:
             return self._fail(prepared, "empty", "no text to index after chunking")
         return prepared
 
+    def _outdated(self, known: FileRecord) -> str | None:
+        """Why an unchanged file must still be re-indexed (chunk schema or embedding model changed)."""
+        schema, model = self.chunker.params.schema, self.embedder.model_id
+        # Files recorded before manifests carried these fields were built with the KB's own settings.
+        if (known.chunk_schema or self.kb.chunk_schema) != schema:
+            return f"re-chunked: chunk schema {known.chunk_schema or self.kb.chunk_schema} -> {schema}"
+        if (known.embedding_model or self.kb.embedding_model) != model:
+            return f"re-embedded: embedding model {known.embedding_model or self.kb.embedding_model} -> {model}"
+        return None
+
     def _chunk(self, p: _Prepared) -> None:
+        meta = self.chunk_metadata(p.source) if self.chunk_metadata else {}
         for doc in p.documents:
             chunks = chunk_document(doc, self.chunker, kb_id=self.kb.id, file_name=p.source.name,
                                     file_sha256=p.sha256, embedding_model=self.embedder.model_id, seq=self.seq)
+            for c in chunks:
+                for name, value in meta.items():
+                    setattr(c, name, value)
             p.chunks.extend(chunks)
             p.index_texts.extend(index_text(c) for c in chunks)
 
@@ -142,7 +183,8 @@ class IngestPipeline:
             record = self.catalog.upsert_file(
                 self.kb.id, p.source.name, sha256=p.sha256, size=p.size, mtime=p.mtime, status="ingested",
                 chunk_count=len(p.chunks), document_count=len(p.documents), ocr_pages=ocr_pages,
-                encoding=encoding,
+                encoding=encoding, chunk_schema=self.chunker.params.schema,
+                embedding_model=self.embedder.model_id,
             )
             self.catalog.set_file_chunks(
                 record.id, [(c.chunk_id, c.chunk_index, c.parent_id, c.document_id) for c in p.chunks]
@@ -151,7 +193,7 @@ class IngestPipeline:
             p.source.name, "ingested", len(p.chunks), len(p.documents), ocr_pages, encoding=encoding,
             table_rows=sum(c.source_type == "table_row" for c in p.chunks),
             chunk_units=[text_units(c.text) for c in p.chunks],
-            chunk_hashes=[stable_id(" ".join(c.text.split()).lower()) for c in p.chunks],
+            chunk_hashes=[stable_id(" ".join(c.text.split()).lower()) for c in p.chunks], note=p.note,
         )
 
     def _fail(self, p: _Prepared, status: str, reason: str) -> _Prepared:
@@ -197,6 +239,14 @@ def index_text(chunk: Chunk) -> str:
     if chunk.sheet:
         context.append(chunk.sheet)
     return (" / ".join(context) + "\n" + chunk.text) if context else chunk.text
+
+
+def _changed_since(source: SourceFile, size: int, mtime: float) -> bool:
+    try:
+        now = source.path.stat()
+    except FileNotFoundError:
+        return True
+    return (now.st_size, now.st_mtime) != (size, mtime)
 
 
 def _catalog_status(status: str) -> str:

@@ -54,6 +54,12 @@ def evaluate_gate(q: dict[str, Any], gate: GateSettings) -> tuple[bool, list[str
     if new and q["chunks"]["too_short"] / new > gate.max_short_ratio:
         reasons.append(f"{q['chunks']['too_short']} of {new} new chunks are shorter than "
                        f"{gate.min_chunk_units} units (limit {gate.max_short_ratio:.0%})")
+    comparison = q.get("comparison") or {}
+    if gate.no_worse_than_active and comparison.get("base"):
+        base, cand = comparison["base"]["recall"], comparison["candidate"]["recall"]
+        if cand < base - gate.max_recall_drop:
+            reasons.append(f"Recall@{comparison['k']} on the eval set fell from {base:.3f} (active) to {cand:.3f} "
+                           f"(allowed drop {gate.max_recall_drop:.3f})")
     return not reasons, reasons
 
 
@@ -71,6 +77,14 @@ def write_report(folder: Path, q: dict[str, Any]) -> None:
         lines.append("")
     if q["problems"]:
         lines += ["## problems", *[f"- `{p['file']}` ({p['status']}): {p['reason']}" for p in q["problems"]], ""]
+    if q.get("reindexed"):
+        lines += ["## re-indexed unchanged files", *[f"- `{r['file']}`: {r['why']}" for r in q["reindexed"]], ""]
+    if q.get("comparison"):
+        c = q["comparison"]
+        base = c["base"] or {"recall": float("nan"), "mrr": float("nan")}
+        lines += [f"## eval set ({c['questions']} questions, k={c['k']})", "| | active | candidate |", "|---|---|---|",
+                  f"| Recall@{c['k']} | {base['recall']:.3f} | {c['candidate']['recall']:.3f} |",
+                  f"| MRR@{c['k']} | {base['mrr']:.3f} | {c['candidate']['mrr']:.3f} |", ""]
     if q["encoding_repairs"]:
         lines += ["## encoding repairs", *[f"- `{e['file']}`: read as {e['encoding']}" for e in q["encoding_repairs"]]]
     (folder / "quality.md").write_text("\n".join(lines) + "\n", encoding="utf-8")

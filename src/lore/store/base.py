@@ -46,6 +46,9 @@ class VectorStore(Protocol):
     def ids_valid_from(self, seq: int) -> list[str]:
         """Ids of every chunk whose `valid_from_seq` is `seq` (what one build wrote)."""
 
+    def expired(self) -> list[tuple[str, int, int]]:
+        """(chunk_id, valid_from_seq, valid_to_seq) of every chunk some version no longer sees."""
+
     def count(self, filter: SearchFilter | None = None) -> int:
         """Number of chunks matching the filter."""
 

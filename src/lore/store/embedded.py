@@ -124,6 +124,10 @@ class EmbeddedStore:
         rows = self._db.execute("SELECT chunk_id FROM chunks WHERE valid_from_seq = ?", (seq,))
         return [r[0] for r in rows]
 
+    def expired(self) -> list[tuple[str, int, int]]:
+        rows = self._db.execute("SELECT chunk_id, valid_from_seq, valid_to_seq FROM chunks WHERE valid_to_seq != 0")
+        return [(r[0], int(r[1]), int(r[2])) for r in rows]
+
     def get(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         marks = ",".join("?" * len(chunk_ids))
         found = {
@@ -141,7 +145,7 @@ class EmbeddedStore:
         if query.mode in ("dense", "hybrid") and query.vector is not None:
             dense = index.dense(np.asarray(query.vector, dtype=np.float32), mask, query.k)
         if query.mode in ("bm25", "hybrid"):
-            bm25 = index.bm25(query.tokens, mask, query.k)
+            bm25 = index.bm25(query.tokens, mask, query.k, query.filter.version_seq)
         if query.mode == "dense":
             fused = [(int(p), float(s)) for p, s in zip(*dense, strict=True)]
         elif query.mode == "bm25":

@@ -96,14 +96,16 @@ class MemoryIndex:
         self.doc_len = np.zeros(0, dtype=np.float32)
         self.position: dict[str, int] = {}  # chunk_id -> row position of its live row
         self._open_rows = np.zeros(0, dtype=bool)  # rows with no allowed_roles (open to every role)
-        self._live: tuple[int, float] | None = None  # (live rows, mean live doc length), while valid
+        # (rows, mean doc length) of the corpus BM25 statistics are taken over, per version (None = all
+        # live rows), until rows change: a version scores as a from-scratch build of its files would.
+        self._stats_cache: dict[int | None, tuple[np.ndarray, int, float]] = {}
 
     @property
     def vocab(self) -> dict[str, int]:
         return self.terms.ids
 
     def __len__(self) -> int:
-        return self._stats()[0]
+        return self._stats(None)[1]
 
     def extend(self, c: Columns) -> None:
         """Add many rows in one pass (replacing live rows with the same chunk_id)."""
@@ -125,13 +127,13 @@ class MemoryIndex:
         self.roles = _grow(self.roles, c.role_counts, roles, len(self.role_codes.ids), np.int8).tocsc()
         self._open_rows = np.bincount(self.roles.indices, minlength=len(self.rids)) == 0
         self.position.update(zip(c.chunk_ids, range(start, start + n)))
-        self._live = None
+        self._stats_cache.clear()
 
     def kill(self, chunk_ids: Sequence[str]) -> list[int]:
         """Mark the live rows of these chunk ids dead; returns their rids."""
         gone = [self.position.pop(c) for c in chunk_ids if c in self.position] if self.position else []
         self.alive[gone] = False
-        self._live = None
+        self._stats_cache.clear()
         return [int(self.rids[p]) for p in gone]
 
     def set_valid_to(self, chunk_ids: Sequence[str], seq: int) -> None:
@@ -139,6 +141,7 @@ class MemoryIndex:
         pos = np.array([self.position[c] for c in chunk_ids if c in self.position], dtype=np.int64)
         current = self.valid_to[pos]
         self.valid_to[pos] = np.where((current == 0) | (current > seq), seq, current)
+        self._stats_cache.clear()
 
     def mask(self, flt: SearchFilter) -> np.ndarray:
         """Boolean mask of live rows that pass the filter."""
@@ -168,18 +171,20 @@ class MemoryIndex:
             scores = (self.vectors @ query)[idx]
         return _top(idx, scores, k)
 
-    def bm25(self, tokens: Sequence[str], mask: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Okapi BM25 top-k over masked rows (idf over live rows): (positions, scores)."""
+    def bm25(self, tokens: Sequence[str], mask: np.ndarray, k: int,
+             version_seq: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Okapi BM25 top-k over masked rows: (positions, scores). idf and length norms come from the
+        version's view (all live rows when `version_seq` is None), not from other versions' chunks."""
         terms = [self.vocab[t] for t in tokens if t in self.vocab]
         if not terms or not mask.any():
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        n_live, avg_len = self._stats()
+        corpus, n_live, avg_len = self._stats(version_seq)
         n_live = max(n_live, 1)
         scores = np.zeros(len(self.rids), dtype=np.float32)
         for term in terms:  # repeated query terms count again, as in Lucene
             lo, hi = self.tf.indptr[term], self.tf.indptr[term + 1]
             rows, tf = self.tf.indices[lo:hi], self.tf.data[lo:hi]
-            live = self.alive[rows]
+            live = corpus[rows]
             rows, tf = rows[live], tf[live]
             df = len(rows)
             if df == 0:
@@ -226,12 +231,14 @@ class MemoryIndex:
             raise ValueError("snapshot arrays do not fit together")
         return index
 
-    def _stats(self) -> tuple[int, float]:
-        """Live row count and mean live document length, cached until rows change."""
-        if self._live is None:
-            n = int(self.alive.sum())
-            self._live = (n, float(self.doc_len[self.alive].mean()) if n else 1.0)
-        return self._live
+    def _stats(self, seq: int | None) -> tuple[np.ndarray, int, float]:
+        """(corpus mask, row count, mean doc length) of live rows, or of version `seq`'s view."""
+        if seq not in self._stats_cache:
+            corpus = self.alive if seq is None else (
+                self.alive & (self.valid_from <= seq) & ((self.valid_to == 0) | (self.valid_to > seq)))
+            n = int(corpus.sum())
+            self._stats_cache[seq] = (corpus, n, float(self.doc_len[corpus].mean()) if n else 1.0)
+        return self._stats_cache[seq]
 
 
 def _pack(name: str, strings: list[str]) -> dict[str, np.ndarray]:

@@ -264,6 +264,18 @@ class MilvusStore:
             it.close()
         return ids
 
+    def expired(self) -> list[tuple[str, int, int]]:
+        """(chunk_id, valid_from_seq, valid_to_seq) of every expired chunk, read in pages."""
+        it = self._client.query_iterator(self.name, batch_size=1000, filter="valid_to_seq != 0",
+                                         output_fields=["chunk_id", "valid_from_seq", "valid_to_seq"])
+        rows: list[tuple[str, int, int]] = []
+        try:
+            while page := it.next():
+                rows.extend((r["chunk_id"], int(r["valid_from_seq"]), int(r["valid_to_seq"])) for r in page)
+        finally:
+            it.close()
+        return rows
+
     def delete(self, chunk_ids: Sequence[str]) -> int:
         """Remove chunks by id; returns how many existed."""
         # Milvus deletes by key without saying which keys existed, so look them up first.

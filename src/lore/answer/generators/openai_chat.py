@@ -58,11 +58,13 @@ class OpenAIChatGenerator(EndpointClient):
         super().__init__(api_key, _API_KEY_ENV, timeout)
         self._where = f"chat endpoint {self.url}"
 
-    def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
-        """Yield the answer in pieces as the server sends them. Raises GenerationError."""
+    def stream(self, question: str, passages: Sequence[Passage], system: str | None = None,
+               user_template: str | None = None) -> Iterator[str]:
+        """Yield the answer in pieces as the server sends them; `system`/`user_template` come from a
+        prompt profile. Raises GenerationError."""
         body = {
             "model": self.model,
-            "messages": build_messages(question, passages),
+            "messages": build_messages(question, passages, system=system, user_template=user_template),
             "stream": True,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,

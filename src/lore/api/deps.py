@@ -1,0 +1,133 @@
+"""Shared service state, the caller's scope from its API key, and the per-key rate limit."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request, WebSocket
+from starlette.concurrency import run_in_threadpool
+
+from lore.catalog.service import ApiKey
+from lore.engine import Lore
+from lore.retrieve.search import SearchOptions
+from lore.schema import SearchFilter
+
+ADMIN_ROLE = "admin"
+
+
+@dataclass
+class Scope:
+    """Who is calling: tenant, datasets and roles, all taken from the API key, never from the body."""
+
+    key: ApiKey
+
+    @property
+    def tenant_id(self) -> str:
+        return self.key.tenant_id
+
+    @property
+    def is_admin(self) -> bool:
+        return ADMIN_ROLE in self.key.roles
+
+    def search_filter(self) -> SearchFilter:
+        """The filter every search of this caller runs with (applied inside the store)."""
+        return SearchFilter(tenant_ids=[self.key.tenant_id], dataset_ids=self.key.datasets,
+                            roles=list(self.key.roles))
+
+    def options(self, lore: Lore, top_k: int | None = None) -> SearchOptions:
+        """Configured search options bounded to this caller's scope."""
+        r = lore.settings.retrieve
+        return SearchOptions(r.mode, r.recall_k, top_k or r.top_k, r.rrf_k, r.min_score, self.search_filter())
+
+
+class RateLimiter:
+    """A token bucket per key: `per_minute` requests a minute with bursts of the same size."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def check(self, key_id: str) -> float:
+        """0 if the request may go ahead, else the seconds until it may."""
+        if self.per_minute <= 0:
+            return 0.0
+        rate = self.per_minute / 60.0
+        now = time.monotonic()
+        with self._lock:
+            tokens, last = self._buckets.get(key_id, (float(self.per_minute), now))
+            tokens = min(float(self.per_minute), tokens + (now - last) * rate)
+            if tokens < 1.0:
+                self._buckets[key_id] = (tokens, now)
+                return (1.0 - tokens) / rate
+            self._buckets[key_id] = (tokens - 1.0, now)
+            return 0.0
+
+
+@dataclass
+class ServiceState:
+    """What every request handler shares."""
+
+    lore: Lore
+    limiter: RateLimiter
+    streams: set[object] = field(default_factory=set)  # live answer streams (for shutdown and tests)
+    builds: set[object] = field(default_factory=set)  # builds running for a progress stream
+
+
+def state_of(request: Request) -> ServiceState:
+    """The service state of the app handling `request`."""
+    return request.app.state.service  # type: ignore[no-any-return]
+
+
+State = Annotated[ServiceState, Depends(state_of)]
+
+
+def bearer(header: str | None) -> str | None:
+    """The key from an `Authorization: Bearer <key>` header."""
+    if not header:
+        return None
+    scheme, _, value = header.partition(" ")
+    return value.strip() or None if scheme.lower() == "bearer" else None
+
+
+def _unauthorized(reason: str) -> HTTPException:
+    return HTTPException(401, reason, headers={"WWW-Authenticate": "Bearer"})
+
+
+async def authenticate(state: ServiceState, secret: str | None) -> Scope:
+    """The scope of a live key; 401 without one, 429 over the rate limit."""
+    if not secret:
+        raise _unauthorized("missing API key: send 'Authorization: Bearer <key>'")
+    key = await run_in_threadpool(state.lore.catalog.authenticate, secret)
+    if key is None:
+        raise _unauthorized("invalid or revoked API key")
+    wait = state.limiter.check(key.id)
+    if wait > 0:
+        raise HTTPException(429, f"rate limit of {state.limiter.per_minute} requests/minute exceeded for this key",
+                            headers={"Retry-After": str(max(1, round(wait)))})
+    return Scope(key)
+
+
+async def scope_of(request: Request, state: State) -> Scope:
+    """Dependency: the caller's scope from its bearer key."""
+    return await authenticate(state, bearer(request.headers.get("authorization")))
+
+
+async def admin_scope_of(scope: Annotated[Scope, Depends(scope_of)]) -> Scope:
+    """Dependency: a caller whose key has the `admin` role (changes to knowledge bases)."""
+    if not scope.is_admin:
+        raise HTTPException(403, f"this needs an API key with the '{ADMIN_ROLE}' role")
+    return scope
+
+
+async def websocket_scope(websocket: WebSocket, state: ServiceState) -> Scope:
+    """A WebSocket caller's scope: bearer header, or `access_token` query parameter for browsers."""
+    secret = bearer(websocket.headers.get("authorization")) or websocket.query_params.get("access_token")
+    return await authenticate(state, secret)
+
+
+Caller = Annotated[Scope, Depends(scope_of)]
+Admin = Annotated[Scope, Depends(admin_scope_of)]

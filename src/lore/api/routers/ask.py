@@ -1,0 +1,129 @@
+"""Questions as a stream: `POST /api/ask` (Server-Sent Events) and `ws /api/stream` (WebSocket)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+from fastapi import APIRouter, HTTPException, WebSocket, WebSocketDisconnect
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import JSONResponse, StreamingResponse
+from starlette.types import Receive, Send
+from starlette.types import Scope as AsgiScope
+
+from lore.api.deps import Caller, Scope, ServiceState, State, websocket_scope
+from lore.api.stream import ask_events, error_status, prepare_ask
+from lore.errors import LoreError
+
+router = APIRouter(tags=["ask"])
+
+
+class AskBody(BaseModel):
+    """A question to one knowledge base; the caller's scope comes from its key, not from here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kb: str = Field(description="Knowledge base name.")
+    question: str = Field(description="The question, Chinese or English.")
+    session_id: str | None = Field(default=None, description="Continue this session (follow-ups use it).")
+    new_session: bool = Field(default=True, description="Open a session when no session_id is given.")
+    version: int | None = Field(default=None, description="Answer from this version (admin keys only).")
+    top_k: int | None = Field(default=None, ge=1, le=50, description="Hits handed to context building.")
+
+
+async def start_stream(state: ServiceState, scope: Scope, body: AskBody, transport: str,
+                       history: list[str] | None = None) -> AsyncIterator[dict[str, Any]]:
+    """Resolve the question (4xx errors raise here) and return its event stream."""
+    if body.version is not None and not scope.is_admin:
+        raise HTTPException(403, "answering from a named version needs an API key with the 'admin' role")
+    try:
+        plan = await run_in_threadpool(
+            prepare_ask, state.lore, scope, kb=body.kb, question=body.question, transport=transport,
+            session_id=body.session_id, new_session=body.new_session, version=body.version,
+            history=history, top_k=body.top_k)
+    except LoreError as exc:
+        raise HTTPException(error_status(exc), str(exc)) from exc
+    return ask_events(state, scope, plan)
+
+
+class ClosingStream(StreamingResponse):
+    """A streaming response that always closes its generator, also when the client goes away."""
+
+    async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.body_iterator.aclose()  # type: ignore[attr-defined]
+
+
+def sse(event: dict[str, Any]) -> str:
+    """One Server-Sent Event: `event: <type>` and a JSON `data:` line."""
+    return f"event: {event['event']}\ndata: {json.dumps(event['data'], ensure_ascii=False)}\n\n"
+
+
+async def _sse_lines(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
+    try:
+        async for event in events:
+            yield sse(event)
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
+
+
+@router.post("/api/ask", response_class=StreamingResponse, responses={
+    200: {"content": {"text/event-stream": {}},
+          "description": "Events `start`, `status`, `token`, then `end` or `error`, as SSE."}})
+async def ask(body: AskBody, scope: Caller, state: State) -> StreamingResponse:
+    """Answer a question as Server-Sent Events."""
+    events = await start_stream(state, scope, body, "sse")
+    return ClosingStream(_sse_lines(events), media_type="text/event-stream",
+                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+@router.websocket("/api/stream")
+async def stream(websocket: WebSocket) -> None:
+    """WebSocket: send `{"kb", "question", ...}` messages; each gets the same events as `/api/ask`."""
+    state: ServiceState = websocket.app.state.service
+    try:
+        scope = await websocket_scope(websocket, state)
+    except HTTPException as exc:
+        if "websocket.http.response" in websocket.scope.get("extensions", {}):
+            await websocket.send_denial_response(JSONResponse({"detail": exc.detail}, exc.status_code))
+        else:
+            await websocket.close(code=4000 + exc.status_code, reason=str(exc.detail)[:120])
+        return
+    await websocket.accept()
+    try:
+        while True:
+            raw = await websocket.receive_text()
+            await _answer_one(websocket, state, scope, raw)
+    except WebSocketDisconnect:
+        return
+
+
+async def _answer_one(websocket: WebSocket, state: ServiceState, scope: Scope, raw: str) -> None:
+    wait = state.limiter.check(scope.key.id)  # every question counts, not only the handshake
+    if wait > 0:
+        await websocket.send_json({"event": "error", "data": {
+            "message": f"rate limit of {state.limiter.per_minute} requests/minute exceeded for this key",
+            "status": 429, "retry_after": round(wait, 1)}})
+        return
+    try:
+        body = AskBody.model_validate_json(raw)
+        events = await start_stream(state, scope, body, "websocket")
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg']}" for e in exc.errors())
+        await websocket.send_json({"event": "error", "data": {"message": f"bad request ({problems})"}})
+        return
+    except HTTPException as exc:
+        await websocket.send_json({"event": "error", "data": {"message": exc.detail, "status": exc.status_code}})
+        return
+    try:
+        async for event in events:
+            await websocket.send_json(event)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await events.aclose()  # type: ignore[attr-defined]

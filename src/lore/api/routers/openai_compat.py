@@ -1,0 +1,124 @@
+"""OpenAI-compatible chat: `POST /v1/chat/completions` (model = knowledge base) and `GET /v1/models`.
+
+Answers carry `[n]` markers; the cited passages are in a top-level `citations` list (non-streaming)
+and in the final streamed chunk, with Lore's route, confidences and trace id under `lore`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+from fastapi import APIRouter, HTTPException
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import JSONResponse, Response
+
+from lore.api.deps import Caller, State
+from lore.api.routers.ask import AskBody, ClosingStream, start_stream
+
+router = APIRouter(prefix="/v1", tags=["openai-compatible"])
+
+
+class ChatMessage(BaseModel):
+    """One message; `content` is text or a list of `{"type": "text", "text": ...}` parts."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["system", "user", "assistant", "tool", "developer"]
+    content: str | list[dict[str, Any]] | None = None
+
+    def text(self) -> str:
+        if isinstance(self.content, list):
+            return "".join(str(p.get("text", "")) for p in self.content if p.get("type") == "text")
+        return self.content or ""
+
+
+class ChatRequest(BaseModel):
+    """The subset of the chat-completions request Lore uses; other OpenAI parameters are accepted and ignored."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(description="The knowledge base name (see GET /v1/models).")
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+
+
+def _lore_extra(end: dict[str, Any]) -> dict[str, Any]:
+    return {k: end.get(k) for k in ("trace_id", "route", "refused", "evidence_confidence", "answer_confidence",
+                                    "low_confidence", "warning", "answer")}
+
+
+def _error_status(data: dict[str, Any]) -> int:
+    return {"internal": 500, "generate": 502}.get(str(data.get("stage") or data.get("kind")), 400)
+
+
+@router.post("/chat/completions", response_model=None)
+async def chat_completions(body: ChatRequest, scope: Caller, state: State) -> Response:
+    """Answer the last user message from the knowledge base named by `model`; earlier user turns are history."""
+    users = [m.text() for m in body.messages if m.role == "user"]
+    if not users:
+        raise HTTPException(400, "messages: no user message to answer")
+    ask = AskBody(kb=body.model, question=users[-1], new_session=False)
+    events = await start_stream(state, scope, ask, "openai", history=users[:-1])
+    created, model = int(time.time()), body.model
+    if body.stream:
+        return ClosingStream(_chunks(events, created, model), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache"})
+    end, error = None, None
+    try:
+        async for event in events:
+            if event["event"] == "end":
+                end = event["data"]
+            elif event["event"] == "error":
+                error = event["data"]
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
+    if end is None:
+        data = error or {"message": "the answer stream ended without a result"}
+        return JSONResponse({"error": {"message": data["message"], "type": "lore_error",
+                                       "trace_id": data.get("trace_id")}}, _error_status(data))
+    return JSONResponse({
+        "id": f"chatcmpl-{end['trace_id']}", "object": "chat.completion", "created": created, "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": end["answer"]},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        "citations": end["citations"], "lore": _lore_extra(end),
+    })
+
+
+def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None,
+           **extra: Any) -> str:
+    payload = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
+
+
+async def _chunks(events: AsyncIterator[dict[str, Any]], created: int, model: str) -> AsyncIterator[str]:
+    cid = "chatcmpl-"
+    try:
+        async for event in events:
+            kind, data = event["event"], event["data"]
+            if kind == "start":
+                cid += data["trace_id"]
+                yield _chunk(cid, created, model, {"role": "assistant", "content": ""})
+            elif kind == "token":
+                yield _chunk(cid, created, model, {"content": data["text"]})
+            elif kind == "end":
+                yield _chunk(cid, created, model, {}, "stop", citations=data["citations"], lore=_lore_extra(data))
+            elif kind == "error":
+                err = {"message": data["message"], "type": "lore_error", "trace_id": data.get("trace_id")}
+                yield f"data: {json.dumps({'error': err}, ensure_ascii=False)}\n\n"
+        yield "data: [DONE]\n\n"
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
+
+
+@router.get("/models")
+async def models(_: Caller, state: State) -> dict[str, Any]:
+    """One model per knowledge base."""
+    kbs = await run_in_threadpool(state.lore.catalog.list_kbs)
+    return {"object": "list", "data": [{"id": kb.name, "object": "model", "created": int(kb.created_at.timestamp()),
+                                        "owned_by": "lore", "description": kb.description} for kb in kbs]}

@@ -1,0 +1,42 @@
+"""Conversation sessions of the caller's tenant."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
+
+from lore.api.deps import Caller, State
+from lore.catalog.service import ChatSession
+
+router = APIRouter(prefix="/api/sessions", tags=["sessions"])
+
+
+def _json(s: ChatSession) -> dict[str, Any]:
+    return {"id": s.id, "kb": s.kb, "title": s.title, "summary": s.summary,
+            "created_at": s.created_at.isoformat(), "updated_at": s.updated_at.isoformat()}
+
+
+@router.get("")
+async def list_sessions(scope: Caller, state: State, kb: str | None = None) -> list[dict[str, Any]]:
+    """The tenant's sessions, most recent first."""
+    rows = await run_in_threadpool(state.lore.catalog.list_sessions, scope.tenant_id, kb)
+    return [_json(s) for s in rows]
+
+
+@router.get("/{session_id}")
+async def get_session(session_id: str, scope: Caller, state: State) -> dict[str, Any]:
+    """A session with its messages."""
+    def run() -> dict[str, Any]:
+        s = state.lore.catalog.get_session(session_id, scope.tenant_id)
+        return {**_json(s), "messages": [
+            {"role": m.role, "content": m.content, "query": m.query, "trace_id": m.trace_id,
+             "created_at": m.created_at.isoformat()} for m in state.lore.catalog.messages(s.id)]}
+    return await run_in_threadpool(run)
+
+
+@router.delete("/{session_id}", status_code=204)
+async def delete_session(session_id: str, scope: Caller, state: State) -> None:
+    """Delete a session and its messages."""
+    await run_in_threadpool(state.lore.catalog.delete_session, session_id, scope.tenant_id)

@@ -1,0 +1,93 @@
+"""Versions: list, activate, roll back, quality reports."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, HTTPException
+from pydantic import BaseModel, ConfigDict
+from starlette.concurrency import run_in_threadpool
+
+from lore.api.deps import Admin, Caller, State
+from lore.catalog import Version
+from lore.engine import Lore
+
+router = APIRouter(prefix="/api/kbs/{kb}", tags=["versions"])
+
+
+def _json(v: Version, active: int | None) -> dict[str, Any]:
+    return {"seq": v.seq, "status": str(v.status), "active": v.seq == active, "description": v.description,
+            **v.counts, "embedding_model": v.embedding_model, "chunk_schema": v.chunk_schema,
+            "base_seq": v.base_seq, "gate_passed": v.gate_passed,
+            "created_at": v.created_at.isoformat(),
+            "finished_at": v.finished_at.isoformat() if v.finished_at else None,
+            "activated_at": v.activated_at.isoformat() if v.activated_at else None}
+
+
+def version_json(lore: Lore, kb: str, seq: int) -> dict[str, Any]:
+    """One version as JSON."""
+    record = lore.catalog.get_kb(kb)
+    active = lore.catalog.active_version(record.id)
+    return _json(lore.catalog.get_version(record.id, seq), active.seq if active else None)
+
+
+@router.get("/versions")
+async def list_versions(kb: str, _: Caller, state: State) -> dict[str, Any]:
+    """Every version, oldest first, and the activation log."""
+    def run() -> dict[str, Any]:
+        record = state.lore.catalog.get_kb(kb)
+        active = state.lore.catalog.active_version(record.id)
+        seq = active.seq if active else None
+        return {"kb": kb, "active": seq,
+                "versions": [_json(v, seq) for v in state.lore.catalog.list_versions(record.id)],
+                "activations": [{"from_seq": a.from_seq, "to_seq": a.to_seq, "actor": a.actor, "reason": a.reason,
+                                 "at": a.at.isoformat()} for a in state.lore.catalog.activation_log(record.id)]}
+    return await run_in_threadpool(run)
+
+
+class ReasonBody(BaseModel):
+    """Why the active pointer moves (kept in the activation log)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = ""
+
+
+@router.post("/versions/{seq}/activate")
+async def activate(kb: str, seq: int, _: Admin, state: State, body: ReasonBody | None = None) -> dict[str, Any]:
+    """Serve version `seq` (admin)."""
+    def run() -> dict[str, Any]:
+        record = state.lore.catalog.get_kb(kb)
+        state.lore.catalog.activate(record.id, seq, actor="api", reason=body.reason if body else "")
+        return version_json(state.lore, kb, seq)
+    return await run_in_threadpool(run)
+
+
+@router.post("/rollback")
+async def rollback(kb: str, _: Admin, state: State, body: ReasonBody | None = None) -> dict[str, Any]:
+    """Serve the newest retired version older than the active one (admin)."""
+    def run() -> dict[str, Any]:
+        record = state.lore.catalog.get_kb(kb)
+        v = state.lore.catalog.rollback(record.id, actor="api", reason=body.reason if body else "")
+        return version_json(state.lore, kb, v.seq)
+    return await run_in_threadpool(run)
+
+
+@router.get("/versions/{seq}/report")
+async def report(kb: str, seq: int, _: Caller, state: State) -> dict[str, Any]:
+    """A version's quality report."""
+    def run() -> dict[str, Any]:
+        state.lore.catalog.get_version(state.lore.catalog.get_kb(kb).id, seq)
+        path = state.lore.reports_dir(kb) / str(seq) / "quality.json"
+        if not path.is_file():
+            raise HTTPException(404, f"no quality report for version {seq} of knowledge base '{kb}'")
+        return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    return await run_in_threadpool(run)
+
+
+@router.get("/diff")
+async def diff(kb: str, base: int, candidate: int, _: Caller, state: State) -> dict[str, Any]:
+    """Files added, changed and removed from version `base` to `candidate` (with the configured eval set:
+    retrieval quality of both)."""
+    return await run_in_threadpool(state.lore.diff, kb, base, candidate)

@@ -1,0 +1,196 @@
+"""The one answer stream behind SSE, WebSocket and the OpenAI-compatible endpoint.
+
+`prepare_ask` resolves the knowledge base, version, session and standalone query (errors become 4xx
+before anything streams); `ask_events` runs `Lore.ask` one step at a time in the threadpool and
+yields `start`, `status`, `token`, then exactly one `end` or `error`, and records the trace.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from starlette.concurrency import run_in_threadpool
+
+from lore.answer.pipeline import Event
+from lore.api.deps import Scope, ServiceState
+from lore.api.memory import Rewrite, rewrite, rolling_summary
+from lore.catalog.service import ChatSession
+from lore.engine import Lore
+from lore.errors import LoreError, NotFoundError
+from lore.retrieve.search import SearchOptions
+
+log = logging.getLogger("lore.api")
+_DONE = object()
+
+
+@dataclass
+class AskPlan:
+    """One question, resolved: knowledge base and version, session, standalone query, scoped options."""
+
+    kb: str
+    question: str
+    query: str
+    kb_version: int | None
+    version: int | None  # asked for explicitly (time travel), else None = active
+    options: SearchOptions
+    transport: str
+    session: ChatSession | None = None
+    rewrite: Rewrite | None = None
+    trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+
+def prepare_ask(lore: Lore, scope: Scope, *, kb: str, question: str, transport: str,
+                session_id: str | None = None, new_session: bool = True, version: int | None = None,
+                history: list[str] | None = None, top_k: int | None = None) -> AskPlan:
+    """Resolve a question before streaming (blocking: run it in the threadpool)."""
+    record = lore.catalog.get_kb(kb)
+    if version is not None:
+        kb_version: int | None = lore.catalog.get_version(record.id, version).seq
+    else:
+        active = lore.catalog.active_version(record.id)
+        if active is None and lore.catalog.list_versions(record.id):
+            raise LoreError(f"knowledge base '{kb}' has versions but none is active; activate one first")
+        kb_version = active.seq if active else None
+    session = None
+    if session_id:
+        session = lore.catalog.get_session(session_id, scope.tenant_id)
+        if session.kb != kb:
+            raise LoreError(f"session '{session_id}' belongs to knowledge base '{session.kb}', not '{kb}'")
+    elif new_session:
+        session = lore.catalog.create_session(scope.tenant_id, kb, scope.key.id, title=question.strip()[:80])
+    if history is None and session is not None:
+        turns = lore.settings.api.history_turns
+        history = [m.query or m.content for m in lore.catalog.messages(session.id, limit=2 * turns)
+                   if m.role == "user"] if turns else []
+    llm = lore.generator(kb) if lore.settings.answer.generator == "openai" and history else None
+    try:
+        made = rewrite(question, history or [], llm)
+    finally:
+        if llm is not None:
+            llm.close()  # type: ignore[attr-defined]
+    return AskPlan(kb, question, made.query, kb_version, version, scope.options(lore, top_k), transport, session,
+                   rewrite=made)
+
+
+async def ask_events(state: ServiceState, scope: Scope, plan: AskPlan) -> AsyncIterator[dict[str, Any]]:
+    """`{"event": type, "data": {...}}` dicts for one question; the trace is saved when it finishes."""
+    lore, started = state.lore, time.perf_counter()
+    trace = _TraceBuilder(plan, started)
+    token = object()
+    state.streams.add(token)
+    events: Iterator[Event] | None = None
+    try:
+        yield trace.event("start", {
+            "trace_id": plan.trace_id, "session_id": plan.session.id if plan.session else None,
+            "kb": plan.kb, "kb_version": plan.kb_version, "scenario": "default",
+            "question": plan.question, "query": plan.query,
+            "rewrite": plan.rewrite.method if plan.rewrite else "none"})
+        try:
+            events = await run_in_threadpool(lore.ask, plan.kb, plan.query, plan.options, plan.version)
+            while True:
+                event = await run_in_threadpool(next, events, _DONE)
+                if event is _DONE:
+                    break
+                yield trace.event(event.type, event.data)
+        except LoreError as exc:
+            yield trace.event("error", {"message": str(exc)})
+        except Exception as exc:  # a fault mid-request is an error event with the trace id, never a hang
+            log.exception("trace %s failed", plan.trace_id)
+            yield trace.event("error", {"message": f"internal error ({type(exc).__name__}): {exc}",
+                                        "kind": "internal"})
+    finally:
+        if events is not None:
+            events.close()  # the pipeline is suspended (next() is never abandoned mid-call), so this is safe
+        state.streams.discard(token)
+        with anyio.CancelScope(shield=True):
+            try:
+                await run_in_threadpool(_finish, lore, scope, plan, trace)
+            except Exception:  # the answer was delivered; a lost trace is logged
+                log.exception("trace %s could not be saved", plan.trace_id)
+
+
+class _TraceBuilder:
+    """Collects what the trace keeps while events pass through."""
+
+    def __init__(self, plan: AskPlan, started: float) -> None:
+        self.plan, self.started = plan, started
+        self.stages: list[dict[str, Any]] = []
+        self.first_token_ms: float | None = None
+        self.first_event_ms: float | None = None
+        self.end: dict[str, Any] | None = None
+        self.error: str | None = None
+
+    def _ms(self) -> float:
+        return round((time.perf_counter() - self.started) * 1000, 1)
+
+    def event(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        now = self._ms()
+        if self.first_event_ms is None:
+            self.first_event_ms = now
+        if kind == "status":
+            if self.stages:
+                self.stages[-1]["ms"] = round(now - self.stages[-1]["at_ms"], 1)
+            self.stages.append({"stage": data.get("stage"), "at_ms": now})
+        elif kind == "token" and self.first_token_ms is None:
+            self.first_token_ms = now
+        elif kind in ("end", "error"):
+            if self.stages and "ms" not in self.stages[-1]:
+                self.stages[-1]["ms"] = round(now - self.stages[-1]["at_ms"], 1)
+            data = {**data, "trace_id": self.plan.trace_id,
+                    "session_id": self.plan.session.id if self.plan.session else None}
+            if kind == "end":
+                self.end = data
+            else:
+                self.error = str(data.get("message"))
+        return {"event": kind, "data": data}
+
+    def record(self) -> dict[str, Any]:
+        end = self.end or {}
+        return {
+            "status": "ok" if self.end else ("error" if self.error else "cancelled"),
+            "route": end.get("route"), "error": self.error, "first_token_ms": self.first_token_ms,
+            "total_ms": self._ms(),
+            "data": {
+                "stages": self.stages, "first_event_ms": self.first_event_ms,
+                "timings_ms": end.get("timings_ms", {}), "plan": end.get("plan"),
+                "hits": {"citations": len(end.get("citations", [])),
+                         "verified_sentences": len(end.get("verification", []))},
+                "confidences": {"evidence": end.get("evidence_confidence"),
+                                "answer": end.get("answer_confidence"), "low": end.get("low_confidence")},
+                "evidence": end.get("evidence"), "filter": _filter_json(self.plan.options),
+                "rewrite": vars(self.plan.rewrite) if self.plan.rewrite else None,
+                "end": end or None,
+            },
+        }
+
+
+def _filter_json(options: SearchOptions) -> dict[str, Any]:
+    f = options.filter
+    return {"tenant_ids": f.tenant_ids, "dataset_ids": f.dataset_ids, "roles": f.roles}
+
+
+def _finish(lore: Lore, scope: Scope, plan: AskPlan, trace: _TraceBuilder) -> None:
+    """Save the trace, and for a session the two turns and its rolling summary."""
+    rec = trace.record()
+    session_id = plan.session.id if plan.session else None
+    lore.catalog.save_trace(id=plan.trace_id, tenant_id=scope.tenant_id, key_id=scope.key.id,
+                            session_id=session_id, kb=plan.kb, kb_version=plan.kb_version,
+                            transport=plan.transport, question=plan.question, query=plan.query, **rec)
+    if session_id is None or trace.end is None:
+        return
+    with lore.catalog.transaction():
+        lore.catalog.add_message(session_id, "user", plan.question, query=plan.query)
+        lore.catalog.add_message(session_id, "assistant", trace.end.get("answer", ""), trace_id=plan.trace_id)
+    queries = [m.query or m.content for m in lore.catalog.messages(session_id, limit=10) if m.role == "user"]
+    lore.catalog.set_session_summary(session_id, rolling_summary(queries))
+
+
+def error_status(exc: LoreError) -> int:
+    """HTTP status for a LoreError raised before streaming starts."""
+    return 404 if isinstance(exc, NotFoundError) else 400

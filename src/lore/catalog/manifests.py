@@ -1,0 +1,115 @@
+"""Per-version file manifests (what each version indexed) and the catalog-wide build lock."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import delete, insert, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from lore.catalog.models import BuildLockRow, VersionFileRow
+from lore.errors import LoreError
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    """One file as a version indexed it."""
+
+    path: str
+    sha256: str
+    size: int
+    mtime: float
+    chunk_count: int
+    change: str  # added | changed | reused
+    chunk_schema: str
+    embedding_model: str
+
+
+@dataclass(frozen=True, slots=True)
+class BuildLock:
+    """Who holds a knowledge base's build lock."""
+
+    kb_id: str
+    host: str
+    pid: int
+    acquired_at: datetime
+
+    def held_by_dead_local_process(self) -> bool:
+        """True when the holder ran on this host and its process is gone (killed or crashed)."""
+        if self.host != socket.gethostname():
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+
+class ManifestsMixin:
+    """Manifest and build-lock methods of the Catalog."""
+
+    def transaction(self) -> AbstractContextManager[Session]:
+        """One transaction (provided by Catalog)."""
+        raise NotImplementedError
+
+    def record_manifest(self, kb_id: str, seq: int, entries: Iterable[ManifestEntry]) -> None:
+        """Store the manifest of version `seq` (replacing any earlier attempt of the same seq)."""
+        rows = [{"kb_id": kb_id, "seq": seq, **asdict(e)} for e in entries]
+        with self.transaction() as s:
+            s.execute(delete(VersionFileRow).where(VersionFileRow.kb_id == kb_id, VersionFileRow.seq == seq))
+            if rows:
+                s.execute(insert(VersionFileRow), rows)
+
+    def version_manifest(self, kb_id: str, seq: int) -> dict[str, ManifestEntry]:
+        """The files version `seq` indexed, by path (empty for versions built before manifests)."""
+        query = select(VersionFileRow).where(VersionFileRow.kb_id == kb_id, VersionFileRow.seq == seq)
+        with self.transaction() as s:
+            return {
+                r.path: ManifestEntry(r.path, r.sha256, r.size, r.mtime, r.chunk_count, r.change,
+                                      r.chunk_schema, r.embedding_model)
+                for r in s.scalars(query)
+            }
+
+    def acquire_build_lock(self, kb_id: str, kb_name: str) -> BuildLock:
+        """Take the KB's build lock or raise naming the holder; a lock left by a dead local process is taken over."""
+        me = BuildLock(kb_id, socket.gethostname(), os.getpid(), datetime.now(UTC))
+        for _ in range(2):
+            try:
+                with self.transaction() as s:
+                    s.execute(insert(BuildLockRow).values(
+                        kb_id=kb_id, host=me.host, pid=me.pid, acquired_at=me.acquired_at))
+                return me
+            except IntegrityError:
+                holder = self.build_lock_holder(kb_id)
+                if holder is None:
+                    continue  # released between our insert and our look
+                if not holder.held_by_dead_local_process():
+                    raise LoreError(
+                        f"another build of knowledge base {kb_name!r} is running (host {holder.host}, "
+                        f"pid {holder.pid}, since {holder.acquired_at:%Y-%m-%d %H:%M:%S} UTC); if that "
+                        f"build is gone, release it with: lore unlock --kb {kb_name}"
+                    ) from None
+                self.release_build_lock(kb_id, holder)
+        raise LoreError(f"could not take the build lock of knowledge base {kb_name!r}")
+
+    def build_lock_holder(self, kb_id: str) -> BuildLock | None:
+        """The current build lock of a knowledge base, if any."""
+        with self.transaction() as s:
+            row = s.get(BuildLockRow, kb_id, populate_existing=True)
+            return None if row is None else BuildLock(row.kb_id, row.host, row.pid, row.acquired_at)
+
+    def release_build_lock(self, kb_id: str, lock: BuildLock | None = None) -> bool:
+        """Release the lock (only if still held by `lock`'s holder when given); True if a row was removed."""
+        query = delete(BuildLockRow).where(BuildLockRow.kb_id == kb_id)
+        if lock is not None:
+            query = query.where(BuildLockRow.host == lock.host, BuildLockRow.pid == lock.pid)
+        with self.transaction() as s:
+            return bool(s.execute(query).rowcount)  # type: ignore[attr-defined]

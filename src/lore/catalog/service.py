@@ -1,0 +1,330 @@
+"""Service methods of the Catalog: API keys, sessions and messages, feedback, traces."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import uuid
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from lore.catalog.service_models import ApiKeyRow, FeedbackRow, MessageRow, SessionRow, TraceRow
+from lore.errors import LoreError, NotFoundError
+
+KEY_PREFIX = "lore_"
+
+
+def hash_key(secret: str) -> str:
+    """SHA-256 of a key (keys are 256-bit random, so a fast hash is enough to store them)."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """An API key's scope as the catalog reports it (never the secret)."""
+
+    id: str
+    prefix: str
+    name: str
+    tenant_id: str
+    datasets: list[str] | None
+    roles: list[str]
+    created_at: datetime
+    revoked_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: ApiKeyRow) -> ApiKey:
+        """Copy an ORM row into a detached record."""
+        return cls(id=row.id, prefix=row.prefix, name=row.name, tenant_id=row.tenant_id,
+                   datasets=None if row.datasets is None else json.loads(row.datasets),
+                   roles=json.loads(row.roles), created_at=row.created_at, revoked_at=row.revoked_at)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatSession:
+    """A conversation with one knowledge base."""
+
+    id: str
+    tenant_id: str
+    key_id: str | None
+    kb: str
+    title: str
+    summary: str
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: SessionRow) -> ChatSession:
+        """Copy an ORM row into a detached record."""
+        return cls(id=row.id, tenant_id=row.tenant_id, key_id=row.key_id, kb=row.kb, title=row.title,
+                   summary=row.summary, created_at=row.created_at, updated_at=row.updated_at)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One turn of a session."""
+
+    id: int
+    session_id: str
+    role: str
+    content: str
+    query: str | None
+    trace_id: str | None
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: MessageRow) -> Message:
+        """Copy an ORM row into a detached record."""
+        return cls(id=row.id, session_id=row.session_id, role=row.role, content=row.content,
+                   query=row.query, trace_id=row.trace_id, created_at=row.created_at)
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """A rating of one answer."""
+
+    id: int
+    trace_id: str
+    tenant_id: str
+    kb: str
+    rating: int
+    note: str
+    question: str
+    answer: str
+    citations: list[dict[str, Any]]
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: FeedbackRow) -> Feedback:
+        """Copy an ORM row into a detached record."""
+        return cls(id=row.id, trace_id=row.trace_id, tenant_id=row.tenant_id, kb=row.kb, rating=row.rating,
+                   note=row.note, question=row.question, answer=row.answer,
+                   citations=json.loads(row.citations), created_at=row.created_at)
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """One request's trace."""
+
+    id: str
+    tenant_id: str
+    key_id: str | None
+    session_id: str | None
+    kb: str
+    kb_version: int | None
+    transport: str
+    question: str
+    query: str
+    status: str
+    route: str | None
+    error: str | None
+    first_token_ms: float | None
+    total_ms: float
+    data: dict[str, Any]
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: TraceRow) -> Trace:
+        """Copy an ORM row into a detached record."""
+        return cls(id=row.id, tenant_id=row.tenant_id, key_id=row.key_id, session_id=row.session_id, kb=row.kb,
+                   kb_version=row.kb_version, transport=row.transport, question=row.question, query=row.query,
+                   status=row.status, route=row.route, error=row.error, first_token_ms=row.first_token_ms,
+                   total_ms=row.total_ms, data=json.loads(row.data), created_at=row.created_at)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready view."""
+        out = {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        out["created_at"] = self.created_at.isoformat()
+        return out
+
+
+class ServiceMixin:
+    """API keys, sessions, messages, feedback and traces; joins the Catalog's thread-local transaction."""
+
+    def transaction(self) -> AbstractContextManager[Session]:
+        """One transaction (provided by Catalog)."""
+        raise NotImplementedError
+
+    # -- API keys ------------------------------------------------------------------------------
+
+    def create_api_key(self, tenant_id: str, roles: list[str], datasets: list[str] | None = None,
+                       name: str = "") -> tuple[ApiKey, str]:
+        """A new key for a tenant; returns the record and the secret (shown once, stored hashed)."""
+        tenant_id = tenant_id.strip()
+        if not tenant_id:
+            raise LoreError("api key: tenant must not be empty")
+        roles = [r.strip() for r in roles if r.strip()]
+        if datasets is not None:
+            datasets = [d.strip() for d in datasets if d.strip()]
+            if not datasets:
+                raise LoreError("api key: datasets given but empty; omit it to allow every dataset of the tenant")
+        secret = KEY_PREFIX + secrets.token_urlsafe(32)
+        row = ApiKeyRow(id=_id()[:16], key_hash=hash_key(secret), prefix=secret[:12], name=name,
+                        tenant_id=tenant_id, datasets=None if datasets is None else json.dumps(datasets),
+                        roles=json.dumps(roles), created_at=_now(), revoked_at=None)
+        with self.transaction() as s:
+            s.add(row)
+            s.flush()
+            return ApiKey.from_row(row), secret
+
+    def authenticate(self, secret: str) -> ApiKey | None:
+        """The live (not revoked) key with this secret, or None."""
+        with self.transaction() as s:
+            row = s.scalar(select(ApiKeyRow).where(ApiKeyRow.key_hash == hash_key(secret)))
+            return None if row is None or row.revoked_at is not None else ApiKey.from_row(row)
+
+    def revoke_api_key(self, key: str) -> ApiKey:
+        """Revoke a key given by id, prefix or the secret itself; NotFoundError if none matches."""
+        with self.transaction() as s:
+            rows = list(s.scalars(select(ApiKeyRow).where(
+                (ApiKeyRow.id == key) | (ApiKeyRow.key_hash == hash_key(key)) | (ApiKeyRow.prefix == key))))
+            if not rows:
+                raise NotFoundError(f"api key {key!r} not found (give its id, prefix or the key)")
+            if len(rows) > 1:
+                raise LoreError(f"api key {key!r} matches {len(rows)} keys; give the id")
+            rows[0].revoked_at = rows[0].revoked_at or _now()
+            s.flush()
+            return ApiKey.from_row(rows[0])
+
+    def list_api_keys(self) -> list[ApiKey]:
+        """Every key, oldest first."""
+        with self.transaction() as s:
+            return [ApiKey.from_row(r) for r in s.scalars(select(ApiKeyRow).order_by(ApiKeyRow.created_at))]
+
+    # -- sessions and messages ----------------------------------------------------------------
+
+    def create_session(self, tenant_id: str, kb: str, key_id: str | None = None, title: str = "") -> ChatSession:
+        """Open a conversation with a knowledge base."""
+        now = _now()
+        row = SessionRow(id=_id(), tenant_id=tenant_id, key_id=key_id, kb=kb, title=title[:200], summary="",
+                         created_at=now, updated_at=now)
+        with self.transaction() as s:
+            s.add(row)
+            s.flush()
+            return ChatSession.from_row(row)
+
+    def get_session(self, session_id: str, tenant_id: str) -> ChatSession:
+        """The tenant's session; NotFoundError for another tenant's (its existence is not revealed)."""
+        with self.transaction() as s:
+            row = s.get(SessionRow, session_id)
+            if row is None or row.tenant_id != tenant_id:
+                raise NotFoundError(f"session '{session_id}' not found")
+            return ChatSession.from_row(row)
+
+    def list_sessions(self, tenant_id: str, kb: str | None = None, limit: int = 50) -> list[ChatSession]:
+        """The tenant's sessions, most recent first."""
+        query = select(SessionRow).where(SessionRow.tenant_id == tenant_id)
+        if kb is not None:
+            query = query.where(SessionRow.kb == kb)
+        with self.transaction() as s:
+            rows = s.scalars(query.order_by(SessionRow.updated_at.desc()).limit(limit))
+            return [ChatSession.from_row(r) for r in rows]
+
+    def delete_session(self, session_id: str, tenant_id: str) -> None:
+        """Remove a session and its messages."""
+        with self.transaction() as s:
+            row = s.get(SessionRow, session_id)
+            if row is None or row.tenant_id != tenant_id:
+                raise NotFoundError(f"session '{session_id}' not found")
+            s.execute(delete(MessageRow).where(MessageRow.session_id == session_id))
+            s.delete(row)
+
+    def add_message(self, session_id: str, role: str, content: str, *, query: str | None = None,
+                    trace_id: str | None = None) -> Message:
+        """Append a turn to a session."""
+        now = _now()
+        row = MessageRow(session_id=session_id, role=role, content=content, query=query, trace_id=trace_id,
+                         created_at=now)
+        with self.transaction() as s:
+            s.add(row)
+            s.execute(update(SessionRow).where(SessionRow.id == session_id).values(updated_at=now))
+            s.flush()
+            return Message.from_row(row)
+
+    def messages(self, session_id: str, limit: int | None = None) -> list[Message]:
+        """A session's turns in order; with `limit`, only the last `limit`."""
+        query = select(MessageRow).where(MessageRow.session_id == session_id).order_by(MessageRow.id.desc())
+        if limit is not None:
+            query = query.limit(limit)
+        with self.transaction() as s:
+            return [Message.from_row(r) for r in reversed(list(s.scalars(query)))]
+
+    def set_session_summary(self, session_id: str, summary: str) -> None:
+        """Replace the rolling summary of a session."""
+        with self.transaction() as s:
+            s.execute(update(SessionRow).where(SessionRow.id == session_id).values(summary=summary))
+
+    # -- feedback ------------------------------------------------------------------------------
+
+    def add_feedback(self, *, trace_id: str, tenant_id: str, key_id: str | None, rating: int,
+                     note: str = "") -> Feedback:
+        """Rate the answer of one of the tenant's traces (question, answer and citations are copied)."""
+        if rating not in (-1, 1):
+            raise LoreError(f"feedback rating: 1 (thumbs up) or -1 (thumbs down), not {rating!r}")
+        trace = self.get_trace(trace_id, tenant_id)
+        end = trace.data.get("end") or {}
+        cites = [{"chunk_id": c.get("chunk_id"), "file": c.get("file"), "n": c.get("n")}
+                 for c in end.get("citations", [])]
+        row = FeedbackRow(trace_id=trace_id, tenant_id=tenant_id, key_id=key_id, kb=trace.kb, rating=rating,
+                          note=note, question=trace.question, answer=end.get("answer", ""),
+                          citations=json.dumps(cites, ensure_ascii=False), created_at=_now())
+        with self.transaction() as s:
+            s.add(row)
+            s.flush()
+            return Feedback.from_row(row)
+
+    def list_feedback(self, *, rating: int | None = None, kb: str | None = None) -> list[Feedback]:
+        """Feedback, oldest first, optionally only one rating and/or knowledge base."""
+        query = select(FeedbackRow).order_by(FeedbackRow.id)
+        if rating is not None:
+            query = query.where(FeedbackRow.rating == rating)
+        if kb is not None:
+            query = query.where(FeedbackRow.kb == kb)
+        with self.transaction() as s:
+            return [Feedback.from_row(r) for r in s.scalars(query)]
+
+    # -- traces --------------------------------------------------------------------------------
+
+    def save_trace(self, *, id: str, tenant_id: str, key_id: str | None, session_id: str | None, kb: str,
+                   kb_version: int | None, transport: str, question: str, query: str, status: str,
+                   route: str | None, error: str | None, first_token_ms: float | None, total_ms: float,
+                   data: dict[str, Any]) -> Trace:
+        """Record one request's trace."""
+        row = TraceRow(id=id, tenant_id=tenant_id, key_id=key_id, session_id=session_id, kb=kb,
+                       kb_version=kb_version, transport=transport, question=question, query=query, status=status,
+                       route=route, error=error, first_token_ms=first_token_ms, total_ms=total_ms,
+                       data=json.dumps(data, ensure_ascii=False, default=str), created_at=_now())
+        with self.transaction() as s:
+            s.add(row)
+            s.flush()
+            return Trace.from_row(row)
+
+    def get_trace(self, trace_id: str, tenant_id: str | None) -> Trace:
+        """One trace; with `tenant_id`, only that tenant's (others are not found)."""
+        with self.transaction() as s:
+            row = s.get(TraceRow, trace_id)
+            if row is None or (tenant_id is not None and row.tenant_id != tenant_id):
+                raise NotFoundError(f"trace '{trace_id}' not found")
+            return Trace.from_row(row)
+
+    def list_traces(self, tenant_id: str, kb: str | None = None, limit: int = 50) -> list[Trace]:
+        """The tenant's most recent traces."""
+        query = select(TraceRow).where(TraceRow.tenant_id == tenant_id)
+        if kb is not None:
+            query = query.where(TraceRow.kb == kb)
+        with self.transaction() as s:
+            return [Trace.from_row(r) for r in s.scalars(query.order_by(TraceRow.created_at.desc()).limit(limit))]

@@ -1,0 +1,107 @@
+"""Catalog tables of the HTTP service: API keys, chat sessions and messages, feedback, request traces."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import CheckConstraint, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from lore.catalog.models import Base
+
+
+class ApiKeyRow(Base):
+    """An API key: only its SHA-256 is kept; the scope (tenant, datasets, roles) every request gets."""
+
+    __tablename__ = "api_keys"
+    __table_args__ = (Index("ux_api_keys_key_hash", "key_hash", unique=True),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    key_hash: Mapped[str] = mapped_column(String(64))
+    prefix: Mapped[str] = mapped_column(String(16))  # first characters of the key, to recognise it
+    name: Mapped[str] = mapped_column(String(128), default="")
+    tenant_id: Mapped[str] = mapped_column(String(128))
+    datasets: Mapped[str | None] = mapped_column(Text)  # JSON list; NULL = every dataset of the tenant
+    roles: Mapped[str] = mapped_column(Text)  # JSON list
+    created_at: Mapped[datetime]
+    revoked_at: Mapped[datetime | None]
+
+
+class SessionRow(Base):
+    """A conversation with one knowledge base, owned by a tenant (and the key that opened it)."""
+
+    __tablename__ = "chat_sessions"
+    __table_args__ = (Index("ix_chat_sessions_tenant_id", "tenant_id"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(128))
+    key_id: Mapped[str | None] = mapped_column(String(32))
+    kb: Mapped[str] = mapped_column(String(64))
+    title: Mapped[str] = mapped_column(Text, default="")
+    summary: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class MessageRow(Base):
+    """One turn of a session: the user's question (with its standalone rewrite) or the answer."""
+
+    __tablename__ = "chat_messages"
+    __table_args__ = (
+        Index("ix_chat_messages_session_id", "session_id"),
+        CheckConstraint("role IN ('user', 'assistant')", name="role"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(String(32), ForeignKey("chat_sessions.id", ondelete="CASCADE"))
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str] = mapped_column(Text)
+    query: Mapped[str | None] = mapped_column(Text)  # the standalone question actually searched
+    trace_id: Mapped[str | None] = mapped_column(String(32))
+    created_at: Mapped[datetime]
+
+
+class FeedbackRow(Base):
+    """Thumbs up (+1) or down (-1) with a note on one answer, identified by its trace."""
+
+    __tablename__ = "feedback"
+    __table_args__ = (
+        Index("ix_feedback_tenant_id", "tenant_id"),
+        CheckConstraint("rating IN (-1, 1)", name="rating"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    trace_id: Mapped[str] = mapped_column(String(32))
+    tenant_id: Mapped[str] = mapped_column(String(128))
+    key_id: Mapped[str | None] = mapped_column(String(32))
+    kb: Mapped[str] = mapped_column(String(64))
+    rating: Mapped[int] = mapped_column(Integer)
+    note: Mapped[str] = mapped_column(Text, default="")
+    question: Mapped[str] = mapped_column(Text, default="")
+    answer: Mapped[str] = mapped_column(Text, default="")
+    citations: Mapped[str] = mapped_column(Text, default="[]")  # JSON: chunk ids and files cited
+    created_at: Mapped[datetime]
+
+
+class TraceRow(Base):
+    """One answered (or failed) request: stages with timings, route, plan, hits, confidences."""
+
+    __tablename__ = "traces"
+    __table_args__ = (Index("ix_traces_tenant_id_created_at", "tenant_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(128))
+    key_id: Mapped[str | None] = mapped_column(String(32))
+    session_id: Mapped[str | None] = mapped_column(String(32))
+    kb: Mapped[str] = mapped_column(String(64))
+    kb_version: Mapped[int | None] = mapped_column(Integer)
+    transport: Mapped[str] = mapped_column(String(16))  # sse | websocket | openai
+    question: Mapped[str] = mapped_column(Text)
+    query: Mapped[str] = mapped_column(Text)  # the standalone question searched
+    status: Mapped[str] = mapped_column(String(16))  # ok | error | cancelled
+    route: Mapped[str | None] = mapped_column(String(32))
+    error: Mapped[str | None] = mapped_column(Text)
+    first_token_ms: Mapped[float | None] = mapped_column(Float)
+    total_ms: Mapped[float] = mapped_column(Float)
+    data: Mapped[str] = mapped_column(Text)  # JSON: stages, timings, plan, hits, confidences, citations
+    created_at: Mapped[datetime]

@@ -1,0 +1,137 @@
+"""`lore scenario list / check / build`: scenarios as configuration folders."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from lore.cli.progress import RichIngestProgress
+from lore.engine import Lore
+from lore.errors import LoreError
+from lore.scenario.build import build_scenario, check_sources, scenario_folder_files
+from lore.scenario.faq import read_faq
+from lore.scenario.request import scenarios
+
+scenario_app = typer.Typer(
+    help="Business scenarios: FAQ + documents + access + routing, one folder each.", no_args_is_help=True
+)
+console = Console()
+err = Console(stderr=True)
+
+
+def _fail(exc: LoreError) -> None:
+    err.print(f"[bold red]error:[/] {exc}")
+    raise typer.Exit(2)
+
+
+@scenario_app.command("list")
+def list_scenarios(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """List the scenarios in the configured folder (scenario.scenarios_dir)."""
+    found = scenarios(Lore())
+    rows = []
+    for sid in found.ids():
+        try:
+            sc = found.get(sid)
+            rows.append(
+                {
+                    "id": sc.id,
+                    "name": sc.name,
+                    "kb": sc.kb_name,
+                    "sources": [s.id for s in sc.sources],
+                    "tenants": sc.tenants,
+                    "ok": True,
+                    "error": None,
+                }
+            )
+        except LoreError as exc:
+            rows.append(
+                {
+                    "id": sid,
+                    "name": "",
+                    "kb": "",
+                    "sources": [],
+                    "tenants": [],
+                    "ok": False,
+                    "error": str(exc),
+                }
+            )
+    if as_json:
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    table = Table("id", "name", "kb", "sources", "tenants", "problem")
+    for r in rows:
+        table.add_row(
+            r["id"],
+            r["name"],
+            r["kb"],
+            ", ".join(r["sources"]),
+            ", ".join(r["tenants"]),
+            f"[red]{r['error']}[/]" if r["error"] else "",
+        )
+    console.print(table)
+    console.print(f"[dim]folder: {found.root}[/]")
+
+
+@scenario_app.command("check")
+def check(scenario_id: Annotated[str, typer.Argument(help="Scenario id.")]) -> None:
+    """Validate a scenario's scenario.toml, data/ folders and faq.csv without building."""
+    try:
+        sc = scenarios(Lore()).get(scenario_id)
+        check_sources(sc)
+        rows, problems = read_faq(sc.faq_path, sc) if sc.faq_path.exists() else ([], [])
+    except LoreError as exc:
+        _fail(exc)
+    console.print(f"scenario [bold]{sc.id}[/] ok: {len(sc.sources)} sources, {len(rows)} FAQ rows")
+    for p in problems:
+        err.print(f"[yellow]{p.file}:{p.line}[/] {p.reason}")
+
+
+@scenario_app.command("build")
+def build(
+    scenario_id: Annotated[str, typer.Argument(help="Scenario id.")],
+    activate: Annotated[bool, typer.Option("--activate", help="Activate the version when built.")] = False,
+    quality_gate: Annotated[
+        bool, typer.Option("--quality-gate", help="Fail the version on a bad report.")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Re-read every file (after changing metadata).")
+    ] = False,
+    message: Annotated[str, typer.Option("-m", "--message", help="What this version is.")] = "",
+) -> None:
+    """Build the scenario's FAQ and documents into its knowledge base as a new STAGED version."""
+    from lore.cli.main import print_report
+
+    lore = Lore()
+    try:
+        sc = scenarios(lore).get(scenario_id)
+        with RichIngestProgress(console, len(scenario_folder_files(sc))) as progress:
+            built = build_scenario(
+                lore,
+                sc,
+                description=message,
+                activate=activate,
+                quality_gate=quality_gate,
+                force=force,
+                progress=progress,
+            )
+    except LoreError as exc:
+        _fail(exc)
+    print_report(built.result.report)
+    v = built.result.version
+    console.print(
+        f"scenario {sc.id} -> kb {sc.kb_name} version {v.seq} {v.status.value.upper()}: "
+        f"{built.faq_rows} FAQ rows, {len(built.faq_problems)} skipped"
+    )
+    if built.metadata_changed:
+        console.print("[yellow]scenario metadata changed since the last build: every file was re-read[/]")
+    for p in built.faq_problems:
+        err.print(f"[yellow]{p.file}:{p.line}[/] {p.reason}")
+    console.print(f"[dim]quality report: {lore.reports_dir(sc.kb_name) / str(v.seq) / 'quality.md'}[/]")
+    if built.result.gate_reasons:
+        for reason in built.result.gate_reasons:
+            err.print(f"[bold red]quality gate:[/] {reason}")
+        raise typer.Exit(1)

@@ -1,0 +1,98 @@
+"""Base-vs-candidate comparison: file changes between version manifests and retrieval on an eval set."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lore.catalog import ManifestEntry
+from lore.errors import LoreError
+from lore.schema import Hit
+
+
+@dataclass(frozen=True)
+class EvalQuestion:
+    """One eval question and what counts as finding it: any of its files or document ids."""
+
+    question: str
+    files: frozenset[str]
+    documents: frozenset[str]
+
+    def relevant(self, hit: Hit) -> str | None:
+        """The relevance key a hit satisfies, if any."""
+        if hit.chunk.file_path in self.files:
+            return "f:" + hit.chunk.file_path
+        if hit.chunk.document_id in self.documents:
+            return "d:" + hit.chunk.document_id
+        return None
+
+
+def load_eval_set(path: Path) -> list[EvalQuestion]:
+    """Read a JSONL eval set of {"question", "files": [...]} / {"documents": [...]} lines."""
+    if not path.is_file():
+        raise LoreError(f"{path}: eval set not found")
+    questions = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise LoreError(f"{path}:{n}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict) or not str(row.get("question", "")).strip():
+            raise LoreError(f"{path}:{n}: needs a non-empty \"question\"")
+        files, docs = row.get("files", []), row.get("documents", [])
+        if not isinstance(files, list) or not isinstance(docs, list) or not (files or docs):
+            raise LoreError(f"{path}:{n}: needs a list \"files\" or \"documents\" naming what answers it")
+        questions.append(EvalQuestion(row["question"].strip(), frozenset(map(str, files)), frozenset(map(str, docs))))
+    if not questions:
+        raise LoreError(f"{path}: eval set has no questions")
+    return questions
+
+
+def score(search: Callable[[str], Sequence[Hit]], questions: Sequence[EvalQuestion], k: int) -> dict[str, Any]:
+    """Recall@k (share of each question's files/documents found) and MRR@k, averaged over questions."""
+    recalls, rrs, found = [], [], []
+    for q in questions:
+        hits = list(search(q.question))[:k]
+        keys = [q.relevant(h) for h in hits]
+        wanted = len(q.files) + len(q.documents)
+        recalls.append(len({key for key in keys if key}) / wanted)
+        first = next((i for i, key in enumerate(keys) if key), None)
+        rrs.append(0.0 if first is None else 1.0 / (first + 1))
+        found.append(first is not None)
+    n = len(questions)
+    return {"recall": sum(recalls) / n, "mrr": sum(rrs) / n, "found": found}
+
+
+def compare_scores(base: dict[str, Any] | None, cand: dict[str, Any], questions: Sequence[EvalQuestion],
+                   k: int) -> dict[str, Any]:
+    """Side-by-side figures plus the questions one version finds and the other does not."""
+    out: dict[str, Any] = {"k": k, "questions": len(questions),
+                           "candidate": {"recall": cand["recall"], "mrr": cand["mrr"]}, "base": None}
+    if base is not None:
+        out["base"] = {"recall": base["recall"], "mrr": base["mrr"]}
+        out["lost"] = [q.question for q, b, c in zip(questions, base["found"], cand["found"], strict=True) if b and not c]
+        out["gained"] = [q.question for q, b, c in zip(questions, base["found"], cand["found"], strict=True)
+                         if c and not b]
+    return out
+
+
+def diff_manifests(base: Mapping[str, ManifestEntry], cand: Mapping[str, ManifestEntry]) -> dict[str, Any]:
+    """Files added, changed (content, chunk schema or embedding model) and removed from base to candidate."""
+    changed = []
+    for path in sorted(set(base) & set(cand)):
+        b, c = base[path], cand[path]
+        why = [w for w, differs in (("content", b.sha256 != c.sha256), ("chunk schema", b.chunk_schema != c.chunk_schema),
+                                    ("embedding model", b.embedding_model != c.embedding_model)) if differs]
+        if why:
+            changed.append({"file": path, "why": why, "chunks": [b.chunk_count, c.chunk_count]})
+    return {
+        "added": sorted(set(cand) - set(base)),
+        "changed": changed,
+        "removed": sorted(set(base) - set(cand)),
+        "unchanged": len(set(base) & set(cand)) - len(changed),
+    }

@@ -1,0 +1,1 @@
+"""Scenarios: config folders, FAQ fast path, scopes, routing, prompt profiles and retrieval plans."""

@@ -1,0 +1,153 @@
+"""`lore scenario build`: a scenario's FAQ and documents into its knowledge base, as a versioned build.
+
+Documents come from `data/<source>/…` and carry the source's metadata (tenant, dataset, visibility,
+roles, falling back to the scenario defaults); `faq.csv` rows become FAQ chunks with their own
+metadata. Malformed FAQ rows are listed in the version's quality report; the rest ingests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lore.ingest.files import SourceFile
+from lore.ingest.pipeline import Progress
+from lore.ingest.quality import write_report
+from lore.scenario.config import Scenario, ScenarioError
+from lore.scenario.faq import FaqProblem, FaqRow, faq_chunks, read_faq
+from lore.schema import Chunk
+
+if TYPE_CHECKING:
+    from lore.engine import Lore
+    from lore.ingest.build import BuildResult
+
+FAQ_FILE = "faq.csv"
+
+
+@dataclass
+class ScenarioBuild:
+    """The build result plus the FAQ rows indexed and the rows skipped."""
+
+    result: BuildResult
+    faq_rows: int
+    faq_problems: list[FaqProblem] = field(default_factory=list)
+    metadata_changed: bool = False  # the scenario's chunk metadata changed: every file was re-read
+
+
+def metadata_fingerprint(scenario: Scenario) -> str:
+    """A digest of everything in scenario.toml that ends up in chunk metadata."""
+    sources = [(s.id, s.tenant, s.dataset, s.visibility, s.roles) for s in scenario.sources]
+    raw = json.dumps(
+        [scenario.id, scenario.defaults.model_dump(), sources, scenario.access.model_dump()],
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def document_metadata(scenario: Scenario, file_name: str) -> dict[str, Any]:
+    """Chunk fields for a document catalogued as `data/<source>/…` (unknown source folder -> error)."""
+    parts = file_name.split("/")
+    if len(parts) < 3 or parts[0] != "data":
+        source = "general"
+        src = None
+    else:
+        src = scenario.source(parts[1])
+        source = src.id
+    d = scenario.defaults
+    return {
+        "scenario_id": scenario.id,
+        "source": source,
+        "tenant_id": (src.tenant if src and src.tenant else d.tenant),
+        "dataset_id": (src.dataset if src and src.dataset else d.dataset),
+        "visibility": (src.visibility if src and src.visibility else d.visibility),
+        "allowed_roles": list(src.roles if src and src.roles is not None else d.roles),
+    }
+
+
+def check_sources(scenario: Scenario) -> None:
+    """Every folder under `data/` must be a declared source (before any work is done)."""
+    if not scenario.data_dir.is_dir():
+        return
+    for folder in sorted(p for p in scenario.data_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        try:
+            scenario.source(folder.name)
+        except ScenarioError as exc:
+            raise ScenarioError(f"{folder}: {exc}") from None
+
+
+def build_scenario(
+    lore: Lore,
+    scenario: Scenario,
+    *,
+    description: str = "",
+    activate: bool = False,
+    quality_gate: bool = False,
+    force: bool = False,
+    progress: Progress | None = None,
+) -> ScenarioBuild:
+    """Create the scenario's KB if needed, build a STAGED version from FAQ + documents, maybe activate."""
+    check_sources(scenario)
+    inputs = [p for p in (scenario.data_dir, scenario.faq_path) if p.exists()]
+    if not inputs:
+        raise ScenarioError(f"{scenario.folder}: nothing to build (no faq.csv and no data/ folder)")
+    rows: list[FaqRow] = []
+    problems: list[FaqProblem] = []
+    if scenario.faq_path.exists():
+        rows, problems = read_faq(scenario.faq_path, scenario)
+    if scenario.kb_name not in {k.name for k in lore.catalog.list_kbs()}:
+        lore.create_kb(scenario.kb_name, f"scenario {scenario.id}: {scenario.name}")
+    kb = lore.catalog.get_kb(scenario.kb_name)
+    # Reused files keep the metadata they were indexed with, so a metadata change re-reads them all.
+    stamp = lore.settings.home / "scenarios" / f"{scenario.id}.json"
+    fingerprint = metadata_fingerprint(scenario)
+    previous = json.loads(stamp.read_text(encoding="utf-8")).get("fingerprint") if stamp.exists() else None
+    changed = previous is not None and previous != fingerprint
+
+    def custom(source: SourceFile, sha256: str, seq: int | None) -> list[Chunk] | None:
+        if source.name != FAQ_FILE:
+            return None
+        return faq_chunks(
+            rows,
+            scenario_id=scenario.id,
+            kb_id=kb.id,
+            file_name=source.name,
+            file_sha256=sha256,
+            embedding_model=lore.embedder(kb).model_id,
+            chunk_schema=lore.chunk_params.schema,
+            seq=seq,
+        )
+
+    result = lore.build(
+        scenario.kb_name,
+        inputs,
+        description=description or f"scenario {scenario.id}",
+        activate=activate,
+        quality_gate=quality_gate,
+        force=force or changed,
+        progress=progress,
+        chunk_metadata=lambda f: document_metadata(scenario, f.name),
+        custom_chunks=custom,
+    )
+    quality = result.quality
+    quality["faq"] = {
+        "rows": len(rows),
+        "skipped": len(problems),
+        "problems": [p.to_json() for p in problems],
+    }
+    quality["problems"] = [*quality.get("problems", []), *(p.to_json() for p in problems)]
+    write_report(lore.reports_dir(scenario.kb_name) / str(result.version.seq), quality)
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(json.dumps({"fingerprint": fingerprint, "seq": result.version.seq}), encoding="utf-8")
+    return ScenarioBuild(result, len(rows), problems, changed)
+
+
+def scenario_folder_files(scenario: Scenario) -> list[Path]:
+    """The files a build reads (for progress bars)."""
+    files = [scenario.faq_path] if scenario.faq_path.exists() else []
+    if scenario.data_dir.is_dir():
+        files += sorted(p for p in scenario.data_dir.rglob("*") if p.is_file())
+    return files

@@ -1,0 +1,55 @@
+"""A process-wide LRU of search results, keyed by everything that bounds them.
+
+The key holds the KB id, its cache epoch, the version, the full search options (whose filter
+carries tenant, datasets, visibility, roles and sources) and the query: a cached result can only
+ever be served to a request with exactly the same scope. Unversioned KBs are never cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import asdict
+
+from lore.retrieve.search import SearchOptions
+from lore.schema import Hit
+
+
+def cache_key(kb_id: str, epoch: int, options: SearchOptions, query: str) -> str:
+    """The digest of every field that decides a search's results."""
+    raw = repr((kb_id, epoch, sorted(asdict(options).items(), key=lambda kv: kv[0]), query))
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+class SearchCache:
+    """Thread-safe LRU: `get_or_search(key, fn)`; hits and misses are counted."""
+
+    def __init__(self, max_entries: int = 2048) -> None:
+        self.max_entries = max_entries
+        self._items: OrderedDict[str, list[Hit]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get_or_search(self, key: str, search: Callable[[], list[Hit]]) -> tuple[list[Hit], bool]:
+        """(hits, whether they came from the cache)."""
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return list(self._items[key]), True
+        found = search()
+        with self._lock:
+            self.misses += 1
+            self._items[key] = list(found)
+            while len(self._items) > self.max_entries:
+                self._items.popitem(last=False)
+        return found, False
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+SEARCH_CACHE = SearchCache()

@@ -1,0 +1,357 @@
+// Lore web UI: chat with streamed, cited answers; knowledge-base admin; traces. No build step.
+"use strict";
+
+const I18N = {
+  en: {
+    chat: "Chat", admin: "Knowledge bases", traces: "Traces", apiKey: "API key", kb: "Knowledge base",
+    newChat: "New chat", source: "Source", openOriginal: "Open the original file", askPlaceholder: "Ask a question…",
+    ask: "Ask", create: "Create", upload: "Upload", file: "File", size: "Size", activateAfter: "activate after build",
+    qualityGate: "quality gate", build: "Build new version", ingest: "Ingest (unversioned)", versions: "Versions",
+    status: "Status", files: "Files +/~/-/=", chunks: "Chunks", gate: "Gate", rollback: "Roll back",
+    refresh: "Refresh", time: "Time", question: "Question", route: "Route", activate: "Activate",
+    report: "Report", diff: "Diff", preview: "Preview", needKey: "Enter an API key first.",
+    lowConfidence: "Low confidence: check the cited passages.", refused: "Not in the knowledge base",
+    confidence: "confidence", helpful: "Helpful", notHelpful: "Not helpful", thanks: "Thanks for the feedback.",
+    page: "page", sheet: "sheet", row: "row", slide: "slide", building: "Building…", uploading: "Uploading…",
+    done: "Done", trace: "trace", noteprompt: "What was wrong? (optional)",
+  },
+  zh: {
+    chat: "问答", admin: "知识库", traces: "追踪", apiKey: "API 密钥", kb: "知识库",
+    newChat: "新对话", source: "来源", openOriginal: "打开原始文件", askPlaceholder: "请输入问题…",
+    ask: "提问", create: "创建", upload: "上传", file: "文件", size: "大小", activateAfter: "构建后激活",
+    qualityGate: "质量门禁", build: "构建新版本", ingest: "直接入库（无版本）", versions: "版本",
+    status: "状态", files: "文件 +/~/-/=", chunks: "分块", gate: "门禁", rollback: "回滚",
+    refresh: "刷新", time: "时间", question: "问题", route: "路由", activate: "激活",
+    report: "报告", diff: "差异", preview: "预览", needKey: "请先输入 API 密钥。",
+    lowConfidence: "置信度低：请核对引用的段落。", refused: "知识库中没有相关内容",
+    confidence: "置信度", helpful: "有帮助", notHelpful: "没帮助", thanks: "感谢反馈。",
+    page: "页", sheet: "工作表", row: "行", slide: "幻灯片", building: "构建中…", uploading: "上传中…",
+    done: "完成", trace: "追踪", noteprompt: "哪里不对？（可选）",
+  },
+};
+let lang = localStorage.getItem("lore.lang") || (navigator.language.startsWith("zh") ? "zh" : "en");
+const t = (k) => (I18N[lang] && I18N[lang][k]) || I18N.en[k] || k;
+const $ = (sel) => document.querySelector(sel);
+const esc = (s) => String(s ?? "").replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
+let sessionId = null;
+
+function applyLang() {
+  document.documentElement.lang = lang === "zh" ? "zh-CN" : "en";
+  document.querySelectorAll("[data-i18n]").forEach((el) => { el.textContent = t(el.dataset.i18n); });
+  document.querySelectorAll("[data-i18n-placeholder]").forEach((el) => { el.placeholder = t(el.dataset.i18nPlaceholder); });
+  $("#lang").textContent = lang === "zh" ? "English" : "中文";
+}
+
+function toast(msg, bad = false) {
+  const el = $("#toast");
+  el.textContent = msg;
+  el.className = "toast" + (bad ? " bad" : "");
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => el.classList.add("hidden"), 5000);
+}
+
+function headers(extra = {}) {
+  const key = $("#key").value.trim();
+  if (!key) throw new Error(t("needKey"));
+  return {Authorization: `Bearer ${key}`, ...extra};
+}
+
+async function api(path, opts = {}) {
+  const init = {...opts, headers: headers(opts.body && !(opts.body instanceof FormData) ? {"Content-Type": "application/json"} : {})};
+  const r = await fetch(path, init);
+  if (r.status === 204) return null;
+  const body = r.headers.get("content-type")?.includes("json") ? await r.json() : await r.text();
+  if (!r.ok) throw new Error((body && body.detail) ? (typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail)) : `HTTP ${r.status}`);
+  return body;
+}
+
+// ---- chat --------------------------------------------------------------------------------------
+
+function where(c) {
+  const parts = [c.file];
+  if (c.page) parts.push(`${t("page")} ${c.page}`);
+  if (c.slide) parts.push(`${t("slide")} ${c.slide}`);
+  if (c.sheet) parts.push(`${t("sheet")} ${c.sheet}`);
+  if (c.row) parts.push(`${t("row")} ${c.row}`);
+  if (c.heading_path && c.heading_path.length) parts.push(c.heading_path.join(" › "));
+  return parts.join(" · ");
+}
+
+async function openPassage(c, kb) {
+  $("#passage").classList.remove("hidden");
+  $("#passage-where").textContent = where(c);
+  $("#passage-text").textContent = c.text;
+  const link = $("#passage-link");
+  link.classList.add("hidden");
+  const name = c.file.split("/").pop();
+  try {
+    const r = await fetch(`/api/kbs/${encodeURIComponent(kb)}/files/${encodeURIComponent(name)}`, {headers: headers()});
+    if (r.ok) {
+      link.href = URL.createObjectURL(await r.blob());
+      link.download = name;
+      link.classList.remove("hidden");
+    }
+  } catch (e) { /* the original is only kept for uploaded files */ }
+}
+
+function renderAnswer(box, end, kb) {
+  const cites = Object.fromEntries(end.citations.map((c) => [c.n, c]));
+  const html = esc(end.answer).replace(/\[(\d+)\]/g, (m, n) => cites[n] ? `<button class="cite" data-n="${n}">[${n}]</button>` : m);
+  box.querySelector(".text").innerHTML = html;
+  box.querySelectorAll(".cite").forEach((b) => b.addEventListener("click", () => openPassage(cites[b.dataset.n], kb)));
+  const meta = box.querySelector(".meta");
+  const conf = `${t("confidence")} ${(end.answer_confidence * 100).toFixed(0)}%`;
+  meta.innerHTML = "";
+  if (end.refused) meta.insertAdjacentHTML("beforeend", `<span class="badge refused">${esc(t("refused"))}</span>`);
+  else meta.insertAdjacentHTML("beforeend", `<span class="badge">${esc(conf)}</span>`);
+  if (end.low_confidence) meta.insertAdjacentHTML("beforeend", `<span class="warning">${esc(t("lowConfidence"))}</span>`);
+  const list = document.createElement("ol");
+  list.className = "sources";
+  end.citations.forEach((c) => {
+    const li = document.createElement("li");
+    li.value = c.n;
+    li.innerHTML = `<a href="#" data-n="${c.n}">${esc(where(c))}</a>`;
+    li.querySelector("a").addEventListener("click", (ev) => { ev.preventDefault(); openPassage(c, kb); });
+    list.appendChild(li);
+  });
+  box.appendChild(list);
+  const fb = document.createElement("div");
+  fb.className = "feedback";
+  fb.innerHTML = `<button class="up" title="${esc(t("helpful"))}">👍</button><button class="down" title="${esc(t("notHelpful"))}">👎</button>
+    <span class="muted">${esc(t("trace"))} ${esc(end.trace_id)}</span>`;
+  const send = async (rating) => {
+    const note = rating < 0 ? (prompt(t("noteprompt")) || "") : "";
+    try {
+      await api("/api/feedback", {method: "POST", body: JSON.stringify({trace_id: end.trace_id, rating, note})});
+      fb.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+      toast(t("thanks"));
+    } catch (e) { toast(e.message, true); }
+  };
+  fb.querySelector(".up").addEventListener("click", () => send(1));
+  fb.querySelector(".down").addEventListener("click", () => send(-1));
+  box.appendChild(fb);
+}
+
+async function* sseEvents(response) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = "";
+  for (;;) {
+    const {value, done} = await reader.read();
+    if (done) break;
+    buf += decoder.decode(value, {stream: true});
+    let i;
+    while ((i = buf.indexOf("\n\n")) >= 0) {
+      const block = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      let event = "message", data = "";
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event: ")) event = line.slice(7);
+        else if (line.startsWith("data: ")) data += line.slice(6);
+      }
+      yield {event, data: JSON.parse(data)};
+    }
+  }
+}
+
+async function ask(question) {
+  const kb = $("#chat-kb").value;
+  const msgs = $("#messages");
+  msgs.insertAdjacentHTML("beforeend", `<div class="msg user">${esc(question)}</div>`);
+  const box = document.createElement("div");
+  box.className = "msg assistant";
+  box.innerHTML = `<div class="text"></div><div class="meta"></div>`;
+  msgs.appendChild(box);
+  const status = $("#status");
+  try {
+    const r = await fetch("/api/ask", {method: "POST", headers: headers({"Content-Type": "application/json"}),
+      body: JSON.stringify({kb, question, session_id: sessionId})});
+    if (!r.ok) throw new Error((await r.json()).detail || `HTTP ${r.status}`);
+    let text = "";
+    for await (const ev of sseEvents(r)) {
+      if (ev.event === "start") sessionId = ev.data.session_id;
+      else if (ev.event === "status") status.textContent = `${ev.data.stage}…`;
+      else if (ev.event === "token") { text += ev.data.text; box.querySelector(".text").textContent = text; }
+      else if (ev.event === "end") renderAnswer(box, ev.data, kb);
+      else if (ev.event === "error") {
+        box.classList.add("error");
+        box.querySelector(".text").textContent = `${ev.data.message} (${t("trace")} ${ev.data.trace_id})`;
+      }
+      msgs.scrollTop = msgs.scrollHeight;
+    }
+  } catch (e) {
+    box.classList.add("error");
+    box.querySelector(".text").textContent = e.message;
+  } finally {
+    status.textContent = "";
+  }
+}
+
+// ---- knowledge bases ---------------------------------------------------------------------------
+
+async function loadKbs() {
+  const kbs = await api("/api/kbs");
+  for (const sel of [$("#chat-kb"), $("#admin-kb")]) {
+    const keep = sel.value;
+    sel.innerHTML = kbs.map((k) => `<option>${esc(k.name)}</option>`).join("");
+    if (kbs.some((k) => k.name === keep)) sel.value = keep;
+  }
+  return kbs;
+}
+
+async function loadAdmin() {
+  const kb = $("#admin-kb").value;
+  if (!kb) return;
+  const info = await api(`/api/kbs/${encodeURIComponent(kb)}`);
+  $("#kb-info").textContent = `${info.files} ${t("files").split(" ")[0]} · ${info.chunks} ${t("chunks")} · ` +
+    `${info.embedding_model} · ${info.versioned ? `${t("versions")}: ${info.active_version ?? "-"}` : "unversioned"}`;
+  const files = await api(`/api/kbs/${encodeURIComponent(kb)}/files`);
+  $("#uploads tbody").innerHTML = files.uploads.map((f) =>
+    `<tr><td>${esc(f.name)}</td><td>${f.size}</td><td><button class="preview-btn" data-name="${esc(f.name)}">${esc(t("preview"))}</button></td></tr>`).join("");
+  document.querySelectorAll(".preview-btn").forEach((b) => b.addEventListener("click", () => preview(kb, b.dataset.name)));
+  const v = await api(`/api/kbs/${encodeURIComponent(kb)}/versions`);
+  $("#versions tbody").innerHTML = v.versions.map((x) => `<tr class="${x.active ? "active" : ""}"><td>${x.seq}</td><td>${esc(x.status)}</td>
+    <td>${x.files_added}/${x.files_changed}/${x.files_removed}/${x.files_reused}</td><td>${x.chunks_embedded}/${x.chunks_reused}</td>
+    <td>${x.gate_passed === null ? "-" : x.gate_passed ? "pass" : "FAIL"}</td>
+    <td>${x.active || x.status === "failed" ? "" : `<button class="act" data-seq="${x.seq}">${esc(t("activate"))}</button>`}
+    <button class="rep" data-seq="${x.seq}">${esc(t("report"))}</button>
+    ${x.seq > 1 ? `<button class="dif" data-seq="${x.seq}">${esc(t("diff"))}</button>` : ""}</td></tr>`).join("");
+  const show = (obj) => { const el = $("#report"); el.textContent = JSON.stringify(obj, null, 2); el.classList.remove("hidden"); };
+  document.querySelectorAll(".act").forEach((b) => b.addEventListener("click", () => run(async () => {
+    await api(`/api/kbs/${encodeURIComponent(kb)}/versions/${b.dataset.seq}/activate`, {method: "POST", body: "{}"});
+  })));
+  document.querySelectorAll(".rep").forEach((b) => b.addEventListener("click", () => run(async () => {
+    show(await api(`/api/kbs/${encodeURIComponent(kb)}/versions/${b.dataset.seq}/report`));
+  }, false)));
+  document.querySelectorAll(".dif").forEach((b) => b.addEventListener("click", () => run(async () => {
+    show(await api(`/api/kbs/${encodeURIComponent(kb)}/diff?base=${b.dataset.seq - 1}&candidate=${b.dataset.seq}`));
+  }, false)));
+}
+
+async function run(fn, reload = true) {
+  try { await fn(); if (reload) await loadAdmin(); } catch (e) { toast(e.message, true); }
+}
+
+async function preview(kb, name) {
+  const p = await api(`/api/kbs/${encodeURIComponent(kb)}/preview`, {method: "POST", body: JSON.stringify({file: name, limit: 20})});
+  const el = $("#preview");
+  el.innerHTML = `<h4>${esc(name)}: ${p.chunks} ${esc(t("chunks"))}</h4>` +
+    p.preview.map((c) => `<div class="chunk"><span class="muted">#${c.chunk_index} ${esc(where({file: name, ...c}))}</span><pre>${esc(c.text)}</pre></div>`).join("");
+  el.classList.remove("hidden");
+}
+
+function upload() {
+  const kb = $("#admin-kb").value;
+  const files = $("#files").files;
+  if (!kb || !files.length) return;
+  const form = new FormData();
+  for (const f of files) form.append("file", f, f.name);
+  const xhr = new XMLHttpRequest();
+  const bar = $("#upload-progress");
+  bar.classList.remove("hidden");
+  bar.value = 0;
+  xhr.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = (100 * e.loaded) / e.total; };
+  xhr.onload = () => {
+    bar.classList.add("hidden");
+    if (xhr.status >= 300) toast(JSON.parse(xhr.responseText).detail || `HTTP ${xhr.status}`, true);
+    else { $("#files").value = ""; toast(t("done")); loadAdmin(); }
+  };
+  xhr.onerror = () => toast("upload failed", true);
+  xhr.open("POST", `/api/kbs/${encodeURIComponent(kb)}/files`);
+  xhr.setRequestHeader("Authorization", headers().Authorization);
+  xhr.send(form);
+}
+
+async function build(unversioned) {
+  const kb = $("#admin-kb").value;
+  const status = $("#build-status");
+  const bar = $("#build-progress");
+  status.textContent = t("building");
+  try {
+    let r;
+    if (unversioned) {
+      r = await api(`/api/kbs/${encodeURIComponent(kb)}/ingest`, {method: "POST", body: "{}"});
+    } else {
+      const body = {activate: $("#activate").checked, quality_gate: $("#gate").checked};
+      const resp = await fetch(`/api/kbs/${encodeURIComponent(kb)}/builds/stream`, {method: "POST",
+        headers: headers({"Content-Type": "application/json"}), body: JSON.stringify(body)});
+      if (!resp.ok) throw new Error((await resp.json()).detail || `HTTP ${resp.status}`);
+      const total = Math.max(1, $("#uploads tbody").children.length);
+      let done = 0;
+      bar.value = 0;
+      bar.classList.remove("hidden");
+      for await (const ev of sseEvents(resp)) {
+        if (ev.event === "status" && ev.data.stage === "file") status.textContent = `${t("building")} ${ev.data.file}`;
+        if (ev.event === "status" && ev.data.stage === "file_done") bar.value = (100 * ++done) / total;
+        if (ev.event === "end") r = ev.data;
+        if (ev.event === "error") throw new Error(ev.data.message);
+      }
+    }
+    const el = $("#build-result");
+    el.textContent = JSON.stringify({version: r.version, counts: r.counts, gate_reasons: r.gate_reasons,
+      files: r.files.map((f) => `${f.name}: ${f.status}${f.error ? ` (${f.error})` : ""}`)}, null, 2);
+    el.classList.remove("hidden");
+    status.textContent = t("done");
+    await loadAdmin();
+  } catch (e) { status.textContent = ""; toast(e.message, true); }
+  finally { bar.classList.add("hidden"); }
+}
+
+// ---- traces ------------------------------------------------------------------------------------
+
+async function loadTraces() {
+  const rows = await api("/api/traces?limit=50");
+  $("#traces tbody").innerHTML = rows.map((r) => `<tr data-id="${esc(r.id)}"><td>${esc(r.created_at.slice(0, 19).replace("T", " "))}</td>
+    <td>${esc(r.kb)}</td><td>${esc(r.question)}</td><td>${esc(r.route ?? "")}</td><td>${esc(r.status)}</td>
+    <td>${r.first_token_ms ?? ""}</td><td>${r.total_ms}</td></tr>`).join("");
+  document.querySelectorAll("#traces tbody tr").forEach((tr) => tr.addEventListener("click", async () => {
+    const tr_ = await api(`/api/traces/${tr.dataset.id}`);
+    const stages = tr_.data.stages.map((s) => `<tr><td>${esc(s.stage)}</td><td>${s.at_ms}</td><td>${s.ms ?? ""}</td></tr>`).join("");
+    const el = $("#trace-detail");
+    el.innerHTML = `<h4>${esc(tr_.question)} → ${esc(tr_.query)}</h4><table><tr><th>stage</th><th>at ms</th><th>ms</th></tr>${stages}</table>
+      <pre>${esc(JSON.stringify({confidences: tr_.data.confidences, plan: tr_.data.plan, hits: tr_.data.hits, filter: tr_.data.filter}, null, 2))}</pre>`;
+    el.classList.remove("hidden");
+  }));
+}
+
+// ---- wiring ------------------------------------------------------------------------------------
+
+function showTab(name) {
+  document.querySelectorAll(".tab").forEach((b) => b.classList.toggle("active", b.dataset.tab === name));
+  document.querySelectorAll(".panel").forEach((p) => p.classList.toggle("hidden", p.id !== `tab-${name}`));
+  const load = {admin: loadAdmin, traces: loadTraces}[name];
+  if (load) load().catch((e) => toast(e.message, true));
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("#key").value = localStorage.getItem("lore.key") || "";
+  applyLang();
+  $("#lang").addEventListener("click", () => { lang = lang === "zh" ? "en" : "zh"; localStorage.setItem("lore.lang", lang); applyLang(); });
+  $("#key").addEventListener("change", () => { localStorage.setItem("lore.key", $("#key").value.trim()); loadKbs().catch((e) => toast(e.message, true)); });
+  document.querySelectorAll(".tab").forEach((b) => b.addEventListener("click", () => showTab(b.dataset.tab)));
+  $("#ask-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const q = $("#question").value.trim();
+    if (q) { $("#question").value = ""; ask(q); }
+  });
+  $("#new-chat").addEventListener("click", () => { sessionId = null; $("#messages").innerHTML = ""; $("#passage").classList.add("hidden"); });
+  $("#close-passage").addEventListener("click", () => $("#passage").classList.add("hidden"));
+  $("#create-kb").addEventListener("submit", (e) => {
+    e.preventDefault();
+    run(async () => {
+      await api("/api/kbs", {method: "POST", body: JSON.stringify({name: $("#new-kb").value.trim()})});
+      await loadKbs();
+      $("#admin-kb").value = $("#new-kb").value.trim();
+      $("#new-kb").value = "";
+    });
+  });
+  $("#admin-kb").addEventListener("change", () => loadAdmin().catch((e) => toast(e.message, true)));
+  $("#upload").addEventListener("click", upload);
+  $("#build").addEventListener("click", () => build(false));
+  $("#ingest").addEventListener("click", () => build(true));
+  $("#rollback").addEventListener("click", () => run(async () => {
+    await api(`/api/kbs/${encodeURIComponent($("#admin-kb").value)}/rollback`, {method: "POST", body: "{}"});
+  }));
+  $("#refresh-traces").addEventListener("click", () => loadTraces().catch((e) => toast(e.message, true)));
+  if ($("#key").value) loadKbs().catch((e) => toast(e.message, true));
+});

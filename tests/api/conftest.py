@@ -1,0 +1,129 @@
+"""Fixtures for the service: a real sample KB with a second tenant's document, keys, the app, a real uvicorn."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Self
+
+import pytest
+import uvicorn
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from lore.api import create_app
+from lore.config import load_settings
+from lore.engine import Lore
+from lore.ingest.chunking import Chunker
+from lore.ingest.files import discover
+from lore.ingest.pipeline import IngestPipeline
+from tests.conftest import EXAMPLES
+
+SECRET_B = "# Project Nightingale\n\nProject Nightingale uses launch code NG-7731 and ships on 12 March.\n"
+
+
+@dataclass
+class Keys:
+    """Secrets of the keys the tests use."""
+
+    admin: str  # tenant "default", roles admin
+    staff: str  # tenant "default", roles staff
+    tenant_b: str  # tenant "tenant-b"
+    revoked: str
+
+
+def ingest_for_tenant(lore: Lore, kb: str, files: list[Path], tenant: str) -> None:
+    """Ingest through the real pipeline with the chunks stamped with another tenant."""
+    record = lore.catalog.get_kb(kb)
+    pipeline = IngestPipeline(record, lore.catalog, lore.store(record), lore.embedder(record),
+                              Chunker(lore.chunk_params), lore.cache, max_file_bytes=10**7,
+                              chunk_metadata=lambda _src: {"tenant_id": tenant})
+    assert pipeline.run(discover(files)).count("ingested") == len(files)
+
+
+@pytest.fixture(scope="module")
+def api_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("api_home")
+    lore = Lore(load_settings(home=home))
+    lore.create_kb("hb", "sample handbook")
+    assert lore.ingest("hb", [EXAMPLES]).count("ingested") == 5
+    secret = tmp_path_factory.mktemp("tenant_b") / "nightingale.md"
+    secret.write_text(SECRET_B, encoding="utf-8")
+    ingest_for_tenant(lore, "hb", [secret], "tenant-b")
+    lore.close()
+    return home
+
+
+@pytest.fixture(scope="module")
+def keys(api_home: Path) -> Keys:
+    lore = Lore(load_settings(home=api_home))
+    cat = lore.catalog
+    revoked = cat.create_api_key("default", ["staff"])
+    cat.revoke_api_key(revoked[0].id)
+    keys = Keys(cat.create_api_key("default", ["admin"])[1], cat.create_api_key("default", ["staff"])[1],
+                cat.create_api_key("tenant-b", ["staff"])[1], revoked[1])
+    lore.close()
+    return keys
+
+
+@pytest.fixture(scope="module")
+def lore(api_home: Path, keys: Keys) -> Iterator[Lore]:
+    lore = Lore(load_settings(home=api_home, api={"rate_limit_per_minute": 0}))
+    yield lore
+    lore.close()
+
+
+@pytest.fixture(scope="module")
+def app(lore: Lore) -> FastAPI:
+    return create_app(lore)
+
+
+@pytest.fixture(scope="module")
+def client(app: FastAPI) -> Iterator[TestClient]:
+    with TestClient(app) as c:
+        yield c
+
+
+def auth(secret: str) -> dict[str, str]:
+    """The Authorization header for a key."""
+    return {"Authorization": f"Bearer {secret}"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LiveServer:
+    """A real uvicorn serving an app in a thread on a free port."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
+                                                    ws="websockets-sansio"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(15)
+
+
+@pytest.fixture(scope="module")
+def live(app: FastAPI) -> Iterator[LiveServer]:
+    with LiveServer(app) as server:
+        yield server
