@@ -69,6 +69,8 @@ class GateSettings(_Section):
     eval_k: int = Field(default=5, gt=0, le=100)
     no_worse_than_active: bool = False  # the gate fails when Recall@k drops below the active version's
     max_recall_drop: float = Field(default=0.0, ge=0, le=1)
+    max_faq_problem_ratio: float = Field(default=0.2, ge=0, le=1)  # malformed/empty/duplicate FAQ rows
+    max_faq_conflicts: int = Field(default=0, ge=0)  # one question, two different answers
 
 
 class RetrieveSettings(_Section):

@@ -126,7 +126,8 @@ class Lore:
     def build(self, name: str, inputs: list[Path], *, description: str = "", activate: bool = False,
               quality_gate: bool = False, incremental_from: str = "latest", force: bool = False,
               progress: Progress | None = None, chunk_metadata: ChunkMetadata | None = None,
-              custom_chunks: CustomChunks | None = None) -> BuildResult:
+              custom_chunks: CustomChunks | None = None,
+              extra_quality: dict[str, Any] | None = None) -> BuildResult:
         """Build a new STAGED version incrementally; optionally activate it.
 
         The new version indexes exactly the given sources. Files unchanged since the build that last
@@ -161,7 +162,8 @@ class Lore:
             try:
                 return build_version(kb, self.catalog, self.store(kb), pipeline, files, version,
                                      gate=self.settings.gate, reports_dir=self.reports_dir(name),
-                                     quality_gate=quality_gate, activate=activate, compare=compare)
+                                     quality_gate=quality_gate, activate=activate, compare=compare,
+                                     extra_quality=extra_quality)
             except Exception as exc:  # disk full, store gone...: the active version keeps serving
                 with contextlib.suppress(Exception):  # if this fails too, the next build recovers it
                     fail_version(kb, self.catalog, self.store(kb), version.seq, f"{type(exc).__name__}: {exc}")

@@ -45,6 +45,7 @@ def test_english_columns_duplicates_bad_values_and_quoted_newlines(tmp_path: Pat
         "question,answer,tenant,roles,visibility\n"
         'What is the wifi password?,"Ask IT.\nIt changes monthly.",,,\n'
         "what is the WIFI password,Duplicate,,,\n"
+        "WHAT is the wifi password?,\"Ask IT. It changes monthly.\",,,\n"
         "Who approves?,Managers.,acme,,\n"
         "Who signs?,Directors.,,admin,\n"
         "Who pays?,Finance.,,,secret\n"
@@ -55,11 +56,12 @@ def test_english_columns_duplicates_bad_values_and_quoted_newlines(tmp_path: Pat
     assert [r.question for r in rows] == ["What is the wifi password?"]
     assert rows[0].answer == "Ask IT.\nIt changes monthly."
     assert [(p.line, p.reason) for p in problems] == [
-        (4, "duplicate question (same as line 2)"),
-        (5, "tenant: 'acme' not in the scenario's access.tenants"),
-        (6, "roles: admin not in the scenario's access.roles"),
-        (7, "visibility: 'secret' is not public, internal or restricted"),
-        (8, "7 columns, the header has 5"),
+        (4, "conflicting answer: line 2 answers the same question differently"),
+        (5, "duplicate question (same as line 2)"),
+        (6, "tenant: 'acme' not in the scenario's access.tenants"),
+        (7, "roles: admin not in the scenario's access.roles"),
+        (8, "visibility: 'secret' is not public, internal or restricted"),
+        (9, "7 columns, the header has 5"),
     ]
 
 
@@ -111,3 +113,26 @@ def test_gb18030_file_and_chunks(tmp_path: Path, hr: Scenario) -> None:
         seq=3,
     )
     assert again[0].chunk_id == c.chunk_id  # stable ids: a re-run is idempotent
+
+
+def test_the_quality_gate_refuses_conflicting_faq_answers(tmp_path: Path) -> None:
+    from lore.scenario.build import build_scenario
+    from lore.scenario.config import Scenarios
+    from tests.scenario.conftest import copy_scenarios, scenario_lore
+
+    scenarios = copy_scenarios(tmp_path / "scenarios")
+    faq = scenarios / "hr" / "faq.csv"
+    clean = [line for line in faq.read_text(encoding="utf-8").splitlines() if not line.startswith((",", "How long"))]
+    clean = [line for line in clean if "holidays" not in line]
+    faq.write_text("\n".join(clean) + "\n", encoding="utf-8")
+    lore = scenario_lore(tmp_path / "home", scenarios)
+    first = build_scenario(lore, Scenarios(scenarios).get("hr"), activate=True, quality_gate=True)
+    assert first.result.version.status.value == "active" and not first.faq_problems
+    faq.write_text("\n".join([*clean, "年假有几天?,每年 20 天。,leave,,hr-faq,"]) + "\n", encoding="utf-8")
+    second = build_scenario(lore, Scenarios(scenarios).get("hr"), activate=True, quality_gate=True)
+    assert second.result.version.status.value == "failed"
+    assert any("conflicting answers" in r for r in second.result.gate_reasons)
+    assert second.result.quality["faq"] == {"rows": len(clean) - 1, "skipped": 1, "conflicts": 1}
+    kb_id = lore.catalog.get_kb("hr").id
+    assert lore.catalog.active_version(kb_id).seq == first.result.version.seq
+    lore.close()

@@ -35,10 +35,12 @@ class BuildResult:
 def build_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, pipeline: IngestPipeline,
                   files: list[SourceFile], version: Version, *, gate: GateSettings, reports_dir: Path,
                   quality_gate: bool = False, activate: bool = False,
-                  compare: Callable[[Version], dict[str, Any]] | None = None) -> BuildResult:
+                  compare: Callable[[Version], dict[str, Any]] | None = None,
+                  extra_quality: dict[str, Any] | None = None) -> BuildResult:
     """Run `pipeline` (created with `seq=version.seq`) over `files`, record the manifest, write the
     quality report, apply the gate if asked (a failing version is FAILED and never activated), maybe
-    activate. `compare(version)` returns the eval comparison against the active version, if configured."""
+    activate. `compare(version)` returns the eval comparison against the active version, if configured;
+    `extra_quality` adds sections (e.g. the FAQ's) before the gate sees the report."""
     before = {f.path: f for f in catalog.list_files(kb.id, "ingested")}
     report = pipeline.run(files)
     seen = {f.name for f in files}
@@ -71,6 +73,9 @@ def build_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, pipel
     quality["dropped_old_model"] = stale_model
     if compare is not None:
         quality["comparison"] = compare(version)
+    extra = dict(extra_quality or {})
+    quality["problems"] += extra.pop("problems", [])
+    quality.update(extra)
     passed, reasons = evaluate_gate(quality, gate) if quality_gate else (None, [])
     if quality_gate:
         quality["gate"] = {"passed": passed, "reasons": reasons}

@@ -54,6 +54,14 @@ def evaluate_gate(q: dict[str, Any], gate: GateSettings) -> tuple[bool, list[str
     if new and q["chunks"]["too_short"] / new > gate.max_short_ratio:
         reasons.append(f"{q['chunks']['too_short']} of {new} new chunks are shorter than "
                        f"{gate.min_chunk_units} units (limit {gate.max_short_ratio:.0%})")
+    faq = q.get("faq")
+    if faq:
+        total = faq["rows"] + faq["skipped"]
+        if total and faq["skipped"] / total > gate.max_faq_problem_ratio:
+            reasons.append(f"{faq['skipped']} of {total} FAQ rows are malformed, empty or duplicated "
+                           f"(limit {gate.max_faq_problem_ratio:.0%})")
+        if faq.get("conflicts", 0) > gate.max_faq_conflicts:
+            reasons.append(f"{faq['conflicts']} FAQ questions have conflicting answers (limit {gate.max_faq_conflicts})")
     comparison = q.get("comparison") or {}
     if gate.no_worse_than_active and comparison.get("base"):
         base, cand = comparison["base"]["recall"], comparison["candidate"]["recall"]
@@ -71,7 +79,9 @@ def write_report(folder: Path, q: dict[str, Any]) -> None:
     gate = q.get("gate", {})
     if gate:
         lines += [f"Gate: **{'passed' if gate['passed'] else 'FAILED'}**", *[f"- {r}" for r in gate["reasons"]], ""]
-    for section in ("files", "ocr", "chunks", "tables"):
+    for section in ("files", "ocr", "chunks", "tables", "faq"):
+        if section not in q:
+            continue
         lines.append(f"## {section}")
         lines += [f"- {k}: {v}" for k, v in q[section].items()]
         lines.append("")

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from lore.ingest.files import SourceFile
 from lore.ingest.pipeline import Progress
-from lore.ingest.quality import write_report
 from lore.scenario.config import Scenario, ScenarioError
 from lore.scenario.faq import FaqProblem, FaqRow, faq_chunks, read_faq
 from lore.schema import Chunk
@@ -131,15 +130,10 @@ def build_scenario(
         progress=progress,
         chunk_metadata=lambda f: document_metadata(scenario, f.name),
         custom_chunks=custom,
+        extra_quality={"faq": {"rows": len(rows), "skipped": len(problems),
+                               "conflicts": sum(p.reason.startswith("conflicting answer") for p in problems)},
+                       "problems": [p.to_json() for p in problems]},
     )
-    quality = result.quality
-    quality["faq"] = {
-        "rows": len(rows),
-        "skipped": len(problems),
-        "problems": [p.to_json() for p in problems],
-    }
-    quality["problems"] = [*quality.get("problems", []), *(p.to_json() for p in problems)]
-    write_report(lore.reports_dir(scenario.kb_name) / str(result.version.seq), quality)
     stamp.parent.mkdir(parents=True, exist_ok=True)
     stamp.write_text(json.dumps({"fingerprint": fingerprint, "seq": result.version.seq}), encoding="utf-8")
     return ScenarioBuild(result, len(rows), problems, changed)

@@ -87,7 +87,8 @@ def read_faq(path: Path, scenario: Scenario) -> tuple[list[FaqRow], list[FaqProb
             f"optional source, tenant, dataset, visibility, roles"
             + (f"; unknown columns: {', '.join(unknown)}" if unknown else "")
         )
-    rows, problems, seen = [], [], {}
+    rows, problems = [], []
+    seen: dict[tuple[str, str], tuple[int, str]] = {}
     line = reader.line_num
     for record in reader:
         start, line = line + 1, reader.line_num
@@ -97,9 +98,11 @@ def read_faq(path: Path, scenario: Scenario) -> tuple[list[FaqRow], list[FaqProb
         if row is not None:
             key = (row.tenant, normalise(row.question))
             if key in seen:
-                row, reason = None, f"duplicate question (same as line {seen[key]})"
+                first, answer = seen[key]
+                row, reason = None, (f"duplicate question (same as line {first})" if normalise(row.answer) == answer
+                                     else f"conflicting answer: line {first} answers the same question differently")
             else:
-                seen[key] = start
+                seen[key] = (start, normalise(row.answer))
         if row is None:
             problems.append(FaqProblem(path.name, start, reason))
         else:
