@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from lore.agent.llm import llm_from_settings
+from lore.agent.rewrite import RewritingRetriever
 from lore.answer.generators import Generator, get_generator
 from lore.answer.pipeline import AskPipeline, Event
 from lore.catalog import Catalog, KnowledgeBase, Version
@@ -24,9 +26,13 @@ from lore.ingest.files import discover
 from lore.ingest.gc import GcResult, collect_garbage
 from lore.ingest.pipeline import ChunkMetadata, CustomChunks, IngestPipeline, IngestReport, Progress
 from lore.retrieve.search import Retriever, SearchOptions
+from lore.retrieve.semantic_cache import SemanticCache
 from lore.scenario.scope import Scope
 from lore.schema import Hit
 from lore.store.base import VectorStore, open_store
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
 
 
 class Lore:
@@ -37,10 +43,19 @@ class Lore:
         self.settings.home.mkdir(parents=True, exist_ok=True)
         self._stores: dict[str, VectorStore] = {}
         self._embedders: dict[str, Embedder] = {}
+        a = self.settings.agent
+        self.semantic_cache = SemanticCache(a.cache_similarity, a.cache_entries)  # deep mode's candidates
 
     @cached_property
     def catalog(self) -> Catalog:
         return Catalog(self.settings.resolved_catalog_url)
+
+    @cached_property
+    def deep_sessions(self) -> BaseCheckpointSaver:
+        """Deep mode's multi-turn state per session id (in memory, shared by every request)."""
+        from langgraph.checkpoint.memory import InMemorySaver  # LangGraph loads only when deep mode runs
+
+        return InMemorySaver()
 
     @cached_property
     def cache(self) -> EmbeddingCache:
@@ -113,15 +128,23 @@ class Lore:
 
     # --- ingest and search --------------------------------------------------------------------
 
-    def ingest(self, name: str, inputs: list[Path], progress: Progress | None = None) -> IngestReport:
-        """Ingest files and folders straight into an unversioned KB; bad files are reported."""
+    def ingest(self, name: str, inputs: list[Path], progress: Progress | None = None, *,
+               chunk_metadata: ChunkMetadata | None = None, custom_chunks: CustomChunks | None = None,
+               force: bool = False) -> IngestReport:
+        """Ingest files and folders straight into an unversioned KB; bad files are reported.
+
+        `chunk_metadata` sets chunk fields (e.g. the caller's tenant); `custom_chunks` supplies a file's chunks.
+        """
         kb = self.catalog.get_kb(name)
         if self.catalog.list_versions(kb.id):
             raise LoreError(f"knowledge base {name!r} is versioned: use `lore build --kb {name}` so changes "
                             "go into a staged version instead of the one people are using")
         self._check_model(kb, kb.embedding_model, "the index")
         params = ChunkParams(*_parse_schema(kb.chunk_schema))  # unversioned: keep the KB's schema
-        return self._pipeline(kb, progress, params=params).run(discover(inputs))
+        report = self._pipeline(kb, progress, params=params, force=force, chunk_metadata=chunk_metadata,
+                                custom_chunks=custom_chunks).run(discover(inputs))
+        self.semantic_cache.clear()  # an unversioned KB's epoch does not move on ingest
+        return report
 
     def build(self, name: str, inputs: list[Path], *, description: str = "", activate: bool = False,
               quality_gate: bool = False, incremental_from: str = "latest", force: bool = False,
@@ -247,12 +270,17 @@ class Lore:
 
     def ask(self, name: str | None, question: str, options: SearchOptions | None = None,
             version: int | None = None, *, scenario: str | None = None,
-            scope: Scope | None = None) -> Iterator[Event]:
+            scope: Scope | None = None, mode: str = "fast", rewrite: str = "off",
+            session_id: str | None = None, history: Sequence[dict[str, str]] | None = None) -> Iterator[Event]:
         """Answer a question from a KB (active version or `version`), streaming events.
 
         With `scenario` (its KB when `name` is None): routing, FAQ paths, prompt profiles and a
         retrieval plan. With `scope`: every search is bounded by it; asking wider is a `ScopeError`.
+        `mode="deep"` plans sub-questions and retrieves, grades and retries (at most 3 rounds);
+        `rewrite` ("off", "on", "hyde") searches query variants in fast mode.
         """
+        if mode not in ("fast", "deep"):
+            raise LoreError(f"mode: 'fast' or 'deep', not {mode!r}")
         r = self.settings.retrieve
         opts = options or SearchOptions(r.mode, r.recall_k, r.top_k, r.rrf_k, r.min_score)
         runtime, answer = None, self.settings.answer
@@ -266,8 +294,23 @@ class Lore:
         if runtime is not None:
             kb = self.catalog.get_kb(name)
             runtime.kb_id, runtime.epoch = kb.id, self.catalog.cache_epoch(kb.id)
-        pipeline = AskPipeline(self.retriever(name), self.generator(name), answer, scenario=runtime)
-        return pipeline.run(question, opts)
+        retriever, generator = self.retriever(name), self.generator(name)
+        llm = llm_from_settings(self.settings.answer)
+        if rewrite != "off":
+            retriever = RewritingRetriever(retriever, rewrite, llm=llm, history=list(history or ()))
+
+        def fast() -> AskPipeline:
+            return AskPipeline(retriever, generator, answer, scenario=runtime)
+
+        if mode == "fast":
+            return fast().run(question, opts)
+        from lore.agent.graph import DeepPipeline
+
+        kb = self.catalog.get_kb(name)
+        deep = DeepPipeline(self.retriever(name), generator, self.settings.model_copy(update={"answer": answer}),
+                            llm=llm, semantic_cache=self.semantic_cache, cache_epoch=self.catalog.cache_epoch(kb.id),
+                            namespace=kb.id, checkpointer=self.deep_sessions, fast=fast)
+        return deep.run(question, opts, session_id=session_id, history=history)
 
     def close(self) -> None:
         """Close every open store."""

@@ -31,6 +31,10 @@ def ask(
     roles: Annotated[str | None, typer.Option("--roles", help="Roles held, comma-separated.")] = None,
     datasets: Annotated[str | None, typer.Option("--datasets", help="Datasets to search, comma-separated.")] = None,
     source: Annotated[str | None, typer.Option("--source", help="Only this business source.")] = None,
+    mode: Annotated[str, typer.Option("--mode", help="fast, or deep: plan sub-questions, retrieve, grade, "
+                                      "retry (at most 3 rounds).")] = "fast",
+    rewrite: Annotated[str, typer.Option("--rewrite", help="Query rewriting: off | on | hyde.")] = "off",
+    session: Annotated[str | None, typer.Option("--session", help="Session id for follow-up questions.")] = None,
 ) -> None:
     """Answer a question from a knowledge base, with numbered citations."""
     lore = Lore()
@@ -42,11 +46,14 @@ def ask(
         scope = _scope(lore, scenario, tenant, _split(roles), _split(datasets), version)
         if kb is None and scenario is None:
             raise LoreError("--kb: required unless --scenario is given")
-        events = lore.ask(kb, question, opts, version, scenario=scenario, scope=scope)
+        events = lore.ask(kb, question, opts, version, scenario=scenario, scope=scope, mode=mode,
+                          rewrite=rewrite, session_id=session)
         end = None
         with console.status("thinking…", spinner="dots") if not as_json else _nullcontext() as status:
             for event in events:
-                if event.type == "status" and status is not None:
+                if event.type == "status" and mode == "deep" and not as_json:
+                    _print_round(event.data, status)
+                elif event.type == "status" and status is not None:
                     status.update(f"[dim]{event.data['stage']}…[/]")
                 elif event.type == "token" and not as_json:
                     if status is not None:
@@ -67,6 +74,22 @@ def ask(
         return
     console.print()
     _print_footer(end)
+
+
+def _print_round(data: dict, status: object) -> None:
+    """Deep mode shows its plan and every round as it goes."""
+    stage = data.get("stage", "")
+    detail = {k: v for k, v in data.items() if k not in ("stage", "round") and v not in (None, [], {}, "")}
+    prefix = f"round {data['round']} " if data.get("round") is not None else ""
+    if stage == "plan" and "sub_questions" in detail:
+        console.print(f"[bold]plan[/] ({detail.get('kind', '')}):")
+        for i, q in enumerate(detail["sub_questions"], 1):
+            console.print(f"  {i}. {q.get('question', q) if isinstance(q, dict) else q}")
+    elif stage in ("retrieve", "grade", "rewrite", "verdict", "route"):
+        text = ", ".join(f"{k}={v}" for k, v in detail.items())[:160]
+        console.print(f"[dim]{prefix}{stage}: {text}[/]", markup=True, highlight=False)
+    if status is not None:
+        status.update(f"[dim]{prefix}{stage}…[/]")  # type: ignore[attr-defined]
 
 
 def _split(value: str | None) -> list[str] | None:

@@ -1,0 +1,1 @@
+"""Deep mode and query intelligence: decomposition, rewriting, the LangGraph loop (`lore.agent.graph`)."""

@@ -1,0 +1,155 @@
+"""Deep mode's answer: passages from every covered sub-question, generation (per sub-question for
+the extractive generator, one grounded call for an LLM), citations, verification, confidence, and
+an honest list of what the knowledge base does not cover."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from lore.agent.state import DeepState, RunContext
+from lore.answer.citations import MARKER, attach_missing, citations_for, clean_markers
+from lore.answer.context import build_passages
+from lore.answer.evidence import Evidence
+from lore.answer.generators.base import GenerationError, Passage
+from lore.answer.pipeline import AskContext, Event, refusal_text
+from lore.answer.prompt import NOT_COVERED
+from lore.answer.verify import answer_confidence, verify
+from lore.schema import Hit
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_ENDS = set("。！？；.!?;")
+_JOIN = {"": "；", " ": "; "}  # between two parts when the first does not end a sentence (table rows)
+
+
+def interleave(lists: list[list[Hit]], limit: int) -> list[Hit]:
+    """Round-robin over several ranked lists, each chunk once: every list's best comes first."""
+    out: list[Hit] = []
+    seen: set[str] = set()
+    for rank in range(max((len(x) for x in lists), default=0)):
+        for hits in lists:
+            if rank < len(hits) and hits[rank].chunk.chunk_id not in seen:
+                seen.add(hits[rank].chunk.chunk_id)
+                out.append(hits[rank])
+    return out[:limit]
+
+
+def compose_passages(ctx: RunContext, covered: list[int]) -> tuple[list[Passage], dict[int, list[Passage]]]:
+    """Numbered passages for the covered sub-questions (room for two each), and which are whose."""
+    a = ctx.settings.answer
+    n = len(covered)
+    hits = interleave([ctx.hits[i] for i in covered], limit=max(a.max_passages, 2 * n) * 4)
+    passages = build_passages(hits, max_passages=max(a.max_passages, 2 * n),
+                              budget_units=a.context_budget * min(n, 2))
+    by_sub = {}
+    for i in covered:
+        parents = {h.chunk.parent_id for h in ctx.hits[i]}
+        by_sub[i] = [p for p in passages if any(h.chunk.parent_id in parents for h in p.hits)]
+    return passages, by_sub
+
+
+def generate(ctx: RunContext, state: DeepState, covered: list[int]) -> tuple[str, list[Passage]]:
+    """Stream the answer as `token` events; returns its text and the passages it cites."""
+    started = time.perf_counter()
+    question = state["standalone"]
+    subs = state["sub_questions"]
+    passages, by_sub = compose_passages(ctx, covered)
+    text = ""
+    if ctx.generator.name == "extractive":
+        # Each part answered from its own passages, so one part's sentences never crowd out another's.
+        seen: set[str] = set()
+        sep = "" if _CJK.search(question) else " "
+        for i in covered:
+            first = True
+            for delta in ctx.generator.stream(subs[i], by_sub[i]):
+                key = MARKER.sub("", delta).strip()
+                if not key or key in seen:
+                    continue
+                seen.add(key)
+                piece = delta.lstrip() if first else delta
+                if first and text:
+                    ended = MARKER.sub("", text).rstrip()[-1:] in _ENDS
+                    piece = (sep if ended else _JOIN[sep]) + piece
+                first = False
+                text += piece
+                ctx.emit(Event("token", {"text": piece}))
+    else:
+        parts = "\n".join(f"{k}. {subs[i]}" for k, i in enumerate(covered, start=1))
+        prompt = question if len(covered) == 1 else f"{question}\n\nAnswer each part:\n{parts}"
+        for delta in ctx.generator.stream(prompt, passages):
+            text += delta
+            ctx.emit(Event("token", {"text": delta}))
+    ctx.timed("generate", started)
+    if not text.strip():
+        raise GenerationError(f"{ctx.generator.name}: empty answer")
+    return text.strip(), passages
+
+
+def not_covered_note(question: str, missing: list[str]) -> str:
+    """What the knowledge base does not say, in the question's language."""
+    if _CJK.search(question):
+        return "知识库中没有找到以下内容：" + "；".join(f"「{m.rstrip('？?')}」" for m in missing) + "。"
+    return "The knowledge base does not cover: " + "; ".join(m.rstrip("?") for m in missing) + "."
+
+
+def finish(ctx: RunContext, state: DeepState, answer: str, passages: list[Passage],
+           covered: list[int]) -> dict[str, Any]:
+    """Cite, verify and score the answer; the `end` payload (fast-path keys plus deep-mode ones)."""
+    started = time.perf_counter()
+    subs, question = state["sub_questions"], state["question"]
+    a = ctx.settings.answer
+    ask = AskContext(question, ctx.search, trace_id=ctx.trace_id, route="deep")
+    ask.passages = passages
+    ask.evidence = _overall_evidence(ctx, len(subs), covered)
+    if answer and NOT_COVERED.rstrip(".") not in answer:
+        ask.answer = attach_missing(clean_markers(answer, passages), passages)
+        ask.citations = citations_for(ask.answer, passages)
+        ask.checks = verify(ask.answer, passages, ctx.retriever.embedder, ctx.retriever.cache)
+        ask.answer_confidence = answer_confidence(ask.evidence.confidence, ask.checks)
+    missing = [subs[i] for i in range(len(subs)) if i not in covered]
+    if not ask.citations:
+        ask.refused, ask.route, ask.answer_confidence = True, "refused", 0.0
+        ask.answer = refusal_text(question, a.support_contact)
+        missing = list(subs)
+    elif missing:
+        note = not_covered_note(question, missing)
+        ask.answer = f"{ask.answer}{'' if _CJK.search(question) else ' '}{note}"
+        ctx.emit(Event("token", {"text": ("" if _CJK.search(question) else " ") + note}))
+    ctx.timed("verify", started)
+    ask.timings_ms = dict(ctx.timings_ms)
+    result = ask.result(a)
+    result["plan"].update(kind=state["kind"], source=state["plan_source"], sub_questions=list(subs))
+    result.update(
+        mode="deep", rounds=state["round"], kind=state["kind"], verdict=state["verdict"],
+        sub_questions=[_sub_json(ctx, i, q, state) for i, q in enumerate(subs)],
+        not_covered=missing, standalone_question=state["standalone"],
+        context=[p.hit.chunk.chunk_id for p in passages],  # what the generator was given, in order
+        candidates=[{"chunk_id": h.chunk.chunk_id, "document_id": h.chunk.document_id, "score": h.score}
+                    for h in interleave([ctx.hits.get(i, []) for i in range(len(subs))], ctx.search.top_k)],
+        budget={"tokens_used": ctx.budget.tokens_used, "token_budget": ctx.budget.max_tokens,
+                "elapsed_s": round(ctx.budget.elapsed_s(), 3), "time_budget_s": ctx.budget.time_s},
+    )
+    return result
+
+
+def _sub_json(ctx: RunContext, i: int, question: str, state: DeepState) -> dict[str, Any]:
+    ev = ctx.evidence.get(i)
+    return {"question": question, "query": state["queries"][i] if i < len(state["queries"]) else question,
+            "sufficient": bool(state["sufficient"][i]) if i < len(state["sufficient"]) else False,
+            "confidence": ev.confidence if ev else 0.0, "consistent": ctx.consistent.get(i),
+            "hits": [h.chunk.chunk_id for h in ctx.hits.get(i, [])[:5]]}
+
+
+def _overall_evidence(ctx: RunContext, n: int, covered: list[int]) -> Evidence:
+    """Per-sub-question evidence combined: confidence is the mean over all parts (a missing part costs)."""
+    evs = [ctx.evidence[i] for i in range(n) if i in ctx.evidence]
+    if not evs:
+        return Evidence(0.0, False, 0.0, 0.0, 0.0, 0.0, 0, ["nothing retrieved"])
+
+    def mean(name: str) -> float:
+        return round(sum(getattr(e, name) for e in evs) / n, 3)
+
+    reasons = [f"part {i + 1}: {r}" for i in range(n) if i in ctx.evidence for r in ctx.evidence[i].reasons]
+    return Evidence(mean("confidence"), bool(covered), mean("coverage"), mean("key_coverage"),
+                    mean("similarity"), mean("agreement"), sum(e.supporting for e in evs), reasons)

@@ -1,0 +1,196 @@
+"""Query variants and their merged search.
+
+Rule-based variants always work offline (keyword-only form via jieba / English stop words, a
+history-carrying form for short follow-ups); LLM variants (standalone rewrite, HyDE passage,
+multi-query) run only when a chat endpoint is configured, otherwise each is skipped with a note.
+Modes follow the usual three switches: off (the question as asked), on (standalone + multi-query +
+keywords), hyde (standalone + hypothetical passage + keywords).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from lore.agent import prompts
+from lore.agent.llm import Budget, ChatLLM, ask_validated
+from lore.answer.generators.base import GenerationError
+from lore.errors import LoreError
+from lore.lexical.tokenize import _RUNS, CJK_STOP, STOP_WORDS, _jieba
+from lore.retrieve.search import Retriever, SearchOptions
+from lore.schema import Hit
+
+RewriteMode = Literal["off", "on", "hyde"]
+REWRITE_MODES = ("off", "on", "hyde")
+VariantKind = Literal["original", "keywords", "history", "standalone", "hyde", "multi_query"]
+
+# Question words and fillers that carry no search signal in a keyword-only query.
+_ZH_FILLER = CJK_STOP | {"哪些", "哪个", "哪里", "多少", "几", "谁", "吗", "请问", "是否", "为什么", "有没有", "一下",
+                         "需要", "可以", "能", "要", "有", "哪", "呢", "多久", "何时", "怎样", "怎么样"}
+_CODE = re.compile(r"[A-Za-z]+[-_][A-Za-z0-9-]+|[A-Za-z]+\d+\w*")
+_FOLLOW_UP = re.compile(r"^(?:那|那么|它|它们|这个|那个|其|还有|and\b|what about\b|how about\b|and the\b)|呢[？?]?$",
+                        re.IGNORECASE)
+
+
+@dataclass
+class QueryVariant:
+    """One search query derived from the question, and how it was made."""
+
+    text: str
+    kind: VariantKind
+
+
+@dataclass
+class Rewrite:
+    """The variants searched for one question and notes on skipped or failed steps."""
+
+    question: str
+    mode: str
+    variants: list[QueryVariant] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, text: str, kind: VariantKind) -> None:
+        text = text.strip()
+        if text and all(_norm(text) != _norm(v.text) for v in self.variants):
+            self.variants.append(QueryVariant(text, kind))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mode": self.mode, "variants": [{"kind": v.kind, "text": v.text} for v in self.variants],
+                "notes": list(self.notes)}
+
+
+def keyword_query(text: str) -> str:
+    """The question's content words only: jieba words for Chinese, non-stop words otherwise."""
+    text = unicodedata.normalize("NFKC", text)
+    words: list[str] = []
+    for m in _RUNS.finditer(text):
+        cjk, word = m.groups()
+        if cjk:
+            words.extend(w for w in _jieba().lcut(cjk) if w not in _ZH_FILLER)
+        elif word.lower() not in STOP_WORDS:
+            words.append(word)
+    # "LF-200" is split by the word pattern; keep hyphenated codes whole as they were written.
+    codes = _CODE.findall(text)
+    out: list[str] = []
+    for w in [*codes, *words]:
+        if w not in out and not any(w in c and w != c for c in codes):
+            out.append(w)
+    return " ".join(out)
+
+
+def history_query(question: str, history: Sequence[dict[str, str]]) -> str | None:
+    """For a short or elliptical follow-up ("那LF-500呢？"), the previous question's keywords + its own."""
+    previous = [t["content"] for t in history if t.get("role") == "user" and t.get("content")]
+    if not previous:
+        return None
+    short = len(keyword_query(question).split()) <= 2  # few content words of its own
+    if not (short or _FOLLOW_UP.search(question.strip())):
+        return None
+    own = keyword_query(question)
+    carried = keyword_query(previous[-1]).split()
+    if _CODE.search(own):  # "那LF-500呢？" replaces the earlier question's LF-200, it does not add to it
+        carried = [w for w in carried if not _CODE.fullmatch(w)]
+    return " ".join([*carried, own]).strip()
+
+
+def rewrite_query(question: str, mode: str = "off", *, history: Sequence[dict[str, str]] = (),
+                  llm: ChatLLM | None = None, budget: Budget | None = None) -> Rewrite:
+    """The variants to search for `question` under `mode` (off | on | hyde)."""
+    if mode not in REWRITE_MODES:
+        raise LoreError(f"rewrite: 'off', 'on' or 'hyde', not {mode!r}")
+    rw = Rewrite(question, mode)
+    rw.add(question, "original")
+    if mode == "off":
+        return rw
+    standalone = _standalone(rw, question, history, llm, budget)
+    if mode == "on":
+        _multi_query(rw, standalone, llm, budget)
+    else:
+        _hyde(rw, standalone, llm, budget)
+    rw.add(keyword_query(standalone), "keywords")
+    return rw
+
+
+def _standalone(rw: Rewrite, question: str, history: Sequence[dict[str, str]], llm: ChatLLM | None,
+                budget: Budget | None) -> str:
+    if not history:
+        return question
+    if llm is None:
+        rw.notes.append("standalone rewrite skipped: no LLM configured (history keywords used instead)")
+        carried = history_query(question, history)
+        if carried:
+            rw.add(carried, "history")
+        return question
+    try:
+        text = llm.complete(prompts.standalone_messages(question, history), max_tokens=200, budget=budget)
+    except GenerationError as exc:
+        rw.notes.append(f"standalone rewrite failed: {exc}")
+        return question
+    rw.add(text, "standalone")
+    return text
+
+
+def _hyde(rw: Rewrite, question: str, llm: ChatLLM | None, budget: Budget | None) -> None:
+    if llm is None:
+        rw.notes.append("HyDE skipped: no LLM configured")
+        return
+    try:
+        rw.add(llm.complete(prompts.hyde_messages(question), max_tokens=300, budget=budget), "hyde")
+    except GenerationError as exc:
+        rw.notes.append(f"HyDE failed: {exc}")
+
+
+def _multi_query(rw: Rewrite, question: str, llm: ChatLLM | None, budget: Budget | None) -> None:
+    if llm is None:
+        rw.notes.append("multi-query skipped: no LLM configured")
+        return
+    reply = ask_validated(llm, prompts.multi_query_messages(question), prompts.Variants, budget=budget,
+                          max_tokens=300, note=rw.notes.append)
+    for text in reply.queries if reply else []:
+        rw.add(text, "multi_query")
+
+
+def search_variants(retriever: Retriever, rewrite: Rewrite, options: SearchOptions) -> list[Hit]:
+    """Search every variant with the same options (same scope) and merge by chunk id (RRF)."""
+    lists = [retriever.search(v.text, options) for v in rewrite.variants]
+    return merge_hits(lists, options.top_k, options.rrf_k)
+
+
+def merge_hits(lists: Sequence[Sequence[Hit]], top_k: int, rrf_k: int = 60) -> list[Hit]:
+    """Reciprocal-rank fusion of several hit lists by chunk id; one list is returned unchanged."""
+    if len(lists) == 1:
+        return list(lists[0][:top_k])
+    fused: dict[str, float] = {}
+    first: dict[str, Hit] = {}
+    for hits in lists:
+        for rank, hit in enumerate(hits, start=1):
+            cid = hit.chunk.chunk_id
+            fused[cid] = fused.get(cid, 0.0) + 1.0 / (rrf_k + rank)
+            first.setdefault(cid, hit)
+    order = sorted(fused, key=lambda c: -fused[c])[:top_k]
+    return [replace(first[c], score=fused[c]) for c in order]
+
+
+class RewritingRetriever:
+    """A drop-in for `Retriever` (same `search`, `embedder`, `cache`) that searches the query's variants."""
+
+    def __init__(self, retriever: Retriever, mode: str, *, llm: ChatLLM | None = None,
+                 history: Sequence[dict[str, str]] = (), budget: Budget | None = None) -> None:
+        if mode not in REWRITE_MODES:
+            raise LoreError(f"rewrite: 'off', 'on' or 'hyde', not {mode!r}")
+        self.inner, self.mode, self.llm, self.budget = retriever, mode, llm, budget
+        self.history = list(history)
+        self.embedder, self.cache, self.store = retriever.embedder, retriever.cache, retriever.store
+        self.last: Rewrite | None = None
+
+    def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
+        """Hits for the query's variants, merged; `self.last` keeps the variants and notes."""
+        self.last = rewrite_query(query, self.mode, history=self.history, llm=self.llm, budget=self.budget)
+        return search_variants(self.inner, self.last, options or SearchOptions())
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().lower()

@@ -1,0 +1,133 @@
+"""A semantic cache of retrieval candidates.
+
+Key = scope (the whole `SearchFilter`, version included, plus the search options and a namespace
+such as the KB id) + cache epoch + the normalised query embedding. A lookup only ever compares
+against entries of the exact same scope key, so a candidate set is never served to another tenant,
+role set, dataset or version; an activation bumps the epoch, which retires every earlier entry.
+A near-identical embedding alone is not enough: the query's anchor terms (codes, numbers, rare
+words) must match too, so "LF-200 warranty" never returns the candidates of "LF-500 warranty".
+Final answers are never cached here.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from lore.answer.sentences import token_weights
+from lore.embed.cache import embed_texts
+from lore.lexical import tokenize
+from lore.retrieve.search import Retriever, SearchOptions
+from lore.schema import Hit
+
+_ANCHOR_WEIGHT = 0.6  # same bar as the evidence judge's "key terms"
+
+
+def scope_key(options: SearchOptions, epoch: int, namespace: str = "") -> str:
+    """Everything that bounds what a search may return, as one canonical string."""
+    o = asdict(options)
+    return json.dumps({"ns": namespace, "epoch": epoch, "filter": o.pop("filter"), "options": o},
+                      sort_keys=True, ensure_ascii=False)
+
+
+def anchors(query: str) -> frozenset[str]:
+    """The query's terms that change what it asks for: tokens with digits, and rare words."""
+    weights = token_weights(tokenize(query))
+    return frozenset(t for t, w in weights.items() if w >= _ANCHOR_WEIGHT or any(ch.isdigit() for ch in t))
+
+
+@dataclass
+class _Entry:
+    vector: np.ndarray
+    anchors: frozenset[str]
+    query: str
+    hits: list[Hit]
+
+
+class SemanticCache:
+    """In-process LRU of candidate lists; thread-safe. `max_entries=0` disables it."""
+
+    def __init__(self, threshold: float = 0.97, max_entries: int = 512) -> None:
+        self.threshold, self.max_entries = threshold, max_entries
+        self._scopes: dict[str, list[_Entry]] = {}
+        self._lru: OrderedDict[tuple[str, int], _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, scope: str, vector: np.ndarray, query: str) -> tuple[list[Hit], str] | None:
+        """(cached hits, the query they were cached for) when an entry of this exact scope is close enough."""
+        if self.max_entries == 0:
+            return None
+        v = _unit(vector)
+        want = anchors(query)
+        with self._lock:
+            best: _Entry | None = None
+            best_sim = self.threshold
+            for entry in self._scopes.get(scope, []):
+                sim = float(entry.vector @ v)
+                if sim >= best_sim and entry.anchors == want:
+                    best, best_sim = entry, sim
+            if best is None:
+                self.misses += 1
+                return None
+            self.hits += 1
+            self._lru.move_to_end((scope, id(best)))
+            return list(best.hits), best.query
+
+    def put(self, scope: str, vector: np.ndarray, query: str, hits: Sequence[Hit]) -> None:
+        """Remember the candidates of `query` under `scope`, evicting the least recently used."""
+        if self.max_entries == 0:
+            return
+        entry = _Entry(_unit(vector), anchors(query), query, list(hits))
+        with self._lock:
+            self._scopes.setdefault(scope, []).append(entry)
+            self._lru[(scope, id(entry))] = entry
+            while len(self._lru) > self.max_entries:
+                (old_scope, _), old = self._lru.popitem(last=False)
+                entries = self._scopes[old_scope]
+                entries.remove(old)
+                if not entries:
+                    del self._scopes[old_scope]
+
+    def clear(self) -> None:
+        """Forget everything (e.g. after an unversioned KB was re-ingested)."""
+        with self._lock:
+            self._scopes.clear()
+            self._lru.clear()
+
+    def __len__(self) -> int:
+        return len(self._lru)
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    v = np.asarray(vector, dtype=np.float32).ravel()
+    n = float(np.linalg.norm(v))
+    return v / n if n > 0 else v
+
+
+class CachedRetriever:
+    """A `Retriever` whose searches go through a semantic cache bounded by scope and epoch."""
+
+    def __init__(self, retriever: Retriever, cache: SemanticCache, *, epoch: int = 0,
+                 namespace: str = "") -> None:
+        self.inner, self.semantic, self.epoch, self.namespace = retriever, cache, epoch, namespace
+        self.embedder, self.cache, self.store = retriever.embedder, retriever.cache, retriever.store
+        self.last_cached = False
+
+    def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
+        """Cached candidates for this scope and a close-enough query, else a real search (then cached)."""
+        opts = options or SearchOptions()
+        vector = embed_texts(self.embedder, [query], "query", self.cache)[0]
+        scope = scope_key(opts, self.epoch, self.namespace)
+        found = self.semantic.get(scope, vector, query)
+        self.last_cached = found is not None
+        if found is not None:
+            return found[0]
+        hits = self.inner.search(query, opts)
+        self.semantic.put(scope, vector, query, hits)
+        return hits

@@ -1,0 +1,61 @@
+"""Deep mode and query rewriting through `Lore.ask` and `lore ask` (engine and CLI wiring)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lore.cli.main import app
+from lore.engine import Lore
+from lore.errors import LoreError
+from lore.scenario.build import build_scenario
+from lore.scenario.config import Scenarios
+from tests.agent.conftest import finish, statuses
+from tests.scenario.conftest import copy_scenarios, scenario_lore
+
+
+def test_deep_mode_through_the_engine_answers_each_part(lore: Lore) -> None:
+    events = list(lore.ask("hb", "对比LF-200和LF-500的保修期", mode="deep"))
+    end = finish(events)
+    assert end["mode"] == "deep" and end["kind"] == "comparison" and len(end["sub_questions"]) == 2
+    assert statuses(events, "plan") and statuses(events, "verdict")
+    cited = " ".join(c["text"] for c in end["citations"])
+    assert "LF-200" in cited and "LF-500" in cited
+    # A second ask of the same sub-questions is served by the engine's semantic cache.
+    again = list(lore.ask("hb", "对比LF-200和LF-500的保修期", mode="deep"))
+    assert any(s.get("cached") for s in statuses(again, "retrieve"))
+
+
+def test_bad_mode_and_rewrite_are_errors_and_rewrite_on_works_offline(lore: Lore) -> None:
+    with pytest.raises(LoreError, match="mode: 'fast' or 'deep'"):
+        lore.ask("hb", "年假有几天", mode="turbo")
+    with pytest.raises(LoreError, match="rewrite: 'off', 'on' or 'hyde'"):
+        lore.ask("hb", "年假有几天", rewrite="sometimes")
+    end = finish(list(lore.ask("hb", "What is the refund window?", rewrite="hyde")))
+    assert not end["refused"] and "30 days" in end["answer"]
+
+
+def test_deep_mode_in_a_scenario_keeps_routing_and_faq(tmp_path: Path) -> None:
+    scenarios = copy_scenarios(tmp_path / "scenarios")
+    lore = scenario_lore(tmp_path / "home", scenarios)
+    build_scenario(lore, Scenarios(scenarios).get("hr"), activate=True)
+    hello = finish(list(lore.ask(None, "你好", scenario="hr", mode="deep")))
+    assert hello["mode"] == "fast" and hello["route"] == "greeting"
+    faq = finish(list(lore.ask(None, "如何申请年假？", scenario="hr", mode="deep")))
+    assert faq["route"] == "faq_exact" and "我的假期" in faq["answer"]
+    lore.close()
+
+
+def test_cli_deep_mode_prints_the_plan_and_rounds(hb_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LORE_HOME", str(hb_home))
+    runner = CliRunner()
+    out = runner.invoke(app, ["ask", "LF-200和LF-500的载重分别是多少？", "--kb", "hb", "--mode", "deep"])
+    assert out.exit_code == 0, out.output
+    assert "plan" in out.output and "round 1 retrieve" in out.output and "verdict" in out.output
+    as_json = runner.invoke(app, ["ask", "What is the refund window?", "--kb", "hb", "--rewrite", "on", "--json"])
+    assert as_json.exit_code == 0 and json.loads(as_json.stdout)["refused"] is False
+    bad = runner.invoke(app, ["ask", "x", "--kb", "hb", "--mode", "slow"])
+    assert bad.exit_code == 2 and "mode" in bad.output

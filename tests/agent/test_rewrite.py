@@ -1,0 +1,96 @@
+"""Query rewriting switches (off / on / hyde), offline and with a scripted LLM; variants merged by
+chunk id."""
+
+from __future__ import annotations
+
+import pytest
+
+from lore.agent.llm import ChatLLM
+from lore.agent.rewrite import (
+    RewritingRetriever,
+    history_query,
+    keyword_query,
+    merge_hits,
+    rewrite_query,
+    search_variants,
+)
+from lore.answer.pipeline import AskPipeline
+from lore.engine import Lore
+from lore.errors import LoreError
+from lore.retrieve.search import SearchOptions
+from tests.agent.conftest import finish
+from tests.agent.llm_server import completion, json_completion, serve
+
+HISTORY = [{"role": "user", "content": "LF-200 的保修期多久？"}, {"role": "assistant", "content": "24 个月[1]。"}]
+
+
+@pytest.mark.parametrize(("question", "keywords"), [
+    ("LF-200 的保修期多久？", "LF-200 保修期"), ("报销需要什么材料？", "报销 材料"),
+    ("What is the refund window for the LF-200?", "LF-200 refund window"),
+    ("How do I reset my VPN password?", "reset VPN password"),
+])
+def test_keyword_query(question: str, keywords: str) -> None:
+    assert keyword_query(question) == keywords
+
+
+def test_off_is_the_question_as_asked() -> None:
+    rw = rewrite_query("报销需要什么材料？", "off", history=HISTORY)
+    assert [v.kind for v in rw.variants] == ["original"] and rw.notes == []
+
+
+def test_offline_on_and_hyde_skip_llm_steps_with_notes() -> None:
+    on = rewrite_query("那LF-500呢？", "on", history=HISTORY)
+    assert [(v.kind, v.text) for v in on.variants] == [("original", "那LF-500呢？"), ("history", "保修期 LF-500"),
+                                                       ("keywords", "LF-500")]
+    assert on.notes == ["standalone rewrite skipped: no LLM configured (history keywords used instead)",
+                        "multi-query skipped: no LLM configured"]
+    hyde = rewrite_query("What is the refund window?", "hyde")
+    assert [v.kind for v in hyde.variants] == ["original", "keywords"]
+    assert hyde.notes == ["HyDE skipped: no LLM configured"]
+    with pytest.raises(LoreError, match="rewrite: 'off', 'on' or 'hyde', not 'fancy'"):
+        rewrite_query("q", "fancy")
+
+
+def test_history_query_only_for_follow_ups() -> None:
+    assert history_query("LF-200 和 LF-500 分别适合什么样的仓库环境使用？", HISTORY) is None
+    assert history_query("报销呢？", []) is None
+
+
+def test_llm_on_and_hyde_variants() -> None:
+    with serve() as server:
+        llm = ChatLLM(model="m", base_url=server.url, max_retries=0)
+        server.script = [completion("LF-500 的保修期多久？"),
+                         completion("not json"),
+                         json_completion({"queries": ["LF-500 warranty months", "LF-500 保修"]})]
+        on = rewrite_query("那LF-500呢？", "on", history=HISTORY, llm=llm)
+        assert [(v.kind, v.text) for v in on.variants] == [
+            ("original", "那LF-500呢？"), ("standalone", "LF-500 的保修期多久？"),
+            ("multi_query", "LF-500 warranty months"), ("multi_query", "LF-500 保修"),
+            ("keywords", "LF-500 保修期")]
+        assert len(on.notes) == 1
+        assert on.notes[0].startswith("Variants: invalid reply on attempt 1 (reply: Invalid JSON")
+        server.script = [completion("Hardware may be returned within 30 days of delivery for a full refund.")]
+        hyde = rewrite_query("What is the refund window?", "hyde", llm=llm)
+        assert [v.kind for v in hyde.variants] == ["original", "hyde", "keywords"]
+        assert server.requests[-1]["messages"][1]["content"] == "What is the refund window?"
+
+
+def test_variants_are_searched_in_scope_and_merged_by_chunk_id(lore: Lore) -> None:
+    retriever = lore.retriever("hb")
+    opts = lore.scoped("hb", SearchOptions(top_k=5))
+    rw = rewrite_query("那LF-500呢？", "on", history=HISTORY)
+    merged = search_variants(retriever, rw, opts)
+    ids = [h.chunk.chunk_id for h in merged]
+    assert len(ids) == len(set(ids)) == 5
+    per_variant = [retriever.search(v.text, opts) for v in rw.variants]
+    assert per_variant[1][0].chunk.chunk_id in ids  # each variant's best makes the merged list
+    assert "LF-500" in merged[0].chunk.text
+    assert merge_hits([per_variant[0]], 3) == per_variant[0][:3]  # one variant: unchanged
+
+
+def test_rewriting_retriever_is_a_drop_in_for_the_fast_pipeline(lore: Lore) -> None:
+    r = RewritingRetriever(lore.retriever("hb"), "on", history=HISTORY)
+    end = finish(list(AskPipeline(r, lore.generator("hb"), lore.settings.answer)
+                      .run("那LF-500呢？", lore.scoped("hb", SearchOptions()))))
+    assert r.last is not None and [v.kind for v in r.last.variants] == ["original", "history", "keywords"]
+    assert "LF-500" in end["answer"] and not end["refused"]
