@@ -55,3 +55,14 @@ def test_errors_are_short_and_named(home: Path) -> None:
     assert result.exit_code == 2 and "knowledge base 'missing' not found" in result.output
     assert runner.invoke(app, ["kb", "create", "bad name!"]).exit_code == 2
     assert runner.invoke(app, ["search", "x", "--kb", "missing", "--mode", "fuzzy"]).exit_code == 2
+
+
+def test_demo_runs_searches_answers_deep_mode_and_the_sample_scenario(home: Path) -> None:
+    from tests.conftest import REPO
+
+    result = runner.invoke(app, ["demo", "--source", str(EXAMPLES), "--scenarios", str(REPO / "examples" / "scenarios")])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "route=refused" in out and "route=deep mode=deep" in out  # the off-topic question and deep mode
+    assert "route=greeting" in out and "route=faq_exact" in out  # the scenario's routing and FAQ path
+    assert "30 days" in out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Column, Table
 
+from lore.answer.pipeline import Event
 from lore.cli.ask import ask
 from lore.cli.progress import RichIngestProgress
 from lore.cli.render import where
@@ -22,6 +24,8 @@ from lore.errors import LoreError
 from lore.ingest.files import discover
 from lore.ingest.pipeline import IngestReport
 from lore.retrieve.search import SearchOptions
+from lore.scenario.build import build_scenario
+from lore.scenario.config import Scenarios
 from lore.schema import SearchMode
 
 app = typer.Typer(help="Lore: enterprise knowledge-base search and answers, offline by default.",
@@ -158,6 +162,8 @@ def _mode(mode: str) -> SearchMode:
 def demo(
     source: Annotated[Path, typer.Option(help="Folder of sample documents.")] = Path("examples/handbook"),
     kb: Annotated[str, typer.Option("--kb")] = "handbook",
+    scenarios: Annotated[Path | None, typer.Option(help="Scenarios folder (the `hr` sample is built).")] = Path(
+        "examples/scenarios"),
 ) -> None:
     """Build the sample knowledge base and run sample searches."""
     lore = _lore()
@@ -172,16 +178,29 @@ def demo(
             console.rule(f"search: {q}")
             for i, h in enumerate(lore.search(kb, q, SearchOptions(top_k=3)), 1):
                 console.print(f"{i}. [dim]{where(h.to_json())}[/] {h.chunk.text[:120].replace(chr(10), ' ')}")
-        for q in ("年假有几天？怎么申请？", "What is the refund window?", "Who won the 1998 World Cup?"):
-            console.rule(f"ask: {q}")
-            end = next(e.data for e in lore.ask(kb, q) if e.type in ("end", "error"))
-            if "message" in end:
-                raise LoreError(end["message"])
-            console.print(end["answer"])
-            for c in end["citations"]:
-                console.print(f"  [dim][{c['n']}] {where(c)}[/]")
+        for q, mode in (("年假有几天？怎么申请？", "fast"), ("What is the refund window?", "fast"),
+                        ("Who won the 1998 World Cup?", "fast"), ("对比LF-200和LF-500的载重", "deep")):
+            _demo_answer(f"ask ({mode}): {q}", lore.ask(kb, q, mode=mode))
+        if scenarios is not None and (scenarios / "hr" / "scenario.toml").exists():
+            console.rule("scenario hr: build")
+            lore.settings.scenario.scenarios_dir = scenarios  # the demo's folder, whatever is configured
+            result = build_scenario(lore, Scenarios(scenarios).get("hr"), activate=True).result
+            console.print(f"version {result.version.seq} {result.version.status.value}: {result.version.counts}")
+            for q in ("你好", "如何申请年假？", "一线城市出差住宿每晚最多多少钱？"):
+                _demo_answer(f"scenario hr: {q}", lore.ask(None, q, scenario="hr"))
     except LoreError as exc:
         _fail(exc)
+
+
+def _demo_answer(title: str, events: Iterator[Event]) -> None:
+    console.rule(title)
+    end = next(e.data for e in events if e.type in ("end", "error"))
+    if "message" in end:
+        raise LoreError(end["message"])
+    console.print(end["answer"])
+    for c in end["citations"]:
+        console.print(f"  [dim][{c['n']}] {where(c)}[/]")
+    console.print(f"  [dim]route={end['route']} mode={end.get('mode', 'fast')}[/]")
 
 
 def main() -> None:
