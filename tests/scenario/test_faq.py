@@ -78,21 +78,17 @@ def test_header_errors_name_the_file(tmp_path: Path, hr: Scenario) -> None:
         read_faq(f, hr)
 
 
+def _chunks(rows: list) -> list:
+    return faq_chunks(rows, scenario_id="hr", kb_id="k", file_name="faq.csv", file_sha256="0" * 64,
+                      embedding_model="m", chunk_schema="s", seq=3)
+
+
 def test_gb18030_file_and_chunks(tmp_path: Path, hr: Scenario) -> None:
     f = tmp_path / "faq.csv"
     f.write_bytes("问题,答案\n年假有几天？,十天。\n".encode("gb18030"))
     rows, problems = read_faq(f, hr)
     assert not problems and rows[0].question == "年假有几天？"
-    chunks = faq_chunks(
-        rows,
-        scenario_id="hr",
-        kb_id="k",
-        file_name="faq.csv",
-        file_sha256="0" * 64,
-        embedding_model="m",
-        chunk_schema="s",
-        seq=3,
-    )
+    chunks = _chunks(rows)
     c = chunks[0]
     assert (c.source_type, c.text, c.answer, c.parent_text, c.row) == (
         "faq",
@@ -102,16 +98,7 @@ def test_gb18030_file_and_chunks(tmp_path: Path, hr: Scenario) -> None:
         2,
     )
     assert (c.tenant_id, c.dataset_id, c.scenario_id, c.valid_from_seq) == ("bluefin", "hr-policies", "hr", 3)
-    again = faq_chunks(
-        rows,
-        scenario_id="hr",
-        kb_id="k",
-        file_name="faq.csv",
-        file_sha256="0" * 64,
-        embedding_model="m",
-        chunk_schema="s",
-        seq=3,
-    )
+    again = _chunks(rows)
     assert again[0].chunk_id == c.chunk_id  # stable ids: a re-run is idempotent
 
 
