@@ -20,8 +20,11 @@ from lore.catalog.service import hash_key
 from lore.cli.main import app as cli
 from lore.config import load_settings
 from lore.engine import Lore
+from lore.scenario.build import build_scenario
+from lore.scenario.config import Scenarios
 from tests.api.conftest import free_port
 from tests.conftest import EXAMPLES
+from tests.scenario.conftest import copy_scenarios, scenario_lore
 
 runner = CliRunner()
 
@@ -61,6 +64,21 @@ def test_unreachable_catalog_refuses_to_start(tmp_path: Path) -> None:
     lore = Lore(load_settings(home=tmp_path / "home", catalog_url=f"sqlite:///{blocker}/catalog.db"))
     with pytest.raises(PreflightError, match="catalog unreachable"):
         preflight(lore)
+
+
+def test_scenarios_are_checked_at_start(tmp_path: Path) -> None:
+    scenarios = copy_scenarios(tmp_path / "scenarios")
+    lore = scenario_lore(tmp_path / "home", scenarios)
+    with pytest.raises(PreflightError, match="scenario 'hr': its knowledge base 'hr' is not built"):
+        preflight(lore)
+    build_scenario(lore, Scenarios(scenarios).get("hr"), activate=True)
+    assert "scenario 'hr': valid, answers from 'hr'" in preflight(lore)
+    toml = scenarios / "hr" / "scenario.toml"
+    toml.write_text(toml.read_text(encoding="utf-8").replace('support_contact = "', 'support_contact = 3 #"'),
+                    encoding="utf-8")
+    with pytest.raises(PreflightError, match="scenario.toml: support_contact"):
+        preflight(lore)
+    lore.close()
 
 
 @pytest.fixture()

@@ -57,7 +57,8 @@ def test_sse_stream_through_uvicorn_then_trace(live: LiveServer, keys: Keys) -> 
         assert all(s["ms"] >= 0 for s in trace["data"]["stages"])
         assert trace["data"]["confidences"]["evidence"] == end["evidence_confidence"]
         assert trace["data"]["plan"]["top_k"] > 0 and trace["data"]["hits"]["citations"] == len(end["citations"])
-        assert trace["data"]["filter"] == {"tenant_ids": ["default"], "dataset_ids": None, "roles": ["staff"]}
+        assert trace["data"]["filter"] == {"tenant_ids": ["default"], "dataset_ids": None, "roles": ["staff"],
+                                             "sources": None}
 
 
 def test_unknown_kb_and_malformed_json(live: LiveServer, keys: Keys) -> None:
@@ -251,3 +252,24 @@ def test_follow_up_rewritten_by_the_llm_when_configured(api_home: Path, keys: Ke
                 assert "LLM rewrite failed" in trace["data"]["rewrite"]["note"]
         finally:
             lore.close()
+
+
+def test_deep_mode_and_rewrite_over_sse_and_websocket(live: LiveServer, keys: Keys) -> None:
+    with httpx.Client(base_url=live.url, headers=auth(keys.staff), timeout=60) as http:
+        body = {"kb": "hb", "question": "对比LF-200和LF-500的保修期", "mode": "deep"}
+        with http.stream("POST", "/api/ask", json=body) as r:
+            events = read_sse(r)
+        end = check_protocol(events)
+        assert events[0][1]["mode"] == "deep" and end["mode"] == "deep" and len(end["sub_questions"]) == 2
+        rounds = [d for k, d in events if k == "status" and d.get("stage") == "retrieve"]
+        assert rounds and all(d["round"] == 1 for d in rounds)
+        trace = http.get(f"/api/traces/{end['trace_id']}").json()
+        assert trace["data"]["mode"] == "deep" and trace["data"]["rounds"] == end["rounds"]
+        assert any(s["stage"] == "verdict" and "verdict" in s for s in trace["data"]["stages"])
+        assert http.post("/api/ask", json={**body, "mode": "turbo"}).status_code == 422
+    url = live.url.replace("http", "ws") + "/api/stream"
+    with connect(url, additional_headers=auth(keys.staff), open_timeout=10) as ws:
+        ws.send(json.dumps({"kb": "hb", "question": "What is the refund window?", "rewrite": "on"}))
+        events = _ws_events(ws)
+        end = check_protocol(events)
+        assert events[0][1]["query_rewrite"] == "on" and "30 days" in end["answer"] and not end["refused"]

@@ -12,8 +12,11 @@ from playwright import sync_api
 from lore.api import create_app
 from lore.config import load_settings
 from lore.engine import Lore
+from lore.scenario.build import build_scenario
+from lore.scenario.config import Scenarios
 from tests.api.conftest import LiveServer
 from tests.conftest import EXAMPLES
+from tests.scenario.conftest import copy_scenarios, scenario_lore
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -116,3 +119,107 @@ def test_chinese_interface_and_refusal(site: tuple[str, str, Lore], page) -> Non
     page.wait_for_selector(".msg.assistant .badge.refused")
     assert page.inner_text(".msg.assistant .badge.refused") == "知识库中没有相关内容"
     assert "知识库" in page.inner_text(".msg.assistant .text")
+
+
+@pytest.fixture()
+def hr_site(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    scenarios = copy_scenarios(tmp_path / "scenarios")
+    lore = scenario_lore(tmp_path / "home", scenarios)
+    build_scenario(lore, Scenarios(scenarios).get("hr"), activate=True)
+    _, secret = lore.catalog.create_api_key("bluefin", ["employee"])
+    with LiveServer(create_app(lore)) as server:
+        yield server.url, secret
+    lore.close()
+
+
+def test_scenario_faq_answer_with_route_profile_and_cache_trace(hr_site: tuple[str, str], page) -> None:  # type: ignore[no-untyped-def]
+    url, secret = hr_site
+    page.goto(url + "/")
+    page.fill("#key", secret)
+    page.dispatch_event("#key", "change")
+    page.wait_for_selector("#chat-scenario option[value=hr]", state="attached")
+    page.select_option("#chat-scenario", "hr")
+    assert page.is_disabled("#chat-kb")  # the scenario decides the knowledge base
+    page.fill("#question", "如何申请年假？")
+    page.press("#question", "Enter")
+    page.wait_for_selector(".msg.assistant .cite")
+    assert page.inner_text(".msg.assistant .text").startswith("在 HR 系统「我的假期」中提交年假申请")
+    assert page.get_attribute(".msg.assistant .badge.route", "data-route") == "faq_exact"
+    assert page.inner_text(".msg.assistant .badge.route") == "Route: FAQ (exact)"
+    assert page.inner_text(".msg.assistant .badge.profile").startswith("profile: ")
+    page.click(".msg.assistant .cite")
+    page.wait_for_selector("#passage:not(.hidden)")
+    assert "直属经理审批" in page.inner_text("#passage-text")
+    assert page.inner_text("#passage-where").startswith("faq.csv · row 2")
+
+    page.click("#lang")  # the footer labels follow the language
+    page.fill("#question", "你好")
+    page.press("#question", "Enter")
+    page.wait_for_selector(".msg.assistant:nth-of-type(4) .badge.route")
+    assert page.inner_text(".msg.assistant:nth-of-type(4) .badge.route") == "路由: 问候"
+    assert "小鳍" in page.inner_text(".msg.assistant:nth-of-type(4) .text")
+
+    page.click("button[data-tab=traces]")
+    page.wait_for_selector("#traces tbody tr:nth-child(2)")
+    page.click("#traces tbody tr:nth-child(2)")  # newest first: the FAQ question
+    page.wait_for_selector("#trace-detail table.cache")
+    detail = page.inner_text("#trace-detail")
+    assert "如何申请年假" in detail and "检索缓存" in detail and "未命中" in detail
+
+
+def test_preview_edit_and_commit_chunks(site: tuple[str, str, Lore], page) -> None:  # type: ignore[no-untyped-def]
+    url, secret, lore = site
+    page.goto(url + "/")
+    page.fill("#key", secret)
+    page.dispatch_event("#key", "change")
+    page.click("button[data-tab=admin]")
+    page.fill("#new-kb", "edited")
+    page.click("#create-kb button")
+    page.wait_for_function("document.querySelector('#admin-kb').value === 'edited'")
+    page.set_input_files("#files", [str(EXAMPLES / "employee_handbook.md")])
+    page.click("#upload")
+    page.wait_for_selector("#uploads tbody tr")
+    page.click(".preview-btn[data-name='employee_handbook.md']")
+    page.wait_for_selector("#preview .chunk-text[contenteditable]")
+    total = page.locator("#preview .chunk").count()
+    assert total > 2
+    page.fill("#preview .chunk:nth-of-type(1) .chunk-text", "The office mascot is a blue heron named Lumen.")
+    for i in range(2, total + 1):  # keep only the first (edited) and the second chunk
+        if i != 2:
+            page.check(f"#preview .chunk:nth-of-type({i}) .drop-chunk")
+    page.click("#commit-chunks")
+    page.wait_for_function("document.querySelector('#toast').textContent.includes('committed')")
+    assert page.inner_text("#toast") == "2 chunks committed"
+    assert lore.catalog.count_chunks(lore.catalog.get_kb("edited").id) == 2
+
+    page.click("button[data-tab=chat]")
+    page.select_option("#chat-kb", "edited")
+    page.fill("#question", "What is the name of the office mascot?")
+    page.press("#question", "Enter")
+    page.wait_for_selector(".msg.assistant .cite")
+    page.click(".msg.assistant .cite")
+    page.wait_for_selector("#passage:not(.hidden)")
+    assert "blue heron named Lumen" in page.inner_text("#passage-text")
+
+
+def test_deep_mode_question_from_the_browser(site: tuple[str, str, Lore], page) -> None:  # type: ignore[no-untyped-def]
+    url, secret, lore = site
+    lore.create_kb("hb")
+    lore.ingest("hb", [EXAMPLES])
+    page.goto(url + "/")
+    page.fill("#key", secret)
+    page.dispatch_event("#key", "change")
+    page.wait_for_function("[...document.querySelectorAll('#chat-kb option')].some((o) => o.value === 'hb')")
+    page.select_option("#chat-kb", "hb")
+    page.check("#chat-deep")
+    page.fill("#question", "对比LF-200和LF-500的保修期")
+    page.press("#question", "Enter")
+    page.wait_for_selector(".msg.assistant .cite")
+    answer = page.inner_text(".msg.assistant .text")
+    assert "LF-200" in answer and "LF-500" in answer
+    page.click("button[data-tab=traces]")
+    page.wait_for_selector("#traces tbody tr")
+    page.click("#traces tbody tr")
+    page.wait_for_selector("#trace-detail:not(.hidden)")
+    detail = page.inner_text("#trace-detail")
+    assert "verdict" in detail and "grade" in detail

@@ -19,10 +19,12 @@ from lore.api.preflight import preflight
 from lore.api.routers import (
     ask,
     builds,
+    chunks,
     feedback,
     ingest,
     kbs,
     openai_compat,
+    scenarios,
     search,
     sessions,
     traces,
@@ -64,7 +66,8 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return _error(request, exc.status_code, exc.detail, exc.headers)
 
-    for module in (kbs, ingest, builds, versions, search, ask, feedback, sessions, traces, openai_compat):
+    for module in (kbs, ingest, chunks, builds, versions, search, ask, feedback, sessions, traces, openai_compat,
+                   scenarios):
         app.include_router(module.router)
 
     @app.get("/api/health", tags=["service"])

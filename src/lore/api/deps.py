@@ -32,6 +32,13 @@ class Scope:
     def is_admin(self) -> bool:
         return ADMIN_ROLE in self.key.roles
 
+    def chunk_stamp(self) -> dict[str, str]:
+        """Chunk fields this caller's writes carry: its tenant, and its dataset if it has exactly one."""
+        stamp = {"tenant_id": self.key.tenant_id}
+        if self.key.datasets and len(self.key.datasets) == 1:
+            stamp["dataset_id"] = self.key.datasets[0]
+        return stamp
+
     def search_filter(self) -> SearchFilter:
         """The filter every search of this caller runs with (applied inside the store)."""
         return SearchFilter(tenant_ids=[self.key.tenant_id], dataset_ids=self.key.datasets,

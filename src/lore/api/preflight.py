@@ -6,6 +6,7 @@ from lore.embed.cache import embed_texts
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.retrieve.search import SearchOptions
+from lore.scenario.config import Scenarios
 
 
 class PreflightError(LoreError):
@@ -13,7 +14,7 @@ class PreflightError(LoreError):
 
 
 def preflight(lore: Lore) -> list[str]:
-    """Open the catalog, load the embedder, open every KB's store and check active versions.
+    """Open the catalog, load the embedder, open every KB's store, check active versions and scenarios.
 
     Returns one line per check that passed; raises `PreflightError` listing every failure.
     """
@@ -43,6 +44,19 @@ def preflight(lore: Lore) -> list[str]:
             passed.append(f"knowledge base '{kb.name}': store opens")
         except Exception as exc:  # noqa: BLE001 - reported with the others
             problems.append(f"knowledge base '{kb.name}': {exc}")
+    names = {kb.name for kb in kbs}
+    found = Scenarios(lore.settings.scenario.scenarios_dir)
+    for scenario_id in found.ids():
+        try:
+            sc = found.get(scenario_id)
+        except LoreError as exc:
+            problems.append(str(exc))
+            continue
+        if sc.kb_name not in names:
+            problems.append(f"scenario '{sc.id}': its knowledge base '{sc.kb_name}' is not built "
+                            f"(lore scenario build {sc.id} --activate)")
+        else:
+            passed.append(f"scenario '{sc.id}': valid, answers from '{sc.kb_name}'")
     if problems:
         raise PreflightError("service cannot start: " + "; ".join(problems))
     return passed

@@ -11,7 +11,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -20,10 +20,14 @@ from starlette.concurrency import run_in_threadpool
 from lore.answer.pipeline import Event
 from lore.api.deps import Scope, ServiceState
 from lore.api.memory import Rewrite, rewrite, rolling_summary
+from lore.api.scenarios import ScenarioCall
 from lore.catalog.service import ChatSession
 from lore.engine import Lore
 from lore.errors import LoreError, NotFoundError
 from lore.retrieve.search import SearchOptions
+from lore.scenario.cache import CACHE_EVENTS
+from lore.scenario.routing import Router
+from lore.schema import SearchFilter
 
 log = logging.getLogger("lore.api")
 _DONE = object()
@@ -43,12 +47,23 @@ class AskPlan:
     session: ChatSession | None = None
     rewrite: Rewrite | None = None
     trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    scenario: ScenarioCall | None = None  # asked through a scenario: its routing, FAQ, profiles, scope
+    mode: str = "fast"  # or "deep"
+    query_rewrite: str = "off"  # query variants: off | on | hyde
+
+    @property
+    def scenario_id(self) -> str:
+        return self.scenario.scenario.id if self.scenario else "default"
 
 
 def prepare_ask(lore: Lore, scope: Scope, *, kb: str, question: str, transport: str,
                 session_id: str | None = None, new_session: bool = True, version: int | None = None,
-                history: list[str] | None = None, top_k: int | None = None) -> AskPlan:
-    """Resolve a question before streaming (blocking: run it in the threadpool)."""
+                history: list[str] | None = None, top_k: int | None = None, source: str | None = None,
+                scenario: ScenarioCall | None = None, mode: str = "fast", query_rewrite: str = "off") -> AskPlan:
+    """Resolve a question before streaming (blocking: run it in the threadpool).
+
+    With `scenario`, `kb` is the scenario's KB and the search is bounded by the scenario scope instead.
+    """
     record = lore.catalog.get_kb(kb)
     if version is not None:
         kb_version: int | None = lore.catalog.get_version(record.id, version).seq
@@ -68,14 +83,21 @@ def prepare_ask(lore: Lore, scope: Scope, *, kb: str, question: str, transport: 
         turns = lore.settings.api.history_turns
         history = [m.query or m.content for m in lore.catalog.messages(session.id, limit=2 * turns)
                    if m.role == "user"] if turns else []
+    if scenario is not None and Router(scenario.scenario).route(question).direct:
+        history = []  # a greeting, thanks, hand-off or out-of-scope question stands alone: never rewrite it
     llm = lore.generator(kb) if lore.settings.answer.generator == "openai" and history else None
     try:
         made = rewrite(question, history or [], llm)
     finally:
         if llm is not None:
             llm.close()  # type: ignore[attr-defined]
-    return AskPlan(kb, question, made.query, kb_version, version, scope.options(lore, top_k), transport, session,
-                   rewrite=made)
+    options = scope.options(lore, top_k)
+    if scenario is not None:  # the scenario scope bounds the filter inside Lore.ask; start from an open one
+        options = replace(options, filter=SearchFilter())
+    if source is not None:
+        options = replace(options, filter=replace(options.filter, sources=[source]))
+    return AskPlan(kb, question, made.query, kb_version, version, options, transport, session,
+                   rewrite=made, scenario=scenario, mode=mode, query_rewrite=query_rewrite)
 
 
 async def ask_events(state: ServiceState, scope: Scope, plan: AskPlan) -> AsyncIterator[dict[str, Any]]:
@@ -88,13 +110,19 @@ async def ask_events(state: ServiceState, scope: Scope, plan: AskPlan) -> AsyncI
     try:
         yield trace.event("start", {
             "trace_id": plan.trace_id, "session_id": plan.session.id if plan.session else None,
-            "kb": plan.kb, "kb_version": plan.kb_version, "scenario": "default",
+            "kb": plan.kb, "kb_version": plan.kb_version, "scenario": plan.scenario_id,
             "question": plan.question, "query": plan.query,
-            "rewrite": plan.rewrite.method if plan.rewrite else "none"})
+            "rewrite": plan.rewrite.method if plan.rewrite else "none", "mode": plan.mode,
+            "query_rewrite": plan.query_rewrite})
         try:
-            events = await run_in_threadpool(lore.ask, plan.kb, plan.query, plan.options, plan.version)
+            call = plan.scenario
+            session_id = plan.session.id if plan.session else None
+            events = await run_in_threadpool(lambda: lore.ask(
+                None if call else plan.kb, plan.query, plan.options, plan.version,
+                scenario=call.scenario.id if call else None, scope=call.scope if call else None,
+                mode=plan.mode, rewrite=plan.query_rewrite, session_id=session_id))
             while True:
-                event = await run_in_threadpool(next, events, _DONE)
+                event = await run_in_threadpool(_step, events, trace.cache)
                 if event is _DONE:
                     break
                 yield trace.event(event.type, event.data)
@@ -115,6 +143,15 @@ async def ask_events(state: ServiceState, scope: Scope, plan: AskPlan) -> AsyncI
                 log.exception("trace %s could not be saved", plan.trace_id)
 
 
+def _step(events: Iterator[Event], cache_events: list[dict[str, Any]]) -> Event | object:
+    """The next event, with the scenario search cache's lookups made meanwhile collected for the trace."""
+    token = CACHE_EVENTS.set(cache_events)
+    try:
+        return next(events, _DONE)
+    finally:
+        CACHE_EVENTS.reset(token)
+
+
 class _TraceBuilder:
     """Collects what the trace keeps while events pass through."""
 
@@ -125,6 +162,7 @@ class _TraceBuilder:
         self.first_event_ms: float | None = None
         self.end: dict[str, Any] | None = None
         self.error: str | None = None
+        self.cache: list[dict[str, Any]] = []  # scenario search cache lookups: hit or miss
 
     def _ms(self) -> float:
         return round((time.perf_counter() - self.started) * 1000, 1)
@@ -136,7 +174,10 @@ class _TraceBuilder:
         if kind == "status":
             if self.stages:
                 self.stages[-1]["ms"] = round(now - self.stages[-1]["at_ms"], 1)
-            self.stages.append({"stage": data.get("stage"), "at_ms": now})
+            # Deep mode's rounds: which round and sub-question, the grade and the verdict stay in the trace.
+            detail = {k: data[k] for k in ("round", "sub_question", "query", "sufficient", "verdict", "cached",
+                                           "hits", "route", "notes") if k in data}
+            self.stages.append({"stage": data.get("stage"), "at_ms": now, **detail})
         elif kind == "token" and self.first_token_ms is None:
             self.first_token_ms = now
         elif kind in ("end", "error"):
@@ -163,16 +204,21 @@ class _TraceBuilder:
                          "verified_sentences": len(end.get("verification", []))},
                 "confidences": {"evidence": end.get("evidence_confidence"),
                                 "answer": end.get("answer_confidence"), "low": end.get("low_confidence")},
-                "evidence": end.get("evidence"), "filter": _filter_json(self.plan.options),
+                "evidence": end.get("evidence"), "filter": _filter_json(self.plan),
+                "scenario": self.plan.scenario_id, "profile": (end.get("profile") or {}).get("name"),
+                "scope": self.plan.scenario.scope.to_json() if self.plan.scenario else None,
+                "cache": self.cache, "cache_hits": sum(c["hit"] for c in self.cache),
                 "rewrite": vars(self.plan.rewrite) if self.plan.rewrite else None,
+                "mode": end.get("mode", self.plan.mode), "rounds": end.get("rounds"),
+                "sub_questions": end.get("sub_questions"),
                 "end": end or None,
             },
         }
 
 
-def _filter_json(options: SearchOptions) -> dict[str, Any]:
-    f = options.filter
-    return {"tenant_ids": f.tenant_ids, "dataset_ids": f.dataset_ids, "roles": f.roles}
+def _filter_json(plan: AskPlan) -> dict[str, Any]:
+    f = plan.scenario.scope.bound(plan.options.filter) if plan.scenario else plan.options.filter
+    return {"tenant_ids": f.tenant_ids, "dataset_ids": f.dataset_ids, "roles": f.roles, "sources": f.sources}
 
 
 def _finish(lore: Lore, scope: Scope, plan: AskPlan, trace: _TraceBuilder) -> None:

@@ -11,10 +11,21 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import asdict
+from typing import Any
 
 from lore.retrieve.search import SearchOptions
 from lore.schema import Hit
+
+CACHE_EVENTS: ContextVar[list[dict[str, Any]] | None] = ContextVar("lore_cache_events", default=None)
+"""Set to a list to collect this context's cache lookups (`{"hit", "key", "hits"}`), e.g. for a trace."""
+
+
+def _note(key: str, hit: bool, found: list[Hit]) -> None:
+    sink = CACHE_EVENTS.get()
+    if sink is not None:
+        sink.append({"hit": hit, "key": key[:16], "hits": len(found)})
 
 
 def cache_key(kb_id: str, epoch: int, options: SearchOptions, query: str) -> str:
@@ -38,8 +49,11 @@ class SearchCache:
             if key in self._items:
                 self._items.move_to_end(key)
                 self.hits += 1
-                return list(self._items[key]), True
+                found = list(self._items[key])
+                _note(key, True, found)
+                return found, True
         found = search()
+        _note(key, False, found)
         with self._lock:
             self.misses += 1
             self._items[key] = list(found)

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from fastapi import APIRouter, HTTPException, WebSocket, WebSocketDisconnect
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.types import Receive, Send
 from starlette.types import Scope as AsgiScope
 
+from lore.api import scenarios
 from lore.api.deps import Caller, Scope, ServiceState, State, websocket_scope
 from lore.api.stream import ask_events, error_status, prepare_ask
 from lore.errors import LoreError
@@ -22,16 +23,29 @@ router = APIRouter(tags=["ask"])
 
 
 class AskBody(BaseModel):
-    """A question to one knowledge base; the caller's scope comes from its key, not from here."""
+    """A question to a knowledge base or a scenario; the caller's scope comes from its key, not from here."""
 
     model_config = ConfigDict(extra="forbid")
 
-    kb: str = Field(description="Knowledge base name.")
+    kb: str | None = Field(default=None, description="Knowledge base name (or give `scenario`).")
+    scenario: str | None = Field(default=None, description="Scenario id: routing, FAQ, prompt profiles and "
+                                 "the scenario's access lists bound the key's scope (or give `kb`).")
+    source: str | None = Field(default=None, description="Only this business source (e.g. a scenario source).")
     question: str = Field(description="The question, Chinese or English.")
     session_id: str | None = Field(default=None, description="Continue this session (follow-ups use it).")
     new_session: bool = Field(default=True, description="Open a session when no session_id is given.")
     version: int | None = Field(default=None, description="Answer from this version (admin keys only).")
     top_k: int | None = Field(default=None, ge=1, le=50, description="Hits handed to context building.")
+    mode: Literal["fast", "deep"] = Field(default="fast", description="deep: plan sub-questions, retrieve, "
+                                          "grade and retry (at most 3 rounds); status events show each round.")
+    rewrite: Literal["off", "on", "hyde"] = Field(default="off", description="Search query variants (fast mode); "
+                                                  "LLM steps are skipped with a note when no LLM is configured.")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> AskBody:
+        if (self.kb is None) == (self.scenario is None):
+            raise ValueError("give exactly one of 'kb' and 'scenario'")
+        return self
 
 
 async def start_stream(state: ServiceState, scope: Scope, body: AskBody, transport: str,
@@ -39,11 +53,18 @@ async def start_stream(state: ServiceState, scope: Scope, body: AskBody, transpo
     """Resolve the question (4xx errors raise here) and return its event stream."""
     if body.version is not None and not scope.is_admin:
         raise HTTPException(403, "answering from a named version needs an API key with the 'admin' role")
+    call = None
+    if body.scenario is not None:
+        call = await run_in_threadpool(scenarios.resolve, state.lore, scope, body.scenario, body.source,
+                                       body.version)
+    kb = call.scenario.kb_name if call else body.kb
+    assert kb is not None
     try:
         plan = await run_in_threadpool(
-            prepare_ask, state.lore, scope, kb=body.kb, question=body.question, transport=transport,
+            prepare_ask, state.lore, scope, kb=kb, question=body.question, transport=transport,
             session_id=body.session_id, new_session=body.new_session, version=body.version,
-            history=history, top_k=body.top_k)
+            history=history, top_k=body.top_k, source=body.source, scenario=call, mode=body.mode,
+            query_rewrite=body.rewrite)
     except LoreError as exc:
         raise HTTPException(error_status(exc), str(exc)) from exc
     return ask_events(state, scope, plan)
@@ -85,7 +106,7 @@ async def ask(body: AskBody, scope: Caller, state: State) -> StreamingResponse:
 
 @router.websocket("/api/stream")
 async def stream(websocket: WebSocket) -> None:
-    """WebSocket: send `{"kb", "question", ...}` messages; each gets the same events as `/api/ask`."""
+    """WebSocket: send `{"kb" or "scenario", "question", ...}` messages; each gets the events of `/api/ask`."""
     state: ServiceState = websocket.app.state.service
     try:
         scope = await websocket_scope(websocket, state)

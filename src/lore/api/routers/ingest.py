@@ -21,8 +21,7 @@ from lore.ingest.loaders import load_file
 from lore.ingest.pipeline import IngestReport, chunk_document
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
-_MULTIPART_SLACK = 64 * 1024
-DEFAULT_TENANT = "default"  # what chunks carry when nothing sets tenant_id  # boundaries and part headers on top of the file bytes
+_MULTIPART_SLACK = 64 * 1024  # boundaries and part headers on top of the file bytes
 
 
 @router.post("/files", status_code=201)
@@ -143,15 +142,13 @@ def report_json(report: IngestReport) -> dict[str, Any]:
 async def ingest(kb: str, body: SourcesBody, scope: Admin, state: State) -> dict[str, Any]:
     """Index sources straight into an unversioned knowledge base (admin); bad files are reported.
 
-    Unversioned ingest writes chunks with the default metadata (tenant 'default'), so only keys of
-    that tenant may use it; other tenants' admins use builds, which stamp their tenant on the chunks.
+    The chunks belong to the key's tenant (and its dataset, if it has exactly one), as in builds.
     """
-    if scope.tenant_id != DEFAULT_TENANT:
-        raise HTTPException(400, f"unversioned ingest stores chunks for tenant '{DEFAULT_TENANT}', which a key of "
-                                 f"tenant '{scope.tenant_id}' could not read back; use POST /api/kbs/{kb}/builds")
+    stamp = scope.chunk_stamp()
 
     def run() -> dict[str, Any]:
         lore = state.lore
         lore.catalog.get_kb(kb)
-        return {"kb": kb, **report_json(lore.ingest(kb, _sources(lore, kb, body)))}
+        report = lore.ingest(kb, _sources(lore, kb, body), chunk_metadata=lambda _source: stamp)
+        return {"kb": kb, **report_json(report)}
     return await run_in_threadpool(run)

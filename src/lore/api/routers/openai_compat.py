@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 
 from lore.api.deps import Caller, State
 from lore.api.routers.ask import AskBody, ClosingStream, start_stream
+from lore.api.scenarios import MODEL_PREFIX, visible_scenarios
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
 
@@ -41,14 +42,16 @@ class ChatRequest(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    model: str = Field(description="The knowledge base name (see GET /v1/models).")
+    model: str = Field(description="A knowledge base name, or `scenario:<id>` (see GET /v1/models).")
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
 
 
 def _lore_extra(end: dict[str, Any]) -> dict[str, Any]:
-    return {k: end.get(k) for k in ("trace_id", "route", "refused", "evidence_confidence", "answer_confidence",
-                                    "low_confidence", "warning", "answer")}
+    extra = {k: end.get(k) for k in ("trace_id", "route", "refused", "evidence_confidence", "answer_confidence",
+                                     "low_confidence", "warning", "answer", "scenario", "plan", "faq_match")}
+    extra["profile"] = (end.get("profile") or {}).get("name")
+    return extra
 
 
 def _error_status(data: dict[str, Any]) -> int:
@@ -61,7 +64,10 @@ async def chat_completions(body: ChatRequest, scope: Caller, state: State) -> Re
     users = [m.text() for m in body.messages if m.role == "user"]
     if not users:
         raise HTTPException(400, "messages: no user message to answer")
-    ask = AskBody(kb=body.model, question=users[-1], new_session=False)
+    if body.model.startswith(MODEL_PREFIX):
+        ask = AskBody(scenario=body.model.removeprefix(MODEL_PREFIX), question=users[-1], new_session=False)
+    else:
+        ask = AskBody(kb=body.model, question=users[-1], new_session=False)
     events = await start_stream(state, scope, ask, "openai", history=users[:-1])
     created, model = int(time.time()), body.model
     if body.stream:
@@ -117,8 +123,13 @@ async def _chunks(events: AsyncIterator[dict[str, Any]], created: int, model: st
 
 
 @router.get("/models")
-async def models(_: Caller, state: State) -> dict[str, Any]:
-    """One model per knowledge base."""
+async def models(scope: Caller, state: State) -> dict[str, Any]:
+    """One model per knowledge base, and `scenario:<id>` per scenario serving the key's tenant."""
     kbs = await run_in_threadpool(state.lore.catalog.list_kbs)
-    return {"object": "list", "data": [{"id": kb.name, "object": "model", "created": int(kb.created_at.timestamp()),
-                                        "owned_by": "lore", "description": kb.description} for kb in kbs]}
+    found = await run_in_threadpool(visible_scenarios, state.lore, scope)
+    created = {kb.name: int(kb.created_at.timestamp()) for kb in kbs}
+    return {"object": "list", "data": [
+        *({"id": kb.name, "object": "model", "created": created[kb.name], "owned_by": "lore",
+           "description": kb.description} for kb in kbs),
+        *({"id": MODEL_PREFIX + sc.id, "object": "model", "created": created.get(sc.kb_name, 0), "owned_by": "lore",
+           "description": sc.name, "kb": sc.kb_name} for sc in found)]}

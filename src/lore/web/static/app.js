@@ -14,6 +14,14 @@ const I18N = {
     confidence: "confidence", helpful: "Helpful", notHelpful: "Not helpful", thanks: "Thanks for the feedback.",
     page: "page", sheet: "sheet", row: "row", slide: "slide", building: "Building…", uploading: "Uploading…",
     done: "Done", trace: "trace", noteprompt: "What was wrong? (optional)",
+    deepMode: "Deep mode", round: "round",
+    scenario: "Scenario", noScenario: "(none)", profile: "profile", cache: "Search cache", hit: "hit", miss: "miss",
+    results: "results", key: "key", noCache: "no cached searches (unversioned KB or no scenario)",
+    drop: "drop", commitChunks: "Commit these chunks", committed: "chunks committed",
+    editHint: "Edit the chunks' text or drop chunks, then commit them (replaces this file's chunks).",
+    versionedNoCommit: "Versioned knowledge base: chunks change only through builds.",
+    routes: {retrieval: "retrieval", faq_exact: "FAQ (exact)", faq_direct: "FAQ", greeting: "greeting",
+      thanks: "thanks", handoff: "hand-off to a person", out_of_scope: "out of scope", refused: "refused"},
   },
   zh: {
     chat: "问答", admin: "知识库", traces: "追踪", apiKey: "API 密钥", kb: "知识库",
@@ -27,13 +35,23 @@ const I18N = {
     confidence: "置信度", helpful: "有帮助", notHelpful: "没帮助", thanks: "感谢反馈。",
     page: "页", sheet: "工作表", row: "行", slide: "幻灯片", building: "构建中…", uploading: "上传中…",
     done: "完成", trace: "追踪", noteprompt: "哪里不对？（可选）",
+    deepMode: "深度模式", round: "轮",
+    scenario: "场景", noScenario: "（无）", profile: "提示模板", cache: "检索缓存", hit: "命中", miss: "未命中",
+    results: "结果数", key: "键", noCache: "没有缓存的检索（无版本知识库或未使用场景）",
+    drop: "删除", commitChunks: "提交这些分块", committed: "个分块已提交",
+    editHint: "可编辑分块文本或删除分块，然后提交（替换该文件现有的分块）。",
+    versionedNoCommit: "有版本的知识库：分块只能通过构建更新。",
+    routes: {retrieval: "检索", faq_exact: "FAQ（精确匹配）", faq_direct: "FAQ", greeting: "问候",
+      thanks: "致谢", handoff: "转人工", out_of_scope: "超出范围", refused: "拒答"},
   },
 };
 let lang = localStorage.getItem("lore.lang") || (navigator.language.startsWith("zh") ? "zh" : "en");
 const t = (k) => (I18N[lang] && I18N[lang][k]) || I18N.en[k] || k;
+const routeName = (r) => (I18N[lang].routes || {})[r] || I18N.en.routes[r] || r;
 const $ = (sel) => document.querySelector(sel);
 const esc = (s) => String(s ?? "").replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
 let sessionId = null;
+let kbInfo = null;  // the admin tab's knowledge base (versioned or not decides if chunks can be committed)
 
 function applyLang() {
   document.documentElement.lang = lang === "zh" ? "zh-CN" : "en";
@@ -104,6 +122,8 @@ function renderAnswer(box, end, kb) {
   meta.innerHTML = "";
   if (end.refused) meta.insertAdjacentHTML("beforeend", `<span class="badge refused">${esc(t("refused"))}</span>`);
   else meta.insertAdjacentHTML("beforeend", `<span class="badge">${esc(conf)}</span>`);
+  if (end.route) meta.insertAdjacentHTML("beforeend", `<span class="badge route" data-route="${esc(end.route)}">${esc(t("route"))}: ${esc(routeName(end.route))}</span>`);
+  if (end.profile && end.profile.name) meta.insertAdjacentHTML("beforeend", `<span class="badge profile" title="${esc(end.profile.reason || "")}">${esc(t("profile"))}: ${esc(end.profile.name)}</span>`);
   if (end.low_confidence) meta.insertAdjacentHTML("beforeend", `<span class="warning">${esc(t("lowConfidence"))}</span>`);
   const list = document.createElement("ol");
   list.className = "sources";
@@ -155,7 +175,8 @@ async function* sseEvents(response) {
 }
 
 async function ask(question) {
-  const kb = $("#chat-kb").value;
+  const scenario = $("#chat-scenario").value;
+  let kb = $("#chat-kb").value;
   const msgs = $("#messages");
   msgs.insertAdjacentHTML("beforeend", `<div class="msg user">${esc(question)}</div>`);
   const box = document.createElement("div");
@@ -165,12 +186,16 @@ async function ask(question) {
   const status = $("#status");
   try {
     const r = await fetch("/api/ask", {method: "POST", headers: headers({"Content-Type": "application/json"}),
-      body: JSON.stringify({kb, question, session_id: sessionId})});
+      body: JSON.stringify({...(scenario ? {scenario} : {kb}), question, session_id: sessionId,
+                            mode: $("#chat-deep").checked ? "deep" : "fast"})});
     if (!r.ok) throw new Error((await r.json()).detail || `HTTP ${r.status}`);
     let text = "";
     for await (const ev of sseEvents(r)) {
-      if (ev.event === "start") sessionId = ev.data.session_id;
-      else if (ev.event === "status") status.textContent = `${ev.data.stage}…`;
+      if (ev.event === "start") { sessionId = ev.data.session_id; kb = ev.data.kb; }
+      else if (ev.event === "status") {
+        const round = ev.data.round ? `${t("round")} ${ev.data.round} · ` : "";
+        status.textContent = `${round}${ev.data.stage}${ev.data.query ? `: ${ev.data.query}` : ""}…`;
+      }
       else if (ev.event === "token") { text += ev.data.text; box.querySelector(".text").textContent = text; }
       else if (ev.event === "end") renderAnswer(box, ev.data, kb);
       else if (ev.event === "error") {
@@ -199,10 +224,33 @@ async function loadKbs() {
   return kbs;
 }
 
+async function loadScenarios() {
+  const list = await api("/api/scenarios");
+  const sel = $("#chat-scenario");
+  const keep = sel.value;
+  sel.innerHTML = `<option value="" data-i18n="noScenario">${esc(t("noScenario"))}</option>` +
+    list.map((s) => `<option value="${esc(s.id)}" title="${esc(s.description)}">${esc(s.name)} (${esc(s.id)})</option>`).join("");
+  if (list.some((s) => s.id === keep)) sel.value = keep;
+  $("#chat-kb").disabled = Boolean(sel.value);
+  return list;
+}
+
+function loadPickers() {
+  loadKbs().catch((e) => toast(e.message, true));
+  loadScenarios().catch((e) => toast(e.message, true));
+}
+
+function newChat() {
+  sessionId = null;
+  $("#messages").innerHTML = "";
+  $("#passage").classList.add("hidden");
+}
+
 async function loadAdmin() {
   const kb = $("#admin-kb").value;
   if (!kb) return;
   const info = await api(`/api/kbs/${encodeURIComponent(kb)}`);
+  kbInfo = info;
   $("#kb-info").textContent = `${info.files} ${t("files").split(" ")[0]} · ${info.chunks} ${t("chunks")} · ` +
     `${info.embedding_model} · ${info.versioned ? `${t("versions")}: ${info.active_version ?? "-"}` : "unversioned"}`;
   const files = await api(`/api/kbs/${encodeURIComponent(kb)}/files`);
@@ -233,11 +281,27 @@ async function run(fn, reload = true) {
 }
 
 async function preview(kb, name) {
-  const p = await api(`/api/kbs/${encodeURIComponent(kb)}/preview`, {method: "POST", body: JSON.stringify({file: name, limit: 20})});
+  const p = await api(`/api/kbs/${encodeURIComponent(kb)}/preview`, {method: "POST", body: JSON.stringify({file: name, limit: 1000})});
+  const editable = kbInfo && kbInfo.name === kb && !kbInfo.versioned && p.preview.length === p.chunks;
   const el = $("#preview");
   el.innerHTML = `<h4>${esc(name)}: ${p.chunks} ${esc(t("chunks"))}</h4>` +
-    p.preview.map((c) => `<div class="chunk"><span class="muted">#${c.chunk_index} ${esc(where({file: name, ...c}))}</span><pre>${esc(c.text)}</pre></div>`).join("");
+    `<p class="muted">${esc(t(editable ? "editHint" : "versionedNoCommit"))}</p>` +
+    p.preview.map((c, i) => `<div class="chunk" data-i="${i}"><span class="muted">#${c.chunk_index} ${esc(where({file: name, ...c}))}</span>
+      ${editable ? `<label class="drop"><input type="checkbox" class="drop-chunk"> ${esc(t("drop"))}</label>` : ""}
+      <pre class="chunk-text"${editable ? ' contenteditable="plaintext-only"' : ""}>${esc(c.text)}</pre></div>`).join("") +
+    (editable ? `<button id="commit-chunks">${esc(t("commitChunks"))}</button>` : "");
   el.classList.remove("hidden");
+  if (!editable) return;
+  $("#commit-chunks").addEventListener("click", () => run(async () => {
+    const chunks = [...el.querySelectorAll(".chunk")].filter((d) => !d.querySelector(".drop-chunk").checked).map((d) => {
+      const c = p.preview[Number(d.dataset.i)];
+      return {text: d.querySelector(".chunk-text").innerText, heading_path: c.heading_path, page: c.page,
+        sheet: c.sheet, row: c.row, source_type: c.source_type};
+    });
+    const r = await api(`/api/kbs/${encodeURIComponent(kb)}/chunks`, {method: "POST", body: JSON.stringify({file: name, chunks})});
+    toast(`${r.committed} ${t("committed")}`);
+    el.classList.add("hidden");
+  }));
 }
 
 function upload() {
@@ -307,9 +371,16 @@ async function loadTraces() {
   document.querySelectorAll("#traces tbody tr").forEach((tr) => tr.addEventListener("click", async () => {
     const tr_ = await api(`/api/traces/${tr.dataset.id}`);
     const stages = tr_.data.stages.map((s) => `<tr><td>${esc(s.stage)}</td><td>${s.at_ms}</td><td>${s.ms ?? ""}</td></tr>`).join("");
+    const cache = tr_.data.cache || [];
+    const cacheRows = cache.map((c) => `<tr class="${c.hit ? "hit" : "miss"}"><td>${esc(t(c.hit ? "hit" : "miss"))}</td>
+      <td><code>${esc(c.key)}</code></td><td>${c.hits}</td></tr>`).join("");
     const el = $("#trace-detail");
-    el.innerHTML = `<h4>${esc(tr_.question)} → ${esc(tr_.query)}</h4><table><tr><th>stage</th><th>at ms</th><th>ms</th></tr>${stages}</table>
-      <pre>${esc(JSON.stringify({confidences: tr_.data.confidences, plan: tr_.data.plan, hits: tr_.data.hits, filter: tr_.data.filter}, null, 2))}</pre>`;
+    el.innerHTML = `<h4>${esc(tr_.question)} → ${esc(tr_.query)}</h4>
+      <p>${esc(t("scenario"))}: ${esc(tr_.data.scenario || "default")} · ${esc(t("route"))}: ${esc(routeName(tr_.route || ""))}
+      · ${esc(t("profile"))}: ${esc(tr_.data.profile || "-")}</p>
+      <table><tr><th>stage</th><th>at ms</th><th>ms</th></tr>${stages}</table>
+      <h4>${esc(t("cache"))}</h4>${cache.length ? `<table class="cache"><tr><th></th><th>${esc(t("key"))}</th><th>${esc(t("results"))}</th></tr>${cacheRows}</table>` : `<p class="muted">${esc(t("noCache"))}</p>`}
+      <pre>${esc(JSON.stringify({confidences: tr_.data.confidences, plan: tr_.data.plan, hits: tr_.data.hits, filter: tr_.data.filter, scope: tr_.data.scope}, null, 2))}</pre>`;
     el.classList.remove("hidden");
   }));
 }
@@ -327,14 +398,17 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#key").value = localStorage.getItem("lore.key") || "";
   applyLang();
   $("#lang").addEventListener("click", () => { lang = lang === "zh" ? "en" : "zh"; localStorage.setItem("lore.lang", lang); applyLang(); });
-  $("#key").addEventListener("change", () => { localStorage.setItem("lore.key", $("#key").value.trim()); loadKbs().catch((e) => toast(e.message, true)); });
+  $("#key").addEventListener("change", () => { localStorage.setItem("lore.key", $("#key").value.trim()); loadPickers(); });
   document.querySelectorAll(".tab").forEach((b) => b.addEventListener("click", () => showTab(b.dataset.tab)));
   $("#ask-form").addEventListener("submit", (e) => {
     e.preventDefault();
     const q = $("#question").value.trim();
     if (q) { $("#question").value = ""; ask(q); }
   });
-  $("#new-chat").addEventListener("click", () => { sessionId = null; $("#messages").innerHTML = ""; $("#passage").classList.add("hidden"); });
+  $("#new-chat").addEventListener("click", newChat);
+  // A session belongs to one knowledge base: changing what is asked starts a new chat.
+  $("#chat-kb").addEventListener("change", newChat);
+  $("#chat-scenario").addEventListener("change", () => { $("#chat-kb").disabled = Boolean($("#chat-scenario").value); newChat(); });
   $("#close-passage").addEventListener("click", () => $("#passage").classList.add("hidden"));
   $("#create-kb").addEventListener("submit", (e) => {
     e.preventDefault();
@@ -353,5 +427,5 @@ document.addEventListener("DOMContentLoaded", () => {
     await api(`/api/kbs/${encodeURIComponent($("#admin-kb").value)}/rollback`, {method: "POST", body: "{}"});
   }));
   $("#refresh-traces").addEventListener("click", () => loadTraces().catch((e) => toast(e.message, true)));
-  if ($("#key").value) loadKbs().catch((e) => toast(e.message, true));
+  if ($("#key").value) loadPickers();
 });

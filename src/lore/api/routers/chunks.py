@@ -1,0 +1,100 @@
+"""add-by-chunks: commit a previewed file's chunks, as edited by the client, into an unversioned KB.
+
+`POST .../preview` (file-to-chunk) shows how a file splits; the client edits or drops chunks and
+sends the rest here. They replace the file's earlier chunks. Versioned knowledge bases refuse (409):
+their content changes only through builds, so what people read stays reviewable and reversible.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, HTTPException
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from starlette.concurrency import run_in_threadpool
+
+from lore.api.deps import Admin, State
+from lore.api.routers.ingest import _uploaded, report_json
+from lore.catalog import KnowledgeBase
+from lore.ingest.chunking import stable_id
+from lore.ingest.files import SourceFile
+from lore.schema import Chunk
+
+router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
+
+
+class ChunkIn(BaseModel):
+    """One chunk as `preview` returned it, possibly edited; its position in the list is its index."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(max_length=20_000)
+    chunk_index: int | None = Field(default=None, description="Ignored: the list order is the chunk order.")
+    parent_text: str | None = Field(default=None, max_length=40_000,
+                                    description="Context handed to answers; default: the text.")
+    heading_path: list[str] = Field(default_factory=list)
+    title: str | None = None
+    page: int | None = Field(default=None, ge=1)
+    sheet: str | None = None
+    row: int | None = Field(default=None, ge=1)
+    source_type: Literal["doc", "table_row"] = "doc"
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("empty chunk text (drop the chunk instead)")
+        return value.strip()
+
+
+class CommitBody(BaseModel):
+    """The chunks of one uploaded file, to store in place of the chunks that file has now."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    file: str = Field(description="The uploaded file the chunks were previewed from.")
+    chunks: list[ChunkIn] = Field(min_length=1, max_length=5000)
+    visibility: Literal["public", "internal", "restricted"] = "internal"
+    allowed_roles: list[str] = Field(default_factory=list, description="Roles that may read them; [] = all.")
+
+
+def make_chunks(kb: KnowledgeBase, name: str, sha256: str, model: str, body: CommitBody,
+                stamp: dict[str, str]) -> list[Chunk]:
+    """Chunks carrying the metadata contract, the caller's tenant (and dataset) and the file's identity."""
+    document_id = "doc_" + stable_id(kb.id, name)[:16]
+    out = []
+    for i, c in enumerate(body.chunks):
+        parent = (c.parent_text or "").strip() or c.text
+        out.append(Chunk(
+            chunk_id=stable_id(kb.id, name, document_id, kb.chunk_schema, i, c.text, "edited"),
+            text=c.text, parent_id=stable_id(kb.id, document_id, "edited", i, parent), parent_text=parent,
+            kb_id=kb.id, document_id=document_id, file_path=name, file_sha256=sha256, chunk_index=i,
+            chunk_schema=kb.chunk_schema, embedding_model=model, source_type=c.source_type,
+            visibility=body.visibility, allowed_roles=list(body.allowed_roles), page=c.page,
+            heading_path=list(c.heading_path), sheet=c.sheet, row=c.row, title=c.title, **stamp))
+    return out
+
+
+@router.post("/chunks")
+async def add_by_chunks(kb: str, body: CommitBody, scope: Admin, state: State) -> dict[str, Any]:
+    """Store a previewed file's (edited) chunks in an unversioned KB (admin); 409 for a versioned KB."""
+    stamp = scope.chunk_stamp()
+
+    def run() -> dict[str, Any]:
+        lore = state.lore
+        record = lore.catalog.get_kb(kb)
+        if lore.catalog.list_versions(record.id):
+            raise HTTPException(409, f"knowledge base '{kb}' is versioned: its content changes only through "
+                                     f"builds (POST /api/kbs/{kb}/builds), not by committing chunks")
+        path = _uploaded(lore, kb, body.file)
+        model = lore.embedder(record).model_id
+
+        def custom(source: SourceFile, sha256: str, _seq: int | None) -> list[Chunk] | None:
+            return make_chunks(record, source.name, sha256, model, body, stamp) if source.path == path else None
+
+        report = lore.ingest(kb, [path], custom_chunks=custom, force=True)
+        result = report.files[0]
+        if result.status != "ingested":
+            raise HTTPException(422, f"{body.file}: {result.error or result.status}")
+        return {"kb": kb, "file": result.name, "committed": result.chunks, **report_json(report)}
+    return await run_in_threadpool(run)
