@@ -41,6 +41,18 @@ def test_comparisons(question: str, kind: str, subs: list[str]) -> None:
     ("植村秀有着怎样的美誉？《瞄》的蓝本是哪一个杂志？", ["植村秀有着怎样的美誉？", "《瞄》的蓝本是哪一个杂志？"]),
     ("What are the prices of LF-200, LF-500 and LF-700?",
      ["What are the prices of LF-200?", "What are the prices of LF-500?", "What are the prices of LF-700?"]),
+    # an opening repeated after "and" ("that", "about whether") starts a second question with the same head
+    ("Is it true that statins lower LDL, and that aspirin prevents stroke?",
+     ["Is it true that statins lower LDL?", "Is it true that aspirin prevents stroke?"]),
+    ("What is known about whether exercise improves sleep and about whether coffee raises blood pressure?",
+     ["What is known about whether exercise improves sleep?",
+      "What is known about whether coffee raises blood pressure?"]),
+    # a full stop before an additive word ("Also,", "And") ends a question; the additive word is dropped
+    ("Refunds take 30 days. Also, who pays return shipping?", ["Refunds take 30 days?", "who pays return shipping?"]),
+    ("Is there evidence that IL-6 rises in sepsis? And is it true that TNF falls?",
+     ["Is there evidence that IL-6 rises in sepsis?", "is it true that TNF falls?"]),
+    # "and" + auxiliary + subject is a new question
+    ("What is the refund window and is the VPN required?", ["What is the refund window?", "is the VPN required?"]),
 ])
 def test_multi_part_and_enumerations(question: str, subs: list[str]) -> None:
     plan = decompose(question)
@@ -50,6 +62,11 @@ def test_multi_part_and_enumerations(question: str, subs: list[str]) -> None:
 @pytest.mark.parametrize("question", [
     "年假有几天？", "报销需要发票和审批单吗", "贞观十三年，唐太宗把突厥人迁至哪里？", "和平饭店在哪里", "参与项目的人员有哪些", "What is the refund window?",
     "terms and conditions of the VPN", "Which documents and approvals are needed?",
+    # "and" + auxiliary without a subject continues the clause; one "that" is not a repeated opening
+    "Does obesity raise blood pressure and is associated with stroke?",
+    "Is it true that statins lower the risk that patients develop dementia and stroke?",
+    "Is H. pylori infection linked to gastric cancer and to ulcers?",
+    "Mice lacking Foxp3 develop autoimmunity. Is this reversed by IL-2?",
 ])
 def test_single_questions_stay_whole(question: str) -> None:
     plan = decompose(question)
