@@ -45,19 +45,28 @@ def page(site: tuple[str, str, Lore]) -> Iterator[object]:
         browser.close()
 
 
-def test_upload_build_ask_open_citation(site: tuple[str, str, Lore], page) -> None:  # type: ignore[no-untyped-def]
-    url, secret, lore = site
+def sign_in(page, url: str, secret: str) -> None:  # type: ignore[no-untyped-def]
     page.goto(url + "/")
     page.fill("#key", secret)
     page.dispatch_event("#key", "change")
 
+
+def new_kb_with_files(page, name: str, files: list[Path]) -> None:  # type: ignore[no-untyped-def]
+    """Admin tab: create a KB and upload files into it."""
     page.click("button[data-tab=admin]")
-    page.fill("#new-kb", "docs")
+    page.fill("#new-kb", name)
     page.click("#create-kb button")
-    page.wait_for_function("document.querySelector('#admin-kb').value === 'docs'")
-    page.set_input_files("#files", [str(EXAMPLES / "employee_handbook.md"), str(EXAMPLES / "faq.csv")])
+    page.wait_for_function(f"document.querySelector('#admin-kb').value === '{name}'")
+    page.set_input_files("#files", [str(f) for f in files])
     page.click("#upload")
-    page.wait_for_selector("#uploads tbody tr:nth-child(2)")
+    page.wait_for_selector(f"#uploads tbody tr:nth-child({len(files)})")
+
+
+def test_upload_build_ask_open_citation(site: tuple[str, str, Lore], page) -> None:  # type: ignore[no-untyped-def]
+    url, secret, lore = site
+    sign_in(page, url, secret)
+
+    new_kb_with_files(page, "docs", [EXAMPLES / "employee_handbook.md", EXAMPLES / "faq.csv"])
     page.click(".preview-btn[data-name='faq.csv']")
     page.wait_for_selector("#preview .chunk")
     assert "VPN" in page.inner_text("#preview")
@@ -97,19 +106,11 @@ def test_upload_build_ask_open_citation(site: tuple[str, str, Lore], page) -> No
 
 def test_chinese_interface_and_refusal(site: tuple[str, str, Lore], page) -> None:  # type: ignore[no-untyped-def]
     url, secret, _ = site
-    page.goto(url + "/")
-    page.fill("#key", secret)
-    page.dispatch_event("#key", "change")
+    sign_in(page, url, secret)
     page.click("#lang")
     assert page.inner_text("button[data-tab=chat]") == "问答"
     assert page.get_attribute("#question", "placeholder") == "请输入问题…"
-    page.click("button[data-tab=admin]")
-    page.fill("#new-kb", "zh")
-    page.click("#create-kb button")
-    page.wait_for_function("document.querySelector('#admin-kb').value === 'zh'")
-    page.set_input_files("#files", [str(EXAMPLES / "faq.csv")])
-    page.click("#upload")
-    page.wait_for_selector("#uploads tbody tr")
+    new_kb_with_files(page, "zh", [EXAMPLES / "faq.csv"])
     page.click("#ingest")
     page.wait_for_function("document.querySelector('#build-status').textContent === '完成'")
     page.click("button[data-tab=chat]")
@@ -134,9 +135,7 @@ def hr_site(tmp_path: Path) -> Iterator[tuple[str, str]]:
 
 def test_scenario_faq_answer_with_route_profile_and_cache_trace(hr_site: tuple[str, str], page) -> None:  # type: ignore[no-untyped-def]
     url, secret = hr_site
-    page.goto(url + "/")
-    page.fill("#key", secret)
-    page.dispatch_event("#key", "change")
+    sign_in(page, url, secret)
     page.wait_for_selector("#chat-scenario option[value=hr]", state="attached")
     page.select_option("#chat-scenario", "hr")
     assert page.is_disabled("#chat-kb")  # the scenario decides the knowledge base
@@ -169,16 +168,8 @@ def test_scenario_faq_answer_with_route_profile_and_cache_trace(hr_site: tuple[s
 
 def test_preview_edit_and_commit_chunks(site: tuple[str, str, Lore], page) -> None:  # type: ignore[no-untyped-def]
     url, secret, lore = site
-    page.goto(url + "/")
-    page.fill("#key", secret)
-    page.dispatch_event("#key", "change")
-    page.click("button[data-tab=admin]")
-    page.fill("#new-kb", "edited")
-    page.click("#create-kb button")
-    page.wait_for_function("document.querySelector('#admin-kb').value === 'edited'")
-    page.set_input_files("#files", [str(EXAMPLES / "employee_handbook.md")])
-    page.click("#upload")
-    page.wait_for_selector("#uploads tbody tr")
+    sign_in(page, url, secret)
+    new_kb_with_files(page, "edited", [EXAMPLES / "employee_handbook.md"])
     page.click(".preview-btn[data-name='employee_handbook.md']")
     page.wait_for_selector("#preview .chunk-text[contenteditable]")
     total = page.locator("#preview .chunk").count()
@@ -206,9 +197,7 @@ def test_deep_mode_question_from_the_browser(site: tuple[str, str, Lore], page) 
     url, secret, lore = site
     lore.create_kb("hb")
     lore.ingest("hb", [EXAMPLES])
-    page.goto(url + "/")
-    page.fill("#key", secret)
-    page.dispatch_event("#key", "change")
+    sign_in(page, url, secret)
     page.wait_for_function("[...document.querySelectorAll('#chat-kb option')].some((o) => o.value === 'hb')")
     page.select_option("#chat-kb", "hb")
     page.check("#chat-deep")

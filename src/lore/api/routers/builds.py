@@ -21,16 +21,9 @@ from lore.ingest.pipeline import FileResult, Progress
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
 
 
-def _stamp(scope: Scope) -> dict[str, str]:
-    stamp = {"tenant_id": scope.tenant_id}
-    if scope.key.datasets and len(scope.key.datasets) == 1:
-        stamp["dataset_id"] = scope.key.datasets[0]
-    return stamp
-
-
 def _run_build(state: ServiceState, kb: str, body: BuildBody, scope: Scope, inputs: list[Path],
                progress: Progress | None = None) -> dict[str, Any]:
-    lore, stamp = state.lore, _stamp(scope)
+    lore, stamp = state.lore, scope.chunk_stamp()
     result = lore.build(kb, inputs, description=body.description, activate=body.activate,
                         quality_gate=body.quality_gate, incremental_from=body.incremental_from, force=body.force,
                         progress=progress, chunk_metadata=lambda _source: stamp)
