@@ -303,7 +303,8 @@ class Lore:
             return AskPipeline(retriever, generator, answer, scenario=runtime)
 
         if mode == "fast":
-            return fast().run(question, opts)
+            events = fast().run(question, opts)
+            return _with_rewrite(events, retriever) if isinstance(retriever, RewritingRetriever) else events
         from lore.agent.graph import DeepPipeline
 
         kb = self.catalog.get_kb(name)
@@ -317,6 +318,17 @@ class Lore:
         for store in self._stores.values():
             store.close()
         self._stores.clear()
+
+
+def _with_rewrite(events: Iterator[Event], retriever: RewritingRetriever) -> Iterator[Event]:
+    """Fast mode with query rewriting: the variants searched and any skipped LLM step, as a status
+    event and in the `end` payload."""
+    for event in events:
+        if event.type == "end" and retriever.last is not None:
+            rewrite = retriever.last.to_json()
+            yield Event("status", {"stage": "rewrite", **rewrite})
+            event = Event("end", {**event.data, "rewrite": rewrite})
+        yield event
 
 
 def _parse_schema(schema: str) -> tuple[int, int, int]:

@@ -34,8 +34,13 @@ def test_bad_mode_and_rewrite_are_errors_and_rewrite_on_works_offline(lore: Lore
         lore.ask("hb", "年假有几天", mode="turbo")
     with pytest.raises(LoreError, match="rewrite: 'off', 'on' or 'hyde'"):
         lore.ask("hb", "年假有几天", rewrite="sometimes")
-    end = finish(list(lore.ask("hb", "What is the refund window?", rewrite="hyde")))
+    events = list(lore.ask("hb", "What is the refund window?", rewrite="hyde"))
+    end = finish(events)
     assert not end["refused"] and "30 days" in end["answer"]
+    # HyDE needs an LLM: skipped with a note; the rule-based keyword variant is still searched.
+    assert end["rewrite"]["mode"] == "hyde" and any("LLM" in n or "llm" in n for n in end["rewrite"]["notes"])
+    assert {v["kind"] for v in end["rewrite"]["variants"]} >= {"original"}
+    assert statuses(events, "rewrite")[0]["variants"] == end["rewrite"]["variants"]
 
 
 def test_deep_mode_in_a_scenario_keeps_routing_and_faq(tmp_path: Path) -> None:
