@@ -25,7 +25,7 @@ import tempfile
 import time
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -272,20 +272,33 @@ def _ask_all(mode: str, questions: list[tuple[Lore, str, Question]]) -> list[dic
             hits = lore.retriever(kb).search(q.text, opts)  # the same search the fast pipeline ran
             a = lore.settings.answer
             top = [h.chunk for h in hits[:10]]
+            deeper = [h.chunk for h in lore.retriever(kb).search(q.text, replace(opts, top_k=50))]
             context = [p.hit.chunk for p in build_passages(hits, max_passages=a.max_passages,
                                                            budget_units=a.context_budget)]
         else:
             top = store.get([c["chunk_id"] for c in end["candidates"]][:10])
+            deeper = store.get([c["chunk_id"] for c in end["candidates"]])
             context = store.get(end["context"])
         cited = store.get([c["chunk_id"] for c in end["citations"]])
         answer = _norm(re.sub(r"\[\d+\]", "", end["answer"])) if not end["refused"] else ""
         parts = [any(_norm(g) in answer for g in golds) for golds in q.answers]
         found = sum(any(test(c) for c in top) for test in q.needed) / len(q.needed)
-        rows.append({"source": q.source, "recall_all": _all(q, top), "recall_part": found,
+        rows.append({"source": q.source, "recall_all": _all(q, top), "recall_docs": _all(q, _first_docs(deeper, 10)),
+                     "recall_part": found,
                      "context_all": _all(q, context),
                      "cited_all": _all(q, cited), "answered_all": all(parts) if parts else None,
                      "rounds": end.get("rounds", 0), "ms": ms})
     return rows
+
+
+def _first_docs(chunks: list[Chunk], n: int) -> list[Chunk]:
+    """The candidates from the first `n` distinct documents (the same document-level cut for both modes)."""
+    docs: list[str] = []
+    for c in chunks:
+        if c.document_id not in docs:
+            docs.append(c.document_id)
+    keep = set(docs[:n])
+    return [c for c in chunks if c.document_id in keep]
 
 
 def _all(q: Question, chunks: list[Chunk]) -> bool:
@@ -318,6 +331,7 @@ def _summary(rows: list[dict]) -> dict:
         answered = [r["answered_all"] for r in sel if r["answered_all"] is not None]
         times = [r["ms"] for r in sel]
         return {"n": len(sel), "recall_all": round(sum(r["recall_all"] for r in sel) / len(sel), 4),
+                "recall_docs": round(sum(r["recall_docs"] for r in sel) / len(sel), 4),
                 "recall_part": round(sum(r["recall_part"] for r in sel) / len(sel), 4),
                 "context_all": round(sum(r["context_all"] for r in sel) / len(sel), 4),
                 "cited_all": round(sum(r["cited_all"] for r in sel) / len(sel), 4),
@@ -343,7 +357,7 @@ def _norm(text: str) -> str:
 
 
 def _print(results: dict, questions: list) -> None:
-    cols = ["recall_all", "recall_part", "context_all", "cited_all", "answered_all", "rounds_mean", "p50_ms", "p95_ms"]
+    cols = ["recall_all", "recall_docs", "recall_part", "context_all", "cited_all", "answered_all", "rounds_mean", "p50_ms", "p95_ms"]
     table = Table(title=f"multi-part questions: {len(questions)}")
     for c in ["mode", "questions", *cols]:
         table.add_column(c, justify="right")
