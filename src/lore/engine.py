@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import cached_property
@@ -43,6 +44,7 @@ class Lore:
         self.settings.home.mkdir(parents=True, exist_ok=True)
         self._stores: dict[str, VectorStore] = {}
         self._embedders: dict[str, Embedder] = {}
+        self._open_lock = threading.RLock()  # service threads opening the same KB's store/embedder at once
         a = self.settings.agent
         self.semantic_cache = SemanticCache(a.cache_similarity, a.cache_entries)  # deep mode's candidates
 
@@ -85,13 +87,14 @@ class Lore:
         self.catalog.delete_kb(name)
 
     def store(self, kb: KnowledgeBase) -> VectorStore:
-        """The KB's store collection (opened once)."""
-        if kb.id not in self._stores:
-            self._stores[kb.id] = open_store(
-                kb.store_backend, f"kb_{kb.id}", self.settings.home / "store", kb.embedding_dim,
-                self.settings.store.uri,
-            )
-        return self._stores[kb.id]
+        """The KB's store collection (opened once, also when several threads ask at the same time)."""
+        with self._open_lock:
+            if kb.id not in self._stores:
+                self._stores[kb.id] = open_store(
+                    kb.store_backend, f"kb_{kb.id}", self.settings.home / "store", kb.embedding_dim,
+                    self.settings.store.uri,
+                )
+            return self._stores[kb.id]
 
     def embedder(self, kb: KnowledgeBase) -> Embedder:
         """The configured embedder for a KB; a dimension other than the KB's store holds is an error.
@@ -99,6 +102,10 @@ class Lore:
         A different model of the same dimension is allowed: a versioned build re-embeds every file
         with it, and reading a version checks that it was embedded with the configured model.
         """
+        with self._open_lock:
+            return self._embedder(kb)
+
+    def _embedder(self, kb: KnowledgeBase) -> Embedder:
         if kb.id not in self._embedders:
             embedder = self._new_embedder()
             if embedder.dim != kb.embedding_dim:
