@@ -122,6 +122,7 @@ class AgentSettings(_Section):
     shortcut_simple: bool = True  # simple questions go straight to the fast pipeline
     cache_similarity: float = Field(default=0.97, gt=0, le=1)  # cosine for a semantic-cache hit
     cache_entries: int = Field(default=512, ge=0)  # 0 disables the semantic cache
+    max_sessions: int = Field(default=1000, ge=1)  # deep-mode sessions whose turns are kept in memory
 
 
 class ScenarioSettings(_Section):

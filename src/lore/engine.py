@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import cached_property
@@ -47,6 +48,7 @@ class Lore:
         self._open_lock = threading.RLock()  # service threads opening the same KB's store/embedder at once
         a = self.settings.agent
         self.semantic_cache = SemanticCache(a.cache_similarity, a.cache_entries)  # deep mode's candidates
+        self._deep_session_ids: OrderedDict[str, None] = OrderedDict()  # LRU of sessions kept in memory
 
     @cached_property
     def catalog(self) -> Catalog:
@@ -314,11 +316,22 @@ class Lore:
             return _with_rewrite(events, retriever) if isinstance(retriever, RewritingRetriever) else events
         from lore.agent.graph import DeepPipeline
 
+        if session_id is not None:
+            self._remember_deep_session(session_id)
         kb = self.catalog.get_kb(name)
         deep = DeepPipeline(self.retriever(name), generator, self.settings.model_copy(update={"answer": answer}),
                             llm=llm, semantic_cache=self.semantic_cache, cache_epoch=self.catalog.cache_epoch(kb.id),
                             namespace=kb.id, checkpointer=self.deep_sessions, fast=fast)
         return deep.run(question, opts, session_id=session_id, history=history)
+
+    def _remember_deep_session(self, session_id: str) -> None:
+        """Keep deep-mode state for the most recent `agent.max_sessions` sessions only."""
+        with self._open_lock:
+            self._deep_session_ids[session_id] = None
+            self._deep_session_ids.move_to_end(session_id)
+            while len(self._deep_session_ids) > self.settings.agent.max_sessions:
+                oldest, _ = self._deep_session_ids.popitem(last=False)
+                self.deep_sessions.delete_thread(oldest)
 
     def close(self) -> None:
         """Close every open store."""

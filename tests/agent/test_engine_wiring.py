@@ -51,6 +51,12 @@ def test_deep_mode_in_a_scenario_keeps_routing_and_faq(tmp_path: Path) -> None:
     assert hello["mode"] == "fast" and hello["route"] == "greeting"
     faq = finish(list(lore.ask(None, "如何申请年假？", scenario="hr", mode="deep")))
     assert faq["route"] == "faq_exact" and "我的假期" in faq["answer"]
+    # Scenario questions with query rewriting, and a multi-part scenario question in deep mode.
+    for rewrite in ("on", "hyde"):
+        end = finish(list(lore.ask(None, "一线城市出差住宿每晚最多多少钱？", scenario="hr", rewrite=rewrite)))
+        assert "600" in end["answer"] and end["rewrite"]["mode"] == rewrite  # not served the other mode's search
+    both = finish(list(lore.ask(None, "一线城市出差住宿每晚最多多少钱？试用期多长？", scenario="hr", mode="deep")))
+    assert both["mode"] == "deep" and len(both["sub_questions"]) == 2 and "600" in both["answer"]
     lore.close()
 
 
@@ -64,3 +70,16 @@ def test_cli_deep_mode_prints_the_plan_and_rounds(hb_home: Path, monkeypatch: py
     assert as_json.exit_code == 0 and json.loads(as_json.stdout)["refused"] is False
     bad = runner.invoke(app, ["ask", "x", "--kb", "hb", "--mode", "slow"])
     assert bad.exit_code == 2 and "mode" in bad.output
+
+
+def test_deep_mode_keeps_state_only_for_recent_sessions(hb_home: Path) -> None:
+    from lore.config import load_settings
+
+    lore = Lore(load_settings(home=hb_home, agent={"max_sessions": 2}))
+    for _ in range(3):  # no session: nothing is kept
+        finish(list(lore.ask("hb", "LF-200和LF-500的载重分别是多少？", mode="deep")))
+    assert len(lore.deep_sessions.storage) == 0
+    for sid in ("s1", "s2", "s3"):
+        finish(list(lore.ask("hb", "LF-200和LF-500的载重分别是多少？", mode="deep", session_id=sid)))
+    assert set(lore.deep_sessions.storage) == {"s2", "s3"}  # the oldest session was let go
+    lore.close()

@@ -128,7 +128,13 @@ def test_named_source_is_validated_and_applied(hr: Lore) -> None:
         options=SearchOptions(filter=SearchFilter(sources=["leave"])),
     )
     assert end["source"] == {"ids": ["leave"], "how": "given"}
-    assert all(c["file"].startswith("data/leave/") or c["file"] == "faq.csv" for c in end["citations"])
+    assert end["refused"] and not end["citations"]  # the allowance is in the expense documents, not in leave
+    _, end = ask(hr, "病假需要什么证明？年假怎么折算？", options=SearchOptions(filter=SearchFilter(sources=["leave"])))
+    assert end["citations"] and all(c["file"].startswith("data/leave/") or c["file"] == "faq.csv"
+                                    for c in end["citations"])
+    _, end = ask(hr, "What is the meal allowance per day on business trips?",
+                 options=SearchOptions(filter=SearchFilter(sources=["expense"])))
+    assert end["citations"] and "100" in end["answer"]
 
 
 def test_guarded_profile_plan_and_cache(hr: Lore) -> None:

@@ -102,3 +102,12 @@ def test_scenario_scope_checks_the_access_lists() -> None:
     with pytest.raises(ScopeError, match="for scenario 'other'"):
         check_scope(Scope("bluefin", scenario="other"), hr)
     assert s.key() == scenario_scope(hr).key() != scenario_scope(hr, roles=["manager"]).key()
+
+
+def test_a_handed_in_scope_is_bounded_by_the_scenario() -> None:
+    hr = Scenarios(SAMPLE).get("hr")
+    with pytest.raises(ScopeError, match=r"visibility \['restricted'\]: not allowed in scenario 'hr'"):
+        check_scope(Scope("bluefin", None, ("public", "internal", "restricted"), ("employee",), "hr"), hr)
+    open_datasets = check_scope(Scope("bluefin", None, roles=("employee",)), hr)
+    assert open_datasets.datasets == tuple(hr.datasets) and open_datasets.scenario == "hr"  # not the whole tenant
+    assert check_scope(Scope("bluefin", ("hr-faq",), roles=("employee",)), hr).datasets == ("hr-faq",)

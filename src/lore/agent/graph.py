@@ -246,7 +246,8 @@ class DeepPipeline:
         ctx = RunContext(self.retriever, self.generator, self.settings, search,
                          Budget(agent.token_budget, agent.time_budget_s), self.llm, emit=events.put,
                          history=list(history) if history is not None else None, fast=self.fast)
-        config = {"configurable": {"thread_id": session_id or uuid.uuid4().hex}}
+        thread_id = session_id or uuid.uuid4().hex
+        config = {"configurable": {"thread_id": thread_id}}
         crashed: list[Exception] = []
 
         def work() -> None:
@@ -263,13 +264,18 @@ class DeepPipeline:
             except Exception as exc:  # noqa: BLE001 -- a bug: re-raised in the caller's thread
                 crashed.append(exc)
             finally:
+                if session_id is None:  # nothing will ask for this turn again: keep no state for it
+                    self.checkpointer.delete_thread(thread_id)
                 events.put(None)
 
         # The graph runs in a worker so tokens reach the caller while the answer is generated.
         worker = threading.Thread(target=work, name="lore-deep", daemon=True)
         worker.start()
-        while (event := events.get()) is not None:
-            yield event
+        try:
+            while (event := events.get()) is not None:
+                yield event
+        finally:
+            ctx.budget.cancelled = worker.is_alive()  # closed early (client gone): stop rounds and LLM calls
         worker.join()
         if crashed:
             raise crashed[0]

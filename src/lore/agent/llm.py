@@ -34,15 +34,18 @@ class Budget:
     time_s: float
     started: float = field(default_factory=time.monotonic)
     tokens_used: int = 0
+    cancelled: bool = False  # the caller went away: no more rounds, no more LLM calls
 
     def elapsed_s(self) -> float:
         return time.monotonic() - self.started
 
     def time_left(self) -> bool:
-        return self.elapsed_s() < self.time_s
+        return not self.cancelled and self.elapsed_s() < self.time_s
 
     def check(self, want_tokens: int = 0) -> None:
         """Raise BudgetExceeded when the time is up or `want_tokens` more would pass the token limit."""
+        if self.cancelled:
+            raise BudgetExceeded("the request was cancelled")
         if not self.time_left():
             raise BudgetExceeded(f"time budget of {self.time_s:g}s spent")
         if self.tokens_used + want_tokens > self.max_tokens:

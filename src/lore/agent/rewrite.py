@@ -184,6 +184,7 @@ class RewritingRetriever:
         self.inner, self.mode, self.llm, self.budget = retriever, mode, llm, budget
         self.history = list(history)
         self.embedder, self.cache, self.store = retriever.embedder, retriever.cache, retriever.store
+        self.reranker = getattr(retriever, "reranker", None)  # the Retriever surface scenario planning reads
         self.last: Rewrite | None = None
 
     def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:

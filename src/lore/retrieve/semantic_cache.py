@@ -117,6 +117,7 @@ class CachedRetriever:
                  namespace: str = "") -> None:
         self.inner, self.semantic, self.epoch, self.namespace = retriever, cache, epoch, namespace
         self.embedder, self.cache, self.store = retriever.embedder, retriever.cache, retriever.store
+        self.reranker = getattr(retriever, "reranker", None)
         self.last_cached = False
 
     def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:

@@ -232,7 +232,9 @@ class ScenarioRuntime:
     def _search(self, retriever: Retriever, query: str, opts: SearchOptions) -> list[Hit]:
         if self.cache is None or opts.filter.version_seq is None:
             return retriever.search(query, opts)
-        key = cache_key(self.kb_id, self.epoch, opts, query)
+        # A rewriting retriever searches other texts than the query: its mode is part of what was searched.
+        searched = f"{retriever.mode}\x00{query}" if hasattr(retriever, "mode") else query
+        key = cache_key(self.kb_id, self.epoch, opts, searched)
         return self.cache.get_or_search(key, lambda: retriever.search(query, opts))[0]
 
 

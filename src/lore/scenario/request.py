@@ -39,7 +39,7 @@ def scenario_request(
         if scope is None:
             scope = scenario_scope(sc)
         else:
-            check_scope(scope, sc)
+            scope = check_scope(scope, sc)
     elif scope is not None and scope.scenario is not None:
         raise ScopeError(f"scope is for scenario {scope.scenario!r}: pass scenario={scope.scenario!r}")
     assert scope is not None

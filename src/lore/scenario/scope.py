@@ -167,13 +167,13 @@ def scenario_scope(
     )
 
 
-def check_scope(scope: Scope, scenario: Scenario) -> None:
-    """A scope handed in by a caller must belong to the scenario it asks."""
+def check_scope(scope: Scope, scenario: Scenario) -> Scope:
+    """A scope handed in by a caller must fit the scenario it asks; returns it bounded by the
+    scenario's lists (no datasets given = the scenario's datasets, never the whole tenant)."""
     if scope.scenario is not None and scope.scenario != scenario.id:
         raise ScopeError(f"scope is for scenario {scope.scenario!r}, not {scenario.id!r}")
-    scenario_scope(
-        scenario,
-        tenant=scope.tenant,
-        roles=scope.roles,
-        datasets=scope.datasets if scope.datasets is not None else None,
-    )
+    if bad := [v for v in scope.visibility if v not in scenario.access.visibility]:
+        raise ScopeError(f"visibility {bad}: not allowed in scenario {scenario.id!r} "
+                         f"(visibility: {', '.join(scenario.access.visibility)})")
+    checked = scenario_scope(scenario, tenant=scope.tenant, roles=scope.roles, datasets=scope.datasets)
+    return replace(scope, datasets=checked.datasets, scenario=scenario.id)
