@@ -283,3 +283,24 @@ def test_build_lock_of_a_dead_process_is_taken_over_and_a_remote_one_is_not(tmp_
         lore.build("kb", [tmp_path / "a.md"])
     assert lore.catalog.release_build_lock(kb.id)
     assert lore.build("kb", [tmp_path / "a.md"]).version.seq == 2  # the refused build made no version
+
+
+def test_build_lock_whose_pid_was_reused_after_a_restart_is_taken_over(tmp_path: Path) -> None:
+    import os
+    import socket
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import insert
+
+    from lore.catalog.models import BuildLockRow
+
+    lore = Lore(load_settings(home=tmp_path / "home"))
+    kb = lore.create_kb("kb")
+    (tmp_path / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
+    # A lock taken a day ago by "this pid": the process now holding the pid started later, so the
+    # lock's owner is gone (a container restart hands out the same pids again).
+    with lore.catalog.transaction() as s:
+        s.execute(insert(BuildLockRow).values(kb_id=kb.id, host=socket.gethostname(), pid=os.getpid(),
+                                              acquired_at=datetime.now(UTC) - timedelta(days=1)))
+    assert lore.build("kb", [tmp_path / "a.md"]).version.seq == 1
+    lore.close()

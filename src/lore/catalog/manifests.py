@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 from sqlalchemy import delete, insert, select
 from sqlalchemy.exc import IntegrityError
@@ -41,7 +42,8 @@ class BuildLock:
     acquired_at: datetime
 
     def held_by_dead_local_process(self) -> bool:
-        """True when the holder ran on this host and its process is gone (killed or crashed)."""
+        """True when the holder ran on this host and its process is gone (killed or crashed), also
+        when its pid now belongs to a process that started after the lock was taken (a restart)."""
         if self.host != socket.gethostname():
             return False
         try:
@@ -50,7 +52,19 @@ class BuildLock:
             return True
         except PermissionError:
             return False
-        return False
+        started = _process_start(self.pid)
+        return started is not None and started > self.acquired_at.timestamp() + 1.0
+
+
+def _process_start(pid: int) -> float | None:
+    """When a process started (Unix time), from /proc on Linux; None where that cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+        return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
 
 
 class ManifestsMixin:
