@@ -159,3 +159,24 @@ def test_generation_failure_is_an_error_event(lore: Lore, server: FakeServer) ->
                      reply(400, {"error": "bad model"})]
     _, end = run(lore, llm_answering(lore, server))
     assert end["stage"] == "generate" and "HTTP 400" in end["message"] and end["trace_id"]
+
+
+def test_a_client_that_leaves_stops_the_loop_and_its_llm_calls(lore: Lore, server: FakeServer) -> None:
+    import threading
+    import time
+
+    def held_plan(h) -> None:  # type: ignore[no-untyped-def]
+        server.gate.wait(10)  # the plan call is in flight when the client goes away
+        json_completion({"kind": "multi-hop", "sub_questions": ["报销材料有哪些？", "如何申请年假？"],
+                         "reasoning": "two facts"})(h)
+
+    server.script = [held_plan, json_completion(GOOD_GRADE), json_completion(GOOD_GRADE)]
+    events = pipeline(lore, server).run(Q, lore.scoped("hb", SearchOptions()))
+    assert next(events).type == "status"
+    events.close()  # the client disconnected
+    server.gate.set()
+    deadline = time.monotonic() + 20
+    while any(t.name == "lore-deep" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(t.name == "lore-deep" for t in threading.enumerate())
+    assert len(server.requests) == 1  # no grading calls after the client left
