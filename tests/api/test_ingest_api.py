@@ -38,8 +38,9 @@ def admin_client(tmp_path: Path, roots: Path, keys: Keys, api_home: Path) -> Ite
     lore.close()
 
 
-def _upload(client: TestClient, kb: str, *files: tuple[str, bytes]) -> object:
-    return client.post(f"/api/kbs/{kb}/files", files=[("file", (name, data)) for name, data in files])
+def _upload(client: TestClient, kb: str, *files: tuple[str, bytes], key: str | None = None) -> object:
+    return client.post(f"/api/kbs/{kb}/files", files=[("file", (name, data)) for name, data in files],
+                       headers=auth(key) if key else None)
 
 
 def _ask(client: TestClient, kb: str, question: str) -> dict:
@@ -176,7 +177,9 @@ def test_build_stamps_the_builders_tenant(admin_client: tuple[TestClient, Lore])
 
     assert hits(acme_admin) and hits(client.headers["authorization"].split()[1]) == []  # tenant "default"
     assert hits(acme_staff) == []  # chunks went to dataset "default", the key reads only "sales"
-    _upload(client, "acme", ("policy.md", b"# Policy\n\nRemote work is allowed two days per week.\n"))
+    # KB "acme" now holds acme's chunks: only acme's own admins write to it
+    _upload(client, "acme", ("policy.md", b"# Policy\n\nRemote work is allowed two days per week.\n"),
+            key=acme_admin)
     client.post("/api/kbs/acme/builds", json={"activate": True}, headers=auth(other_admin))
     r = client.post("/api/search", json={"kb": "acme", "query": "remote work days"}, headers=auth(other_admin))
     assert {h["file"] for h in r.json()["hits"]} == {"policy.md"}  # dataset "hr" from the builder's key

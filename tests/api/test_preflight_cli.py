@@ -12,10 +12,12 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 from typer.testing import CliRunner
 
 from lore.api import create_app
 from lore.api.preflight import PreflightError, preflight
+from lore.catalog.models import KnowledgeBaseRow
 from lore.catalog.service import hash_key
 from lore.cli.main import app as cli
 from lore.config import load_settings
@@ -38,10 +40,32 @@ def test_preflight_passes_on_a_working_home(tmp_path: Path) -> None:
     lore.close()
 
 
-def test_versioned_kb_without_active_version_refuses_to_start(tmp_path: Path) -> None:
+def _take_out_of_service(lore: Lore, kb: str) -> None:
+    """Clear the active pointer of a KB that served before (as a broken or hand-edited catalog would)."""
+    with lore.catalog.transaction() as s:
+        s.execute(update(KnowledgeBaseRow).where(KnowledgeBaseRow.name == kb).values(active_seq=None))
+
+
+def test_never_activated_kb_is_a_warning_and_answers_409(tmp_path: Path) -> None:
+    lore = Lore(load_settings(home=tmp_path, api={"rate_limit_per_minute": 0}))
+    lore.create_kb("hb")
+    lore.build("hb", [EXAMPLES / "faq.csv"])  # staged, never activated: e.g. an admin's new KB
+    lines = preflight(lore)
+    assert any(line.startswith("warning: knowledge base 'hb'") and "none activated yet" in line for line in lines)
+    _, secret = lore.catalog.create_api_key("default", ["staff"])
+    with TestClient(create_app(lore), headers={"Authorization": f"Bearer {secret}"}) as client:
+        r = client.post("/api/ask", json={"kb": "hb", "question": "refund?"})
+        assert r.status_code == 409 and "no active version" in r.json()["detail"]
+        r = client.post("/api/search", json={"kb": "hb", "query": "refund"})
+        assert r.status_code == 409 and "no active version" in r.json()["detail"]
+    lore.close()
+
+
+def test_kb_that_served_before_without_active_version_refuses_to_start(tmp_path: Path) -> None:
     lore = Lore(load_settings(home=tmp_path))
     lore.create_kb("hb")
-    lore.build("hb", [EXAMPLES / "faq.csv"])  # staged, never activated
+    lore.build("hb", [EXAMPLES / "faq.csv"], activate=True)
+    _take_out_of_service(lore, "hb")
     with pytest.raises(PreflightError, match="'hb' has 1 version\\(s\\) but none is active"):
         preflight(lore)
     with pytest.raises(PreflightError), TestClient(create_app(lore)):
@@ -135,11 +159,13 @@ def test_lore_serve_runs_uvicorn_and_refuses_a_broken_home(tmp_path: Path) -> No
     lore_bin = str(Path(sys.executable).with_name("lore"))
     lore = Lore(load_settings(home=tmp_path / "home"))
     lore.create_kb("hb")
-    lore.build("hb", [EXAMPLES / "faq.csv"])  # not activated: serve must refuse
+    lore.build("hb", [EXAMPLES / "faq.csv"], activate=True)
+    _take_out_of_service(lore, "hb")  # served before, no active version now: serve must refuse
     done = subprocess.run([lore_bin, "serve", "--port", str(free_port())], env=env, capture_output=True,
                           text=True, timeout=120, check=False)
     assert done.returncode == 2 and "none is active" in " ".join(done.stderr.split())
-    lore.catalog.activate(lore.catalog.get_kb("hb").id, 1)
+    with lore.catalog.transaction() as s:
+        s.execute(update(KnowledgeBaseRow).where(KnowledgeBaseRow.name == "hb").values(active_seq=1))
     _, secret = lore.catalog.create_api_key("default", ["staff"])
     lore.close()
     port = free_port()

@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lore.api.deps import RateLimiter, ServiceState
+from lore.api.logs import install_log_redaction
 from lore.api.preflight import preflight
 from lore.api.routers import (
     ask,
@@ -45,7 +46,7 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if run_preflight:
             for line in await run_in_threadpool(preflight, engine):
-                log.info("preflight: %s", line)
+                (log.warning if line.startswith("warning:") else log.info)("preflight: %s", line)
         yield
         if lore is None:  # the app made it, so the app closes it
             engine.close()
@@ -53,6 +54,7 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
     app = FastAPI(title="Lore", version="0.1.0", lifespan=lifespan,
                   description="Knowledge-base question answering: streamed, cited, versioned, multi-tenant. "
                               "Every request needs `Authorization: Bearer <key>` (`lore keys create`).")
+    install_log_redaction()
     app.state.service = ServiceState(engine, RateLimiter(engine.settings.api.rate_limit_per_minute))
     if engine.settings.api.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=engine.settings.api.cors_origins,

@@ -10,12 +10,15 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request, WebSocket
 from starlette.concurrency import run_in_threadpool
 
+from lore.catalog import KnowledgeBase, Version
 from lore.catalog.service import ApiKey
 from lore.engine import Lore
 from lore.retrieve.search import SearchOptions
 from lore.schema import SearchFilter
 
 ADMIN_ROLE = "admin"
+PLATFORM_ADMIN_ROLE = "platform-admin"  # may write to knowledge bases that also hold other tenants' chunks
+OPEN_VISIBILITY = ["public", "internal"]  # what every key reads; `restricted` needs the admin role
 
 
 @dataclass
@@ -32,22 +35,54 @@ class Scope:
     def is_admin(self) -> bool:
         return ADMIN_ROLE in self.key.roles
 
-    def chunk_stamp(self) -> dict[str, str]:
-        """Chunk fields this caller's writes carry: its tenant, and its dataset if it has exactly one."""
+    @property
+    def is_platform_admin(self) -> bool:
+        return PLATFORM_ADMIN_ROLE in self.key.roles
+
+    @property
+    def owner_key(self) -> str | None:
+        """The key whose own sessions and traces this caller sees; None for the tenant's admins (all of them)."""
+        return None if self.is_admin else self.key.id
+
+    def chunk_stamp(self, dataset: str | None = None) -> dict[str, str]:
+        """Chunk fields this caller's writes carry: its tenant, and its dataset.
+
+        A key with several datasets must name one of them (`dataset`), else 400; a key with one uses it.
+        """
         stamp = {"tenant_id": self.key.tenant_id}
-        if self.key.datasets and len(self.key.datasets) == 1:
-            stamp["dataset_id"] = self.key.datasets[0]
+        allowed = self.key.datasets
+        if dataset is not None:
+            if allowed is not None and dataset not in allowed:
+                raise HTTPException(400, f"dataset {dataset!r} is not one of this key's datasets: {allowed}")
+            stamp["dataset_id"] = dataset
+        elif allowed and len(allowed) == 1:
+            stamp["dataset_id"] = allowed[0]
+        elif allowed:
+            raise HTTPException(400, f"dataset: this key has several datasets {allowed}; name the one to write to")
         return stamp
+
+    def visibility(self) -> list[str]:
+        """Visibility levels this caller reads: public and internal; restricted only with the admin role."""
+        return [*OPEN_VISIBILITY, "restricted"] if self.is_admin else list(OPEN_VISIBILITY)
 
     def search_filter(self) -> SearchFilter:
         """The filter every search of this caller runs with (applied inside the store)."""
         return SearchFilter(tenant_ids=[self.key.tenant_id], dataset_ids=self.key.datasets,
-                            roles=list(self.key.roles))
+                            visibility=self.visibility(), roles=list(self.key.roles))
 
     def options(self, lore: Lore, top_k: int | None = None) -> SearchOptions:
         """Configured search options bounded to this caller's scope."""
         r = lore.settings.retrieve
         return SearchOptions(r.mode, r.recall_k, top_k or r.top_k, r.rrf_k, r.min_score, self.search_filter())
+
+
+def require_serving(lore: Lore, kb: KnowledgeBase) -> Version | None:
+    """The KB's active version (None for an unversioned KB); 409 for a versioned KB with none active."""
+    active = lore.catalog.active_version(kb.id)
+    if active is None and lore.catalog.list_versions(kb.id):
+        raise HTTPException(409, f"knowledge base '{kb.name}' has no active version yet; an admin activates one "
+                                 f"(POST /api/kbs/{kb.name}/versions/SEQ/activate)")
+    return active
 
 
 class RateLimiter:

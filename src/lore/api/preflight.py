@@ -16,7 +16,9 @@ class PreflightError(LoreError):
 def preflight(lore: Lore) -> list[str]:
     """Open the catalog, load the embedder, open every KB's store, check active versions and scenarios.
 
-    Returns one line per check that passed; raises `PreflightError` listing every failure.
+    Returns one line per check that passed (and a `warning:` line per KB never activated yet, which
+    answers 409 until it is); raises `PreflightError` listing every failure. A KB that served before
+    but has no active version now is a failure: it was taken out of service.
     """
     passed: list[str] = []
     problems: list[str] = []
@@ -35,6 +37,10 @@ def preflight(lore: Lore) -> list[str]:
         try:
             versions = lore.catalog.list_versions(kb.id)
             if versions and lore.catalog.active_version(kb.id) is None:
+                if not lore.catalog.activation_log(kb.id):
+                    passed.append(f"warning: knowledge base '{kb.name}' has {len(versions)} version(s), none "
+                                  f"activated yet; it answers 409 until one is (lore activate --kb {kb.name} SEQ)")
+                    continue
                 problems.append(f"knowledge base '{kb.name}' has {len(versions)} version(s) but none is active "
                                 f"(lore activate --kb {kb.name} SEQ)")
                 continue

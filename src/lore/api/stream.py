@@ -18,7 +18,7 @@ import anyio
 from starlette.concurrency import run_in_threadpool
 
 from lore.answer.pipeline import Event
-from lore.api.deps import Scope, ServiceState
+from lore.api.deps import Scope, ServiceState, require_serving
 from lore.api.memory import Rewrite, rewrite, rolling_summary
 from lore.api.scenarios import ScenarioCall
 from lore.catalog.service import ChatSession
@@ -68,13 +68,11 @@ def prepare_ask(lore: Lore, scope: Scope, *, kb: str, question: str, transport: 
     if version is not None:
         kb_version: int | None = lore.catalog.get_version(record.id, version).seq
     else:
-        active = lore.catalog.active_version(record.id)
-        if active is None and lore.catalog.list_versions(record.id):
-            raise LoreError(f"knowledge base '{kb}' has versions but none is active; activate one first")
+        active = require_serving(lore, record)
         kb_version = active.seq if active else None
     session = None
     if session_id:
-        session = lore.catalog.get_session(session_id, scope.tenant_id)
+        session = lore.catalog.get_session(session_id, scope.tenant_id, scope.owner_key)
         if session.kb != kb:
             raise LoreError(f"session '{session_id}' belongs to knowledge base '{session.kb}', not '{kb}'")
     elif new_session:

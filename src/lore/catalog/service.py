@@ -217,28 +217,32 @@ class ServiceMixin:
             s.flush()
             return ChatSession.from_row(row)
 
-    def get_session(self, session_id: str, tenant_id: str) -> ChatSession:
-        """The tenant's session; NotFoundError for another tenant's (its existence is not revealed)."""
+    def get_session(self, session_id: str, tenant_id: str, key_id: str | None = None) -> ChatSession:
+        """The tenant's session (with `key_id`: only if that key opened it); NotFoundError otherwise
+        (its existence is not revealed)."""
         with self.transaction() as s:
             row = s.get(SessionRow, session_id)
-            if row is None or row.tenant_id != tenant_id:
+            if row is None or row.tenant_id != tenant_id or (key_id is not None and row.key_id != key_id):
                 raise NotFoundError(f"session '{session_id}' not found")
             return ChatSession.from_row(row)
 
-    def list_sessions(self, tenant_id: str, kb: str | None = None, limit: int = 50) -> list[ChatSession]:
-        """The tenant's sessions, most recent first."""
+    def list_sessions(self, tenant_id: str, kb: str | None = None, limit: int = 50,
+                      key_id: str | None = None) -> list[ChatSession]:
+        """The tenant's sessions (with `key_id`: only that key's), most recent first."""
         query = select(SessionRow).where(SessionRow.tenant_id == tenant_id)
+        if key_id is not None:
+            query = query.where(SessionRow.key_id == key_id)
         if kb is not None:
             query = query.where(SessionRow.kb == kb)
         with self.transaction() as s:
             rows = s.scalars(query.order_by(SessionRow.updated_at.desc()).limit(limit))
             return [ChatSession.from_row(r) for r in rows]
 
-    def delete_session(self, session_id: str, tenant_id: str) -> None:
-        """Remove a session and its messages."""
+    def delete_session(self, session_id: str, tenant_id: str, key_id: str | None = None) -> None:
+        """Remove a session and its messages (with `key_id`: only a session that key opened)."""
         with self.transaction() as s:
             row = s.get(SessionRow, session_id)
-            if row is None or row.tenant_id != tenant_id:
+            if row is None or row.tenant_id != tenant_id or (key_id is not None and row.key_id != key_id):
                 raise NotFoundError(f"session '{session_id}' not found")
             s.execute(delete(MessageRow).where(MessageRow.session_id == session_id))
             s.delete(row)
@@ -271,11 +275,12 @@ class ServiceMixin:
     # -- feedback ------------------------------------------------------------------------------
 
     def add_feedback(self, *, trace_id: str, tenant_id: str, key_id: str | None, rating: int,
-                     note: str = "") -> Feedback:
-        """Rate the answer of one of the tenant's traces (question, answer and citations are copied)."""
+                     note: str = "", owner_key: str | None = None) -> Feedback:
+        """Rate the answer of one of the tenant's traces (with `owner_key`: only that key's traces);
+        question, answer and citations are copied."""
         if rating not in (-1, 1):
             raise LoreError(f"feedback rating: 1 (thumbs up) or -1 (thumbs down), not {rating!r}")
-        trace = self.get_trace(trace_id, tenant_id)
+        trace = self.get_trace(trace_id, tenant_id, owner_key)
         end = trace.data.get("end") or {}
         cites = [{"chunk_id": c.get("chunk_id"), "file": c.get("file"), "n": c.get("n")}
                  for c in end.get("citations", [])]
@@ -313,17 +318,21 @@ class ServiceMixin:
             s.flush()
             return Trace.from_row(row)
 
-    def get_trace(self, trace_id: str, tenant_id: str | None) -> Trace:
-        """One trace; with `tenant_id`, only that tenant's (others are not found)."""
+    def get_trace(self, trace_id: str, tenant_id: str | None, key_id: str | None = None) -> Trace:
+        """One trace; with `tenant_id`, only that tenant's, with `key_id` only that key's (others: not found)."""
         with self.transaction() as s:
             row = s.get(TraceRow, trace_id)
-            if row is None or (tenant_id is not None and row.tenant_id != tenant_id):
+            if row is None or (tenant_id is not None and row.tenant_id != tenant_id) \
+                    or (key_id is not None and row.key_id != key_id):
                 raise NotFoundError(f"trace '{trace_id}' not found")
             return Trace.from_row(row)
 
-    def list_traces(self, tenant_id: str, kb: str | None = None, limit: int = 50) -> list[Trace]:
-        """The tenant's most recent traces."""
+    def list_traces(self, tenant_id: str, kb: str | None = None, limit: int = 50,
+                    key_id: str | None = None) -> list[Trace]:
+        """The tenant's most recent traces (with `key_id`: only that key's)."""
         query = select(TraceRow).where(TraceRow.tenant_id == tenant_id)
+        if key_id is not None:
+            query = query.where(TraceRow.key_id == key_id)
         if kb is not None:
             query = query.where(TraceRow.kb == kb)
         with self.transaction() as s:

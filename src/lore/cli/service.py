@@ -41,7 +41,10 @@ def serve(
     lore = Lore()
     try:
         for line in preflight(lore):
-            console.print(f"[green]ok[/] {line}")
+            if line.startswith("warning:"):
+                console.print(f"[yellow]warning[/] {line.removeprefix('warning:').strip()}")
+            else:
+                console.print(f"[green]ok[/] {line}")
     except LoreError as exc:
         _fail(exc)
     api = lore.settings.api
@@ -56,8 +59,12 @@ def serve(
 @keys_app.command("create")
 def keys_create(
     tenant: Annotated[str, typer.Option(help="Tenant the key's requests are bound to.")],
-    roles: Annotated[str, typer.Option(help="Comma-separated roles (e.g. admin,staff).")] = "",
-    datasets: Annotated[str | None, typer.Option(help="Comma-separated datasets (default: all of the tenant's).")]
+    roles: Annotated[str, typer.Option(help="Comma-separated roles (e.g. admin,staff). 'admin' changes KBs "
+                                       "holding only its tenant's documents and reads 'restricted' chunks; "
+                                       "'platform-admin' (with 'admin') also changes KBs shared with other "
+                                       "tenants, never another tenant's files.")] = "",
+    datasets: Annotated[str | None, typer.Option(help="Comma-separated datasets (default: all of the tenant's); a key with several "
+                                                "names the one each write goes to.")]
     = None,
     name: Annotated[str, typer.Option(help="A label to recognise the key by.")] = "",
 ) -> None:

@@ -13,7 +13,7 @@ from starlette.responses import StreamingResponse
 
 from lore.api.deps import Admin, Scope, ServiceState, State
 from lore.api.routers.ask import sse
-from lore.api.routers.ingest import BuildBody, _sources, report_json
+from lore.api.routers.ingest import BuildBody, _sources, check_sources_write, report_json
 from lore.api.routers.versions import version_json
 from lore.errors import LoreError
 from lore.ingest.pipeline import FileResult, Progress
@@ -23,7 +23,7 @@ router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
 
 def _run_build(state: ServiceState, kb: str, body: BuildBody, scope: Scope, inputs: list[Path],
                progress: Progress | None = None) -> dict[str, Any]:
-    lore, stamp = state.lore, scope.chunk_stamp()
+    lore, stamp = state.lore, scope.chunk_stamp(body.dataset)
     result = lore.build(kb, inputs, description=body.description, activate=body.activate,
                         quality_gate=body.quality_gate, incremental_from=body.incremental_from, force=body.force,
                         progress=progress, chunk_metadata=lambda _source: stamp)
@@ -37,13 +37,17 @@ async def build(kb: str, body: BuildBody, scope: Admin, state: State) -> dict[st
 
     New and changed files' chunks belong to the key's tenant (and its dataset, if it has exactly one).
     """
-    inputs = await run_in_threadpool(_inputs, state, kb, body)
+    inputs = await run_in_threadpool(_inputs, state, kb, body, scope)
     return await run_in_threadpool(_run_build, state, kb, body, scope, inputs)
 
 
-def _inputs(state: ServiceState, kb: str, body: BuildBody) -> list[Path]:
+def _inputs(state: ServiceState, kb: str, body: BuildBody, scope: Scope) -> list[Path]:
+    """The build's sources, once the caller may write them (403/409) and its dataset stamp is valid (400)."""
     state.lore.catalog.get_kb(kb)
-    return _sources(state.lore, kb, body)
+    scope.chunk_stamp(body.dataset)
+    inputs = _sources(state.lore, kb, body)
+    check_sources_write(state.lore, kb, inputs, scope, replaces_all=True)
+    return inputs
 
 
 class _QueueProgress(Progress):
@@ -67,7 +71,7 @@ class _QueueProgress(Progress):
     200: {"content": {"text/event-stream": {}}, "description": "`status` per file, then `end` or `error`."}})
 async def build_stream(kb: str, body: BuildBody, scope: Admin, state: State) -> StreamingResponse:
     """The same build, streaming per-file progress as SSE; a client that leaves does not stop the build."""
-    inputs = await run_in_threadpool(_inputs, state, kb, body)  # bad input is a 4xx before streaming
+    inputs = await run_in_threadpool(_inputs, state, kb, body, scope)  # bad input is a 4xx before streaming
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
 

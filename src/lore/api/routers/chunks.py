@@ -13,6 +13,7 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
+from lore.api.access import check_file_writes, check_kb_write
 from lore.api.deps import Admin, State
 from lore.api.routers.ingest import _uploaded, report_json
 from lore.catalog import KnowledgeBase
@@ -56,6 +57,8 @@ class CommitBody(BaseModel):
     chunks: list[ChunkIn] = Field(min_length=1, max_length=5000)
     visibility: Literal["public", "internal", "restricted"] = "internal"
     allowed_roles: list[str] = Field(default_factory=list, description="Roles that may read them; [] = all.")
+    dataset: str | None = Field(default=None, description="Dataset the chunks go to; required for a key "
+                                "with several datasets (one of them).")
 
 
 def make_chunks(kb: KnowledgeBase, name: str, sha256: str, model: str, body: CommitBody,
@@ -78,15 +81,17 @@ def make_chunks(kb: KnowledgeBase, name: str, sha256: str, model: str, body: Com
 @router.post("/chunks")
 async def add_by_chunks(kb: str, body: CommitBody, scope: Admin, state: State) -> dict[str, Any]:
     """Store a previewed file's (edited) chunks in an unversioned KB (admin); 409 for a versioned KB."""
-    stamp = scope.chunk_stamp()
+    stamp = scope.chunk_stamp(body.dataset)
 
     def run() -> dict[str, Any]:
         lore = state.lore
         record = lore.catalog.get_kb(kb)
+        check_kb_write(lore, record, scope)
         if lore.catalog.list_versions(record.id):
             raise HTTPException(409, f"knowledge base '{kb}' is versioned: its content changes only through "
                                      f"builds (POST /api/kbs/{kb}/builds), not by committing chunks")
         path = _uploaded(lore, kb, body.file)
+        check_file_writes(lore, record, [path.name], scope)
         model = lore.embedder(record).model_id
 
         def custom(source: SourceFile, sha256: str, _seq: int | None) -> list[Chunk] | None:

@@ -28,5 +28,5 @@ async def feedback(body: FeedbackBody, scope: Caller, state: State) -> dict[str,
     """Record feedback; thumbs-down answers become the bad-case eval set (`lore badcases export`)."""
     fb = await run_in_threadpool(lambda: state.lore.catalog.add_feedback(
         trace_id=body.trace_id, tenant_id=scope.tenant_id, key_id=scope.key.id, rating=body.rating,
-        note=body.note))
+        note=body.note, owner_key=scope.owner_key))
     return {"id": fb.id, "trace_id": fb.trace_id, "rating": fb.rating, "kb": fb.kb}

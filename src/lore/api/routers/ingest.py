@@ -11,12 +11,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import FileResponse
 
-from lore.api.deps import Admin, Caller, State
+from lore.api.access import check_file_writes, check_kb_write, file_visible, may_write
+from lore.api.deps import Admin, Caller, Scope, State
 from lore.api.routers.kbs import uploads_dir
 from lore.api.uploads import MultipartUpload, commit, safe_name, within_roots
 from lore.engine import Lore
 from lore.errors import LoadError
 from lore.ingest.chunking import Chunker
+from lore.ingest.files import discover, links_outside
 from lore.ingest.loaders import load_file
 from lore.ingest.pipeline import IngestReport, chunk_document
 
@@ -25,10 +27,14 @@ _MULTIPART_SLACK = 64 * 1024  # boundaries and part headers on top of the file b
 
 
 @router.post("/files", status_code=201)
-async def upload(kb: str, request: Request, _: Admin, state: State) -> dict[str, Any]:
-    """Upload files (multipart `file` parts), streamed to disk; over the size limit is a 413 (admin)."""
+async def upload(kb: str, request: Request, scope: Admin, state: State) -> dict[str, Any]:
+    """Upload files (multipart `file` parts), streamed to disk; over the size limit is a 413 (admin).
+
+    403 for a KB holding other tenants' documents (unless platform admin); 409 for another tenant's file.
+    """
     lore = state.lore
-    await run_in_threadpool(lore.catalog.get_kb, kb)
+    record = await run_in_threadpool(lore.catalog.get_kb, kb)
+    await run_in_threadpool(check_kb_write, lore, record, scope)
     limit = int(lore.settings.api.max_upload_mb * 1e6)
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit + _MULTIPART_SLACK:
@@ -36,30 +42,42 @@ async def upload(kb: str, request: Request, _: Admin, state: State) -> dict[str,
                                  f"{limit / 1e6:g} MB per file")
     folder = uploads_dir(lore, kb)
     folder.mkdir(parents=True, exist_ok=True)
-    parts = await MultipartUpload(folder, limit, request.headers.get("content-type", "")).consume(request.stream())
+    upload = MultipartUpload(folder, limit, request.headers.get("content-type", ""))
+    parts = await upload.consume(request.stream())
+    try:
+        await run_in_threadpool(check_file_writes, lore, record, [name for name, _, _ in parts], scope)
+    except HTTPException:
+        upload.discard()
+        raise
     return {"kb": kb, "files": commit(parts, folder)}
 
 
 @router.get("/files")
-async def list_files(kb: str, _: Caller, state: State) -> dict[str, Any]:
-    """Uploaded files waiting in the KB's upload folder and the files the catalog has indexed."""
+async def list_files(kb: str, scope: Caller, state: State) -> dict[str, Any]:
+    """Uploads and indexed files the caller may see: those it can read a chunk of, and, for admins who may
+    write to the KB, their tenant's own files (e.g. uploads not indexed yet)."""
     def run() -> dict[str, Any]:
-        record = state.lore.catalog.get_kb(kb)
-        folder = uploads_dir(state.lore, kb)
+        lore = state.lore
+        record = lore.catalog.get_kb(kb)
+        writer = may_write(lore, record, scope)
+        folder = uploads_dir(lore, kb)
         uploads = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")) \
             if folder.is_dir() else []
         return {
-            "uploads": [{"name": p.name, "size": p.stat().st_size} for p in uploads],
+            "uploads": [{"name": p.name, "size": p.stat().st_size} for p in uploads
+                        if file_visible(lore, record, p.name, scope, writer)],
             "indexed": [{"path": f.path, "status": f.status, "chunks": f.chunk_count, "error": f.error,
-                         "size": f.size} for f in state.lore.catalog.list_files(record.id)],
+                         "size": f.size} for f in lore.catalog.list_files(record.id)
+                        if file_visible(lore, record, f.path, scope, writer)],
         }
     return await run_in_threadpool(run)
 
 
 @router.get("/files/{name}", response_class=FileResponse)
-async def original(kb: str, name: str, _: Caller, state: State) -> FileResponse:
-    """An uploaded original file, so a citation can link to the document it came from."""
-    path = await run_in_threadpool(_uploaded, state.lore, kb, name)
+async def original(kb: str, name: str, scope: Caller, state: State) -> FileResponse:
+    """An uploaded original, so a citation can link to its document; only for callers who can read one of
+    its chunks (or admins writing to the KB, for their tenant's own files); 404 otherwise."""
+    path = await run_in_threadpool(_visible_upload, state.lore, kb, name, scope)
     return FileResponse(path, filename=path.name)
 
 
@@ -73,12 +91,12 @@ class PreviewBody(BaseModel):
 
 
 @router.post("/preview")
-async def preview(kb: str, body: PreviewBody, _: Admin, state: State) -> dict[str, Any]:
+async def preview(kb: str, body: PreviewBody, scope: Admin, state: State) -> dict[str, Any]:
     """Load and chunk an uploaded file as a build would (file-to-chunk); nothing is stored (admin)."""
     def run() -> dict[str, Any]:
         lore = state.lore
         record = lore.catalog.get_kb(kb)
-        path = _uploaded(lore, kb, body.file)
+        path = _visible_upload(lore, kb, body.file, scope)
         try:
             docs = load_file(path, ocr=lore.settings.ingest.ocr)
         except LoadError as exc:
@@ -99,6 +117,8 @@ class SourcesBody(BaseModel):
 
     files: list[str] | None = Field(default=None, description="Uploaded file names; default: every upload.")
     paths: list[str] = Field(default_factory=list, description="Server files/folders inside api.ingest_roots.")
+    dataset: str | None = Field(default=None, description="Dataset the chunks go to; required for a key "
+                                "with several datasets (one of them).")
 
 
 class BuildBody(SourcesBody):
@@ -118,6 +138,26 @@ def _uploaded(lore: Lore, kb: str, name: str) -> Path:
     return path
 
 
+def _visible_upload(lore: Lore, kb: str, name: str, scope: Scope) -> Path:
+    """The upload if the caller may see it (`file_visible`); the same 404 as a missing file otherwise."""
+    record = lore.catalog.get_kb(kb)
+    path = _uploaded(lore, kb, name)
+    if not file_visible(lore, record, path.name, scope, may_write(lore, record, scope)):
+        raise HTTPException(404, f"upload {name!r} not found in knowledge base '{kb}'")
+    return path
+
+
+def check_sources_write(lore: Lore, kb: str, inputs: list[Path], scope: Scope, *, replaces_all: bool) -> None:
+    """403/409 for writes the caller may not make (see `lore.api.access`); a build (`replaces_all`) also
+    removes every catalogued file it does not name, so those count as written too."""
+    record = lore.catalog.get_kb(kb)
+    check_kb_write(lore, record, scope)
+    names = {f.name for f in discover(inputs)}
+    if replaces_all:
+        names |= {f.path for f in lore.catalog.list_files(record.id)}
+    check_file_writes(lore, record, sorted(names), scope)
+
+
 def _sources(lore: Lore, kb: str, body: SourcesBody) -> list[Path]:
     folder = uploads_dir(lore, kb)
     if body.files is None:
@@ -125,7 +165,12 @@ def _sources(lore: Lore, kb: str, body: SourcesBody) -> list[Path]:
             if folder.is_dir() else []
     else:
         inputs = [_uploaded(lore, kb, name) for name in body.files]
-    inputs += [within_roots(p, lore.settings.api.ingest_roots) for p in body.paths]
+    server = [within_roots(p, lore.settings.api.ingest_roots) for p in body.paths]
+    if escaping := links_outside(server, lore.settings.api.ingest_roots):
+        # refused rather than dropped: Lore.ingest/build re-discover the folder, and a build indexes exactly it
+        raise HTTPException(403, "server paths: symbolic links lead outside the configured ingest roots: "
+                                 + ", ".join(f.name for f in escaping[:20]))
+    inputs += server
     if not inputs:
         raise HTTPException(400, f"nothing to index: upload files to knowledge base '{kb}' or give server paths")
     return inputs
@@ -144,11 +189,13 @@ async def ingest(kb: str, body: SourcesBody, scope: Admin, state: State) -> dict
 
     The chunks belong to the key's tenant (and its dataset, if it has exactly one), as in builds.
     """
-    stamp = scope.chunk_stamp()
+    stamp = scope.chunk_stamp(body.dataset)
 
     def run() -> dict[str, Any]:
         lore = state.lore
         lore.catalog.get_kb(kb)
-        report = lore.ingest(kb, _sources(lore, kb, body), chunk_metadata=lambda _source: stamp)
+        inputs = _sources(lore, kb, body)
+        check_sources_write(lore, kb, inputs, scope, replaces_all=False)
+        report = lore.ingest(kb, inputs, chunk_metadata=lambda _source: stamp)
         return {"kb": kb, **report_json(report)}
     return await run_in_threadpool(run)

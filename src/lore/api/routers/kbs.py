@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
+from lore.api.access import check_kb_visible, check_kb_write, holds_other_tenants, kb_visible
 from lore.api.deps import Admin, Caller, State
 from lore.engine import Lore
+from lore.errors import NotFoundError
 
 router = APIRouter(prefix="/api/kbs", tags=["knowledge bases"])
+_KB_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class KbBody(BaseModel):
@@ -39,10 +43,11 @@ def kb_json(lore: Lore, name: str) -> dict[str, Any]:
 
 
 @router.get("")
-async def list_kbs(_: Caller, state: State) -> list[dict[str, Any]]:
-    """Every knowledge base."""
+async def list_kbs(scope: Caller, state: State) -> list[dict[str, Any]]:
+    """The knowledge bases the caller can read from (or, as an admin, may change)."""
     def run() -> list[dict[str, Any]]:
-        return [kb_json(state.lore, kb.name) for kb in state.lore.catalog.list_kbs()]
+        lore = state.lore
+        return [kb_json(lore, kb.name) for kb in lore.catalog.list_kbs() if kb_visible(lore, kb, scope)]
     return await run_in_threadpool(run)
 
 
@@ -56,20 +61,33 @@ async def create_kb(body: KbBody, _: Admin, state: State) -> dict[str, Any]:
 
 
 @router.get("/{kb}")
-async def get_kb(kb: str, _: Caller, state: State) -> dict[str, Any]:
-    """One knowledge base."""
-    return await run_in_threadpool(kb_json, state.lore, kb)
+async def get_kb(kb: str, scope: Caller, state: State) -> dict[str, Any]:
+    """One knowledge base (404 for one the caller may not see)."""
+    def run() -> dict[str, Any]:
+        check_kb_visible(state.lore, state.lore.catalog.get_kb(kb), scope)
+        return kb_json(state.lore, kb)
+    return await run_in_threadpool(run)
 
 
 @router.delete("/{kb}", status_code=204)
-async def delete_kb(kb: str, _: Admin, state: State) -> None:
-    """Delete a knowledge base, its index and its uploaded files (admin)."""
+async def delete_kb(kb: str, scope: Admin, state: State) -> None:
+    """Delete a knowledge base, its index and its uploaded files (admin of its only tenant).
+
+    403 for a KB holding other tenants' documents; 409 even for a platform admin (it would delete them).
+    """
     def run() -> None:
+        record = state.lore.catalog.get_kb(kb)
+        check_kb_write(state.lore, record, scope)
+        if holds_other_tenants(state.lore, record, scope.tenant_id):
+            raise HTTPException(409, f"knowledge base '{kb}' holds other tenants' documents; it cannot be "
+                                     f"deleted by tenant '{scope.tenant_id}'")
         state.lore.delete_kb(kb)
         shutil.rmtree(uploads_dir(state.lore, kb), ignore_errors=True)
     await run_in_threadpool(run)
 
 
 def uploads_dir(lore: Lore, kb: str) -> Path:
-    """Where a knowledge base's uploaded files are kept: `<home>/uploads/<kb>/`."""
+    """Where a knowledge base's uploaded files are kept: `<home>/uploads/<kb>/` (never outside it)."""
+    if not _KB_NAME.fullmatch(kb):
+        raise NotFoundError(f"knowledge base {kb!r} not found")
     return lore.settings.home / "uploads" / kb

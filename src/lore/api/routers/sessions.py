@@ -1,4 +1,4 @@
-"""Conversation sessions of the caller's tenant."""
+"""Conversation sessions: a key sees the sessions it opened; an admin key those of its whole tenant."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ def _json(s: ChatSession) -> dict[str, Any]:
 
 @router.get("")
 async def list_sessions(scope: Caller, state: State, kb: str | None = None) -> list[dict[str, Any]]:
-    """The tenant's sessions, most recent first."""
-    rows = await run_in_threadpool(state.lore.catalog.list_sessions, scope.tenant_id, kb)
+    """The caller's sessions (an admin: its tenant's), most recent first."""
+    rows = await run_in_threadpool(state.lore.catalog.list_sessions, scope.tenant_id, kb, 50, scope.owner_key)
     return [_json(s) for s in rows]
 
 
@@ -29,7 +29,7 @@ async def list_sessions(scope: Caller, state: State, kb: str | None = None) -> l
 async def get_session(session_id: str, scope: Caller, state: State) -> dict[str, Any]:
     """A session with its messages."""
     def run() -> dict[str, Any]:
-        s = state.lore.catalog.get_session(session_id, scope.tenant_id)
+        s = state.lore.catalog.get_session(session_id, scope.tenant_id, scope.owner_key)
         return {**_json(s), "messages": [
             {"role": m.role, "content": m.content, "query": m.query, "trace_id": m.trace_id,
              "created_at": m.created_at.isoformat()} for m in state.lore.catalog.messages(s.id)]}
@@ -39,4 +39,4 @@ async def get_session(session_id: str, scope: Caller, state: State) -> dict[str,
 @router.delete("/{session_id}", status_code=204)
 async def delete_session(session_id: str, scope: Caller, state: State) -> None:
     """Delete a session and its messages."""
-    await run_in_threadpool(state.lore.catalog.delete_session, session_id, scope.tenant_id)
+    await run_in_threadpool(state.lore.catalog.delete_session, session_id, scope.tenant_id, scope.owner_key)

@@ -15,13 +15,13 @@ router = APIRouter(prefix="/api/traces", tags=["traces"])
 @router.get("")
 async def list_traces(scope: Caller, state: State, kb: str | None = None,
                       limit: int = Query(default=50, ge=1, le=500)) -> list[dict[str, Any]]:
-    """The tenant's most recent traces (without their full data)."""
-    rows = await run_in_threadpool(state.lore.catalog.list_traces, scope.tenant_id, kb, limit)
+    """The caller's most recent traces (an admin: its tenant's), without their full data."""
+    rows = await run_in_threadpool(state.lore.catalog.list_traces, scope.tenant_id, kb, limit, scope.owner_key)
     return [{k: v for k, v in t.to_json().items() if k != "data"} for t in rows]
 
 
 @router.get("/{trace_id}")
 async def get_trace(trace_id: str, scope: Caller, state: State) -> dict[str, Any]:
-    """One of the tenant's traces in full."""
-    trace = await run_in_threadpool(state.lore.catalog.get_trace, trace_id, scope.tenant_id)
+    """One of the caller's traces in full (an admin: any of its tenant's)."""
+    trace = await run_in_threadpool(state.lore.catalog.get_trace, trace_id, scope.tenant_id, scope.owner_key)
     return trace.to_json()

@@ -9,6 +9,7 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict
 from starlette.concurrency import run_in_threadpool
 
+from lore.api.access import check_kb_manager, check_kb_visible, check_kb_write
 from lore.api.deps import Admin, Caller, State
 from lore.catalog import Version
 from lore.engine import Lore
@@ -33,10 +34,11 @@ def version_json(lore: Lore, kb: str, seq: int) -> dict[str, Any]:
 
 
 @router.get("/versions")
-async def list_versions(kb: str, _: Caller, state: State) -> dict[str, Any]:
+async def list_versions(kb: str, scope: Caller, state: State) -> dict[str, Any]:
     """Every version, oldest first, and the activation log."""
     def run() -> dict[str, Any]:
         record = state.lore.catalog.get_kb(kb)
+        check_kb_visible(state.lore, record, scope)
         active = state.lore.catalog.active_version(record.id)
         seq = active.seq if active else None
         return {"kb": kb, "active": seq,
@@ -55,30 +57,35 @@ class ReasonBody(BaseModel):
 
 
 @router.post("/versions/{seq}/activate")
-async def activate(kb: str, seq: int, _: Admin, state: State, body: ReasonBody | None = None) -> dict[str, Any]:
-    """Serve version `seq` (admin)."""
+async def activate(kb: str, seq: int, scope: Admin, state: State, body: ReasonBody | None = None
+                   ) -> dict[str, Any]:
+    """Serve version `seq` (admin; platform admin for a KB shared by tenants)."""
     def run() -> dict[str, Any]:
         record = state.lore.catalog.get_kb(kb)
+        check_kb_write(state.lore, record, scope)
         state.lore.catalog.activate(record.id, seq, actor="api", reason=body.reason if body else "")
         return version_json(state.lore, kb, seq)
     return await run_in_threadpool(run)
 
 
 @router.post("/rollback")
-async def rollback(kb: str, _: Admin, state: State, body: ReasonBody | None = None) -> dict[str, Any]:
-    """Serve the newest retired version older than the active one (admin)."""
+async def rollback(kb: str, scope: Admin, state: State, body: ReasonBody | None = None) -> dict[str, Any]:
+    """Serve the newest retired version older than the active one (admin; platform admin for a shared KB)."""
     def run() -> dict[str, Any]:
         record = state.lore.catalog.get_kb(kb)
+        check_kb_write(state.lore, record, scope)
         v = state.lore.catalog.rollback(record.id, actor="api", reason=body.reason if body else "")
         return version_json(state.lore, kb, v.seq)
     return await run_in_threadpool(run)
 
 
 @router.get("/versions/{seq}/report")
-async def report(kb: str, seq: int, _: Caller, state: State) -> dict[str, Any]:
-    """A version's quality report."""
+async def report(kb: str, seq: int, scope: Caller, state: State) -> dict[str, Any]:
+    """A version's quality report (it names every file: admins who may change the KB)."""
     def run() -> dict[str, Any]:
-        state.lore.catalog.get_version(state.lore.catalog.get_kb(kb).id, seq)
+        record = state.lore.catalog.get_kb(kb)
+        check_kb_manager(state.lore, record, scope)
+        state.lore.catalog.get_version(record.id, seq)
         path = state.lore.reports_dir(kb) / str(seq) / "quality.json"
         if not path.is_file():
             raise HTTPException(404, f"no quality report for version {seq} of knowledge base '{kb}'")
@@ -87,7 +94,10 @@ async def report(kb: str, seq: int, _: Caller, state: State) -> dict[str, Any]:
 
 
 @router.get("/diff")
-async def diff(kb: str, base: int, candidate: int, _: Caller, state: State) -> dict[str, Any]:
+async def diff(kb: str, base: int, candidate: int, scope: Caller, state: State) -> dict[str, Any]:
     """Files added, changed and removed from version `base` to `candidate` (with the configured eval set:
-    retrieval quality of both)."""
-    return await run_in_threadpool(state.lore.diff, kb, base, candidate)
+    retrieval quality of both); admins who may change the KB."""
+    def run() -> dict[str, Any]:
+        check_kb_manager(state.lore, state.lore.catalog.get_kb(kb), scope)
+        return state.lore.diff(kb, base, candidate)
+    return await run_in_threadpool(run)
