@@ -124,7 +124,11 @@ def test_named_source_narrows_retrieval(hr_site) -> None:  # type: ignore[no-unt
     end = check_protocol(sse_ask(server, keys.employee, scenario="hr", source="leave",
                                  question="What is the meal allowance per day on business trips?"))
     assert end["source"] == {"ids": ["leave"], "how": "given"}
-    assert all(c["file"].startswith("data/leave/") or c["file"] == "faq.csv" for c in end["citations"])
+    assert end["refused"] and not end["citations"]  # the allowance is in the expense documents, not in leave
+    end = check_protocol(sse_ask(server, keys.employee, scenario="hr", source="expense",
+                                 question="What is the meal allowance per day on business trips?"))
+    assert end["citations"] and "100" in end["answer"]
+    assert all(c["file"].startswith("data/expense/") or c["file"] == "faq.csv" for c in end["citations"])
 
 
 def test_websocket_asks_a_scenario(hr_site) -> None:  # type: ignore[no-untyped-def]
