@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from lore.api import create_app
+from lore.api.uploads import MAX_PARTS
 from lore.config import load_settings
 from lore.engine import Lore
 from tests.api.conftest import Keys, auth
@@ -88,6 +89,9 @@ def test_upload_attacks_store_nothing(admin_client: tuple[TestClient, Lore]) -> 
     assert r.status_code == 413
     r = client.post("/api/kbs/docs/files", content=b"plain", headers={"content-type": "text/plain"})
     assert r.status_code == 415
+    many = [(f"f{i}.md", b"# f\n\nx\n") for i in range(MAX_PARTS + 1)]  # too many files in one request
+    r = _upload(client, "docs", *many)
+    assert r.status_code == 413 and f"more than {MAX_PARTS} files" in r.json()["detail"]
     assert not folder.exists() or list(folder.iterdir()) == []
     assert (tmp := lore.settings.home.parent / "evil.md") and not tmp.exists()
     r = _upload(client, "nope", ("a.md", b"# a\n\nb\n"))

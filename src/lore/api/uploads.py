@@ -12,12 +12,14 @@ from pathlib import Path
 
 from fastapi import HTTPException
 from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.concurrency import run_in_threadpool
 
 from lore.errors import LoadError
 from lore.ingest.loaders import loader_for, supported_suffixes
 
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f<>:\"|?*]")
 _MAX_NAME = 200
+MAX_PARTS = 100  # file parts per upload request
 
 
 def safe_name(filename: str | None) -> str:
@@ -80,7 +82,8 @@ class MultipartUpload:
         """Feed the whole body; on any problem every temp file is removed and the error raised."""
         try:
             async for chunk in chunks:
-                self.parser.write(chunk)
+                # Parsing writes to temp files: off the event loop, so other streams keep flowing.
+                await run_in_threadpool(self.parser.write, chunk)
                 if self._error:
                     raise self._error
             self.parser.finalize()
@@ -121,6 +124,10 @@ class MultipartUpload:
         filename = params.get(b"filename")
         if filename is None or self._error:
             return  # a plain form field: ignored
+        if len(self.done) >= MAX_PARTS:
+            self._error = HTTPException(413, f"upload: more than {MAX_PARTS} files in one request; send them "
+                                             "in several requests")
+            return
         try:
             self._part.name = safe_name(filename.decode("utf-8", "replace"))
         except HTTPException as exc:
