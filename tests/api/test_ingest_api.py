@@ -171,7 +171,7 @@ def test_build_stamps_the_builders_tenant(admin_client: tuple[TestClient, Lore])
     _, acme_staff = lore.catalog.create_api_key("acme", ["staff"], datasets=["sales"])
     _, other_admin = lore.catalog.create_api_key("acme", ["admin"], datasets=["hr"])
     client.post("/api/kbs", json={"name": "acme"}, headers=auth(acme_admin))
-    _upload(client, "acme", ("faq.csv", (EXAMPLES / "faq.csv").read_bytes()))
+    _upload(client, "acme", ("faq.csv", (EXAMPLES / "faq.csv").read_bytes()), key=acme_admin)
     r = client.post("/api/kbs/acme/builds", json={"activate": True}, headers=auth(acme_admin))
     assert r.status_code == 200, r.text
 

@@ -300,3 +300,22 @@ def test_kbs_of_other_tenants_are_not_listed_or_described(env: Env) -> None:
     assert c.get("/api/kbs/a_only/versions/1/report", headers=auth(k.a_staff)).status_code == 403
     assert c.get("/api/kbs/a_only/versions/1/report", headers=auth(k.a_admin)).status_code == 200
     assert c.get("/api/kbs/a_only/diff?base=1&candidate=1", headers=auth(k.a_admin)).json()["files"]["unchanged"] == 1
+
+
+def test_an_upload_not_indexed_yet_belongs_to_its_uploader(env: Env) -> None:
+    k, c = env.keys, env.client
+    assert c.post("/api/kbs", json={"name": "pending"}, headers=auth(k.a_admin)).status_code == 201
+    r = c.post("/api/kbs/pending/files", files={"file": ("draft.md", b"# Draft\n\nA's draft.\n")},
+               headers=auth(k.a_admin))
+    assert r.status_code == 201, r.text
+    # The KB holds no chunks yet, so B's admin may write to it, but not take A's pending file.
+    listed = c.get("/api/kbs/pending/files", headers=auth(k.b_admin)).json()
+    assert "draft.md" not in {f["name"] for f in listed["uploads"]}
+    assert c.get("/api/kbs/pending/files/draft.md", headers=auth(k.b_admin)).status_code == 404
+    r = c.post("/api/kbs/pending/builds", json={"activate": True}, headers=auth(k.b_admin))
+    assert r.status_code == 409 and "draft.md" in r.json()["detail"]
+    r = c.post("/api/kbs/pending/files", files={"file": ("draft.md", b"# B\n\nB's text.\n")}, headers=auth(k.b_admin))
+    assert r.status_code == 409
+    r = c.post("/api/kbs/pending/builds", json={"activate": True}, headers=auth(k.a_admin))
+    assert r.status_code == 200, r.text
+    assert c.get("/api/kbs/pending/files/draft.md", headers=auth(k.a_staff)).content == b"# Draft\n\nA's draft.\n"

@@ -13,6 +13,7 @@ from dataclasses import replace
 from fastapi import HTTPException
 
 from lore.api.deps import PLATFORM_ADMIN_ROLE, Scope
+from lore.api.uploads import upload_owner
 from lore.catalog import KnowledgeBase
 from lore.engine import Lore
 from lore.schema import SearchFilter
@@ -24,9 +25,12 @@ def _file_chunk_ids(lore: Lore, kb: KnowledgeBase, name: str) -> list[str]:
 
 
 def file_tenants(lore: Lore, kb: KnowledgeBase, name: str) -> set[str]:
-    """Tenants whose chunks the catalogued file `name` has (empty for a file without chunks)."""
+    """Tenants whose chunks the catalogued file `name` has; for an upload not indexed yet, its uploader."""
     ids = _file_chunk_ids(lore, kb, name)
-    return {c.tenant_id for c in lore.store(kb).get(ids)} if ids else set()
+    if ids:
+        return {c.tenant_id for c in lore.store(kb).get(ids)}
+    owner = upload_owner(lore.settings.home / "uploads" / kb.name, name)
+    return {owner} if owner else set()
 
 
 def can_read_file(lore: Lore, kb: KnowledgeBase, name: str, scope: Scope) -> bool:

@@ -49,7 +49,7 @@ async def upload(kb: str, request: Request, scope: Admin, state: State) -> dict[
     except HTTPException:
         upload.discard()
         raise
-    return {"kb": kb, "files": commit(parts, folder)}
+    return {"kb": kb, "files": commit(parts, folder, scope.tenant_id)}
 
 
 @router.get("/files")
