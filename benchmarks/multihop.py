@@ -373,7 +373,7 @@ def _print(results: dict, questions: list) -> None:
     fast, deep = results["fast"], results["deep"]
     for source, f, d in [("all", fast, deep), *((s, fast["by_source"][s], deep["by_source"][s])
                                                  for s in fast["by_source"])]:
-        gain = 100 * (d["recall_all"] - f["recall_all"])
+        gain = round(100 * (d["recall_all"] - f["recall_all"]), 6)  # 0.75 - 0.55 is 19.999… in floats
         target.add_row(source, str(f["n"]), f"{f['recall_all']:.3f}", f"{d['recall_all']:.3f}", f"{gain:+.1f}",
                        "yes" if gain >= 20 else "no")
     console.print(target)

@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -34,6 +35,7 @@ from lore.config import Settings
 from lore.errors import LoreError
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.retrieve.semantic_cache import CachedRetriever, SemanticCache
+from lore.schema import Hit
 
 Node = Runtime[RunContext]
 
@@ -115,6 +117,18 @@ def fast(state: DeepState, runtime: Node) -> dict[str, Any]:
     return {"answer": ctx.end["answer"] if ctx.end else "", "trace": trace}
 
 
+def one_per_parent(hits: list[Hit], k: int) -> list[Hit]:
+    """The best hit of each parent passage, best first, at most `k`: a sub-question's few slots should
+    not go to overlapping windows of one passage (the context shows the parent passage anyway)."""
+    seen: set[str] = set()
+    kept = []
+    for h in hits:
+        if h.chunk.parent_id not in seen:
+            seen.add(h.chunk.parent_id)
+            kept.append(h)
+    return kept[:k]
+
+
 def retrieve(state: DeepState, runtime: Node) -> dict[str, Any]:
     """Search each sub-question still lacking evidence, in the caller's scope; merge with earlier rounds."""
     ctx, started = runtime.context, time.perf_counter()
@@ -123,7 +137,8 @@ def retrieve(state: DeepState, runtime: Node) -> dict[str, Any]:
     for i, query in enumerate(state["queries"]):
         if state["sufficient"][i]:
             continue
-        hits = ctx.retriever.search(query, ctx.search)
+        wide = replace(ctx.search, top_k=3 * ctx.search.top_k)
+        hits = one_per_parent(ctx.retriever.search(query, wide), ctx.search.top_k)
         cached = bool(getattr(ctx.retriever, "last_cached", False))
         ctx.hits[i] = merge_hits([hits, ctx.hits[i]], ctx.search.top_k, ctx.search.rrf_k) if ctx.hits.get(i) \
             else hits
