@@ -274,12 +274,17 @@ def test_access_token_never_reaches_the_logs(env: Env) -> None:
     assert token not in logged
 
 
+def _new_kb_with_upload(env: Env, kb: str, name: str, content: bytes) -> None:
+    """Tenant A's admin creates a KB and uploads one file into it (not indexed yet)."""
+    c, key = env.client, env.keys.a_admin
+    assert c.post("/api/kbs", json={"name": kb}, headers=auth(key)).status_code == 201
+    r = c.post(f"/api/kbs/{kb}/files", files={"file": (name, content)}, headers=auth(key))
+    assert r.status_code == 201, r.text
+
+
 def test_kbs_of_other_tenants_are_not_listed_or_described(env: Env) -> None:
     k, c = env.keys, env.client
-    assert c.post("/api/kbs", json={"name": "a_only"}, headers=auth(k.a_admin)).status_code == 201
-    r = c.post("/api/kbs/a_only/files", files={"file": ("plan.md", b"# Plan\n\nQ3 hiring plan: 12 people.\n")},
-               headers=auth(k.a_admin))
-    assert r.status_code == 201, r.text
+    _new_kb_with_upload(env, "a_only", "plan.md", b"# Plan\n\nQ3 hiring plan: 12 people.\n")
     assert c.post("/api/kbs/a_only/builds", json={"activate": True}, headers=auth(k.a_admin)).status_code == 200
 
     def names(key: str) -> set[str]:
@@ -304,10 +309,7 @@ def test_kbs_of_other_tenants_are_not_listed_or_described(env: Env) -> None:
 
 def test_an_upload_not_indexed_yet_belongs_to_its_uploader(env: Env) -> None:
     k, c = env.keys, env.client
-    assert c.post("/api/kbs", json={"name": "pending"}, headers=auth(k.a_admin)).status_code == 201
-    r = c.post("/api/kbs/pending/files", files={"file": ("draft.md", b"# Draft\n\nA's draft.\n")},
-               headers=auth(k.a_admin))
-    assert r.status_code == 201, r.text
+    _new_kb_with_upload(env, "pending", "draft.md", b"# Draft\n\nA's draft.\n")
     # The KB holds no chunks yet, so B's admin may write to it, but not take A's pending file.
     listed = c.get("/api/kbs/pending/files", headers=auth(k.b_admin)).json()
     assert "draft.md" not in {f["name"] for f in listed["uploads"]}
