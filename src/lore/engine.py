@@ -218,10 +218,15 @@ class Lore:
     def _compare(self, name: str, base: int | None, candidate: int, questions: list[EvalQuestion]) -> dict[str, Any]:
         k = self.settings.gate.eval_k
         r = self.settings.retrieve
-        opts = SearchOptions(r.mode, r.recall_k, k, r.rrf_k, r.min_score)
-        cand = score(lambda q: self.search(name, q, opts, candidate), questions, k)
-        prev = score(lambda q: self.search(name, q, opts, base), questions, k) if base is not None else None
-        return compare_scores(prev, cand, questions, k)
+        kb = self.catalog.get_kb(name)
+        retriever = self.retriever(kb)
+
+        def score_version(seq: int) -> dict[str, Any]:
+            scoped = self.scoped(kb, SearchOptions(r.mode, r.recall_k, k, r.rrf_k, r.min_score), seq)
+            return score(lambda q: retriever.search(q, scoped), questions, k)
+
+        prev = score_version(base) if base is not None else None
+        return compare_scores(prev, score_version(candidate), questions, k)
 
     def gc(self, name: str) -> GcResult:
         """Delete chunks no readable version sees (abandoned and failed builds, expired history)."""
@@ -241,9 +246,10 @@ class Lore:
             progress=progress, seq=seq, force=force, chunk_metadata=chunk_metadata, custom_chunks=custom_chunks,
         )
 
-    def scoped(self, name: str, options: SearchOptions, version: int | None = None) -> SearchOptions:
+    def scoped(self, name: str | KnowledgeBase, options: SearchOptions, version: int | None = None) -> SearchOptions:
         """Options bounded to a KB version: `version` if given (it must exist), else the active one."""
-        kb = self.catalog.get_kb(name)
+        kb = self._kb(name)
+        name = kb.name
         read = self.catalog.get_version(kb.id, version) if version is not None else self.catalog.active_version(kb.id)
         if read is None and self.catalog.list_versions(kb.id):
             raise LoreError(f"knowledge base {name!r} has versions but none is active; activate one with: "
@@ -254,24 +260,28 @@ class Lore:
         self._check_model(kb, read.embedding_model, f"version {read.seq}")
         return replace(options, filter=replace(options.filter, version_seq=read.seq))
 
-    def retriever(self, name: str) -> Retriever:
+    def retriever(self, name: str | KnowledgeBase) -> Retriever:
         """A retriever over the KB's store with its embedder."""
-        kb = self.catalog.get_kb(name)
+        kb = self._kb(name)
         return Retriever(self.store(kb), self.embedder(kb), self.cache)
+
+    def _kb(self, name: str | KnowledgeBase) -> KnowledgeBase:
+        """The KB record, looked up by name unless the caller already holds it."""
+        return name if isinstance(name, KnowledgeBase) else self.catalog.get_kb(name)
 
     def search(self, name: str, query: str, options: SearchOptions | None = None,
                version: int | None = None) -> list[Hit]:
         """Search a KB (its active version, or `version`) with the configured defaults or `options`."""
         r = self.settings.retrieve
         opts = options or SearchOptions(r.mode, r.recall_k, r.top_k, r.rrf_k, r.min_score)
-        return self.retriever(name).search(query, self.scoped(name, opts, version))
+        kb = self.catalog.get_kb(name)
+        return self.retriever(kb).search(query, self.scoped(kb, opts, version))
 
-    def generator(self, name: str) -> Generator:
+    def generator(self, name: str | KnowledgeBase) -> Generator:
         """The configured answer generator for a KB (extractive uses the KB's embedder)."""
         a = self.settings.answer
         if a.generator == "extractive":
-            kb = self.catalog.get_kb(name)
-            return get_generator("extractive", embedder=self.embedder(kb), cache=self.cache)
+            return get_generator("extractive", embedder=self.embedder(self._kb(name)), cache=self.cache)
         base_url = a.llm_base_url or os.environ.get("LORE_LLM_BASE_URL", "")
         if not base_url or not a.llm_model:
             raise ConfigError("answer.generator = 'openai' needs answer.llm_base_url and answer.llm_model")
@@ -299,11 +309,13 @@ class Lore:
             name, opts, version, runtime, answer = scenario_request(self, name, opts, version, scenario, scope)
         if not name:
             raise LoreError("ask: name a knowledge base or a scenario")
-        opts = self.scoped(name, opts, version)
+        kb = self.catalog.get_kb(name)
+        opts = self.scoped(kb, opts, version)
+        epoch = self.catalog.cache_epoch(kb.id) if runtime is not None or mode == "deep" else 0
         if runtime is not None:
-            kb = self.catalog.get_kb(name)
-            runtime.kb_id, runtime.epoch = kb.id, self.catalog.cache_epoch(kb.id)
-        retriever, generator = self.retriever(name), self.generator(name)
+            runtime.kb_id, runtime.epoch = kb.id, epoch
+        retriever = base = self.retriever(kb)
+        generator = self.generator(kb)
         llm = llm_from_settings(self.settings.answer)
         if rewrite != "off":
             retriever = RewritingRetriever(retriever, rewrite, llm=llm, history=list(history or ()))
@@ -318,9 +330,8 @@ class Lore:
 
         if session_id is not None:
             self._remember_deep_session(session_id)
-        kb = self.catalog.get_kb(name)
-        deep = DeepPipeline(self.retriever(name), generator, self.settings.model_copy(update={"answer": answer}),
-                            llm=llm, semantic_cache=self.semantic_cache, cache_epoch=self.catalog.cache_epoch(kb.id),
+        deep = DeepPipeline(base, generator, self.settings.model_copy(update={"answer": answer}),
+                            llm=llm, semantic_cache=self.semantic_cache, cache_epoch=epoch,
                             namespace=kb.id, checkpointer=self.deep_sessions, fast=fast)
         return deep.run(question, opts, session_id=session_id, history=history)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from lore.catalog import ManifestEntry
 from lore.errors import LoreError
+from lore.eval.metrics import mrr_at_k, recall_at_k
 from lore.schema import Hit
 
 
@@ -57,13 +58,12 @@ def score(search: Callable[[str], Sequence[Hit]], questions: Sequence[EvalQuesti
     """Recall@k (share of each question's files/documents found) and MRR@k, averaged over questions."""
     recalls, rrs, found = [], [], []
     for q in questions:
-        hits = list(search(q.question))[:k]
-        keys = [q.relevant(h) for h in hits]
-        wanted = len(q.files) + len(q.documents)
-        recalls.append(len({key for key in keys if key}) / wanted)
-        first = next((i for i, key in enumerate(keys) if key), None)
-        rrs.append(0.0 if first is None else 1.0 / (first + 1))
-        found.append(first is not None)
+        # Each hit ranked by what it satisfies (a file or document key), or by itself when nothing.
+        ranked = [q.relevant(h) or "c:" + h.chunk.chunk_id for h in search(q.question)]
+        relevant = dict.fromkeys([*("f:" + f for f in q.files), *("d:" + d for d in q.documents)], 1)
+        recalls.append(recall_at_k(ranked, relevant, k))
+        rrs.append(mrr_at_k(ranked, relevant, k))
+        found.append(rrs[-1] > 0)
     n = len(questions)
     return {"recall": sum(recalls) / n, "mrr": sum(rrs) / n, "found": found}
 
