@@ -289,6 +289,11 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin):
                     for chunk_id, index, parent_id, document_id in chunk_rows
                 ])
 
+    def kb_chunk_ids(self, kb_id: str) -> set[str]:
+        """Every chunk id the catalog records for a knowledge base (one query)."""
+        with self.transaction() as s:
+            return set(s.scalars(select(ChunkRow.chunk_id).where(ChunkRow.kb_id == kb_id)))
+
     def file_chunk_ids(self, file_id: str) -> list[str]:
         """The chunk ids of a file in chunk order."""
         query = select(ChunkRow.chunk_id).where(ChunkRow.file_id == file_id)

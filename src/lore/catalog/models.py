@@ -128,7 +128,6 @@ class ChunkRow(Base):
     document_id: Mapped[str | None] = mapped_column(String(255))
 
 
-VERSION_STATUSES = ("staged", "active", "retired", "failed")
 VERSION_COUNTS = (
     "files_added", "files_changed", "files_removed", "files_reused", "chunks_embedded", "chunks_reused",
 )

@@ -102,7 +102,7 @@ def fail_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, seq: i
     A file's chunks are recorded in the catalog only after they are stored, so recorded chunks are
     complete and stay (the next build reuses them); unrecorded ones are partial and must not show.
     """
-    known = {cid for f in catalog.list_files(kb.id) for cid in catalog.file_chunk_ids(f.id)}
+    known = catalog.kb_chunk_ids(kb.id)
     orphans = [cid for cid in store.ids_valid_from(seq) if cid not in known]
     if orphans:
         store.expire(orphans, seq)  # valid from seq to seq: visible in no version

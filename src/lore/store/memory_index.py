@@ -145,7 +145,8 @@ class MemoryIndex:
 
     def mask(self, flt: SearchFilter) -> np.ndarray:
         """Boolean mask of live rows that pass the filter."""
-        m = self.alive.copy()
+        # The version's view is cached (BM25 statistics use it too); every other field narrows a copy.
+        m = self._stats(flt.version_seq)[0].copy()
         wanted = (flt.tenant_ids, flt.dataset_ids, flt.visibility, flt.source_types, flt.sources, flt.document_ids)
         for field, values in zip(SCALAR_FIELDS, wanted, strict=True):
             if values is not None:
@@ -155,9 +156,6 @@ class MemoryIndex:
             for col in self.role_codes.codes(flt.roles):  # rows holding any wanted role, column by column
                 ok[self.roles.indices[self.roles.indptr[col] : self.roles.indptr[col + 1]]] = True
             m &= ok
-        if flt.version_seq is not None:
-            s = flt.version_seq
-            m &= (self.valid_from <= s) & ((self.valid_to == 0) | (self.valid_to > s))
         return m
 
     def dense(self, query: np.ndarray, mask: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -254,27 +254,21 @@ class MilvusStore:
 
     def ids_valid_from(self, seq: int) -> list[str]:
         """Ids of every chunk whose `valid_from_seq` is `seq`, read in pages (no query size cap)."""
-        it = self._client.query_iterator(self.name, batch_size=1000, filter=f"valid_from_seq == {int(seq)}",
-                                         output_fields=["chunk_id"])
-        ids: list[str] = []
-        try:
-            while page := it.next():
-                ids.extend(r["chunk_id"] for r in page)
-        finally:
-            it.close()
-        return ids
+        return [r["chunk_id"] for r in self._scan(f"valid_from_seq == {int(seq)}", ["chunk_id"])]
 
     def expired(self) -> list[tuple[str, int, int]]:
         """(chunk_id, valid_from_seq, valid_to_seq) of every expired chunk, read in pages."""
-        it = self._client.query_iterator(self.name, batch_size=1000, filter="valid_to_seq != 0",
-                                         output_fields=["chunk_id", "valid_from_seq", "valid_to_seq"])
-        rows: list[tuple[str, int, int]] = []
+        return [(r["chunk_id"], int(r["valid_from_seq"]), int(r["valid_to_seq"]))
+                for r in self._scan("valid_to_seq != 0", ["chunk_id", "valid_from_seq", "valid_to_seq"])]
+
+    def _scan(self, expr: str, fields: list[str]) -> Iterator[dict]:
+        """Every row matching `expr`, in pages of 1,000 (query() caps its result size)."""
+        it = self._client.query_iterator(self.name, batch_size=1000, filter=expr, output_fields=fields)
         try:
             while page := it.next():
-                rows.extend((r["chunk_id"], int(r["valid_from_seq"]), int(r["valid_to_seq"])) for r in page)
+                yield from page
         finally:
             it.close()
-        return rows
 
     def delete(self, chunk_ids: Sequence[str]) -> int:
         """Remove chunks by id; returns how many existed."""
