@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 SourceType = Literal["faq", "doc", "table_row"]
 Visibility = Literal["public", "internal", "restricted"]
+VISIBILITIES: tuple[str, ...] = get_args(Visibility)
 SearchMode = Literal["dense", "bm25", "hybrid"]
 
 

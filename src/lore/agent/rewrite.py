@@ -20,7 +20,8 @@ from lore.agent.llm import Budget, ChatLLM, ask_validated
 from lore.answer.generators.base import GenerationError
 from lore.errors import LoreError
 from lore.lexical.tokenize import _RUNS, CJK_STOP, STOP_WORDS, _jieba
-from lore.retrieve.search import Retriever, SearchOptions
+from lore.retrieve.fusion import rrf
+from lore.retrieve.search import Retriever, SearchOptions, normalise_text
 from lore.schema import Hit
 
 RewriteMode = Literal["off", "on", "hyde"]
@@ -54,7 +55,7 @@ class Rewrite:
 
     def add(self, text: str, kind: VariantKind) -> None:
         text = text.strip()
-        if text and all(_norm(text) != _norm(v.text) for v in self.variants):
+        if text and all(normalise_text(text) != normalise_text(v.text) for v in self.variants):
             self.variants.append(QueryVariant(text, kind))
 
     def to_json(self) -> dict[str, Any]:
@@ -163,15 +164,12 @@ def merge_hits(lists: Sequence[Sequence[Hit]], top_k: int, rrf_k: int = 60) -> l
     """Reciprocal-rank fusion of several hit lists by chunk id; one list is returned unchanged."""
     if len(lists) == 1:
         return list(lists[0][:top_k])
-    fused: dict[str, float] = {}
     first: dict[str, Hit] = {}
     for hits in lists:
-        for rank, hit in enumerate(hits, start=1):
-            cid = hit.chunk.chunk_id
-            fused[cid] = fused.get(cid, 0.0) + 1.0 / (rrf_k + rank)
-            first.setdefault(cid, hit)
-    order = sorted(fused, key=lambda c: -fused[c])[:top_k]
-    return [replace(first[c], score=fused[c]) for c in order]
+        for hit in hits:
+            first.setdefault(hit.chunk.chunk_id, hit)
+    fused = rrf([[h.chunk.chunk_id for h in hits] for hits in lists], rrf_k)[:top_k]
+    return [replace(first[str(cid)], score=score) for cid, score in fused]
 
 
 class RewritingRetriever:
@@ -192,6 +190,3 @@ class RewritingRetriever:
         self.last = rewrite_query(query, self.mode, history=self.history, llm=self.llm, budget=self.budget)
         return search_variants(self.inner, self.last, options or SearchOptions())
 
-
-def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().lower()

@@ -72,8 +72,15 @@ def key_coverage(query_tokens: Iterable[str], text: str, key_weight: float = 0.6
     keys = {t for t, w in token_weights(query_tokens).items() if w >= key_weight}
     if not keys:
         return 1.0
-    present = set(tokenize(text))
+    present = token_set(text)
     return len(keys & present) / len(keys)
+
+
+@lru_cache(maxsize=8192)
+def token_set(text: str) -> frozenset[str]:
+    """The distinct tokens of a passage or sentence; cached, since evidence, grading, citing and
+    extracting all test the same passages against the question's terms."""
+    return frozenset(tokenize(text))
 
 
 @lru_cache(maxsize=65536)
@@ -92,5 +99,5 @@ def coverage(query_tokens: Iterable[str], text: str) -> float:
     total = sum(weights.values())
     if not total:
         return 0.0
-    present = set(tokenize(text))
+    present = token_set(text)
     return sum(w for t, w in weights.items() if t in present) / total

@@ -61,12 +61,13 @@ def dedupe(hits: Sequence[Hit]) -> list[Hit]:
     seen: set[str] = set()
     kept = []
     for hit in hits:
-        key = _norm(hit.chunk.text)
+        key = normalise_text(hit.chunk.text)
         if key not in seen:
             seen.add(key)
             kept.append(hit)
     return kept
 
 
-def _norm(text: str) -> str:
+def normalise_text(text: str) -> str:
+    """NFKC, whitespace collapsed, lower case: the key two texts are "the same passage" by."""
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().lower()

@@ -14,9 +14,11 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lore.errors import LoadError
 from lore.ingest.chunking import stable_id
+from lore.ingest.loaders.encoding import read_text
 from lore.scenario.config import Scenario, ScenarioError
-from lore.schema import Chunk
+from lore.schema import VISIBILITIES, Chunk
 
 _COLUMNS = {
     "question": "question",
@@ -34,7 +36,6 @@ _COLUMNS = {
     "roles": "roles",
     "角色": "roles",
 }
-_VISIBILITY = ("public", "internal", "restricted")
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _CJK_SPACE = re.compile(rf"(?<=[{_CJK}]) | (?=[{_CJK}])")
 
@@ -130,7 +131,7 @@ def _row(line: int, record: list[str], names: list[str | None], sc: Scenario) ->
     if sc.access.datasets and dataset not in sc.access.datasets:
         return None, f"dataset: {dataset!r} not in the scenario's access.datasets"
     visibility = cells.get("visibility") or sc.defaults.visibility
-    if visibility not in _VISIBILITY:
+    if visibility not in VISIBILITIES:
         return None, f"visibility: {visibility!r} is not public, internal or restricted"
     roles = (
         [r.strip() for r in re.split(r"[|;]", cells["roles"]) if r.strip()]
@@ -143,13 +144,10 @@ def _row(line: int, record: list[str], names: list[str | None], sc: Scenario) ->
 
 
 def _read_text(path: Path) -> str:
-    data = path.read_bytes()
-    for encoding in ("utf-8-sig", "gb18030"):
-        try:
-            return data.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-    raise ScenarioError(f"{path}: not UTF-8 or GB18030 text")
+    try:
+        return read_text(path)[0]  # the loaders' decoding: BOMs, GB18030, detection
+    except LoadError as exc:
+        raise ScenarioError(f"{path}: {exc.reason}") from None
 
 
 def faq_chunks(

@@ -6,7 +6,7 @@ Scenario variables (`assistant_name`, `business_domain`, `support_contact`, and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from lore.answer.prompt import system_prompt
 
@@ -36,7 +36,6 @@ class ChosenProfile:
     system: str
     user_template: str
     notice: str
-    rules: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"name": self.name, "reason": self.reason, "notice": self.notice or None}
@@ -119,4 +118,4 @@ def choose_profile(
     base = system_prompt(v.get("assistant_name", "Lore"))
     extra = "\n".join(f"{i}. {r}" for i, r in enumerate(rules, start=6))
     system = p.system.format_map(v) + "\n" + base + ("\n" + extra if extra else "")
-    return ChosenProfile(name, reason, system, p.user_template, p.notice.format_map(v), rules)
+    return ChosenProfile(name, reason, system, p.user_template, p.notice.format_map(v))

@@ -13,9 +13,7 @@ from dataclasses import dataclass, replace
 
 from lore.errors import LoreError
 from lore.scenario.config import Scenario
-from lore.schema import SearchFilter
-
-_VISIBILITY = ("public", "internal", "restricted")
+from lore.schema import VISIBILITIES, SearchFilter
 
 
 class ScopeError(LoreError):
@@ -38,8 +36,8 @@ class Scope:
     def __post_init__(self) -> None:
         if not self.tenant:
             raise ScopeError("scope: tenant is required")
-        if bad := [v for v in self.visibility if v not in _VISIBILITY]:
-            raise ScopeError(f"scope: visibility {bad} (allowed: {', '.join(_VISIBILITY)})")
+        if bad := [v for v in self.visibility if v not in VISIBILITIES]:
+            raise ScopeError(f"scope: visibility {bad} (allowed: {', '.join(VISIBILITIES)})")
         for name in ("datasets", "visibility", "roles"):  # lists from callers become tuples
             value = getattr(self, name)
             if value is not None and not isinstance(value, tuple):
