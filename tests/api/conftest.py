@@ -18,9 +18,6 @@ from fastapi.testclient import TestClient
 from lore.api import create_app
 from lore.config import load_settings
 from lore.engine import Lore
-from lore.ingest.chunking import Chunker
-from lore.ingest.files import discover
-from lore.ingest.pipeline import IngestPipeline
 from tests.conftest import EXAMPLES
 
 SECRET_B = "# Project Nightingale\n\nProject Nightingale uses launch code NG-7731 and ships on 12 March.\n"
@@ -38,11 +35,8 @@ class Keys:
 
 def ingest_for_tenant(lore: Lore, kb: str, files: list[Path], tenant: str) -> None:
     """Ingest through the real pipeline with the chunks stamped with another tenant."""
-    record = lore.catalog.get_kb(kb)
-    pipeline = IngestPipeline(record, lore.catalog, lore.store(record), lore.embedder(record),
-                              Chunker(lore.chunk_params), lore.cache, max_file_bytes=10**7,
-                              chunk_metadata=lambda _src: {"tenant_id": tenant})
-    assert pipeline.run(discover(files)).count("ingested") == len(files)
+    report = lore.ingest(kb, files, chunk_metadata=lambda _src: {"tenant_id": tenant})
+    assert report.count("ingested") == len(files)
 
 
 @pytest.fixture(scope="module")

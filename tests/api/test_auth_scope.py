@@ -105,14 +105,14 @@ def test_rate_limit_per_key(api_home: Path, keys: Keys) -> None:
             r = c.get("/api/kbs", headers=auth(keys.staff))
             assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
             assert c.get("/api/kbs", headers=auth(keys.admin)).status_code == 200  # other keys unaffected
-            with c.websocket_connect("/api/stream", headers=auth(keys.tenant_b)) as ws:  # handshake: 1 of 3
+            with c.websocket_connect("/api/stream", headers=auth(keys.tenant_b)) as ws:  # questions count, not the handshake
                 answers = []
-                for _ in range(3):
+                for _ in range(4):
                     ws.send_text(json.dumps({"kb": "hb", "question": "launch code of Project Nightingale?"}))
                     while (msg := ws.receive_json())["event"] not in ("end", "error"):
                         pass
                     answers.append(msg["data"])
-                assert [a.get("status") for a in answers] == [None, None, 429]
+                assert [a.get("status") for a in answers] == [None, None, None, 429]
                 assert "NG-7731" in answers[0]["answer"]
     finally:
         lore.close()

@@ -72,8 +72,7 @@ class Scope:
 
     def options(self, lore: Lore, top_k: int | None = None) -> SearchOptions:
         """Configured search options bounded to this caller's scope."""
-        r = lore.settings.retrieve
-        return SearchOptions(r.mode, r.recall_k, top_k or r.top_k, r.rrf_k, r.min_score, self.search_filter())
+        return SearchOptions.from_settings(lore.settings.retrieve, top_k, self.search_filter())
 
 
 def require_serving(lore: Lore, kb: KnowledgeBase) -> Version | None:
@@ -139,14 +138,14 @@ def _unauthorized(reason: str) -> HTTPException:
     return HTTPException(401, reason, headers={"WWW-Authenticate": "Bearer"})
 
 
-async def authenticate(state: ServiceState, secret: str | None) -> Scope:
-    """The scope of a live key; 401 without one, 429 over the rate limit."""
+async def authenticate(state: ServiceState, secret: str | None, *, count: bool = True) -> Scope:
+    """The scope of a live key; 401 without one, 429 over the rate limit (when `count`: a request)."""
     if not secret:
         raise _unauthorized("missing API key: send 'Authorization: Bearer <key>'")
     key = await run_in_threadpool(state.lore.catalog.authenticate, secret)
     if key is None:
         raise _unauthorized("invalid or revoked API key")
-    wait = state.limiter.check(key.id)
+    wait = state.limiter.check(key.id) if count else 0.0
     if wait > 0:
         raise HTTPException(429, f"rate limit of {state.limiter.per_minute} requests/minute exceeded for this key",
                             headers={"Retry-After": str(max(1, round(wait)))})
@@ -168,7 +167,7 @@ async def admin_scope_of(scope: Annotated[Scope, Depends(scope_of)]) -> Scope:
 async def websocket_scope(websocket: WebSocket, state: ServiceState) -> Scope:
     """A WebSocket caller's scope: bearer header, or `access_token` query parameter for browsers."""
     secret = bearer(websocket.headers.get("authorization")) or websocket.query_params.get("access_token")
-    return await authenticate(state, secret)
+    return await authenticate(state, secret, count=False)  # each question on the socket counts instead
 
 
 Caller = Annotated[Scope, Depends(scope_of)]

@@ -28,7 +28,8 @@ def preflight(lore: Lore) -> list[str]:
     except Exception as exc:  # any failure here means no service
         raise PreflightError(f"service cannot start: catalog unreachable: {exc}") from exc
     try:
-        embedder = lore._new_embedder()
+        # A KB's embedder is the configured one, and it stays loaded for serving; no KB yet: a fresh one.
+        embedder = lore.embedder(kbs[0]) if kbs else lore.configured_embedder()
         embed_texts(embedder, ["preflight"], "query", None)
         passed.append(f"embedder: {embedder.model_id} ({embedder.dim}-d) loads")
     except Exception as exc:  # noqa: BLE001 - reported with the others
@@ -46,7 +47,7 @@ def preflight(lore: Lore) -> list[str]:
                 continue
             lore.store(kb).count()
             lore.embedder(kb)
-            lore.scoped(kb.name, SearchOptions())  # the serving version's embedding model matches
+            lore.scoped(kb, SearchOptions())  # the serving version's embedding model matches
             passed.append(f"knowledge base '{kb.name}': store opens")
         except Exception as exc:  # noqa: BLE001 - reported with the others
             problems.append(f"knowledge base '{kb.name}': {exc}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Annotated
 
@@ -9,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from lore.cli.render import where
+from lore.cli.render import split_list, where
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.retrieve.search import SearchOptions
@@ -38,18 +39,17 @@ def ask(
 ) -> None:
     """Answer a question from a knowledge base, with numbered citations."""
     lore = Lore()
-    r = lore.settings.retrieve
-    opts = SearchOptions(r.mode, r.recall_k, k, r.rrf_k, r.min_score)
+    opts = SearchOptions.from_settings(lore.settings.retrieve, k)
     if source:
         opts.filter.sources = [source]
     try:
-        scope = _scope(lore, scenario, tenant, _split(roles), _split(datasets), version)
+        scope = _scope(lore, scenario, tenant, split_list(roles), split_list(datasets), version)
         if kb is None and scenario is None:
             raise LoreError("--kb: required unless --scenario is given")
         events = lore.ask(kb, question, opts, version, scenario=scenario, scope=scope, mode=mode,
                           rewrite=rewrite, session_id=session)
         end = None
-        with console.status("thinking…", spinner="dots") if not as_json else _nullcontext() as status:
+        with console.status("thinking…", spinner="dots") if not as_json else contextlib.nullcontext() as status:
             for event in events:
                 if event.type == "status" and mode == "deep" and not as_json:
                     _print_round(event.data, status)
@@ -92,10 +92,6 @@ def _print_round(data: dict, status: object) -> None:
         status.update(f"[dim]{prefix}{stage}…[/]")  # type: ignore[attr-defined]
 
 
-def _split(value: str | None) -> list[str] | None:
-    return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
-
-
 def _scope(lore: Lore, scenario: str | None, tenant: str | None, roles: list[str] | None,
            datasets: list[str] | None, version: int | None) -> Scope | None:
     """The CLI caller's scope: the scenario's access lists narrowed by the flags (wider is an error)."""
@@ -124,11 +120,3 @@ def _print_footer(end: dict) -> None:
     profile = f" profile={end['profile']['name']}" if end.get("profile") else ""
     console.print(f"[dim]route={end['route']}{profile} evidence={end['evidence_confidence']:.2f} "
                   f"answer={end['answer_confidence']:.2f} trace={end['trace_id']}[/]")
-
-
-class _nullcontext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None

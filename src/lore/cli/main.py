@@ -15,7 +15,7 @@ from rich.table import Column, Table
 from lore.answer.pipeline import Event
 from lore.cli.ask import ask
 from lore.cli.progress import RichIngestProgress
-from lore.cli.render import where
+from lore.cli.render import fail, where
 from lore.cli.scenario import scenario_app
 from lore.cli.service import badcases_app, keys_app, serve
 from lore.cli.versions import activate, build, diff, gc, report, rollback, unlock, versions
@@ -49,18 +49,13 @@ def _lore() -> Lore:
     return Lore()
 
 
-def _fail(exc: LoreError) -> None:
-    err.print(f"[bold red]error:[/] {exc}")
-    raise typer.Exit(2)
-
-
 @kb_app.command("create")
 def kb_create(name: str, description: Annotated[str, typer.Option(help="What the KB holds.")] = "") -> None:
     """Create a knowledge base bound to the configured embedder and store."""
     try:
         kb = _lore().create_kb(name, description)
     except LoreError as exc:
-        _fail(exc)
+        fail(exc)
     console.print(f"created [bold]{kb.name}[/] ({kb.embedding_model}, {kb.embedding_dim}-d, {kb.store_backend})")
 
 
@@ -91,7 +86,7 @@ def kb_delete(name: str, yes: Annotated[bool, typer.Option("--yes", help="Do not
     try:
         _lore().delete_kb(name)
     except LoreError as exc:
-        _fail(exc)
+        fail(exc)
     console.print(f"deleted {name}")
 
 
@@ -104,7 +99,7 @@ def ingest(paths: Annotated[list[Path], typer.Argument(help="Files and folders."
         with RichIngestProgress(console, len(discover(paths))) as progress:
             report = lore.ingest(kb, paths, progress)
     except LoreError as exc:
-        _fail(exc)
+        fail(exc)
     print_report(report)
     if report.count("failed"):
         raise typer.Exit(1)
@@ -136,14 +131,14 @@ def search(
 ) -> None:
     """Search a knowledge base (dense, BM25 or hybrid)."""
     if mode not in ("dense", "bm25", "hybrid"):
-        _fail(LoreError(f"--mode: must be dense, bm25 or hybrid, not {mode!r}"))
+        fail(LoreError(f"--mode: must be dense, bm25 or hybrid, not {mode!r}"))
     lore = _lore()
     opts = SearchOptions(mode=_mode(mode), recall_k=recall_k, top_k=k, rrf_k=lore.settings.retrieve.rrf_k,
                          min_score=lore.settings.retrieve.min_score)
     try:
         hits = lore.search(kb, query, opts, version)
     except LoreError as exc:
-        _fail(exc)
+        fail(exc)
     if as_json:
         print(json.dumps({"query": query, "kb": kb, "mode": mode, "hits": [h.to_json() for h in hits]},
                          ensure_ascii=False, indent=2))
@@ -189,7 +184,7 @@ def demo(
             for q in ("你好", "如何申请年假？", "一线城市出差住宿每晚最多多少钱？"):
                 _demo_answer(f"scenario hr: {q}", lore.ask(None, q, scenario="hr"))
     except LoreError as exc:
-        _fail(exc)
+        fail(exc)
 
 
 def _demo_answer(title: str, events: Iterator[Event]) -> None:

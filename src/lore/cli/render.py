@@ -2,7 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+
+from lore.errors import LoreError
+
+err = Console(stderr=True)
+
+
+def fail(exc: LoreError) -> NoReturn:
+    """Print a Lore error in red on stderr and exit with code 2 (bad input or state)."""
+    err.print(f"[bold red]error:[/] {exc}")
+    raise typer.Exit(2)
+
+
+def split_list(value: str | None) -> list[str] | None:
+    """'a, b,c' -> ['a', 'b', 'c']; None stays None (the option was not given)."""
+    return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
 
 
 def where(place: dict[str, Any]) -> str:

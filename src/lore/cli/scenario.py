@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from lore.cli.progress import RichIngestProgress
+from lore.cli.render import fail
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.scenario.build import build_scenario, check_sources, scenario_folder_files
@@ -21,11 +22,6 @@ scenario_app = typer.Typer(
 )
 console = Console()
 err = Console(stderr=True)
-
-
-def _fail(exc: LoreError) -> None:
-    err.print(f"[bold red]error:[/] {exc}")
-    raise typer.Exit(2)
 
 
 @scenario_app.command("list")
@@ -84,7 +80,7 @@ def check(scenario_id: Annotated[str, typer.Argument(help="Scenario id.")]) -> N
         check_sources(sc)
         rows, problems = read_faq(sc.faq_path, sc) if sc.faq_path.exists() else ([], [])
     except LoreError as exc:
-        _fail(exc)
+        fail(exc)
     console.print(f"scenario [bold]{sc.id}[/] ok: {len(sc.sources)} sources, {len(rows)} FAQ rows")
     for p in problems:
         err.print(f"[yellow]{p.file}:{p.line}[/] {p.reason}")
@@ -119,7 +115,7 @@ def build(
                 progress=progress,
             )
     except LoreError as exc:
-        _fail(exc)
+        fail(exc)
     print_report(built.result.report)
     v = built.result.version
     console.print(

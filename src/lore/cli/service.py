@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from lore.cli.render import fail, split_list
 from lore.engine import Lore
 from lore.errors import LoreError
 
@@ -17,15 +18,6 @@ console = Console()
 err = Console(stderr=True)
 keys_app = typer.Typer(help="Create, list and revoke API keys.", no_args_is_help=True)
 badcases_app = typer.Typer(help="Answers people marked thumbs-down, as an eval set.", no_args_is_help=True)
-
-
-def _fail(exc: LoreError) -> None:
-    err.print(f"[bold red]error:[/] {exc}")
-    raise typer.Exit(2)
-
-
-def _split(value: str | None) -> list[str] | None:
-    return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
 
 
 def serve(
@@ -46,7 +38,7 @@ def serve(
             else:
                 console.print(f"[green]ok[/] {line}")
     except LoreError as exc:
-        _fail(exc)
+        fail(exc)
     api = lore.settings.api
     app = create_app(lore, run_preflight=False)  # just ran
     console.print(f"serving on http://{host or api.host}:{port or api.port}/")
@@ -70,9 +62,9 @@ def keys_create(
 ) -> None:
     """Create an API key; the key itself is printed alone on the last line (it is stored hashed)."""
     try:
-        key, secret = Lore().catalog.create_api_key(tenant, _split(roles) or [], _split(datasets), name)
+        key, secret = Lore().catalog.create_api_key(tenant, split_list(roles) or [], split_list(datasets), name)
     except LoreError as exc:
-        _fail(exc)
+        fail(exc)
     console.print(f"created key {key.id} for tenant {key.tenant_id!r}, roles {key.roles}, "
                   f"datasets {key.datasets or 'all'}; store it now, it is not shown again:")
     print(secret)
@@ -84,7 +76,7 @@ def keys_revoke(key: Annotated[str, typer.Argument(help="Key id, prefix or the k
     try:
         revoked = Lore().catalog.revoke_api_key(key)
     except LoreError as exc:
-        _fail(exc)
+        fail(exc)
     console.print(f"revoked key {revoked.id} ({revoked.prefix}…, tenant {revoked.tenant_id!r})")
 
 

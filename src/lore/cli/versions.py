@@ -12,6 +12,7 @@ from rich.table import Table
 
 from lore.catalog import Version
 from lore.cli.progress import RichIngestProgress
+from lore.cli.render import fail
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.ingest.files import discover
@@ -19,11 +20,6 @@ from lore.ingest.files import discover
 console = Console()
 err = Console(stderr=True)
 KbOption = Annotated[str, typer.Option("--kb", help="Knowledge base name.")]
-
-
-def _fail(exc: LoreError) -> None:
-    err.print(f"[bold red]error:[/] {exc}")
-    raise typer.Exit(2)
 
 
 def build(
@@ -47,7 +43,7 @@ def build(
             result = lore.build(kb, source, description=message, activate=activate, quality_gate=quality_gate,
                                 incremental_from=incremental_from, force=force, progress=progress)
     except LoreError as exc:
-        _fail(exc)
+        fail(exc)
     print_report(result.report)
     v = result.version
     console.print(f"version {v.seq} {v.status.value.upper()}: " + ", ".join(f"{k}={n}" for k, n in v.counts.items()))
@@ -66,10 +62,10 @@ def report(kb: KbOption, seq: Annotated[int, typer.Argument(help="Version number
     try:
         lore.catalog.get_version(lore.catalog.get_kb(kb).id, seq)
     except LoreError as exc:
-        _fail(exc)
+        fail(exc)
     path = lore.reports_dir(kb) / str(seq) / ("quality.json" if as_json else "quality.md")
     if not path.exists():
-        _fail(LoreError(f"{path}: no quality report for version {seq}"))
+        fail(LoreError(f"{path}: no quality report for version {seq}"))
     print(path.read_text(encoding="utf-8"))
 
 
@@ -79,7 +75,7 @@ def versions(kb: KbOption, as_json: Annotated[bool, typer.Option("--json")] = Fa
     try:
         rows = [_row(v) for v in lore.catalog.list_versions(lore.catalog.get_kb(kb).id)]
     except LoreError as exc:
-        _fail(exc)
+        fail(exc)
     if as_json:
         print(json.dumps(rows, ensure_ascii=False, indent=2))
         return
@@ -100,7 +96,7 @@ def activate(kb: KbOption, seq: Annotated[int, typer.Argument(help="Version to a
     try:
         v = lore.catalog.activate(lore.catalog.get_kb(kb).id, seq)
     except LoreError as exc:
-        _fail(exc)
+        fail(exc)
     console.print(f"version {v.seq} is active")
 
 
@@ -110,7 +106,7 @@ def rollback(kb: KbOption) -> None:
     try:
         v = lore.catalog.rollback(lore.catalog.get_kb(kb).id)
     except LoreError as exc:
-        _fail(exc)
+        fail(exc)
     console.print(f"rolled back: version {v.seq} is active")
 
 
@@ -123,7 +119,7 @@ def diff(kb: KbOption, base: Annotated[int, typer.Argument(help="Base version.")
     try:
         d = lore.diff(kb, base, candidate, eval_set)
     except LoreError as exc:
-        _fail(exc)
+        fail(exc)
     if as_json:
         print(json.dumps(d, ensure_ascii=False, indent=2))
         return
@@ -154,7 +150,7 @@ def gc(kb: KbOption) -> None:
     try:
         result = lore.gc(kb)
     except LoreError as exc:
-        _fail(exc)
+        fail(exc)
     if result.recovered_builds:
         console.print(f"closed abandoned builds: {', '.join(map(str, result.recovered_builds))}")
     console.print(f"deleted {result.deleted_chunks} chunks; versions kept readable: "
@@ -168,7 +164,7 @@ def unlock(kb: KbOption) -> None:
         kb_id = lore.catalog.get_kb(kb).id
         holder = lore.catalog.build_lock_holder(kb_id)
     except LoreError as exc:
-        _fail(exc)
+        fail(exc)
     if holder is None:
         console.print(f"knowledge base {kb!r} has no build lock")
         return

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from lore.config import RetrieveSettings
 from lore.embed.base import Embedder
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.lexical import tokenize
@@ -32,6 +33,12 @@ class SearchOptions:
     rrf_k: int = 60
     min_score: float = 0.0
     filter: SearchFilter = field(default_factory=SearchFilter)
+
+    @classmethod
+    def from_settings(cls, r: RetrieveSettings, top_k: int | None = None,
+                      filter: SearchFilter | None = None) -> SearchOptions:
+        """The configured defaults (`[retrieve]`), with another `top_k` or filter if given."""
+        return cls(r.mode, r.recall_k, top_k or r.top_k, r.rrf_k, r.min_score, filter or SearchFilter())
 
 
 class Retriever:

@@ -63,8 +63,8 @@ async def activate(kb: str, seq: int, scope: Admin, state: State, body: ReasonBo
     def run() -> dict[str, Any]:
         record = state.lore.catalog.get_kb(kb)
         check_kb_write(state.lore, record, scope)
-        state.lore.catalog.activate(record.id, seq, actor="api", reason=body.reason if body else "")
-        return version_json(state.lore, kb, seq)
+        v = state.lore.catalog.activate(record.id, seq, actor="api", reason=body.reason if body else "")
+        return _json(v, v.seq)  # the version just activated is the active one
     return await run_in_threadpool(run)
 
 
@@ -75,7 +75,7 @@ async def rollback(kb: str, scope: Admin, state: State, body: ReasonBody | None 
         record = state.lore.catalog.get_kb(kb)
         check_kb_write(state.lore, record, scope)
         v = state.lore.catalog.rollback(record.id, actor="api", reason=body.reason if body else "")
-        return version_json(state.lore, kb, v.seq)
+        return _json(v, v.seq)
     return await run_in_threadpool(run)
 
 
