@@ -99,6 +99,11 @@ class AnswerSettings(_Section):
     max_passages: int = Field(default=6, gt=0, le=50)
     context_budget: int = Field(default=2400, gt=100)  # text units across all passages
 
+    def llm_endpoint(self) -> tuple[str, str] | None:
+        """(base URL, model) of the configured chat endpoint (`llm_base_url` or LORE_LLM_BASE_URL), if any."""
+        base_url = self.llm_base_url or os.environ.get("LORE_LLM_BASE_URL", "")
+        return (base_url, self.llm_model) if base_url and self.llm_model else None
+
 
 class ApiSettings(_Section):
     """The HTTP service: bind address, CORS, upload limit, server-path ingest roots, rate limit."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -282,10 +281,10 @@ class Lore:
         a = self.settings.answer
         if a.generator == "extractive":
             return get_generator("extractive", embedder=self.embedder(self._kb(name)), cache=self.cache)
-        base_url = a.llm_base_url or os.environ.get("LORE_LLM_BASE_URL", "")
-        if not base_url or not a.llm_model:
+        endpoint = a.llm_endpoint()
+        if endpoint is None:
             raise ConfigError("answer.generator = 'openai' needs answer.llm_base_url and answer.llm_model")
-        return get_generator("openai", model=a.llm_model, base_url=base_url, timeout_s=a.llm_timeout_s)
+        return get_generator("openai", model=endpoint[1], base_url=endpoint[0], timeout_s=a.llm_timeout_s)
 
     def ask(self, name: str | None, question: str, options: SearchOptions | None = None,
             version: int | None = None, *, scenario: str | None = None,

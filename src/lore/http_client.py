@@ -32,6 +32,22 @@ def retry_after(response: httpx.Response, cap_s: float) -> float | None:
         return None
 
 
+def transport_failure(where: str, exc: httpx.TransportError) -> TransientError:
+    """A timeout or connection failure, as the retryable error that names the endpoint."""
+    if isinstance(exc, httpx.TimeoutException):
+        return TransientError(f"{where}: timed out ({type(exc).__name__})")
+    return TransientError(f"{where}: connection failed: {exc or type(exc).__name__}")
+
+
+def status_failure(where: str, response: httpx.Response, body: str, error: type[LoreError],
+                   cap_s: float) -> LoreError:
+    """A non-200 reply: 429 and 5xx are transient (retried, honouring Retry-After), the rest `error`."""
+    message = f"{where}: HTTP {response.status_code}: {body[:SNIPPET].strip() or response.reason_phrase}"
+    if response.status_code == 429 or response.status_code >= 500:
+        return TransientError(message, retry_after(response, cap_s))
+    return error(message)
+
+
 def with_retries(fn: Callable[[Any], T], arg: Any, *, max_retries: int, backoff_s: float, cap_s: float,
                  error: type[LoreError]) -> T:
     """Call `fn(arg)`, retrying TransientError with exponential backoff (or Retry-After);

@@ -3,8 +3,6 @@ per-request token/time budget, and validated JSON replies (invalid -> retried on
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import time
 from collections.abc import Callable
@@ -17,7 +15,6 @@ from pydantic import BaseModel, ValidationError
 from lore.answer.generators.base import GenerationError
 from lore.answer.generators.openai_chat import OpenAIChatGenerator
 from lore.config import AnswerSettings
-from lore.http_client import SNIPPET
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -69,14 +66,7 @@ class ChatLLM(OpenAIChatGenerator):
             raise GenerationError(f"{self._where}: connection lost reading the reply: {exc}") from exc
         finally:
             response.close()
-        try:
-            data = json.loads(raw)
-            content = data["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            snippet = raw[:SNIPPET].decode("utf-8", "replace")
-            raise GenerationError(f"{self._where}: malformed completion ({exc!r}): {snippet!r}") from exc
-        if not isinstance(content, str) or not content.strip():
-            raise GenerationError(f"{self._where}: the model returned an empty reply")
+        content, data = self.completion_content(raw)
         if budget is not None:
             usage = data.get("usage") or {}
             used = usage.get("total_tokens") if isinstance(usage, dict) else None
@@ -92,10 +82,10 @@ def _estimate(messages: list[dict[str, str]], reply: str) -> int:
 def llm_from_settings(settings: AnswerSettings, timeout_s: float | None = None) -> ChatLLM | None:
     """The configured chat endpoint (answer.llm_base_url or LORE_LLM_BASE_URL, answer.llm_model),
     or None when none is configured (every LLM step is then skipped with a note)."""
-    base_url = settings.llm_base_url or os.environ.get("LORE_LLM_BASE_URL", "")
-    if not base_url or not settings.llm_model:
+    endpoint = settings.llm_endpoint()
+    if endpoint is None:
         return None
-    return ChatLLM(model=settings.llm_model, base_url=base_url, timeout_s=timeout_s or settings.llm_timeout_s)
+    return ChatLLM(model=endpoint[1], base_url=endpoint[0], timeout_s=timeout_s or settings.llm_timeout_s)
 
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)

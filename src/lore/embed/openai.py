@@ -10,7 +10,7 @@ import numpy as np
 
 from lore.embed.base import InputKind, normalise
 from lore.errors import ConfigError, LoreError
-from lore.http_client import SNIPPET, EndpointClient, TransientError, retry_after, with_retries
+from lore.http_client import SNIPPET, EndpointClient, status_failure, transport_failure, with_retries
 
 _API_KEY_ENV = ("LORE_EMBED_API_KEY", "OPENAI_API_KEY")
 _MAX_WAIT_S = 20.0
@@ -92,16 +92,10 @@ class OpenAIEmbedder(EndpointClient):
         where = f"embedding endpoint {self.url}"
         try:
             response = self._client.post(self.url, json=body)
-        except httpx.TimeoutException as exc:
-            raise TransientError(f"{where}: timed out ({type(exc).__name__})") from exc
         except httpx.TransportError as exc:
-            raise TransientError(f"{where}: connection failed: {exc or type(exc).__name__}") from exc
+            raise transport_failure(where, exc) from exc
         if response.status_code != 200:
-            snippet = response.text[:SNIPPET].strip()
-            message = f"{where}: HTTP {response.status_code}: {snippet or response.reason_phrase}"
-            if response.status_code == 429 or response.status_code >= 500:
-                raise TransientError(message, retry_after(response, _MAX_WAIT_S))
-            raise LoreError(message)
+            raise status_failure(where, response, response.text, LoreError, _MAX_WAIT_S)
         try:
             return response.json()
         except ValueError as exc:

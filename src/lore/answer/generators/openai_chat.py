@@ -11,7 +11,7 @@ import httpx
 from lore.answer.generators.base import GenerationError, Passage
 from lore.answer.prompt import build_messages
 from lore.errors import ConfigError
-from lore.http_client import SNIPPET, EndpointClient, TransientError, retry_after, with_retries
+from lore.http_client import SNIPPET, EndpointClient, status_failure, transport_failure, with_retries
 
 _API_KEY_ENV = ("LORE_LLM_API_KEY", "OPENAI_API_KEY")
 _MAX_WAIT_S = 8.0
@@ -96,34 +96,33 @@ class OpenAIChatGenerator(EndpointClient):
             response = self._client.send(request, stream=True)
         except httpx.ReadTimeout as exc:  # the server accepted but never answered: retrying would not help
             raise GenerationError(f"{self._where}: timed out: no response for {self.timeout_s:g}s") from exc
-        except httpx.TimeoutException as exc:
-            raise TransientError(f"{self._where}: timed out ({type(exc).__name__})") from exc
         except httpx.TransportError as exc:
-            raise TransientError(f"{self._where}: connection failed: {exc or type(exc).__name__}") from exc
+            raise transport_failure(self._where, exc) from exc
         if response.status_code == 200:
             return response
         try:
-            snippet = response.read().decode("utf-8", "replace")[:SNIPPET].strip()
+            body = response.read().decode("utf-8", "replace")
         except httpx.HTTPError:
-            snippet = ""
+            body = ""
         finally:
             response.close()
-        message = f"{self._where}: HTTP {response.status_code}: {snippet or response.reason_phrase}"
-        if response.status_code == 429 or response.status_code >= 500:
-            raise TransientError(message, retry_after(response, _MAX_WAIT_S))
-        raise GenerationError(message)
+        raise status_failure(self._where, response, body, GenerationError, _MAX_WAIT_S)
 
     def _whole_reply(self, response: httpx.Response) -> str:
         """The content of a plain (non-streamed) JSON completion."""
-        raw = response.read()
+        return self.completion_content(response.read())[0]
+
+    def completion_content(self, raw: bytes) -> tuple[str, dict[str, Any]]:
+        """(content, whole reply) of a JSON chat completion; GenerationError when malformed or empty."""
         try:
-            content = json.loads(raw)["choices"][0]["message"]["content"]
+            data = json.loads(raw)
+            content = data["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             snippet = raw[:SNIPPET].decode("utf-8", "replace")
             raise GenerationError(f"{self._where}: malformed JSON completion ({exc!r}): {snippet!r}") from exc
         if not isinstance(content, str) or not content.strip():
             raise GenerationError(f"{self._where}: the model returned an empty answer")
-        return content
+        return content, data
 
     def _stream_reply(self, response: httpx.Response) -> Iterator[str]:
         """Content deltas from the Server-Sent Events stream, checked for a proper ending."""
