@@ -70,6 +70,8 @@ def test_upgrade_from_0001_keeps_data(tmp_path: Path) -> None:
         assert (legacy.id, legacy.description, legacy.embedding_dim) == ("kb1", "old kb", 384)
         assert legacy.created_at == datetime(2024, 5, 1, 10, tzinfo=UTC)
         assert [f.path for f in cat.list_files("kb1")] == ["a.md"]
+        old_file = cat.list_files("kb1")[0]  # 0003 fills in the KB's settings an old file was indexed with
+        assert (old_file.chunk_schema, old_file.embedding_model) == ("v1", "e5")
         assert cat.cache_epoch("kb1") == 0
         assert cat.active_version("kb1") is None and cat.list_versions("kb1") == []
         assert {"kb_versions", "kb_activations"} <= set(inspect(cat.engine).get_table_names())

@@ -48,7 +48,7 @@ def build_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, pipel
     # A file that failed to load keeps its last good chunks, unless they came from another embedding
     # model: vectors of two models must never be searched together.
     stale_model = [f.path for f in catalog.list_files(kb.id, "ingested")
-                   if f.path in seen and (f.embedding_model or kb.embedding_model) != version.embedding_model]
+                   if f.path in seen and f.embedding_model != version.embedding_model]
     for path in removed + stale_model:
         store.expire(catalog.file_chunk_ids(before[path].id), version.seq)
         catalog.delete_file(kb.id, path)
@@ -65,7 +65,7 @@ def build_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, pipel
     changes = {f.name: ("changed" if f.name in before else "added") for f in done}
     catalog.record_manifest(kb.id, version.seq, [
         ManifestEntry(f.path, f.sha256, f.size, f.mtime, f.chunk_count, changes.get(f.path, "reused"),
-                      f.chunk_schema or kb.chunk_schema, f.embedding_model or kb.embedding_model)
+                      f.chunk_schema or "", f.embedding_model or "")
         for f in catalog.list_files(kb.id, "ingested")
     ])
     quality = {"seq": version.seq, **quality_report(report, removed, gate)}

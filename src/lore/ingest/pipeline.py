@@ -146,11 +146,10 @@ class IngestPipeline:
     def _outdated(self, known: FileRecord) -> str | None:
         """Why an unchanged file must still be re-indexed (chunk schema or embedding model changed)."""
         schema, model = self.chunker.params.schema, self.embedder.model_id
-        # Files recorded before manifests carried these fields were built with the KB's own settings.
-        if (known.chunk_schema or self.kb.chunk_schema) != schema:
-            return f"re-chunked: chunk schema {known.chunk_schema or self.kb.chunk_schema} -> {schema}"
-        if (known.embedding_model or self.kb.embedding_model) != model:
-            return f"re-embedded: embedding model {known.embedding_model or self.kb.embedding_model} -> {model}"
+        if known.chunk_schema != schema:
+            return f"re-chunked: chunk schema {known.chunk_schema} -> {schema}"
+        if known.embedding_model != model:
+            return f"re-embedded: embedding model {known.embedding_model} -> {model}"
         return None
 
     def _chunk(self, p: _Prepared) -> None:

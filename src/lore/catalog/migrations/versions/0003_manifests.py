@@ -23,6 +23,11 @@ def upgrade() -> None:
     with op.batch_alter_table("files", recreate="never") as batch:
         batch.add_column(sa.Column("chunk_schema", sa.String(64), nullable=True))
         batch.add_column(sa.Column("embedding_model", sa.String(255), nullable=True))
+    # Files indexed before this revision were indexed with their knowledge base's settings.
+    op.execute("UPDATE files SET "
+               "chunk_schema = (SELECT k.chunk_schema FROM knowledge_bases k WHERE k.id = files.kb_id), "
+               "embedding_model = (SELECT k.embedding_model FROM knowledge_bases k WHERE k.id = files.kb_id) "
+               "WHERE status = 'ingested'")
     op.create_table(
         "kb_version_files",
         sa.Column("kb_id", sa.String(32), nullable=False),
