@@ -19,7 +19,7 @@ from lore.catalog import Catalog, KnowledgeBase, Version
 from lore.config import Settings, load_settings
 from lore.embed.base import Embedder, get_embedder
 from lore.embed.cache import EmbeddingCache
-from lore.errors import ConfigError, EmbeddingMismatchError, LoreError
+from lore.errors import ConfigError, ConflictError, EmbeddingMismatchError, LoreError
 from lore.eval.compare import EvalQuestion, compare_scores, diff_manifests, load_eval_set, score
 from lore.ingest.build import BuildResult, build_lock, build_version, fail_version, recover_abandoned
 from lore.ingest.chunking import Chunker, ChunkParams
@@ -146,8 +146,9 @@ class Lore:
         """
         kb = self.catalog.get_kb(name)
         if self.catalog.list_versions(kb.id):
-            raise LoreError(f"knowledge base {name!r} is versioned: use `lore build --kb {name}` so changes "
-                            "go into a staged version instead of the one people are using")
+            raise ConflictError(f"knowledge base {name!r} is versioned: its content changes only through builds "
+                                f"(lore build --kb {name}, or POST /api/kbs/{name}/builds), which stage a new "
+                                "version instead of changing the one people are using")
         self._check_model(kb, kb.embedding_model, "the index")
         params = ChunkParams(*_parse_schema(kb.chunk_schema))  # unversioned: keep the KB's schema
         report = self._pipeline(kb, progress, params=params, force=force, chunk_metadata=chunk_metadata,
@@ -252,8 +253,8 @@ class Lore:
         name = kb.name
         read = self.catalog.get_version(kb.id, version) if version is not None else self.catalog.active_version(kb.id)
         if read is None and self.catalog.list_versions(kb.id):
-            raise LoreError(f"knowledge base {name!r} has versions but none is active; activate one with: "
-                            f"lore activate --kb {name} SEQ")
+            raise ConflictError(f"knowledge base {name!r} has no active version yet; activate one with: "
+                                f"lore activate --kb {name} SEQ")
         if read is None:  # unversioned KB: everything ingested is live
             self._check_model(kb, kb.embedding_model, "the index")
             return replace(options, filter=replace(options.filter, version_seq=None))

@@ -28,3 +28,8 @@ class EmbeddingMismatchError(LoreError):
 
 class MissingDependencyError(LoreError):
     """An optional dependency is not installed; the message says how to install it."""
+
+
+class ConflictError(LoreError):
+    """The request is well formed but the knowledge base's state refuses it (no active version yet;
+    a versioned KB changes only through builds)."""

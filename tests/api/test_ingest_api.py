@@ -161,7 +161,7 @@ def test_build_activate_rollback_report(admin_client: tuple[TestClient, Lore], r
     r = client.post("/api/kbs/v/versions/9/activate")
     assert r.status_code == 404 and "no version 9" in r.json()["detail"]
     r = client.post("/api/kbs/v/ingest", json={})
-    assert r.status_code == 400 and "versioned" in r.json()["detail"]
+    assert r.status_code == 409 and "versioned" in r.json()["detail"]
     assert client.delete("/api/kbs/v").status_code == 204
     assert client.get("/api/kbs/v").status_code == 404
 

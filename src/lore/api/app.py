@@ -14,7 +14,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from lore.api.deps import RateLimiter, ServiceState
+from lore.api.deps import RateLimiter, ServiceState, error_status
 from lore.api.logs import install_log_redaction
 from lore.api.preflight import preflight
 from lore.api.routers import (
@@ -32,7 +32,7 @@ from lore.api.routers import (
     versions,
 )
 from lore.engine import Lore
-from lore.errors import LoreError, NotFoundError
+from lore.errors import LoreError
 
 log = logging.getLogger("lore.api")
 WEB_DIR = Path(__file__).resolve().parents[1] / "web" / "static"
@@ -62,7 +62,7 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
 
     @app.exception_handler(LoreError)
     async def lore_error(request: Request, exc: LoreError) -> JSONResponse:
-        return _error(request, 404 if isinstance(exc, NotFoundError) else 400, str(exc))
+        return _error(request, error_status(exc), str(exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -10,9 +10,9 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request, WebSocket
 from starlette.concurrency import run_in_threadpool
 
-from lore.catalog import KnowledgeBase, Version
 from lore.catalog.service import ApiKey
 from lore.engine import Lore
+from lore.errors import ConflictError, LoreError, NotFoundError
 from lore.retrieve.search import SearchOptions
 from lore.schema import SearchFilter
 
@@ -75,13 +75,11 @@ class Scope:
         return SearchOptions.from_settings(lore.settings.retrieve, top_k, self.search_filter())
 
 
-def require_serving(lore: Lore, kb: KnowledgeBase) -> Version | None:
-    """The KB's active version (None for an unversioned KB); 409 for a versioned KB with none active."""
-    active = lore.catalog.active_version(kb.id)
-    if active is None and lore.catalog.list_versions(kb.id):
-        raise HTTPException(409, f"knowledge base '{kb.name}' has no active version yet; an admin activates one "
-                                 f"(POST /api/kbs/{kb.name}/versions/SEQ/activate)")
-    return active
+def error_status(exc: LoreError) -> int:
+    """The HTTP status of a Lore error: unknown thing 404, refused by the KB's state 409, else 400."""
+    if isinstance(exc, NotFoundError):
+        return 404
+    return 409 if isinstance(exc, ConflictError) else 400
 
 
 class RateLimiter:

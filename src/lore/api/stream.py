@@ -18,12 +18,12 @@ import anyio
 from starlette.concurrency import run_in_threadpool
 
 from lore.answer.pipeline import Event
-from lore.api.deps import Scope, ServiceState, require_serving
+from lore.api.deps import Scope, ServiceState
 from lore.api.memory import Rewrite, rewrite, rolling_summary
 from lore.api.scenarios import ScenarioCall
 from lore.catalog.service import ChatSession
 from lore.engine import Lore
-from lore.errors import LoreError, NotFoundError
+from lore.errors import LoreError
 from lore.retrieve.search import SearchOptions
 from lore.scenario.cache import CACHE_EVENTS
 from lore.scenario.routing import Router
@@ -65,11 +65,8 @@ def prepare_ask(lore: Lore, scope: Scope, *, kb: str, question: str, transport: 
     With `scenario`, `kb` is the scenario's KB and the search is bounded by the scenario scope instead.
     """
     record = lore.catalog.get_kb(kb)
-    if version is not None:
-        kb_version: int | None = lore.catalog.get_version(record.id, version).seq
-    else:
-        active = require_serving(lore, record)
-        kb_version = active.seq if active else None
+    # The version the answer will read (ConflictError -> 409 for a KB with none active yet).
+    kb_version = lore.scoped(record, SearchOptions(), version).filter.version_seq
     session = None
     if session_id:
         session = lore.catalog.get_session(session_id, scope.tenant_id, scope.owner_key)
@@ -233,8 +230,3 @@ def _finish(lore: Lore, scope: Scope, plan: AskPlan, trace: _TraceBuilder) -> No
         lore.catalog.add_message(session_id, "assistant", trace.end.get("answer", ""), trace_id=plan.trace_id)
     queries = [m.query or m.content for m in lore.catalog.messages(session_id, limit=10) if m.role == "user"]
     lore.catalog.set_session_summary(session_id, rolling_summary(queries))
-
-
-def error_status(exc: LoreError) -> int:
-    """HTTP status for a LoreError raised before streaming starts."""
-    return 404 if isinstance(exc, NotFoundError) else 400

@@ -15,8 +15,8 @@ from starlette.types import Receive, Send
 from starlette.types import Scope as AsgiScope
 
 from lore.api import scenarios
-from lore.api.deps import Caller, Scope, ServiceState, State, websocket_scope
-from lore.api.stream import ask_events, error_status, prepare_ask
+from lore.api.deps import Caller, Scope, ServiceState, State, error_status, websocket_scope
+from lore.api.stream import ask_events, prepare_ask
 from lore.errors import LoreError
 
 router = APIRouter(tags=["ask"])

@@ -87,9 +87,6 @@ async def add_by_chunks(kb: str, body: CommitBody, scope: Admin, state: State) -
         lore = state.lore
         record = lore.catalog.get_kb(kb)
         check_kb_write(lore, record, scope)
-        if lore.catalog.list_versions(record.id):
-            raise HTTPException(409, f"knowledge base '{kb}' is versioned: its content changes only through "
-                                     f"builds (POST /api/kbs/{kb}/builds), not by committing chunks")
         path = _uploaded(lore, kb, body.file)
         check_file_writes(lore, record, [path.name], scope)
         model = lore.embedder(record).model_id

@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.deps import Caller, State, require_serving
+from lore.api.deps import Caller, State
 
 router = APIRouter(tags=["search"])
 
@@ -34,8 +34,5 @@ async def search(body: SearchBody, scope: Caller, state: State) -> dict[str, Any
     options = scope.options(state.lore, body.top_k)
     if body.mode:
         options = replace(options, mode=body.mode)
-    if body.version is None:
-        record = await run_in_threadpool(state.lore.catalog.get_kb, body.kb)
-        await run_in_threadpool(require_serving, state.lore, record)
     hits = await run_in_threadpool(state.lore.search, body.kb, body.query, options, body.version)
     return {"kb": body.kb, "query": body.query, "hits": [h.to_json() for h in hits]}
