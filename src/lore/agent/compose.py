@@ -9,13 +9,11 @@ import time
 from typing import Any
 
 from lore.agent.state import DeepState, RunContext
-from lore.answer.citations import MARKER, attach_missing, citations_for, clean_markers
+from lore.answer.citations import MARKER
 from lore.answer.context import build_passages
 from lore.answer.evidence import Evidence
 from lore.answer.generators.base import GenerationError, Passage
-from lore.answer.pipeline import AskContext, Event, refusal_text
-from lore.answer.prompt import NOT_COVERED
-from lore.answer.verify import answer_confidence, verify
+from lore.answer.pipeline import AskContext, Event, check, cite
 from lore.schema import Hit
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -102,15 +100,11 @@ def finish(ctx: RunContext, state: DeepState, answer: str, passages: list[Passag
     ask = AskContext(question, ctx.search, trace_id=ctx.trace_id, route="deep")
     ask.passages = passages
     ask.evidence = _overall_evidence(ctx, len(subs), covered)
-    if answer and NOT_COVERED.rstrip(".") not in answer:
-        ask.answer = attach_missing(clean_markers(answer, passages), passages)
-        ask.citations = citations_for(ask.answer, passages)
-        ask.checks = verify(ask.answer, passages, ctx.retriever.embedder, ctx.retriever.cache)
-        ask.answer_confidence = answer_confidence(ask.evidence.confidence, ask.checks)
+    ask.answer = answer
+    cite(ask)  # the same citing, verification and refusal as the fast path
+    check(ask, ctx.retriever.embedder, ctx.retriever.cache, a.support_contact)
     missing = [subs[i] for i in range(len(subs)) if i not in covered]
-    if not ask.citations:
-        ask.refused, ask.route, ask.answer_confidence = True, "refused", 0.0
-        ask.answer = refusal_text(question, a.support_contact)
+    if ask.refused:
         missing = list(subs)
     elif missing:
         note = not_covered_note(question, missing)

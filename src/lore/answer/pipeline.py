@@ -23,7 +23,8 @@ from lore.answer.generators.base import GenerationError, Generator, Passage
 from lore.answer.prompt import NOT_COVERED
 from lore.answer.verify import SentenceCheck, answer_confidence, verify
 from lore.config import AnswerSettings
-from lore.embed.cache import embed_texts
+from lore.embed.base import Embedder
+from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.errors import LoreError
 from lore.lexical import tokenize
 from lore.retrieve.search import Retriever, SearchOptions
@@ -176,21 +177,10 @@ class AskPipeline:
             raise GenerationError(f"{self.generator.name}: empty answer")
 
     def cite(self, ctx: AskContext) -> None:
-        if NOT_COVERED.rstrip(".") in ctx.answer:  # the model says the passages do not answer it
-            ctx.answer = ""
-            return
-        ctx.answer = attach_missing(clean_markers(ctx.answer, ctx.passages), ctx.passages)
-        ctx.citations = citations_for(ctx.answer, ctx.passages)
+        cite(ctx)
 
     def check(self, ctx: AskContext) -> None:
-        r = self.retriever
-        ctx.checks = verify(ctx.answer, ctx.passages, r.embedder, r.cache)
-        evidence = ctx.evidence.confidence if ctx.evidence else 0.0
-        ctx.answer_confidence = answer_confidence(evidence, ctx.checks)
-        if not ctx.citations:  # nothing in the answer points at evidence: do not pass it off as grounded
-            ctx.refused, ctx.route = True, "refused"
-            ctx.answer = refusal_text(ctx.question, self.settings.support_contact)
-            ctx.answer_confidence = 0.0
+        check(ctx, self.retriever.embedder, self.retriever.cache, self.settings.support_contact)
 
     def _profile_kwargs(self, ctx: AskContext) -> dict[str, Any]:
         """The chosen profile's prompts, for generators whose `stream` takes them."""
@@ -203,6 +193,26 @@ class AskPipeline:
         started = time.perf_counter()
         stage(ctx)
         ctx.timings_ms[name] = (time.perf_counter() - started) * 1000
+
+
+def cite(ctx: AskContext) -> None:
+    """Keep only markers of given passages, attach uncited sentences, list the citations."""
+    if NOT_COVERED.rstrip(".") in ctx.answer:  # the model says the passages do not answer it
+        ctx.answer = ""
+        return
+    ctx.answer = attach_missing(clean_markers(ctx.answer, ctx.passages), ctx.passages)
+    ctx.citations = citations_for(ctx.answer, ctx.passages)
+
+
+def check(ctx: AskContext, embedder: Embedder, cache: EmbeddingCache | None, support_contact: str) -> None:
+    """Verify each sentence against its passages and score the answer; no citation at all is a refusal."""
+    ctx.checks = verify(ctx.answer, ctx.passages, embedder, cache)
+    evidence = ctx.evidence.confidence if ctx.evidence else 0.0
+    ctx.answer_confidence = answer_confidence(evidence, ctx.checks)
+    if not ctx.citations:  # nothing in the answer points at evidence: do not pass it off as grounded
+        ctx.refused, ctx.route = True, "refused"
+        ctx.answer = refusal_text(ctx.question, support_contact)
+        ctx.answer_confidence = 0.0
 
 
 def refusal_text(question: str, contact: str) -> str:
