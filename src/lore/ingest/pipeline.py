@@ -213,7 +213,7 @@ def chunk_document(doc: LoadedDocument, chunker: Chunker, *, kb_id: str, file_na
     text that comes back in a later version is a new row and never rewrites an older version's row.
     """
     schema = chunker.params.schema
-    document_id = doc.document_id or "doc_" + stable_id(kb_id, file_name)[:16]
+    document_id = doc.document_id or file_document_id(kb_id, file_name)
     chunks = []
     for i, piece in enumerate(chunker.split(doc.sections)):
         s = piece.section
@@ -229,6 +229,11 @@ def chunk_document(doc: LoadedDocument, chunker: Chunker, *, kb_id: str, file_na
             title=doc.title, valid_from_seq=seq or 1,
         ))
     return chunks
+
+
+def file_document_id(kb_id: str, file_name: str) -> str:
+    """The document id of a file that does not carry its own (stable across re-ingests)."""
+    return "doc_" + stable_id(kb_id, file_name)[:16]
 
 
 def index_text(chunk: Chunk) -> str:

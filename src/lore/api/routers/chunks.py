@@ -19,6 +19,7 @@ from lore.api.routers.ingest import _uploaded, report_json
 from lore.catalog import KnowledgeBase
 from lore.ingest.chunking import stable_id
 from lore.ingest.files import SourceFile
+from lore.ingest.pipeline import file_document_id
 from lore.schema import Chunk
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
@@ -64,7 +65,7 @@ class CommitBody(BaseModel):
 def make_chunks(kb: KnowledgeBase, name: str, sha256: str, model: str, body: CommitBody,
                 stamp: dict[str, str]) -> list[Chunk]:
     """Chunks carrying the metadata contract, the caller's tenant (and dataset) and the file's identity."""
-    document_id = "doc_" + stable_id(kb.id, name)[:16]
+    document_id = file_document_id(kb.id, name)  # the same document as when the file is ingested
     out = []
     for i, c in enumerate(body.chunks):
         parent = (c.parent_text or "").strip() or c.text
