@@ -4,7 +4,6 @@ an honest list of what the knowledge base does not cover."""
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
@@ -14,9 +13,9 @@ from lore.answer.context import build_passages
 from lore.answer.evidence import Evidence
 from lore.answer.generators.base import GenerationError, Passage
 from lore.answer.pipeline import AskContext, Event, check, cite
+from lore.lexical import is_chinese
 from lore.schema import Hit
 
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 _ENDS = set("。！？；.!?;")
 _JOIN = {"": "；", " ": "; "}  # between two parts when the first does not end a sentence (table rows)
 
@@ -57,7 +56,7 @@ def generate(ctx: RunContext, state: DeepState, covered: list[int]) -> tuple[str
     if ctx.generator.name == "extractive":
         # Each part answered from its own passages, so one part's sentences never crowd out another's.
         seen: set[str] = set()
-        sep = "" if _CJK.search(question) else " "
+        sep = "" if is_chinese(question) else " "
         for i in covered:
             first = True
             for delta in ctx.generator.stream(subs[i], by_sub[i]):
@@ -86,7 +85,7 @@ def generate(ctx: RunContext, state: DeepState, covered: list[int]) -> tuple[str
 
 def not_covered_note(question: str, missing: list[str]) -> str:
     """What the knowledge base does not say, in the question's language."""
-    if _CJK.search(question):
+    if is_chinese(question):
         return "知识库中没有找到以下内容：" + "；".join(f"「{m.rstrip('？?')}」" for m in missing) + "。"
     return "The knowledge base does not cover: " + "; ".join(m.rstrip("?") for m in missing) + "."
 
@@ -108,8 +107,8 @@ def finish(ctx: RunContext, state: DeepState, answer: str, passages: list[Passag
         missing = list(subs)
     elif missing:
         note = not_covered_note(question, missing)
-        ask.answer = f"{ask.answer}{'' if _CJK.search(question) else ' '}{note}"
-        ctx.emit(Event("token", {"text": ("" if _CJK.search(question) else " ") + note}))
+        ask.answer = f"{ask.answer}{'' if is_chinese(question) else ' '}{note}"
+        ctx.emit(Event("token", {"text": ("" if is_chinese(question) else " ") + note}))
     ctx.timed("verify", started)
     ask.timings_ms = dict(ctx.timings_ms)
     result = ask.result(a)

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from lore.lexical import is_chinese
 from lore.lexical.tokenize import _jieba
 
 PlanKind = Literal["simple", "multi-hop", "comparison"]
@@ -234,14 +235,13 @@ def _shared_tail(items: list[str]) -> tuple[list[str], str]:
 
 # --- both --------------------------------------------------------------------------------------
 
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 @lru_cache(maxsize=2048)
 def decompose(question: str, max_sub_questions: int = 4) -> Plan:
     """The rule-based plan: comparison / multi-hop with sub-questions, or simple (the question itself)."""
     q = re.sub(r"\s+", " ", question).strip()
-    plan = (_zh_plan(q) if _CJK.search(q) else None) or _en_plan(q)
+    plan = (_zh_plan(q) if is_chinese(q) else None) or _en_plan(q)
     if plan is None or len(plan.sub_questions) < 2:
         return Plan(kind="simple", sub_questions=[q], reasoning="one question, no conjunction or comparison")
     subs = plan.sub_questions[:max_sub_questions]

@@ -26,7 +26,7 @@ from lore.config import AnswerSettings
 from lore.embed.base import Embedder
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.errors import LoreError
-from lore.lexical import tokenize
+from lore.lexical import is_chinese, tokenize
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.schema import Hit
 
@@ -217,6 +217,6 @@ def check(ctx: AskContext, embedder: Embedder, cache: EmbeddingCache | None, sup
 
 def refusal_text(question: str, contact: str) -> str:
     """The refusal, in the question's language, with the support contact."""
-    if any("\u4e00" <= ch <= "\u9fff" for ch in question):
+    if is_chinese(question):
         return f"知识库中没有找到能回答这个问题的内容。如需帮助，请联系：{contact}。"
     return f"The knowledge base does not cover this question. For help, contact {contact}."

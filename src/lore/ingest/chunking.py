@@ -7,15 +7,14 @@ one CJK character is one unit, three other characters are one unit.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
+from lore.lexical import CJK_CHAR
 from lore.schema import Section
 
-_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 # Paragraphs, lines, then sentence ends (CJK and Latin), clauses, words, characters.
 SEPARATORS = ["\n\n", "\n", "。", "！", "？", "；", ". ", "! ", "? ", "; ", "，", "、", ", ", " ", ""]
 SCHEMA_NAME = "parent-child-v1"
@@ -23,7 +22,7 @@ SCHEMA_NAME = "parent-child-v1"
 
 def text_units(text: str) -> int:
     """Length in units: CJK characters count 1, other characters 1/3."""
-    cjk = len(_CJK_CHAR.findall(text))
+    cjk = len(CJK_CHAR.findall(text))
     return cjk + (len(text) - cjk + 2) // 3
 
 

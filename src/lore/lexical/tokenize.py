@@ -16,9 +16,11 @@ from functools import lru_cache
 import jieba
 import Stemmer
 
-_CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_WORD = rf"[^\W_{_CJK}]+"  # word characters except underscore and CJK
-_RUNS = re.compile(rf"([{_CJK}]+)|({_WORD}(?:[.']{_WORD})*)", re.UNICODE)
+CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"  # kana, CJK ideographs, hangul
+CJK_CHAR = re.compile(f"[{CJK}]")
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+_WORD = rf"[^\W_{CJK}]+"  # word characters except underscore and CJK
+_RUNS = re.compile(rf"([{CJK}]+)|({_WORD}(?:[.']{_WORD})*)", re.UNICODE)
 
 # A compact English stop list (the usual Lucene/bm25s-style set).
 STOP_WORDS = frozenset(
@@ -46,6 +48,11 @@ def word_frequency(word: str) -> tuple[int, int]:
     """(frequency of `word` in jieba's dictionary, total of all frequencies)."""
     tok = _jieba()
     return tok.FREQ.get(word, 0), tok.total
+
+
+def is_chinese(text: str) -> bool:
+    """True when the text has Chinese characters (answers and notes then follow Chinese style)."""
+    return _HAN.search(text) is not None
 
 
 def tokenize(text: str) -> list[str]:

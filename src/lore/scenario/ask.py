@@ -13,7 +13,7 @@ from lore.answer.generators.base import Passage
 from lore.answer.sentences import coverage
 from lore.config import ScenarioSettings
 from lore.embed.cache import embed_texts
-from lore.lexical import tokenize
+from lore.lexical import is_chinese, tokenize
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.scenario.cache import SearchCache, cache_key
 from lore.scenario.config import Scenario
@@ -66,10 +66,6 @@ def narrow(
         return list(new) if old is None else [v for v in old if v in new]
 
     return replace(flt, source_types=meet(flt.source_types, source_types), sources=meet(flt.sources, sources))
-
-
-def is_chinese(text: str) -> bool:
-    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
 
 
 @dataclass

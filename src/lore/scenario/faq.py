@@ -17,6 +17,7 @@ from pathlib import Path
 from lore.errors import LoadError
 from lore.ingest.chunking import stable_id
 from lore.ingest.loaders.encoding import read_text
+from lore.lexical import CJK
 from lore.scenario.config import Scenario, ScenarioError
 from lore.schema import VISIBILITIES, Chunk
 
@@ -36,8 +37,7 @@ _COLUMNS = {
     "roles": "roles",
     "角色": "roles",
 }
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_CJK_SPACE = re.compile(rf"(?<=[{_CJK}]) | (?=[{_CJK}])")
+_CJK_SPACE = re.compile(rf"(?<=[{CJK}]) | (?=[{CJK}])")
 
 
 def normalise(text: str) -> str:

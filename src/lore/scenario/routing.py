@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from lore.lexical import CJK_CHAR
 from lore.scenario.config import RISK_CATEGORIES, Scenario
 from lore.scenario.faq import normalise
 
@@ -212,7 +213,6 @@ RISK = {
         "coworker's salary",
     ],
 }
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 
 
 class Matcher:
@@ -231,7 +231,7 @@ class Matcher:
                     continue
                 # Latin keywords match whole words; CJK ones anywhere (there are no word breaks).
                 pattern = (
-                    re.escape(key) if _CJK.search(key) else rf"(?<![a-z0-9]){re.escape(key)}(?![a-z0-9])"
+                    re.escape(key) if CJK_CHAR.search(key) else rf"(?<![a-z0-9]){re.escape(key)}(?![a-z0-9])"
                 )
                 self._regex.append((e, re.compile(pattern)))
 
