@@ -221,6 +221,13 @@ def test_store_failure_mid_request_is_an_error_event(api_home: Path, keys: Keys)
         lore.close()
 
 
+def json_completion_reply(text: str):  # type: ignore[no-untyped-def]
+    """A plain (non-streamed) chat completion, as the rewrite step asks for."""
+    return reply(200, {"id": "c", "object": "chat.completion",
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                    "finish_reason": "stop"}]})
+
+
 def test_follow_up_rewritten_by_the_llm_when_configured(api_home: Path, keys: Keys) -> None:
     from fastapi.testclient import TestClient
 
@@ -232,7 +239,7 @@ def test_follow_up_rewritten_by_the_llm_when_configured(api_home: Path, keys: Ke
                 llm.script.append(answer("LF-200 comes with a 24-month warranty [1]."))
                 r = client.post("/api/ask", json={"kb": "hb", "question": "What is the warranty of the LF-200?"})
                 session = json.loads(r.text.split("\n")[1][6:])["session_id"]
-                llm.script += [answer("Can the LF-200 warranty be extended?"),
+                llm.script += [json_completion_reply("Can the LF-200 warranty be extended?"),
                                answer("Yes, by 12 months [1].")]
                 r = client.post("/api/ask", json={"kb": "hb", "question": "Can it be extended?",
                                                   "session_id": session})

@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lore.answer.generators.base import GenerationError, Generator, Passage
+from lore.agent.llm import ChatLLM
+from lore.agent.prompts import standalone_messages
+from lore.answer.generators.base import GenerationError
 from lore.lexical import tokenize
 
 _EN_FOLLOW = re.compile(
@@ -40,14 +42,6 @@ def rolling_summary(queries: list[str], limit: int = 5) -> str:
     return " | ".join(q[:120] for q in queries[-limit:])
 
 
-_REWRITE_SYSTEM = (
-    "You rewrite a follow-up question from a conversation into one standalone question that can be "
-    "searched on its own. Use the earlier questions only to resolve references (it, that, 那, 这个...). "
-    "Keep the language of the follow-up. Reply with the standalone question only, nothing else."
-)
-_REWRITE_TEMPLATE = "Earlier questions, oldest first:\n{passages}\n\nFollow-up question:\n{question}"
-
-
 @dataclass
 class Rewrite:
     """The query to search and how it was made: `none`, `rule`, `llm`, or `rule` after an LLM failure."""
@@ -57,20 +51,20 @@ class Rewrite:
     note: str = ""
 
 
-def rewrite(question: str, earlier: list[str], llm: Generator | None = None) -> Rewrite:
-    """Standalone query for `question`: unchanged without history; by `llm` if given, else by rule."""
+def rewrite(question: str, earlier: list[str], llm: ChatLLM | None = None) -> Rewrite:
+    """Standalone query for `question`: unchanged without history; by `llm` if given (the same prompt
+    as deep mode's standalone rewrite), else or when it fails by rule."""
     question = question.strip()
     if not earlier or not question:
         return Rewrite(question, "none")
     if llm is not None:
-        history = [Passage(i, q) for i, q in enumerate(earlier[-6:], 1)]
+        history = [{"role": "user", "content": q} for q in earlier[-6:]]
         try:
-            text = "".join(llm.stream(question, history, system=_REWRITE_SYSTEM,  # type: ignore[call-arg]
-                                      user_template=_REWRITE_TEMPLATE)).strip()
+            text = llm.complete(standalone_messages(question, history), max_tokens=200)
         except GenerationError as exc:
             return Rewrite(standalone_query(question, earlier), "rule", f"LLM rewrite failed: {exc}")
-        if text and len(text) <= 4 * max(len(question), 100):
+        if len(text) <= 4 * max(len(question), 100):
             return Rewrite(text.splitlines()[0].strip(), "llm")
-        return Rewrite(standalone_query(question, earlier), "rule", "LLM rewrite was empty or too long")
+        return Rewrite(standalone_query(question, earlier), "rule", "LLM rewrite was too long")
     query = standalone_query(question, earlier)
     return Rewrite(query, "rule" if query != question else "none")

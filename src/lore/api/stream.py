@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 from starlette.concurrency import run_in_threadpool
 
+from lore.agent.llm import llm_from_settings
 from lore.answer.pipeline import Event
 from lore.api.deps import Scope, ServiceState
 from lore.api.memory import Rewrite, rewrite, rolling_summary
@@ -80,12 +81,12 @@ def prepare_ask(lore: Lore, scope: Scope, *, kb: str, question: str, transport: 
                    if m.role == "user"] if turns else []
     if scenario is not None and Router(scenario.scenario).route(question).direct:
         history = []  # a greeting, thanks, hand-off or out-of-scope question stands alone: never rewrite it
-    llm = lore.generator(kb) if lore.settings.answer.generator == "openai" and history else None
+    llm = llm_from_settings(lore.settings.answer) if history else None
     try:
         made = rewrite(question, history or [], llm)
     finally:
         if llm is not None:
-            llm.close()  # type: ignore[attr-defined]
+            llm.close()
     options = scope.options(lore, top_k)
     if scenario is not None:  # the scenario scope bounds the filter inside Lore.ask; start from an open one
         options = replace(options, filter=SearchFilter())
