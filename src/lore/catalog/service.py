@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from lore.catalog.service_models import ApiKeyRow, FeedbackRow, MessageRow, SessionRow, TraceRow
@@ -221,10 +221,7 @@ class ServiceMixin:
         """The tenant's session (with `key_id`: only if that key opened it); NotFoundError otherwise
         (its existence is not revealed)."""
         with self.transaction() as s:
-            row = s.get(SessionRow, session_id)
-            if row is None or row.tenant_id != tenant_id or (key_id is not None and row.key_id != key_id):
-                raise NotFoundError(f"session '{session_id}' not found")
-            return ChatSession.from_row(row)
+            return ChatSession.from_row(_owned_session(s, session_id, tenant_id, key_id))
 
     def list_sessions(self, tenant_id: str, kb: str | None = None, limit: int = 50,
                       key_id: str | None = None) -> list[ChatSession]:
@@ -241,11 +238,8 @@ class ServiceMixin:
     def delete_session(self, session_id: str, tenant_id: str, key_id: str | None = None) -> None:
         """Remove a session and its messages (with `key_id`: only a session that key opened)."""
         with self.transaction() as s:
-            row = s.get(SessionRow, session_id)
-            if row is None or row.tenant_id != tenant_id or (key_id is not None and row.key_id != key_id):
-                raise NotFoundError(f"session '{session_id}' not found")
-            s.execute(delete(MessageRow).where(MessageRow.session_id == session_id))
-            s.delete(row)
+            row = _owned_session(s, session_id, tenant_id, key_id)
+            s.delete(row)  # its messages go with it (ON DELETE CASCADE; SQLite runs with foreign_keys=ON)
 
     def add_message(self, session_id: str, role: str, content: str, *, query: str | None = None,
                     trace_id: str | None = None) -> Message:
@@ -318,12 +312,11 @@ class ServiceMixin:
             s.flush()
             return Trace.from_row(row)
 
-    def get_trace(self, trace_id: str, tenant_id: str | None, key_id: str | None = None) -> Trace:
-        """One trace; with `tenant_id`, only that tenant's, with `key_id` only that key's (others: not found)."""
+    def get_trace(self, trace_id: str, tenant_id: str, key_id: str | None = None) -> Trace:
+        """The tenant's trace (with `key_id`: only that key's); NotFoundError for any other."""
         with self.transaction() as s:
             row = s.get(TraceRow, trace_id)
-            if row is None or (tenant_id is not None and row.tenant_id != tenant_id) \
-                    or (key_id is not None and row.key_id != key_id):
+            if row is None or row.tenant_id != tenant_id or (key_id is not None and row.key_id != key_id):
                 raise NotFoundError(f"trace '{trace_id}' not found")
             return Trace.from_row(row)
 
@@ -337,3 +330,11 @@ class ServiceMixin:
             query = query.where(TraceRow.kb == kb)
         with self.transaction() as s:
             return [Trace.from_row(r) for r in s.scalars(query.order_by(TraceRow.created_at.desc()).limit(limit))]
+
+
+def _owned_session(s: Session, session_id: str, tenant_id: str, key_id: str | None) -> SessionRow:
+    """The tenant's session (with `key_id`: only if that key opened it); NotFoundError otherwise."""
+    row = s.get(SessionRow, session_id)
+    if row is None or row.tenant_id != tenant_id or (key_id is not None and row.key_id != key_id):
+        raise NotFoundError(f"session '{session_id}' not found")
+    return row
