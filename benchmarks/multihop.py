@@ -1,16 +1,19 @@
 """Multi-part questions: fast mode vs deep mode (vs deep with an LLM when LORE_LLM_BASE_URL is set).
 
 Questions: pairs of CMRC 2018 dev questions about different contexts joined into one (three join
-styles), comparison questions over two CMRC articles' titles, pairs of SciFact training claims joined
-into one English question (four join styles; KB = their gold abstracts + seeded random distractors),
-and hand-written multi-part questions on the sample handbook. Columns: recall_all = Recall@10 of all
+styles), comparison questions over two CMRC articles' titles, three CMRC questions joined into one,
+pairs of SciFact training claims joined into one English question (four join styles), and hand-written
+multi-part questions on the sample handbook. The KBs are the whole CMRC dev corpus (848 passages) and
+the whole SciFact corpus (5,183 abstracts) unless --contexts / --scifact-docs ask for a sampled subset. Columns: recall_all = Recall@10 of all
 needed passages (every part's passage among the top 10 candidates); recall_part = share of the needed
 passages among them; context_all = all of them among the passages the generator was given; cited_all =
 the answer cites all of them; answered_all = the answer contains a gold answer of every part (CMRC
 pairs, handbook); rounds used; latency of the whole ask.
 
-    OPENBLAS_NUM_THREADS=1 python benchmarks/multihop.py --contexts 300 --pairs 150 --comparisons 50 \
-        --scifact-pairs 100 --scifact-docs 1500 --json-out benchmarks/out/multihop.json
+    OPENBLAS_NUM_THREADS=1 python benchmarks/multihop.py --json-out benchmarks/out/multihop.json
+
+The KBs are cached under --home (benchmarks/.cache, shared with retrieval.py and answers.py); a first
+run embeds both corpora (about 45 minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ingest_with_progress, open_benchmark_kb
 from rich.console import Console
+from rich.progress import track
 from rich.table import Table
 
 from lore.agent.graph import DeepPipeline
@@ -71,15 +75,18 @@ class Question:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", default=str(REPO.parent / "shared/datasets/cmrc2018_dev"))
-    p.add_argument("--contexts", type=int, default=300)
+    p.add_argument("--contexts", type=int, default=0, help="sample this many CMRC passages (0: all)")
     p.add_argument("--pairs", type=int, default=150)
     p.add_argument("--comparisons", type=int, default=50)
+    p.add_argument("--triples", type=int, default=50, help="three CMRC questions joined into one")
     p.add_argument("--scifact", default=str(REPO.parent / "shared/datasets/scifact"))
-    p.add_argument("--scifact-pairs", type=int, default=100, help="pairs of SciFact training claims (0: none)")
-    p.add_argument("--scifact-docs", type=int, default=1500, help="abstracts in the SciFact subset KB")
+    p.add_argument("--scifact-pairs", type=int, default=300, help="pairs of SciFact training claims (0: none)")
+    p.add_argument("--scifact-docs", type=int, default=0,
+                   help="a SciFact subset KB: every gold abstract plus sampled distractors (0: the whole corpus)")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--backend", default="embedded")
-    p.add_argument("--home", default="benchmarks/.cache/multihop")
+    p.add_argument("--home", default="benchmarks/.cache")
+    p.add_argument("--sets", default="", help="only these question sets, comma-separated (e.g. scifact-pair)")
     p.add_argument("--json-out", default="")
     args = p.parse_args()
     rng = random.Random(args.seed)
@@ -93,6 +100,11 @@ def main() -> None:
         sf_lore, sf_kb = _kb(sf_folder, args)
         questions += [(sf_lore, sf_kb, q) for q in sf_questions]
     questions += [(hb_lore, hb_kb, q) for q in _handbook_questions()]
+    if args.sets:
+        wanted = set(args.sets.split(","))
+        questions = [x for x in questions if x[2].source in wanted]
+        if not questions:
+            raise SystemExit(f"--sets {args.sets}: no such question set")
 
     modes = ["fast", "deep"]
     if os.environ.get("LORE_LLM_BASE_URL"):
@@ -114,7 +126,7 @@ def main() -> None:
 
 def _subset(dataset: Path, n: int, home: Path, seed: int) -> Path:
     """A BEIR folder holding `n` sampled contexts (cached: the same seed gives the same folder);
-    the dataset itself when `n` covers it (then `--home benchmarks/.cache` reuses answers.py's KB)."""
+    the dataset itself when `n` is 0 or covers it."""
     if n <= 0 or n >= sum(1 for line in (dataset / "corpus.jsonl").open(encoding="utf-8") if line.strip()):
         return dataset
     folder = home / f"cmrc{n}"
@@ -167,6 +179,12 @@ def _cmrc_questions(dataset: Path, subset: Path, args: argparse.Namespace,
         t1, t2 = rng.sample(unique, 2)
         text = f"对比{t1}和{t2}" if k % 2 == 0 else f"{t1}与{t2}有什么区别？"
         out.append(Question(text, "cmrc-compare", [_doc(titles[t1][0]), _doc(titles[t2][0])]))
+    for k in range(args.triples):  # after the pairs and comparisons, so those stay the same questions
+        picked = rng.sample(doc_ids, 3)
+        qids = [rng.choice(by_doc[d]) for d in picked]
+        parts = [beir.queries[q].strip() for q in qids]
+        text = "".join(parts) if k % 2 == 0 else "；".join(x.rstrip("？?") for x in parts) + "？"
+        out.append(Question(text, "cmrc-triple", [_doc(d) for d in picked], [gold[q] for q in qids]))
     return out
 
 
@@ -200,10 +218,16 @@ def _scifact(dataset: Path, args: argparse.Namespace) -> tuple[Path, list[Questi
         pairs.append((q1, q2))
     if len(pairs) < args.scifact_pairs:
         raise SystemExit(f"--scifact-pairs {args.scifact_pairs}: only {len(pairs)} pairs of training claims")
+    out = []
+    for k, (q1, q2) in enumerate(pairs):
+        text = SCIFACT_JOINS[k % len(SCIFACT_JOINS)](claims[q1].rstrip(". "), claims[q2].rstrip(". "))
+        out.append(Question(text, "scifact-pair", [_docs(gold[q1]), _docs(gold[q2])]))
     needed = set().union(*(gold[q] for pair in pairs for q in pair))
     rows = [json.loads(line) for line in (dataset / "corpus.jsonl").open(encoding="utf-8") if line.strip()]
     if not needed <= {r["_id"] for r in rows}:
         raise SystemExit(f"{dataset / 'corpus.jsonl'}: missing gold abstracts {sorted(needed)[:5]}")
+    if args.scifact_docs <= 0 or args.scifact_docs >= len(rows):
+        return dataset, out
     if args.scifact_docs < len(needed):
         raise SystemExit(f"--scifact-docs {args.scifact_docs}: the {len(pairs)} pairs need {len(needed)} abstracts")
     others = [i for i, r in enumerate(rows) if r["_id"] not in needed]
@@ -215,10 +239,6 @@ def _scifact(dataset: Path, args: argparse.Namespace) -> tuple[Path, list[Questi
         with (folder / "corpus.jsonl").open("w", encoding="utf-8") as fh:
             for i in sorted(keep):
                 fh.write(json.dumps(rows[i], ensure_ascii=False) + "\n")
-    out = []
-    for k, (q1, q2) in enumerate(pairs):
-        text = SCIFACT_JOINS[k % len(SCIFACT_JOINS)](claims[q1].rstrip(". "), claims[q2].rstrip(". "))
-        out.append(Question(text, "scifact-pair", [_docs(gold[q1]), _docs(gold[q2])]))
     return folder, out
 
 
@@ -260,7 +280,7 @@ def _run(mode: str, questions: list[tuple[Lore, str, Question]]) -> dict:
 def _ask_all(mode: str, questions: list[tuple[Lore, str, Question]]) -> list[dict]:
     pipelines: dict[str, DeepPipeline] = {}
     rows = []
-    for lore, kb, q in questions:
+    for lore, kb, q in track(questions, description=f"{mode:>8}", console=Console(stderr=True)):
         opts = lore.scoped(kb, SearchOptions())
         store = lore.store(lore.catalog.get_kb(kb))
         if mode != "fast" and kb not in pipelines:

@@ -18,6 +18,7 @@ from lore.answer.pipeline import AskPipeline
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.retrieve.search import SearchOptions
+from lore.schema import Chunk, Hit
 from tests.agent.conftest import finish
 from tests.agent.llm_server import completion, json_completion, serve
 
@@ -94,3 +95,21 @@ def test_rewriting_retriever_is_a_drop_in_for_the_fast_pipeline(lore: Lore) -> N
                       .run("那LF-500呢？", lore.scoped("hb", SearchOptions()))))
     assert r.last is not None and [v.kind for v in r.last.variants] == ["original", "history", "keywords"]
     assert "LF-500" in end["answer"] and not end["refused"]
+
+
+def _hit(chunk_id: str, parent_id: str) -> Hit:
+    chunk = Chunk(chunk_id=chunk_id, text=chunk_id, parent_id=parent_id, parent_text=parent_id, kb_id="kb",
+                  document_id=parent_id, file_path="f.md", file_sha256="0", chunk_index=0, chunk_schema="s",
+                  embedding_model="m")
+    return Hit(chunk, 1.0)
+
+
+def test_merge_by_parent_counts_two_windows_of_one_passage_as_agreement() -> None:
+    # Round 1 finds passage P through window p1, round 2 through window p2; Q is second in both.
+    first = [_hit("p1", "P"), _hit("q1", "Q"), _hit("r1", "R")]
+    second = [_hit("s1", "S"), _hit("q1", "Q"), _hit("p2", "P")]
+    by_chunk = [h.chunk.chunk_id for h in merge_hits([first, second], 3)]
+    by_parent = [h.chunk.parent_id for h in merge_hits([first, second], 3, by_parent=True)]
+    assert by_chunk[0] == "q1"  # P's votes split over two chunk ids, so it loses the top
+    assert by_parent == ["P", "Q", "S"]  # P, found by both rounds (ranks 1 and 3), is first again
+    assert len(set(by_parent)) == 3

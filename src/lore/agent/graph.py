@@ -140,8 +140,10 @@ def retrieve(state: DeepState, runtime: Node) -> dict[str, Any]:
         wide = replace(ctx.search, top_k=3 * ctx.search.top_k)
         hits = one_per_parent(ctx.retriever.search(query, wide), ctx.search.top_k)
         cached = bool(getattr(ctx.retriever, "last_cached", False))
-        ctx.hits[i] = merge_hits([hits, ctx.hits[i]], ctx.search.top_k, ctx.search.rrf_k) if ctx.hits.get(i) \
-            else hits
+        # Fused by parent passage: two rounds finding different windows of one passage agree on it
+        # (fused by chunk id, they split its votes and a passage both rounds found could drop).
+        ctx.hits[i] = merge_hits([hits, ctx.hits[i]], ctx.search.top_k, ctx.search.rrf_k, by_parent=True) \
+            if ctx.hits.get(i) else hits
         trace.append(ctx.status("retrieve", round=round_, sub_question=i, query=query, hits=len(hits),
                                 cached=cached))
     ctx.timed("retrieve", started)

@@ -160,16 +160,23 @@ def search_variants(retriever: Retriever, rewrite: Rewrite, options: SearchOptio
     return merge_hits(lists, options.top_k, options.rrf_k)
 
 
-def merge_hits(lists: Sequence[Sequence[Hit]], top_k: int, rrf_k: int = 60) -> list[Hit]:
-    """Reciprocal-rank fusion of several hit lists by chunk id; one list is returned unchanged."""
+def merge_hits(lists: Sequence[Sequence[Hit]], top_k: int, rrf_k: int = 60, *,
+               by_parent: bool = False) -> list[Hit]:
+    """Reciprocal-rank fusion of several hit lists by chunk id (or by parent passage, keeping its
+    first-seen chunk); one list is returned unchanged."""
     if len(lists) == 1:
         return list(lists[0][:top_k])
+
+    def key(hit: Hit) -> str:
+        return hit.chunk.parent_id if by_parent else hit.chunk.chunk_id
+
     first: dict[str, Hit] = {}
     for hits in lists:
         for hit in hits:
-            first.setdefault(hit.chunk.chunk_id, hit)
-    fused = rrf([[h.chunk.chunk_id for h in hits] for hits in lists], rrf_k)[:top_k]
-    return [replace(first[str(cid)], score=score) for cid, score in fused]
+            first.setdefault(key(hit), hit)
+    rankings = [list(dict.fromkeys(key(h) for h in hits)) for hits in lists]
+    fused = rrf(rankings, rrf_k)[:top_k]
+    return [replace(first[str(k)], score=score) for k, score in fused]
 
 
 class RewritingRetriever:
