@@ -4,11 +4,14 @@ Questions: pairs of CMRC 2018 dev questions about different contexts joined into
 styles), comparison questions over two CMRC articles' titles, three CMRC questions joined into one,
 pairs of SciFact training claims joined into one English question (four join styles), and hand-written
 multi-part questions on the sample handbook. The KBs are the whole CMRC dev corpus (848 passages) and
-the whole SciFact corpus (5,183 abstracts) unless --contexts / --scifact-docs ask for a sampled subset. Columns: recall_all = Recall@10 of all
-needed passages (every part's passage among the top 10 candidates); recall_part = share of the needed
-passages among them; context_all = all of them among the passages the generator was given; cited_all =
-the answer cites all of them; answered_all = the answer contains a gold answer of every part (CMRC
-pairs, handbook); rounds used; latency of the whole ask.
+the whole SciFact corpus (5,183 abstracts) unless --contexts / --scifact-docs ask for a sampled subset.
+
+Columns: recall_all = Recall@10 of all needed passages (every part's passage among the top 10
+candidates); recall_docs = the same over the first 10 distinct documents; recall_part = share of the
+needed passages among them; context_all = all of them among the passages the generator was given;
+cited_all = the answer cites all of them; answered_all = the answer contains a gold answer of every part
+(CMRC pairs/triples, handbook); flagged = deep answers where the consistency grade says documents
+disagree (the gold passages never do, so these are mostly false alarms); rounds used; latency.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/multihop.py --json-out benchmarks/out/multihop.json
 
@@ -307,7 +310,9 @@ def _ask_all(mode: str, questions: list[tuple[Lore, str, Question]]) -> list[dic
                      "recall_part": found,
                      "context_all": _all(q, context),
                      "cited_all": _all(q, cited), "answered_all": all(parts) if parts else None,
-                     "rounds": end.get("rounds", 0), "ms": ms})
+                     "rounds": end.get("rounds", 0), "ms": ms,
+                     "flagged": any(s.get("consistent") is False for s in end["sub_questions"])
+                     if end.get("mode") == "deep" else None})
     return rows
 
 
@@ -349,6 +354,7 @@ def _end(events) -> dict:
 def _summary(rows: list[dict]) -> dict:
     def agg(sel: list[dict]) -> dict:
         answered = [r["answered_all"] for r in sel if r["answered_all"] is not None]
+        flagged = [r["flagged"] for r in sel if r["flagged"] is not None]
         times = [r["ms"] for r in sel]
         return {"n": len(sel), "recall_all": round(sum(r["recall_all"] for r in sel) / len(sel), 4),
                 "recall_docs": round(sum(r["recall_docs"] for r in sel) / len(sel), 4),
@@ -356,6 +362,7 @@ def _summary(rows: list[dict]) -> dict:
                 "context_all": round(sum(r["context_all"] for r in sel) / len(sel), 4),
                 "cited_all": round(sum(r["cited_all"] for r in sel) / len(sel), 4),
                 "answered_all": round(sum(answered) / len(answered), 4) if answered else None,
+                "flagged": round(sum(flagged) / len(flagged), 4) if flagged else None,
                 "rounds_mean": round(sum(r["rounds"] for r in sel) / len(sel), 3),
                 "p50_ms": round(percentile(times, 50), 1), "p95_ms": round(percentile(times, 95), 1)}
 
@@ -377,7 +384,8 @@ def _norm(text: str) -> str:
 
 
 def _print(results: dict, questions: list) -> None:
-    cols = ["recall_all", "recall_docs", "recall_part", "context_all", "cited_all", "answered_all", "rounds_mean", "p50_ms", "p95_ms"]
+    cols = ["recall_all", "recall_docs", "recall_part", "context_all", "cited_all", "answered_all", "flagged",
+            "rounds_mean", "p50_ms", "p95_ms"]
     table = Table(title=f"multi-part questions: {len(questions)}")
     for c in ["mode", "questions", *cols]:
         table.add_column(c, justify="right")
@@ -385,7 +393,7 @@ def _print(results: dict, questions: list) -> None:
         for source, s in [("all", r), *r["by_source"].items()]:
             table.add_row(f"{mode} / {source}", str(s["n"]),
                           *(_cell(s[c], c) for c in cols))
-    console = Console(width=150)
+    console = Console(width=190)
     console.print(table)
     target = Table(title="target: deep finds all needed passages (Recall@10) >= 20 points more often than fast")
     for c in ["set", "questions", "fast recall_all", "deep recall_all", "gain (points)", "target met"]:

@@ -52,6 +52,18 @@ def test_llm_plan_and_grades_are_used(lore: Lore, server: FakeServer) -> None:
     assert server.requests[0]["stream"] is False and end["budget"]["tokens_used"] == 120
 
 
+def test_llm_grade_of_inconsistent_passages_is_noted_in_the_answer(lore: Lore, server: FakeServer) -> None:
+    clash = {**GOOD_GRADE, "consistent": False, "reason": "two passages give different lists"}
+    server.script = [json_completion({"kind": "multi-hop", "sub_questions": ["报销材料有哪些？", "如何申请年假？"],
+                                      "reasoning": "two facts"}),
+                     json_completion(clash), json_completion(GOOD_GRADE)]
+    events, end = run(lore, pipeline(lore, server))
+    first, second = end["sub_questions"]
+    assert first["consistent"] is False and first["conflicts"] == [] and second["consistent"] is True
+    assert statuses(events, "grade")[0]["consistent"] is False
+    assert end["answer"].endswith("注意：资料对「报销材料有哪些」的说法不一致，请核对哪份文件是现行的。")
+
+
 def test_invalid_plan_is_retried_once_then_rules_decide(lore: Lore, server: FakeServer) -> None:
     server.script = [completion("I think there are two questions here."),
                      json_completion({"kind": "several", "sub_questions": []}),

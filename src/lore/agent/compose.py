@@ -90,6 +90,21 @@ def not_covered_note(question: str, missing: list[str]) -> str:
     return "The knowledge base does not cover: " + "; ".join(m.rstrip("?") for m in missing) + "."
 
 
+def disagreement_note(question: str, parts: list[tuple[str, list[str]]]) -> str:
+    """Which parts the documents disagree on (and the differing figures, when known)."""
+    zh = is_chinese(question)
+    notes = []
+    for sub, conflicts in parts:
+        what = "；".join(conflicts) if zh else "; ".join(conflicts)
+        if zh:
+            notes.append(f"资料对「{sub.rstrip('？?')}」的说法不一致" + (f"（{what}）" if what else ""))
+        else:
+            notes.append(f'the documents disagree on "{sub.rstrip("?")}"' + (f" ({what})" if what else ""))
+    if zh:
+        return "注意：" + "；".join(notes) + "，请核对哪份文件是现行的。"
+    return "Note: " + "; ".join(notes) + "; check which document is current."
+
+
 def finish(ctx: RunContext, state: DeepState, answer: str, passages: list[Passage],
            covered: list[int]) -> dict[str, Any]:
     """Cite, verify and score the answer; the `end` payload (fast-path keys plus deep-mode ones)."""
@@ -105,10 +120,14 @@ def finish(ctx: RunContext, state: DeepState, answer: str, passages: list[Passag
     missing = [subs[i] for i in range(len(subs)) if i not in covered]
     if ask.refused:
         missing = list(subs)
-    elif missing:
-        note = not_covered_note(question, missing)
-        ask.answer = f"{ask.answer}{'' if is_chinese(question) else ' '}{note}"
-        ctx.emit(Event("token", {"text": ("" if is_chinese(question) else " ") + note}))
+    else:
+        sep = "" if is_chinese(question) else " "
+        disagree = [(subs[i], ctx.conflicts.get(i, [])) for i in covered if ctx.consistent.get(i) is False]
+        notes = [not_covered_note(question, missing)] if missing else []
+        notes += [disagreement_note(question, disagree)] if disagree else []
+        for note in notes:
+            ask.answer = f"{ask.answer}{sep}{note}"
+            ctx.emit(Event("token", {"text": sep + note}))
     ctx.timed("verify", started)
     ask.timings_ms = dict(ctx.timings_ms)
     result = ask.result(a)
@@ -131,6 +150,7 @@ def _sub_json(ctx: RunContext, i: int, question: str, state: DeepState) -> dict[
     return {"question": question, "query": state["queries"][i] if i < len(state["queries"]) else question,
             "sufficient": bool(state["sufficient"][i]) if i < len(state["sufficient"]) else False,
             "confidence": ev.confidence if ev else 0.0, "consistent": ctx.consistent.get(i),
+            "conflicts": ctx.conflicts.get(i, []),
             "hits": [h.chunk.chunk_id for h in ctx.hits.get(i, [])[:5]]}
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from lore.agent import prompts
+from lore.agent.consistency import check_consistency
 from lore.agent.llm import ask_validated
 from lore.agent.rewrite import keyword_query
 from lore.agent.state import RunContext
@@ -28,7 +29,8 @@ def sub_passages(ctx: RunContext, i: int) -> list[Passage]:
 
 
 def grade(ctx: RunContext, question: str, i: int, sub_question: str, round_: int) -> dict[str, Any]:
-    """Judge sub-question `i`: relevance, sufficiency (and consistency with an LLM); a trace entry."""
+    """Judge sub-question `i`: relevance, sufficiency and consistency (offline: figures that differ
+    between documents; the LLM's judgement when configured); a trace entry."""
     r, a = ctx.retriever, ctx.settings.answer
     passages = sub_passages(ctx, i)
     tokens = tokenize(sub_question)
@@ -47,9 +49,14 @@ def grade(ctx: RunContext, question: str, i: int, sub_question: str, round_: int
     reasons = list(evidence.reasons)
     if evidence.sufficient and not sufficient:
         reasons.append(f"top passages hold {evidence.coverage:.0%} of the sub-question's terms")
+    rules = check_consistency(sub_question, [p for p in passages if p.n in relevant])
+    ctx.consistent[i], ctx.conflicts[i] = rules.consistent, rules.conflicts
+    if rules.conflicts:
+        reasons.append("documents disagree: " + "; ".join(rules.conflicts))
     entry: dict[str, Any] = {"round": round_, "sub_question": i, "source": "rules",
                              "confidence": evidence.confidence, "relevant": relevant,
-                             "sufficient": sufficient, "consistent": None, "reasons": reasons}
+                             "sufficient": sufficient, "consistent": rules.consistent,
+                             "conflicts": rules.conflicts, "reasons": reasons}
     notes: list[str] = []
     if ctx.llm is not None and passages:
         messages = prompts.grade_messages(question, sub_question, passages)
@@ -61,6 +68,9 @@ def grade(ctx: RunContext, question: str, i: int, sub_question: str, round_: int
             entry.update(source="llm", relevant=relevant, sufficient=verdict.sufficient and bool(relevant),
                          consistent=verdict.consistent, reason=verdict.reason)
             ctx.consistent[i] = verdict.consistent
+            if verdict.consistent:  # the LLM read the passages: the figure rule's doubt is overruled
+                ctx.conflicts[i] = []
+                entry["conflicts"] = []
             if verdict.missing.strip():
                 ctx.missing[i] = verdict.missing.strip()
             if relevant:  # keep the on-topic candidates first for the next round and for the answer

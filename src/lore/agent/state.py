@@ -63,6 +63,7 @@ class RunContext:
     evidence: dict[int, Evidence] = field(default_factory=dict)
     missing: dict[int, str] = field(default_factory=dict)  # the LLM grader's better query per sub-question
     consistent: dict[int, bool | None] = field(default_factory=dict)
+    conflicts: dict[int, list[str]] = field(default_factory=dict)  # figures the documents disagree on
     timings_ms: dict[str, float] = field(default_factory=dict)
     history: list[dict[str, str]] | None = None  # the caller's own history; overrides the session's
     fast: Callable[[], AskPipeline] | None = None  # the fast pipeline simple questions go to (e.g. a scenario's)
