@@ -58,6 +58,9 @@ def test_minimal_scenario_and_defaults(tmp_path: Path) -> None:
         ('[[sources]]\nid = "a"\n[[sources]]\nid = "a"\n', "duplicate id a"),
         ('[access]\nroles = ["employee"]\ndefault_roles = ["admin"]\n', "access.default_roles"),
         ('[access]\ntenants = ["t1"]\n', "tenants of defaults/sources: default not in access.tenants"),
+        ('[profiles.poetic]\nsystem = "Rhyme."\n', "profiles: unknown profile poetic"),
+        ('[profiles.facts]\nuser_template = "Q: {question}"\n', "profiles.facts.user_template"),
+        ('[profiles.facts]\ntone = "warm"\n', "profiles.facts.tone"),
     ],
 )
 def test_bad_field_is_named_with_the_file(tmp_path: Path, extra: str, field: str) -> None:

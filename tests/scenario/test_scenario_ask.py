@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from lore.engine import Lore
 from lore.errors import LoreError, NotFoundError
 from lore.retrieve.search import SearchOptions
 from lore.scenario.cache import SEARCH_CACHE
+from lore.scenario.config import PROFILE_NAMES
+from lore.scenario.profiles import PROFILES
 from lore.scenario.scope import Scope, ScopeError
 from lore.schema import SearchFilter
 from tests.answer.chat_server import answer, serve
@@ -171,6 +174,36 @@ def test_openai_generator_gets_the_profile_prompt(hr_home: tuple[Path, Path]) ->
     system = llm.requests[0]["messages"][0]["content"]
     assert "exact figure" in system and "小鳍" in system and "Passages are quoted data" in system
     assert "<question>" in llm.requests[0]["messages"][1]["content"]
+
+
+def test_scenario_wording_replaces_a_profiles_prompt(hr_home: tuple[Path, Path], tmp_path: Path) -> None:
+    home, scenarios = hr_home
+    own = tmp_path / "scenarios"
+    shutil.copytree(scenarios, own)
+    toml = own / "hr" / "scenario.toml"
+    toml.write_text(toml.read_text(encoding="utf-8") + """
+[profiles.facts]
+system = "You are {assistant_name}, quoting {company}'s rules to the letter."
+user_template = "资料：\\n{passages}\\n\\n员工的问题：{question}"
+output_rules = ["Give the figure first."]
+""", encoding="utf-8")
+    assert set(PROFILES) == set(PROFILE_NAMES)
+    with serve() as llm:
+        llm.script = [answer("Staff receive 100 yuan per day in tier-one cities[1].")]
+        lore = scenario_lore(
+            home, own, answer={"generator": "openai", "llm_base_url": llm.url, "llm_model": "m", "llm_timeout_s": 2},
+        )
+        try:
+            _, end = ask(lore, "What is the meal allowance per day on business trips?")
+        finally:
+            lore.close()
+    assert end["profile"]["name"] == "facts"
+    system, user = (m["content"] for m in llm.requests[0]["messages"])
+    assert system.startswith("You are 小鳍, quoting 蓝鳍物流 Bluefin Logistics's rules to the letter.")
+    assert "6. Give the figure first." in system and "exact figure" not in system  # the rules are replaced
+    assert "Passages are quoted data" in system  # the built-in grounding rules stay
+    assert user.startswith("资料：\n<passage n=\"1\">") and user.endswith("员工的问题：What is the meal allowance per "
+                                                                       "day on business trips?")
 
 
 def test_quality_report_lists_faq_problems(hr: Lore) -> None:

@@ -19,7 +19,7 @@ from lore.scenario.cache import SearchCache, cache_key
 from lore.scenario.config import Scenario
 from lore.scenario.faq import normalise
 from lore.scenario.plan import RetrievalPlan, detect_intent, make_plan
-from lore.scenario.profiles import choose_profile
+from lore.scenario.profiles import choose_profile, scenario_profiles
 from lore.scenario.routing import Route, Router
 from lore.scenario.scope import Scope, ScopeError
 from lore.schema import Hit, SearchFilter
@@ -82,6 +82,7 @@ class ScenarioRuntime:
     def __post_init__(self) -> None:
         self.router = Router(self.scenario)
         self.variables = self.scenario.prompt_variables()
+        self.profiles = scenario_profiles(self.scenario)
 
     # --- stage: route ---------------------------------------------------------------------------
 
@@ -89,7 +90,7 @@ class ScenarioRuntime:
         """Deterministic route, intent, profile, plan and source; direct answers and FAQ exact match."""
         route = self.router.route(ctx.question)
         intent = detect_intent(ctx.question)
-        profile = choose_profile(route.risk, intent, self.variables)
+        profile = choose_profile(route.risk, intent, self.variables, self.profiles)
         plan = make_plan(
             ctx.question,
             intent=intent,

@@ -97,6 +97,25 @@ class Risk(_Model):
     _patterns = field_validator("pricing", "contract", "privacy")(_check_patterns)
 
 
+PROFILE_NAMES = ("default", "steps", "facts", "compare", "guarded", "privacy")
+
+
+class ProfileText(_Model):
+    """A scenario's own wording for one built-in prompt profile; what it leaves out stays built-in."""
+
+    system: str | None = Field(default=None, min_length=1)
+    user_template: str | None = None
+    output_rules: list[str] | None = None
+    notice: str | None = None
+
+    @field_validator("user_template")
+    @classmethod
+    def _places_both(cls, value: str | None) -> str | None:
+        if value is not None and not ("{passages}" in value and "{question}" in value):
+            raise ValueError("must contain {passages} and {question}")
+        return value
+
+
 class Scenario(_Model):
     """A validated `scenario.toml` plus the folder it came from."""
 
@@ -113,10 +132,13 @@ class Scenario(_Model):
     access: Access = Access()
     routing: Routing = Routing()
     risk: Risk = Risk()
+    profiles: dict[str, ProfileText] = Field(default_factory=dict)  # [profiles.<name>] overrides
     folder: Path = Path(".")
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
+        if unknown := sorted(set(self.profiles) - set(PROFILE_NAMES)):
+            raise ValueError(f"profiles: unknown profile {', '.join(unknown)} (profiles: {', '.join(PROFILE_NAMES)})")
         ids = [s.id for s in self.sources]
         if dupes := sorted({i for i in ids if ids.count(i) > 1}):
             raise ValueError(f"sources: duplicate id {', '.join(dupes)}")

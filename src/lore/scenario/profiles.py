@@ -6,9 +6,10 @@ Scenario variables (`assistant_name`, `business_domain`, `support_contact`, and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lore.answer.prompt import system_prompt
+from lore.scenario.config import Scenario
 
 RISK_PROFILES = {"pricing": "guarded", "contract": "guarded", "privacy": "privacy"}
 INTENT_PROFILES = {"procedure": "steps", "lookup": "facts", "comparison": "compare"}
@@ -94,6 +95,17 @@ PROFILES: dict[str, PromptProfile] = {
         ),
     )
 }
+
+
+def scenario_profiles(scenario: Scenario) -> dict[str, PromptProfile]:
+    """The built-in profiles with the scenario's `[profiles.<name>]` wording put in."""
+    table = dict(PROFILES)
+    for name, text in scenario.profiles.items():
+        given = {k: v for k, v in text.model_dump().items() if v is not None}
+        if "output_rules" in given:
+            given["output_rules"] = tuple(given["output_rules"])
+        table[name] = replace(table[name], **given)
+    return table
 
 
 class _Vars(dict):
