@@ -55,6 +55,8 @@ def test_offline_on_and_hyde_skip_llm_steps_with_notes() -> None:
 def test_history_query_only_for_follow_ups() -> None:
     assert history_query("LF-200 和 LF-500 分别适合什么样的仓库环境使用？", HISTORY) is None
     assert history_query("报销呢？", []) is None
+    assert history_query("年假有几天？", HISTORY) is None  # short, but a question of its own
+    assert history_query("它能延长吗？", HISTORY) == "LF-200 保修期 延长"
 
 
 def test_llm_on_and_hyde_variants() -> None:

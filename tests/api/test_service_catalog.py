@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from lore.api.memory import is_follow_up, standalone_query
+from lore.agent.rewrite import is_follow_up
+from lore.api.memory import standalone_query
 from lore.catalog import Catalog
 from lore.errors import LoreError, NotFoundError
 

@@ -19,6 +19,7 @@ from lore.agent import prompts
 from lore.agent.llm import Budget, ChatLLM, ask_validated
 from lore.answer.generators.base import GenerationError
 from lore.errors import LoreError
+from lore.lexical import tokenize
 from lore.lexical.tokenize import _RUNS, CJK_STOP, STOP_WORDS, _jieba
 from lore.retrieve.fusion import rrf
 from lore.retrieve.search import Retriever, SearchOptions, normalise_text
@@ -30,10 +31,15 @@ VariantKind = Literal["original", "keywords", "history", "standalone", "hyde", "
 
 # Question words and fillers that carry no search signal in a keyword-only query.
 _ZH_FILLER = CJK_STOP | {"哪些", "哪个", "哪里", "多少", "几", "谁", "吗", "请问", "是否", "为什么", "有没有", "一下",
-                         "需要", "可以", "能", "要", "有", "哪", "呢", "多久", "何时", "怎样", "怎么样"}
+                         "需要", "可以", "能", "要", "有", "哪", "呢", "多久", "何时", "怎样", "怎么样",
+                         "它", "它们", "其", "这个", "那个", "这些", "那些", "他们", "她们", "那", "那么"}
 _CODE = re.compile(r"[A-Za-z]+[-_][A-Za-z0-9-]+|[A-Za-z]+\d+\w*")
-_FOLLOW_UP = re.compile(r"^(?:那|那么|它|它们|这个|那个|其|还有|and\b|what about\b|how about\b|and the\b)|呢[？?]?$",
-                        re.IGNORECASE)
+# Signs that a question leans on an earlier turn (pronouns, "and / what about…", "那…", "…呢").
+_EN_FOLLOW = re.compile(
+    r"^(and|also|what about|how about|then|so|but|or)\b|\b(it|its|this|that|these|those|they|them|their|"
+    r"he|she|there|the same|above)\b", re.IGNORECASE)
+_ZH_FOLLOW = ("它", "这个", "那个", "这些", "那些", "他们", "她们", "其", "该", "上述", "还有", "那么", "同样")
+_ZH_START = ("那", "还", "和", "以及", "另外")
 
 
 @dataclass
@@ -82,13 +88,19 @@ def keyword_query(text: str) -> str:
     return " ".join(out)
 
 
+def is_follow_up(question: str) -> bool:
+    """A question that leans on an earlier turn: pronouns, 'and / what about…', '那…', '…呢', or
+    hardly a word of its own. The one test the service and deep mode share."""
+    q = question.strip()
+    if _EN_FOLLOW.search(q) or q.startswith(_ZH_START) or any(w in q for w in _ZH_FOLLOW):
+        return True
+    return q.rstrip("？?").endswith("呢") or len(tokenize(q)) <= 1
+
+
 def history_query(question: str, history: Sequence[dict[str, str]]) -> str | None:
-    """For a short or elliptical follow-up ("那LF-500呢？"), the previous question's keywords + its own."""
+    """For a follow-up ("那LF-500呢？"), the previous question's keywords + its own."""
     previous = [t["content"] for t in history if t.get("role") == "user" and t.get("content")]
-    if not previous:
-        return None
-    short = len(keyword_query(question).split()) <= 2  # few content words of its own
-    if not (short or _FOLLOW_UP.search(question.strip())):
+    if not previous or not is_follow_up(question):
         return None
     own = keyword_query(question)
     carried = keyword_query(previous[-1]).split()

@@ -3,30 +3,14 @@ configured, else (or when it fails) by rule."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from lore.agent.llm import ChatLLM
 from lore.agent.prompts import standalone_messages
+from lore.agent.rewrite import is_follow_up
 from lore.answer.generators.base import GenerationError
-from lore.lexical import tokenize
 
-_EN_FOLLOW = re.compile(
-    r"^(and|also|what about|how about|then|so|but|or)\b|\b(it|its|this|that|these|those|they|them|their|"
-    r"he|she|there|the same|above)\b", re.IGNORECASE)
-_ZH_FOLLOW = ("它", "这个", "那个", "这些", "那些", "他们", "她们", "其", "该", "上述", "还有", "那么", "同样")
-_ZH_START = ("那", "还", "和", "以及", "另外")
 _MAX_CONTEXT = 200  # characters of the earlier question carried into the rewrite
-
-
-def is_follow_up(question: str) -> bool:
-    """A question that leans on an earlier turn: pronouns, 'and/what about…', '…呢', or very short."""
-    q = question.strip()
-    if _EN_FOLLOW.search(q) or any(w in q for w in _ZH_FOLLOW) or q.startswith(_ZH_START):
-        return True
-    if q.rstrip("？?").endswith("呢"):
-        return True
-    return len(tokenize(q)) <= 1
 
 
 def standalone_query(question: str, earlier: list[str]) -> str:
