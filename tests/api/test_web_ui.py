@@ -206,6 +206,10 @@ def test_deep_mode_question_from_the_browser(site: tuple[str, str, Lore], page) 
     page.wait_for_selector(".msg.assistant .cite")
     answer = page.inner_text(".msg.assistant .text")
     assert "LF-200" in answer and "LF-500" in answer
+    page.click(".msg.assistant .plan summary")  # how deep mode split the question, and what each part found
+    parts = page.locator(".msg.assistant .plan li")
+    assert parts.count() == 2 and "LF-200" in parts.nth(0).inner_text() and "LF-500" in parts.nth(1).inner_text()
+    assert "comparison" in page.inner_text(".msg.assistant .plan summary")
     page.click("button[data-tab=traces]")
     page.wait_for_selector("#traces tbody tr")
     page.click("#traces tbody tr")

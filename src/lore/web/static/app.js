@@ -14,7 +14,8 @@ const I18N = {
     confidence: "confidence", helpful: "Helpful", notHelpful: "Not helpful", thanks: "Thanks for the feedback.",
     page: "page", sheet: "sheet", row: "row", slide: "slide", building: "Building…", uploading: "Uploading…",
     done: "Done", trace: "trace", noteprompt: "What was wrong? (optional)",
-    deepMode: "Deep mode", round: "round",
+    deepMode: "Deep mode", round: "round", plan: "Plan", rounds: "rounds", found: "found",
+    notFound: "not found in the knowledge base", disagree: "documents disagree",
     scenario: "Scenario", noScenario: "(none)", profile: "profile", cache: "Search cache", hit: "hit", miss: "miss",
     results: "results", key: "key", noCache: "no cached searches (unversioned KB or no scenario)",
     drop: "drop", commitChunks: "Commit these chunks", committed: "chunks committed",
@@ -35,7 +36,8 @@ const I18N = {
     confidence: "置信度", helpful: "有帮助", notHelpful: "没帮助", thanks: "感谢反馈。",
     page: "页", sheet: "工作表", row: "行", slide: "幻灯片", building: "构建中…", uploading: "上传中…",
     done: "完成", trace: "追踪", noteprompt: "哪里不对？（可选）",
-    deepMode: "深度模式", round: "轮",
+    deepMode: "深度模式", round: "轮", plan: "分解", rounds: "轮检索", found: "已找到",
+    notFound: "知识库中没有找到", disagree: "资料不一致",
     scenario: "场景", noScenario: "（无）", profile: "提示模板", cache: "检索缓存", hit: "命中", miss: "未命中",
     results: "结果数", key: "键", noCache: "没有缓存的检索（无版本知识库或未使用场景）",
     drop: "删除", commitChunks: "提交这些分块", committed: "个分块已提交",
@@ -112,6 +114,20 @@ async function openPassage(c, kb) {
   } catch (e) { /* the original is only kept for uploaded files */ }
 }
 
+// Deep mode: how the question was split, and what each part found (or did not).
+function planPanel(end) {
+  const panel = document.createElement("details");
+  panel.className = "plan";
+  const parts = end.sub_questions.map((s) => {
+    const state = s.sufficient ? t("found") : t("notFound");
+    const clash = s.consistent === false
+      ? ` <span class="warning">${esc(t("disagree"))}${s.conflicts.length ? `: ${esc(s.conflicts.join("; "))}` : ""}</span>` : "";
+    return `<li class="${s.sufficient ? "found" : "missing"}">${esc(s.question)} <span class="muted">(${esc(state)})</span>${clash}</li>`;
+  }).join("");
+  panel.innerHTML = `<summary>${esc(t("plan"))} · ${esc(end.kind)} · ${end.rounds} ${esc(t("rounds"))}</summary><ol>${parts}</ol>`;
+  return panel;
+}
+
 function renderAnswer(box, end, kb) {
   const cites = Object.fromEntries(end.citations.map((c) => [c.n, c]));
   const html = esc(end.answer).replace(/\[(\d+)\]/g, (m, n) => cites[n] ? `<button class="cite" data-n="${n}">[${n}]</button>` : m);
@@ -125,6 +141,7 @@ function renderAnswer(box, end, kb) {
   if (end.route) meta.insertAdjacentHTML("beforeend", `<span class="badge route" data-route="${esc(end.route)}">${esc(t("route"))}: ${esc(routeName(end.route))}</span>`);
   if (end.profile && end.profile.name) meta.insertAdjacentHTML("beforeend", `<span class="badge profile" title="${esc(end.profile.reason || "")}">${esc(t("profile"))}: ${esc(end.profile.name)}</span>`);
   if (end.low_confidence) meta.insertAdjacentHTML("beforeend", `<span class="warning">${esc(t("lowConfidence"))}</span>`);
+  if (end.mode === "deep" && end.sub_questions.length > 1) box.appendChild(planPanel(end));
   const list = document.createElement("ol");
   list.className = "sources";
   end.citations.forEach((c) => {
