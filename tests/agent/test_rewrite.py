@@ -9,6 +9,7 @@ from lore.agent.llm import ChatLLM
 from lore.agent.rewrite import (
     RewritingRetriever,
     history_query,
+    is_follow_up,
     keyword_query,
     merge_hits,
     rewrite_query,
@@ -57,6 +58,17 @@ def test_history_query_only_for_follow_ups() -> None:
     assert history_query("报销呢？", []) is None
     assert history_query("年假有几天？", HISTORY) is None  # short, but a question of its own
     assert history_query("它能延长吗？", HISTORY) == "LF-200 保修期 延长"
+
+
+@pytest.mark.parametrize(("question", "follows"), [
+    ("Can it be extended?", True), ("What about LF-300?", True), ("and their warranty?", True),
+    ("那可以延长吗？", True), ("病假呢？", True), ("上述规定适用于实习生吗？", True), ("延长", True),
+    ("Is it true that the LF-200 has a 24-month warranty?", False), ("Is there a limit on hotel costs?", False),
+    ("It is possible to work remotely on Fridays?", False), ("年假有几天？", False),
+    ("What is the refund window for hardware orders?", False),
+])
+def test_follow_up_detection(question: str, follows: bool) -> None:
+    assert is_follow_up(question) is follows
 
 
 def test_llm_on_and_hyde_variants() -> None:

@@ -36,8 +36,11 @@ _ZH_FILLER = CJK_STOP | {"哪些", "哪个", "哪里", "多少", "几", "谁", "
 _CODE = re.compile(r"[A-Za-z]+[-_][A-Za-z0-9-]+|[A-Za-z]+\d+\w*")
 # Signs that a question leans on an earlier turn (pronouns, "and / what about…", "那…", "…呢").
 _EN_FOLLOW = re.compile(
-    r"^(and|also|what about|how about|then|so|but|or)\b|\b(it|its|this|that|these|those|they|them|their|"
-    r"he|she|there|the same|above)\b", re.IGNORECASE)
+    r"^(and|also|what about|how about|then|so|but|or)\b|\b(it|its|this|these|those|they|them|their|"
+    r"he|she|the same|above)\b", re.IGNORECASE)
+# "it" with no antecedent ("is it true that…", "it is possible to…"): not a reference to an earlier turn.
+_EN_EXPLETIVE = re.compile(r"\b(?:(?:is|was|isn't) it|it (?:is|was)) (?:true|possible|necessary|required|known|"
+                           r"allowed|ok|okay)\b", re.IGNORECASE)
 _ZH_FOLLOW = ("它", "这个", "那个", "这些", "那些", "他们", "她们", "其", "该", "上述", "还有", "那么", "同样")
 _ZH_START = ("那", "还", "和", "以及", "另外")
 
@@ -92,7 +95,7 @@ def is_follow_up(question: str) -> bool:
     """A question that leans on an earlier turn: pronouns, 'and / what about…', '那…', '…呢', or
     hardly a word of its own. The one test the service and deep mode share."""
     q = question.strip()
-    if _EN_FOLLOW.search(q) or q.startswith(_ZH_START) or any(w in q for w in _ZH_FOLLOW):
+    if _EN_FOLLOW.search(_EN_EXPLETIVE.sub(" ", q)) or q.startswith(_ZH_START) or any(w in q for w in _ZH_FOLLOW):
         return True
     return q.rstrip("？?").endswith("呢") or len(tokenize(q)) <= 1
 
