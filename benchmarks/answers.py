@@ -1,7 +1,8 @@
 """Answer benchmark on a BEIR folder with `answers.jsonl` (e.g. CMRC 2018 dev).
 
-For N questions: answer contains a gold answer, the gold passage is cited, false refusals; for
-questions from another dataset (off-topic): refusals. Extractive default always; an LLM too
+For N questions: answer contains a gold answer, the gold passage is cited, false refusals, answers
+noting that documents disagree (`disagree`; CMRC passages never conflict, so these are false alarms);
+for questions from another dataset (off-topic): refusals. Extractive default always; an LLM too
 when LORE_LLM_BASE_URL (and LORE_LLM_MODEL) are set.
 
     python benchmarks/answers.py --dataset ../shared/datasets/cmrc2018_dev \
@@ -60,7 +61,7 @@ def main() -> None:
 
 
 def _run(lore: Lore, kb: str, dataset, qids, gold, off_questions) -> dict:
-    contains = cited = refused = 0
+    contains = cited = refused = disagree = 0
     times = []
     for qid in qids:
         started = time.perf_counter()
@@ -69,13 +70,14 @@ def _run(lore: Lore, kb: str, dataset, qids, gold, off_questions) -> dict:
         if end["refused"]:
             refused += 1
             continue
+        disagree += end.get("consistent") is False
         answer = _norm(re.sub(r"\[\d+\]", "", end["answer"]))
         contains += any(_norm(g) in answer for g in gold[qid])
         cited += any(c["document_id"] in dataset.qrels[qid] for c in end["citations"])
     off_refused = sum(_ask(lore, kb, q)["refused"] for q in off_questions)
     n = len(qids)
     return {"answer_contains_gold": round(contains / n, 4), "gold_cited": round(cited / n, 4),
-            "false_refusal": round(refused / n, 4),
+            "false_refusal": round(refused / n, 4), "disagree": round(disagree / n, 4),
             "offtopic_refused": round(off_refused / max(1, len(off_questions)), 4),
             "p50_ms": round(percentile(times, 50), 1), "p95_ms": round(percentile(times, 95), 1)}
 
@@ -104,7 +106,7 @@ def _print(results: dict, n: int, n_off: int) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    cols = ["answer_contains_gold", "gold_cited", "false_refusal", "offtopic_refused", "p50_ms", "p95_ms"]
+    cols = ["answer_contains_gold", "gold_cited", "false_refusal", "disagree", "offtopic_refused", "p50_ms", "p95_ms"]
     table = Table(title=f"answers: {n} questions, {n_off} off-topic questions")
     for c in ["generator", *cols]:
         table.add_column(c, justify="right")

@@ -9,6 +9,7 @@ from typing import Any
 
 from lore.agent.state import DeepState, RunContext
 from lore.answer.citations import MARKER
+from lore.answer.consistency import disagreement_note
 from lore.answer.context import build_passages
 from lore.answer.evidence import Evidence
 from lore.answer.generators.base import GenerationError, Passage
@@ -88,21 +89,6 @@ def not_covered_note(question: str, missing: list[str]) -> str:
     if is_chinese(question):
         return "知识库中没有找到以下内容：" + "；".join(f"「{m.rstrip('？?')}」" for m in missing) + "。"
     return "The knowledge base does not cover: " + "; ".join(m.rstrip("?") for m in missing) + "."
-
-
-def disagreement_note(question: str, parts: list[tuple[str, list[str]]]) -> str:
-    """Which parts the documents disagree on (and the differing figures, when known)."""
-    zh = is_chinese(question)
-    notes = []
-    for sub, conflicts in parts:
-        what = "；".join(conflicts) if zh else "; ".join(conflicts)
-        if zh:
-            notes.append(f"资料对「{sub.rstrip('？?')}」的说法不一致" + (f"（{what}）" if what else ""))
-        else:
-            notes.append(f'the documents disagree on "{sub.rstrip("?")}"' + (f" ({what})" if what else ""))
-    if zh:
-        return "注意：" + "；".join(notes) + "，请核对哪份文件是现行的。"
-    return "Note: " + "; ".join(notes) + "; check which document is current."
 
 
 def finish(ctx: RunContext, state: DeepState, answer: str, passages: list[Passage],

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from lore.agent import prompts
-from lore.agent.consistency import check_consistency
 from lore.agent.llm import ask_validated
 from lore.agent.rewrite import keyword_query
 from lore.agent.state import RunContext
+from lore.answer.consistency import check_consistency
 from lore.answer.context import build_passages
 from lore.answer.evidence import COS_FLOOR, judge_evidence
 from lore.answer.generators.base import Passage

@@ -1,6 +1,7 @@
 """The query pipeline as explicit stages over one request context, streaming events.
 
-prepare -> retrieve -> build context -> judge evidence -> generate -> cite -> verify -> finish.
+prepare -> retrieve -> build context -> judge evidence (and consistency) -> generate -> cite -> verify
+-> note any disagreement between documents -> finish.
 Every stage is a method that reads and writes `AskContext`; `run` yields `status`, `token`,
 `end` and `error` events so the CLI and the API stream the same thing.
 """
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from lore.answer.citations import Citation, attach_missing, citations_for, clean_markers
+from lore.answer.consistency import Consistency, check_consistency, disagreement_note
 from lore.answer.context import build_passages
 from lore.answer.evidence import Evidence, judge_evidence
 from lore.answer.generators.base import GenerationError, Generator, Passage
@@ -62,6 +64,7 @@ class AskContext:
     checks: list[SentenceCheck] = field(default_factory=list)
     refused: bool = False
     answer_confidence: float = 0.0
+    consistency: Consistency | None = None  # do the passages' documents give different figures?
     timings_ms: dict[str, float] = field(default_factory=dict)
     # Set by the scenario stages (see lore.scenario.ask); unused without a scenario.
     direct: bool = False
@@ -83,6 +86,8 @@ class AskContext:
             "answer_confidence": self.answer_confidence, "low_confidence": low,
             "warning": "Low confidence: check the cited passages." if low else None,
             "verification": [c.to_json() for c in self.checks],
+            "consistent": self.consistency.consistent if self.consistency else None,
+            "conflicts": list(self.consistency.conflicts) if self.consistency else [],
             "plan": {"mode": self.search.mode, "recall_k": self.search.recall_k, "top_k": self.search.top_k,
                      "max_passages": settings.max_passages, "context_budget": settings.context_budget},
             "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()}, "trace_id": self.trace_id,
@@ -128,6 +133,8 @@ class AskPipeline:
                 yield from self.generate(ctx)
                 for name, stage in (("cite", self.cite), ("verify", self.check)):
                     self._timed(ctx, name, stage)
+                if note := note_disagreement(ctx):
+                    yield Event("token", {"text": note})
         except GenerationError as exc:
             yield Event("error", {"message": str(exc), "stage": "generate", "trace_id": ctx.trace_id})
             return
@@ -162,6 +169,8 @@ class AskPipeline:
         if not ctx.evidence.sufficient:
             ctx.refused, ctx.route = True, "refused"
             ctx.answer = refusal_text(ctx.question, self.settings.support_contact)
+        else:
+            ctx.consistency = check_consistency(ctx.question, ctx.passages)
 
     def generate(self, ctx: AskContext) -> Iterator[Event]:
         started = time.perf_counter()
@@ -213,6 +222,16 @@ def check(ctx: AskContext, embedder: Embedder, cache: EmbeddingCache | None, sup
         ctx.refused, ctx.route = True, "refused"
         ctx.answer = refusal_text(ctx.question, support_contact)
         ctx.answer_confidence = 0.0
+
+
+def note_disagreement(ctx: AskContext) -> str:
+    """When the passages' documents give different figures, say so after the answer; the text added."""
+    if ctx.refused or ctx.consistency is None or ctx.consistency.consistent is not False:
+        return ""
+    note = ("" if is_chinese(ctx.question) else " ") + \
+        disagreement_note(ctx.question, [(ctx.question, ctx.consistency.conflicts)])
+    ctx.answer += note
+    return note
 
 
 def refusal_text(question: str, contact: str) -> str:

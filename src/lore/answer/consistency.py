@@ -16,7 +16,7 @@ from pathlib import PurePath
 
 from lore.answer.generators.base import Passage
 from lore.answer.sentences import coverage, key_coverage, split_sentences
-from lore.lexical import tokenize
+from lore.lexical import is_chinese, tokenize
 
 STATEMENT_COVERAGE = 0.6  # share of the sub-question's (weighted) terms a sentence must hold
 MAX_DOCUMENTS = 4  # the best passages of this many documents are compared
@@ -109,3 +109,18 @@ def _name(p: Passage) -> str:
 def _fmt(values: set[float], unit: str) -> str:
     nums = "/".join(f"{v:g}" for v in sorted(values))
     return f"{nums}{unit}" if unit == "%" else f"{nums} {unit}"
+
+
+def disagreement_note(question: str, parts: list[tuple[str, list[str]]]) -> str:
+    """Which parts the documents disagree on (and the differing figures, when known)."""
+    zh = is_chinese(question)
+    notes = []
+    for sub, conflicts in parts:
+        what = "；".join(conflicts) if zh else "; ".join(conflicts)
+        if zh:
+            notes.append(f"资料对「{sub.rstrip('？?')}」的说法不一致" + (f"（{what}）" if what else ""))
+        else:
+            notes.append(f'the documents disagree on "{sub.rstrip("?")}"' + (f" ({what})" if what else ""))
+    if zh:
+        return "注意：" + "；".join(notes) + "，请核对哪份文件是现行的。"
+    return "Note: " + "; ".join(notes) + "; check which document is current."

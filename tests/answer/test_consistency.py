@@ -1,5 +1,5 @@
-"""Offline consistency grading: figures that differ between documents are flagged in the grade,
-the trace and the answer; agreeing or figure-free documents are not."""
+"""Offline consistency (fast and deep mode): figures that differ between documents are flagged in the
+grade, the trace and the answer; agreeing or figure-free documents are not."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from lore.agent.consistency import figures
 from lore.agent.graph import DeepPipeline
+from lore.answer.consistency import figures
 from lore.config import load_settings
 from lore.engine import Lore
 from lore.retrieve.search import SearchOptions
@@ -73,3 +73,15 @@ def test_documents_agreeing_on_a_figure_are_consistent(policies: Lore) -> None:
     meals = end["sub_questions"][0]
     assert meals["consistent"] is True and meals["conflicts"] == []
     assert "100 元" in end["answer"] and "不一致" not in end["answer"]
+
+
+def test_fast_mode_notes_the_disagreement_too(policies: Lore) -> None:
+    events = list(policies.ask("policies", "一线城市出差住宿标准是多少？"))
+    end = events[-1].data
+    assert end["consistent"] is False and "600 元" in end["conflicts"][0] and "500 元" in end["conflicts"][0]
+    assert "500 元[" in end["answer"] and "600 元[" in end["answer"]  # both figures, each cited
+    assert end["answer"].endswith("请核对哪份文件是现行的。")
+    streamed = "".join(e.data["text"] for e in events if e.type == "token")
+    assert streamed.replace(" ", "") == end["answer"].replace(" ", "")
+    agree = list(policies.ask("policies", "出差伙食补助每天多少钱？"))[-1].data
+    assert agree["consistent"] is True and agree["conflicts"] == [] and "不一致" not in agree["answer"]
