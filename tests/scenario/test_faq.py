@@ -65,6 +65,19 @@ def test_english_columns_duplicates_bad_values_and_quoted_newlines(tmp_path: Pat
     ]
 
 
+def test_empty_cells_take_the_sources_metadata_like_its_documents(tmp_path: Path, hr: Scenario) -> None:
+    f = tmp_path / "faq.csv"
+    f.write_text("question,answer,source,dataset,roles\n"
+                 "When do pay raises apply?,On 1 April.,compensation,,\n"
+                 "How many leave days?,Fifteen.,leave,,\n"
+                 "Who reads the bonus plan?,HR only.,compensation,,hr\n", encoding="utf-8")
+    pay, leave, bonus = read_faq(f, hr)[0]
+    pay_docs = hr.source_metadata("compensation")
+    assert (pay.dataset, pay.roles) == (pay_docs["dataset_id"], pay_docs["allowed_roles"]) == ("hr-pay", ["manager", "hr"])
+    assert (leave.dataset, leave.roles) == ("hr-policies", [])  # no overrides on the source: the defaults
+    assert (bonus.dataset, bonus.roles) == ("hr-pay", ["hr"])  # a filled cell wins
+
+
 def test_header_errors_name_the_file(tmp_path: Path, hr: Scenario) -> None:
     f = tmp_path / "faq.csv"
     f.write_text("q,a\nx,y\n", encoding="utf-8")

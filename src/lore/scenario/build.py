@@ -50,21 +50,8 @@ def metadata_fingerprint(scenario: Scenario) -> str:
 def document_metadata(scenario: Scenario, file_name: str) -> dict[str, Any]:
     """Chunk fields for a document catalogued as `data/<source>/…` (unknown source folder -> error)."""
     parts = file_name.split("/")
-    if len(parts) < 3 or parts[0] != "data":
-        source = "general"
-        src = None
-    else:
-        src = scenario.source(parts[1])
-        source = src.id
-    d = scenario.defaults
-    return {
-        "scenario_id": scenario.id,
-        "source": source,
-        "tenant_id": (src.tenant if src and src.tenant else d.tenant),
-        "dataset_id": (src.dataset if src and src.dataset else d.dataset),
-        "visibility": (src.visibility if src and src.visibility else d.visibility),
-        "allowed_roles": list(src.roles if src and src.roles is not None else d.roles),
-    }
+    source = parts[1] if len(parts) >= 3 and parts[0] == "data" else "general"
+    return {"scenario_id": scenario.id, "source": source, **scenario.source_metadata(source)}
 
 
 def check_sources(scenario: Scenario) -> None:

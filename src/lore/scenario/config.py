@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -199,6 +199,18 @@ class Scenario(_Model):
                 return s
         valid = ", ".join(s.id for s in self.sources) or "(none)"
         raise ScenarioError(f"scenario {self.id!r}: unknown source {source_id!r} (valid: {valid})")
+
+    def source_metadata(self, source_id: str) -> dict[str, Any]:
+        """Tenant, dataset, visibility and roles of a source's chunks (documents and FAQ rows alike):
+        the source's own overrides, else the scenario defaults; "general" takes the defaults."""
+        src = None if source_id == "general" else self.source(source_id)
+        d = self.defaults
+        return {
+            "tenant_id": src.tenant if src and src.tenant else d.tenant,
+            "dataset_id": src.dataset if src and src.dataset else d.dataset,
+            "visibility": src.visibility if src and src.visibility else d.visibility,
+            "allowed_roles": list(src.roles if src and src.roles is not None else d.roles),
+        }
 
     def prompt_variables(self) -> dict[str, str]:
         """Variables injected into prompt profiles (scenario `variables` override the built-in ones)."""

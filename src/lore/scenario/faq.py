@@ -124,19 +124,20 @@ def _row(line: int, record: list[str], names: list[str | None], sc: Scenario) ->
     source = cells.get("source") or "general"
     if cells.get("source") and source not in {s.id for s in sc.sources}:
         return None, f"source: unknown {source!r} (valid: {', '.join(s.id for s in sc.sources)})"
-    tenant = cells.get("tenant") or sc.defaults.tenant
+    base = sc.source_metadata(source)  # a cell left empty takes the source's value, as its documents do
+    tenant = cells.get("tenant") or base["tenant_id"]
     if sc.access.tenants and tenant not in sc.access.tenants:
         return None, f"tenant: {tenant!r} not in the scenario's access.tenants"
-    dataset = cells.get("dataset") or sc.defaults.dataset
+    dataset = cells.get("dataset") or base["dataset_id"]
     if sc.access.datasets and dataset not in sc.access.datasets:
         return None, f"dataset: {dataset!r} not in the scenario's access.datasets"
-    visibility = cells.get("visibility") or sc.defaults.visibility
+    visibility = cells.get("visibility") or base["visibility"]
     if visibility not in VISIBILITIES:
         return None, f"visibility: {visibility!r} is not public, internal or restricted"
     roles = (
         [r.strip() for r in re.split(r"[|;]", cells["roles"]) if r.strip()]
         if cells.get("roles")
-        else list(sc.defaults.roles)
+        else base["allowed_roles"]
     )
     if sc.access.roles and (bad := [r for r in roles if r not in sc.access.roles]):
         return None, f"roles: {', '.join(bad)} not in the scenario's access.roles"
