@@ -109,7 +109,7 @@ def main() -> None:
 
     scratch = Lore(load_settings(home=args.work / "scratch"))
     scratch.create_kb("kb")
-    shutil.copy(lore.cache.path, scratch.cache.path)  # scratch is only for equality: reuse embeddings
+    scratch.cache = lore.cache  # scratch is only for equality: share the embeddings (one live cache, no file copy)
     timed_build(scratch, src, "scratch")
     differing = {}
     for mode in ("dense", "bm25"):

@@ -34,6 +34,7 @@ from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.engine import Lore
 from lore.lexical import tokenize
 from lore.retrieve.search import Retriever, SearchOptions
+from lore.scenario.ask import FAQ_AGREEMENT
 from lore.scenario.build import build_scenario
 from lore.scenario.cache import SearchCache, cache_key
 from lore.scenario.config import Scenarios
@@ -270,7 +271,7 @@ def sweep(results: list[dict]) -> list[tuple[float, int, float, float]]:
             for r in pool
             if r["faq_candidates"]
             and r["faq_candidates"][0]["similarity"] >= t
-            and r["faq_candidates"][0]["agreement"] >= 0.5
+            and r["faq_candidates"][0]["agreement"] >= FAQ_AGREEMENT
         ]
         right = sum(
             r["route"] == "faq_direct" and r["faq_candidates"][0]["question"] == r["faq"] for r in chosen

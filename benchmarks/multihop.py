@@ -292,10 +292,12 @@ def _ask_all(mode: str, questions: list[tuple[Lore, str, Question]]) -> list[dic
         end = _end(lore.ask(kb, q.text) if mode == "fast" else pipelines[kb].run(q.text, opts))
         ms = (time.perf_counter() - started) * 1000
         if mode == "fast" or end.get("mode") == "fast":  # (deep routes simple questions to the fast path)
-            hits = lore.retriever(kb).search(q.text, opts)  # the same search the fast pipeline ran
+            # The fast pipeline's search (its top_k hits are the first of these 50: same recall depth).
+            wide = lore.retriever(kb).search(q.text, replace(opts, top_k=50))
+            hits = wide[:opts.top_k]
             a = lore.settings.answer
             top = [h.chunk for h in hits[:10]]
-            deeper = [h.chunk for h in lore.retriever(kb).search(q.text, replace(opts, top_k=50))]
+            deeper = [h.chunk for h in wide]
             context = [p.hit.chunk for p in build_passages(hits, max_passages=a.max_passages,
                                                            budget_units=a.context_budget)]
         else:

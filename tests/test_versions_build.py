@@ -176,13 +176,16 @@ def test_cli_flags_from_the_release_workflow(cli_kb: tuple[CliRunner, Path]) -> 
     first = ["build", "--kb", "hb", "--source", str(docs), "--new-version", "--quality-gate", "--activate",
              "-m", "weekly refresh"]
     assert runner.invoke(app, first).exit_code == 0
+    staged = ["build", "--kb", "hb", "--source", str(docs), "--new-version"]  # v2, not activated: latest != active
+    assert runner.invoke(app, staged).exit_code == 0
     again = runner.invoke(app, ["build", "--kb", "hb", "--source", str(docs), "--new-version",
                                 "--incremental-from", "active"])
     assert again.exit_code == 0 and "files_reused=1" in again.output.replace("\n", "")
     forced = runner.invoke(app, ["build", "--kb", "hb", "--source", str(docs), "--force"])
     assert forced.exit_code == 0 and "files_changed=1" in forced.output.replace("\n", "")
     rows = json.loads(runner.invoke(app, ["versions", "--kb", "hb", "--json"]).output)
-    assert [r["seq"] for r in rows] == [1, 2, 3] and rows[0]["description"] == "weekly refresh"
+    assert [r["seq"] for r in rows] == [1, 2, 3, 4] and rows[0]["description"] == "weekly refresh"
+    assert [r["base_seq"] for r in rows[1:3]] == [1, 1]  # v3 grew from the active v1, not from the latest v2
     answer = json.loads(runner.invoke(app, ["ask", "What is the refund window?", "--kb", "hb", "--json",
                                             "--version", "3"]).output)
     assert "30 days" in answer["answer"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import httpx
 import openai
 import pytest
 
@@ -50,6 +51,10 @@ def test_history_turns_rewrite_the_follow_up(live: LiveServer, keys: Keys) -> No
         {"role": "assistant", "content": "24 个月[1]。"},
         {"role": "user", "content": [{"type": "text", "text": "那可以延长吗？"}]}])
     assert any("12" in c["text"] for c in resp.model_extra["citations"])
+    # The earlier turn reached the search: the bare follow-up alone would cite the 12 months as well.
+    trace_id = resp.model_extra["lore"]["trace_id"]
+    trace = httpx.get(f"{live.url}/api/traces/{trace_id}", headers={"Authorization": f"Bearer {keys.staff}"}).json()
+    assert trace["question"] == "那可以延长吗？" and "LF-200" in trace["query"]
 
 
 def test_errors_reach_the_client(live: LiveServer, keys: Keys) -> None:

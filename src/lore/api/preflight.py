@@ -6,7 +6,7 @@ from lore.embed.cache import embed_texts
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.retrieve.search import SearchOptions
-from lore.scenario.config import Scenarios
+from lore.scenario.request import scenarios
 
 
 class PreflightError(LoreError):
@@ -52,7 +52,7 @@ def preflight(lore: Lore) -> list[str]:
         except Exception as exc:  # noqa: BLE001 - reported with the others
             problems.append(f"knowledge base '{kb.name}': {exc}")
     names = {kb.name for kb in kbs}
-    found = Scenarios(lore.settings.scenario.scenarios_dir)
+    found = scenarios(lore)
     for scenario_id in found.ids():
         try:
             sc = found.get(scenario_id)

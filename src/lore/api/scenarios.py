@@ -9,7 +9,8 @@ from fastapi import HTTPException
 from lore.api.deps import Scope
 from lore.engine import Lore
 from lore.errors import LoreError, NotFoundError
-from lore.scenario.config import Scenario, Scenarios
+from lore.scenario.config import Scenario
+from lore.scenario.request import scenarios
 from lore.scenario.scope import Scope as ScenarioScope
 from lore.scenario.scope import ScopeError, scenario_scope
 
@@ -24,11 +25,6 @@ class ScenarioCall:
     scope: ScenarioScope
 
 
-def all_scenarios(lore: Lore) -> Scenarios:
-    """The configured scenarios folder."""
-    return Scenarios(lore.settings.scenario.scenarios_dir)
-
-
 def serves(scenario: Scenario, caller: Scope) -> bool:
     """Does the scenario answer callers of this key's tenant?"""
     return caller.tenant_id in scenario.tenants
@@ -36,7 +32,7 @@ def serves(scenario: Scenario, caller: Scope) -> bool:
 
 def visible_scenarios(lore: Lore, caller: Scope) -> list[Scenario]:
     """The scenarios serving the caller's tenant (a malformed scenario.toml is an error naming the file)."""
-    found = all_scenarios(lore)
+    found = scenarios(lore)
     return [sc for sc in (found.get(i) for i in found.ids()) if serves(sc, caller)]
 
 
@@ -69,7 +65,7 @@ def resolve(lore: Lore, caller: Scope, scenario_id: str, source: str | None,
             version: int | None) -> ScenarioCall:
     """Load the scenario (404 if unknown), check a named source (400) and bound the key's scope (403)."""
     try:
-        scenario = all_scenarios(lore).get(scenario_id)
+        scenario = scenarios(lore).get(scenario_id)
         if source is not None and source != "general":
             scenario.source(source)
     except NotFoundError as exc:

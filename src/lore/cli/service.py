@@ -15,7 +15,6 @@ from lore.engine import Lore
 from lore.errors import LoreError
 
 console = Console()
-err = Console(stderr=True)
 keys_app = typer.Typer(help="Create, list and revoke API keys.", no_args_is_help=True)
 badcases_app = typer.Typer(help="Answers people marked thumbs-down, as an eval set.", no_args_is_help=True)
 

@@ -175,4 +175,4 @@ def unlock(kb: KbOption) -> None:
 def _row(v: Version) -> dict:
     return {"seq": v.seq, "status": v.status.value.upper(), "active": v.status.value == "active",
             "created": v.created_at.isoformat(timespec="seconds"), **v.counts, "gate_passed": v.gate_passed,
-            "description": v.description}
+            "description": v.description, "base_seq": v.base_seq}
