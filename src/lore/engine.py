@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lore.agent.llm import llm_from_settings
+from lore.agent.llm import ChatLLM, llm_from_settings
 from lore.agent.rewrite import RewritingRetriever
 from lore.answer.generators import Generator, get_generator
 from lore.answer.pipeline import AskPipeline, Event
@@ -59,6 +59,19 @@ class Lore:
         from langgraph.checkpoint.memory import InMemorySaver  # LangGraph loads only when deep mode runs
 
         return InMemorySaver()
+
+    @cached_property
+    def deep_graph(self) -> Any:
+        """Deep mode's graph, compiled once (its nodes keep no state; each run gets its own context)."""
+        from lore.agent.graph import build_graph
+
+        return build_graph().compile(checkpointer=self.deep_sessions)
+
+    @cached_property
+    def llm(self) -> ChatLLM | None:
+        """The configured chat endpoint for planning, grading and rewriting (one client, shared by every
+        request), or None when no LLM is configured."""
+        return llm_from_settings(self.settings.answer)
 
     @cached_property
     def cache(self) -> EmbeddingCache:
@@ -315,9 +328,8 @@ class Lore:
             runtime.kb_id, runtime.epoch = kb.id, epoch
         retriever = base = self.retriever(kb)
         generator = self.generator(kb)
-        llm = llm_from_settings(self.settings.answer)
         if rewrite != "off":
-            retriever = RewritingRetriever(retriever, rewrite, llm=llm, history=list(history or ()))
+            retriever = RewritingRetriever(retriever, rewrite, llm=self.llm, history=list(history or ()))
 
         def fast() -> AskPipeline:
             return AskPipeline(retriever, generator, answer, scenario=runtime)
@@ -330,8 +342,8 @@ class Lore:
         if session_id is not None:
             self._remember_deep_session(session_id)
         deep = DeepPipeline(base, generator, self.settings.model_copy(update={"answer": answer}),
-                            llm=llm, semantic_cache=self.semantic_cache, cache_epoch=epoch,
-                            namespace=kb.id, checkpointer=self.deep_sessions, fast=fast)
+                            llm=self.llm, semantic_cache=self.semantic_cache, cache_epoch=epoch,
+                            namespace=kb.id, graph=self.deep_graph, fast=fast)
         return deep.run(question, opts, session_id=session_id, history=history)
 
     def _remember_deep_session(self, session_id: str) -> None:
@@ -344,10 +356,12 @@ class Lore:
                 self.deep_sessions.delete_thread(oldest)
 
     def close(self) -> None:
-        """Close every open store."""
+        """Close every open store and the LLM client."""
         for store in self._stores.values():
             store.close()
         self._stores.clear()
+        if self.__dict__.get("llm") is not None:
+            self.__dict__.pop("llm").close()
 
 
 def _with_rewrite(events: Iterator[Event], retriever: RewritingRetriever) -> Iterator[Event]:

@@ -8,12 +8,12 @@ import pytest
 from lore.agent.llm import ChatLLM
 from lore.agent.rewrite import (
     RewritingRetriever,
-    history_query,
     is_follow_up,
     keyword_query,
     merge_hits,
     rewrite_query,
     search_variants,
+    standalone_question,
 )
 from lore.answer.pipeline import AskPipeline
 from lore.engine import Lore
@@ -42,9 +42,9 @@ def test_off_is_the_question_as_asked() -> None:
 
 def test_offline_on_and_hyde_skip_llm_steps_with_notes() -> None:
     on = rewrite_query("那LF-500呢？", "on", history=HISTORY)
-    assert [(v.kind, v.text) for v in on.variants] == [("original", "那LF-500呢？"), ("history", "保修期 LF-500"),
+    assert [(v.kind, v.text) for v in on.variants] == [("original", "那LF-500呢？"), ("history", "LF-500 的保修期多久？ 那LF-500呢？"),
                                                        ("keywords", "LF-500")]
-    assert on.notes == ["standalone rewrite skipped: no LLM configured (history keywords used instead)",
+    assert on.notes == ["standalone rewrite skipped: no LLM configured (the previous question carried over instead)",
                         "multi-query skipped: no LLM configured"]
     hyde = rewrite_query("What is the refund window?", "hyde")
     assert [v.kind for v in hyde.variants] == ["original", "keywords"]
@@ -53,11 +53,33 @@ def test_offline_on_and_hyde_skip_llm_steps_with_notes() -> None:
         rewrite_query("q", "fancy")
 
 
-def test_history_query_only_for_follow_ups() -> None:
-    assert history_query("LF-200 和 LF-500 分别适合什么样的仓库环境使用？", HISTORY) is None
-    assert history_query("报销呢？", []) is None
-    assert history_query("年假有几天？", HISTORY) is None  # short, but a question of its own
-    assert history_query("它能延长吗？", HISTORY) == "LF-200 保修期 延长"
+def test_rule_standalone_only_for_follow_ups() -> None:
+    def rule(question: str, history: list[dict[str, str]]) -> tuple[str, str]:
+        made = standalone_question(question, history)
+        return made.query, made.method
+
+    q = "LF-200 和 LF-500 分别适合什么样的仓库环境使用？"
+    assert rule(q, HISTORY) == (q, "none")
+    assert rule("报销呢？", []) == ("报销呢？", "none")
+    assert rule("年假有几天？", HISTORY) == ("年假有几天？", "none")  # short, but a question of its own
+    assert rule("它能延长吗？", HISTORY) == ("LF-200 的保修期多久？ 它能延长吗？", "rule")
+    assert rule("那LF-500呢？", HISTORY) == ("LF-500 的保修期多久？ 那LF-500呢？", "rule")  # LF-500 replaces LF-200
+    assert rule("What about LF-300?", [{"role": "user", "content": "LF-200 warranty length?"}]) == \
+        ("LF-300 warranty length? What about LF-300?", "rule")
+    one = standalone_question("那LF-500呢？", HISTORY, one_question=True)  # deep mode: no split at the old "？"
+    assert one.query == "LF-500 的保修期多久 那LF-500呢？"
+
+
+def test_llm_standalone_takes_the_first_line_and_falls_back_to_rules() -> None:
+    with serve() as server:
+        llm = ChatLLM(model="m", base_url=server.url, max_retries=0)
+        server.script = [completion("LF-200 的保修期可以延长吗？\nThe user asks about extending it."),
+                         completion("x" * 500)]
+        made = standalone_question("它能延长吗？", HISTORY, llm)
+        assert (made.query, made.method) == ("LF-200 的保修期可以延长吗？", "llm")
+        made = standalone_question("它能延长吗？", HISTORY, llm)  # an overlong reply: the rule instead
+        assert (made.query, made.method, made.note) == ("LF-200 的保修期多久？ 它能延长吗？", "rule",
+                                                        "LLM rewrite was empty or too long")
 
 
 @pytest.mark.parametrize(("question", "follows"), [

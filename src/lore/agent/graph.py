@@ -27,10 +27,10 @@ from lore.agent.compose import finish, generate
 from lore.agent.decompose import Plan, decompose
 from lore.agent.grade import grade, next_query
 from lore.agent.llm import Budget, BudgetExceeded, ChatLLM, ask_validated
-from lore.agent.rewrite import history_query, merge_hits
+from lore.agent.rewrite import merge_hits, standalone_question
 from lore.agent.state import DeepState, RunContext, turn_input
 from lore.answer.generators.base import GenerationError, Generator
-from lore.answer.pipeline import AskPipeline, Event
+from lore.answer.pipeline import AskPipeline, Event, check_question
 from lore.config import Settings
 from lore.errors import LoreError
 from lore.retrieve.search import Retriever, SearchOptions
@@ -44,29 +44,17 @@ def understand(state: DeepState, runtime: Node) -> dict[str, Any]:
     """Check the question, make it self-contained from the session's history, classify it."""
     ctx, started = runtime.context, time.perf_counter()
     question = state["question"].strip()
-    a = ctx.settings.answer
-    if not question:
-        raise LoreError("question: empty")
-    if len(question) > a.max_question_chars:
-        raise LoreError(f"question: {len(question)} characters, limit {a.max_question_chars}")
+    check_question(question, ctx.settings.answer)
     history = ctx.history if ctx.history is not None else (state.get("history") or [])
-    standalone, how = question, "as asked"
-    if history and ctx.llm is not None:
-        try:
-            standalone = ctx.llm.complete(prompts.standalone_messages(question, history), max_tokens=200,
-                                          budget=ctx.budget) or question
-            how = "rewritten by the LLM from the session's history"
-        except GenerationError as exc:
-            how = f"LLM rewrite failed ({exc}); as asked"
-    elif history:
-        carried = history_query(question, history)
-        if carried:
-            standalone, how = f"{carried} {question}", "previous question's keywords carried over (no LLM)"
-    kind = decompose(standalone, ctx.settings.agent.max_sub_questions).kind
-    entry = ctx.status("understand", kind=kind, standalone=standalone, how=how)
+    made = standalone_question(question, history, ctx.llm, ctx.budget, one_question=True)
+    how = _HOW[made.method] + (f" ({made.note})" if made.note else "")
+    entry = ctx.status("understand", standalone=made.query, how=how)
     ctx.timed("understand", started)
-    return {"question": question, "standalone": standalone, "kind": kind,
-            "trace": [*state.get("trace", []), entry]}
+    return {"question": question, "standalone": made.query, "trace": [*state.get("trace", []), entry]}
+
+
+_HOW = {"none": "as asked", "llm": "rewritten by the LLM from the session's history",
+        "rule": "previous question's keywords carried over"}
 
 
 def plan(state: DeepState, runtime: Node) -> dict[str, Any]:
@@ -84,7 +72,9 @@ def plan(state: DeepState, runtime: Node) -> dict[str, Any]:
             notes.append("planning by rules: no LLM configured")
         result = decompose(state["standalone"], limit)
     subs = result.sub_questions[:limit]
-    kind = result.kind if len(subs) > 1 or result.kind == "simple" else "simple"
+    # The kind follows from the parts: one part is simple; several are never "simple" (an LLM saying so
+    # would send the question to the fast path with its first part only).
+    kind = "simple" if len(subs) < 2 else ("multi-hop" if result.kind == "simple" else result.kind)
     entry = ctx.status("plan", source=source, kind=kind, sub_questions=subs, reasoning=result.reasoning,
                        notes=notes)
     ctx.timed("plan", started)
@@ -93,7 +83,7 @@ def plan(state: DeepState, runtime: Node) -> dict[str, Any]:
 
 
 def route_plan(state: DeepState, runtime: Node) -> str:
-    simple = state["kind"] == "simple" or len(state["sub_questions"]) < 2
+    simple = state["kind"] == "simple"
     return "fast" if simple and runtime.context.settings.agent.shortcut_simple else "retrieve"
 
 
@@ -241,15 +231,16 @@ class DeepPipeline:
     def __init__(self, retriever: Retriever, generator: Generator, settings: Settings, *,
                  llm: ChatLLM | None = None, semantic_cache: SemanticCache | None = None,
                  cache_epoch: int = 0, namespace: str = "",
-                 checkpointer: BaseCheckpointSaver | None = None,
+                 checkpointer: BaseCheckpointSaver | None = None, graph: Any = None,
                  fast: Callable[[], AskPipeline] | None = None) -> None:
         self.retriever, self.generator, self.settings, self.llm = retriever, generator, settings, llm
         self.fast = fast  # simple questions go here (a scenario's pipeline, with routing and FAQ)
         if semantic_cache is not None:
             self.retriever = CachedRetriever(  # type: ignore[assignment]
                 retriever, semantic_cache, epoch=cache_epoch, namespace=namespace)
-        self.checkpointer = checkpointer or InMemorySaver()
-        self.graph = build_graph().compile(checkpointer=self.checkpointer)
+        # `graph`: an already compiled `build_graph()` (with its checkpointer), shared across requests.
+        self.graph = graph or build_graph().compile(checkpointer=checkpointer or InMemorySaver())
+        self.checkpointer = self.graph.checkpointer
 
     def run(self, question: str, search: SearchOptions, *, session_id: str | None = None,
             history: Sequence[dict[str, str]] | None = None) -> Iterator[Event]:

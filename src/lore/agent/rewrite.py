@@ -43,6 +43,7 @@ _EN_EXPLETIVE = re.compile(r"\b(?:(?:is|was|isn't) it|it (?:is|was)) (?:true|pos
                            r"allowed|ok|okay)\b", re.IGNORECASE)
 _ZH_FOLLOW = ("它", "这个", "那个", "这些", "那些", "他们", "她们", "其", "该", "上述", "还有", "那么", "同样")
 _ZH_START = ("那", "还", "和", "以及", "另外")
+_MAX_CONTEXT = 200  # characters of the previous question carried into a follow-up
 
 
 @dataclass
@@ -100,16 +101,50 @@ def is_follow_up(question: str) -> bool:
     return q.rstrip("？?").endswith("呢") or len(tokenize(q)) <= 1
 
 
-def history_query(question: str, history: Sequence[dict[str, str]]) -> str | None:
-    """For a follow-up ("那LF-500呢？"), the previous question's keywords + its own."""
+@dataclass
+class Standalone:
+    """A question made self-contained from a conversation's earlier turns, and how: none | rule | llm."""
+
+    query: str
+    method: str = "none"
+    note: str = ""  # why the LLM's rewrite was not used
+
+
+def carry_over(question: str, previous: str, *, one_question: bool = False) -> str:
+    """A follow-up with the previous question before it ("LF-200 的保修期多久？ 那可以延长吗？"); a code the
+    follow-up names replaces the previous question's ("LF-500 的保修期多久？ 那LF-500呢？"). `one_question`
+    drops the previous question's final mark, for deep mode, which would otherwise split the two."""
+    context = previous.strip()[-_MAX_CONTEXT:]
+    if one_question:
+        context = context.rstrip("？?。.！!；; ")
+    if codes := _CODE.findall(question):
+        context = _CODE.sub(codes[0], context)
+    return f"{context} {question.strip()}"
+
+
+def standalone_question(question: str, history: Sequence[dict[str, str]], llm: ChatLLM | None = None,
+                        budget: Budget | None = None, *, one_question: bool = False) -> Standalone:
+    """The question made self-contained: by the LLM when one is given (its first line, if not overlong),
+    else, or when that fails, a follow-up gets the previous question's keywords carried over.
+    Shared by the service, deep mode and the query rewriter."""
+    question = question.strip()
     previous = [t["content"] for t in history if t.get("role") == "user" and t.get("content")]
-    if not previous or not is_follow_up(question):
-        return None
-    own = keyword_query(question)
-    carried = keyword_query(previous[-1]).split()
-    if _CODE.search(own):  # "那LF-500呢？" replaces the earlier question's LF-200, it does not add to it
-        carried = [w for w in carried if not _CODE.fullmatch(w)]
-    return " ".join([*carried, own]).strip()
+    if not previous or not question:
+        return Standalone(question)
+    note = ""
+    if llm is not None:
+        try:
+            reply = llm.complete(prompts.standalone_messages(question, history), max_tokens=200, budget=budget)
+        except GenerationError as exc:
+            note = f"LLM rewrite failed: {exc}"
+        else:
+            line = next((x.strip() for x in reply.splitlines() if x.strip()), "")
+            if line and len(line) <= 4 * max(len(question), 100):
+                return Standalone(line, "llm")
+            note = "LLM rewrite was empty or too long"
+    if not is_follow_up(question):
+        return Standalone(question, "none", note)
+    return Standalone(carry_over(question, previous[-1], one_question=one_question), "rule", note)
 
 
 def rewrite_query(question: str, mode: str = "off", *, history: Sequence[dict[str, str]] = (),
@@ -134,19 +169,17 @@ def _standalone(rw: Rewrite, question: str, history: Sequence[dict[str, str]], l
                 budget: Budget | None) -> str:
     if not history:
         return question
+    made = standalone_question(question, history, llm, budget)
     if llm is None:
-        rw.notes.append("standalone rewrite skipped: no LLM configured (history keywords used instead)")
-        carried = history_query(question, history)
-        if carried:
-            rw.add(carried, "history")
-        return question
-    try:
-        text = llm.complete(prompts.standalone_messages(question, history), max_tokens=200, budget=budget)
-    except GenerationError as exc:
-        rw.notes.append(f"standalone rewrite failed: {exc}")
-        return question
-    rw.add(text, "standalone")
-    return text
+        rw.notes.append("standalone rewrite skipped: no LLM configured (the previous question carried over instead)")
+    elif made.note:
+        rw.notes.append(f"standalone rewrite: {made.note}")
+    if made.method == "llm":
+        rw.add(made.query, "standalone")
+        return made.query
+    if made.method == "rule":
+        rw.add(made.query, "history")
+    return question
 
 
 def _hyde(rw: Rewrite, question: str, llm: ChatLLM | None, budget: Budget | None) -> None:

@@ -146,10 +146,7 @@ class AskPipeline:
     # --- stages -------------------------------------------------------------------------------
 
     def prepare(self, ctx: AskContext) -> None:
-        if not ctx.question:
-            raise LoreError("question: empty")
-        if len(ctx.question) > self.settings.max_question_chars:
-            raise LoreError(f"question: {len(ctx.question)} characters, limit {self.settings.max_question_chars}")
+        check_question(ctx.question, self.settings)
         ctx.q_tokens = tokenize(ctx.question)
 
     def retrieve(self, ctx: AskContext) -> None:
@@ -202,6 +199,14 @@ class AskPipeline:
         started = time.perf_counter()
         stage(ctx)
         ctx.timings_ms[name] = (time.perf_counter() - started) * 1000
+
+
+def check_question(question: str, settings: AnswerSettings) -> None:
+    """An empty or over-long question is an error (fast and deep mode alike)."""
+    if not question:
+        raise LoreError("question: empty")
+    if len(question) > settings.max_question_chars:
+        raise LoreError(f"question: {len(question)} characters, limit {settings.max_question_chars}")
 
 
 def cite(ctx: AskContext) -> None:

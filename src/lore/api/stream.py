@@ -17,10 +17,9 @@ from typing import Any
 import anyio
 from starlette.concurrency import run_in_threadpool
 
-from lore.agent.llm import llm_from_settings
+from lore.agent.rewrite import Standalone, standalone_question
 from lore.answer.pipeline import Event
 from lore.api.deps import Scope, ServiceState
-from lore.api.memory import Rewrite, rewrite, rolling_summary
 from lore.api.scenarios import ScenarioCall
 from lore.catalog.service import ChatSession
 from lore.engine import Lore
@@ -46,7 +45,7 @@ class AskPlan:
     options: SearchOptions
     transport: str
     session: ChatSession | None = None
-    rewrite: Rewrite | None = None
+    rewrite: Standalone | None = None
     trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     scenario: ScenarioCall | None = None  # asked through a scenario: its routing, FAQ, profiles, scope
     mode: str = "fast"  # or "deep"
@@ -79,14 +78,9 @@ def prepare_ask(lore: Lore, scope: Scope, *, kb: str, question: str, transport: 
         turns = lore.settings.api.history_turns
         history = [m.query or m.content for m in lore.catalog.messages(session.id, limit=2 * turns)
                    if m.role == "user"] if turns else []
-    if scenario is not None and Router(scenario.scenario).route(question).direct:
+    if history and scenario is not None and Router(scenario.scenario).route(question).direct:
         history = []  # a greeting, thanks, hand-off or out-of-scope question stands alone: never rewrite it
-    llm = llm_from_settings(lore.settings.answer) if history else None
-    try:
-        made = rewrite(question, history or [], llm)
-    finally:
-        if llm is not None:
-            llm.close()
+    made = standalone_question(question, [{"role": "user", "content": q} for q in (history or [])[-6:]], lore.llm)
     options = scope.options(lore, top_k)
     if scenario is not None:  # the scenario scope bounds the filter inside Lore.ask; start from an open one
         options = replace(options, filter=SearchFilter())
@@ -215,6 +209,11 @@ class _TraceBuilder:
 def _filter_json(plan: AskPlan) -> dict[str, Any]:
     f = plan.scenario.scope.bound(plan.options.filter) if plan.scenario else plan.options.filter
     return {"tenant_ids": f.tenant_ids, "dataset_ids": f.dataset_ids, "roles": f.roles, "sources": f.sources}
+
+
+def rolling_summary(queries: list[str], limit: int = 5) -> str:
+    """A short summary of what a session asked about: its last standalone questions."""
+    return " | ".join(q[:120] for q in queries[-limit:])
 
 
 def _finish(lore: Lore, scope: Scope, plan: AskPlan, trace: _TraceBuilder) -> None:
