@@ -121,3 +121,27 @@ def test_scope_key_covers_every_filter_field() -> None:
         value = 3 if name == "version_seq" else ["x"]
         assert scope_key(SearchOptions(filter=SearchFilter(**{name: value})), 0) != base, name
     assert scope_key(SearchOptions(), 1) != base and scope_key(SearchOptions(), 0, "kb2") != base
+
+
+def test_bm25_searches_pass_through_without_embedding(lore: Lore) -> None:
+    cr, inner = cached(lore, SemanticCache(threshold=0.0))
+    for _ in range(2):
+        cr.search("报销需要什么材料？", SearchOptions(mode="bm25"))
+        assert not cr.last_cached
+    assert inner.calls == 2  # no cache entry keyed on a query embedding a BM25 search never needed
+
+
+class Reversing:
+    """A reranker (the `Reranker` protocol) that reverses the candidates, so its effect is visible."""
+
+    def rerank(self, query: str, hits: list[Hit]) -> list[Hit]:
+        return list(reversed(hits))
+
+
+def test_search_options_decide_whether_a_configured_reranker_runs(lore: Lore) -> None:
+    r = lore.retriever("hb")
+    reranked = Retriever(r.store, r.embedder, r.cache, reranker=Reversing())
+    plain = [h.chunk.chunk_id for h in r.search("报销需要什么材料？", SearchOptions(top_k=50))]
+    on = [h.chunk.chunk_id for h in reranked.search("报销需要什么材料？", SearchOptions(top_k=50))]
+    off = [h.chunk.chunk_id for h in reranked.search("报销需要什么材料？", SearchOptions(top_k=50, rerank=False))]
+    assert off == plain and on == plain[::-1] and len(plain) > 1

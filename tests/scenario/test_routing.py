@@ -106,7 +106,6 @@ def test_plan_depends_on_length_table_and_risk() -> None:
         "max_passages": 6,
         "context_budget": 2400,
         "faq_threshold": 0.93,
-        "rerank_available": True,
     }
     short = make_plan("年假怎么申请", intent="procedure", risk=None, **common)
     assert (short.doc_k, short.max_passages, short.rerank, short.faq_direct_threshold) == (6, 4, False, 0.93)
@@ -125,10 +124,6 @@ def test_plan_depends_on_length_table_and_risk() -> None:
     assert table.table and table.max_passages > short.max_passages
     risky = make_plan("折扣能给多少", intent="lookup", risk="pricing", **common)
     assert risky.faq_direct_threshold == pytest.approx(0.95) and risky.rerank
-    assert (
-        make_plan("x", intent="general", risk="pricing", **{**common, "rerank_available": False}).rerank
-        is False
-    )
     assert all(p.reasons for p in (short, long_plan, table, risky))
 
 

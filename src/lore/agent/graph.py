@@ -54,7 +54,7 @@ def understand(state: DeepState, runtime: Node) -> dict[str, Any]:
 
 
 _HOW = {"none": "as asked", "llm": "rewritten by the LLM from the session's history",
-        "rule": "previous question's keywords carried over"}
+        "rule": "the previous question carried over"}
 
 
 def plan(state: DeepState, runtime: Node) -> dict[str, Any]:

@@ -125,7 +125,7 @@ def carry_over(question: str, previous: str, *, one_question: bool = False) -> s
 def standalone_question(question: str, history: Sequence[dict[str, str]], llm: ChatLLM | None = None,
                         budget: Budget | None = None, *, one_question: bool = False) -> Standalone:
     """The question made self-contained: by the LLM when one is given (its first line, if not overlong),
-    else, or when that fails, a follow-up gets the previous question's keywords carried over.
+    else, or when that fails, a follow-up gets the previous question carried over.
     Shared by the service, deep mode and the query rewriter."""
     question = question.strip()
     previous = [t["content"] for t in history if t.get("role") == "user" and t.get("content")]
@@ -237,7 +237,6 @@ class RewritingRetriever:
         self.inner, self.mode, self.llm, self.budget = retriever, mode, llm, budget
         self.history = list(history)
         self.embedder, self.cache, self.store = retriever.embedder, retriever.cache, retriever.store
-        self.reranker = getattr(retriever, "reranker", None)  # the Retriever surface scenario planning reads
         self.last: Rewrite | None = None
 
     def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:

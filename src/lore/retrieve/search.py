@@ -25,7 +25,8 @@ class Reranker(Protocol):
 
 @dataclass
 class SearchOptions:
-    """How one search runs: mode, recall depth, returned hits, RRF constant, score floor."""
+    """How one search runs: mode, recall depth, returned hits, RRF constant, score floor, and whether a
+    configured reranker re-scores the candidates (a retrieval plan may skip it for short questions)."""
 
     mode: SearchMode = "hybrid"
     recall_k: int = 50
@@ -33,6 +34,7 @@ class SearchOptions:
     rrf_k: int = 60
     min_score: float = 0.0
     filter: SearchFilter = field(default_factory=SearchFilter)
+    rerank: bool = True
 
     @classmethod
     def from_settings(cls, r: RetrieveSettings, top_k: int | None = None,
@@ -57,7 +59,7 @@ class Retriever:
         tokens = tokenize(query) if opts.mode in ("bm25", "hybrid") else []
         k = max(opts.recall_k, opts.top_k)
         hits = self.store.search(StoreQuery(opts.mode, k, vector, tokens, opts.filter, opts.rrf_k))
-        if self.reranker is not None and hits:
+        if self.reranker is not None and opts.rerank and hits:
             hits = self.reranker.rerank(query, hits)
         hits = [h for h in dedupe(hits) if h.score >= opts.min_score]
         return hits[: opts.top_k]

@@ -117,12 +117,14 @@ class CachedRetriever:
                  namespace: str = "") -> None:
         self.inner, self.semantic, self.epoch, self.namespace = retriever, cache, epoch, namespace
         self.embedder, self.cache, self.store = retriever.embedder, retriever.cache, retriever.store
-        self.reranker = getattr(retriever, "reranker", None)
         self.last_cached = False
 
     def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
         """Cached candidates for this scope and a close-enough query, else a real search (then cached)."""
         opts = options or SearchOptions()
+        if opts.mode == "bm25":  # no query embedding to key on; a BM25 search costs less than making one
+            self.last_cached = False
+            return self.inner.search(query, opts)
         vector = embed_texts(self.embedder, [query], "query", self.cache)[0]
         scope = scope_key(opts, self.epoch, self.namespace)
         found = self.semantic.get(scope, vector, query)

@@ -100,7 +100,6 @@ class ScenarioRuntime:
             max_passages=max_passages,
             context_budget=budget,
             faq_threshold=self.settings.faq_direct_threshold,
-            rerank_available=retriever.reranker is not None,
         )
         ctx.profile, ctx.plan = profile, plan
         ctx.max_passages, ctx.context_budget = plan.max_passages, plan.context_budget
@@ -151,8 +150,6 @@ class ScenarioRuntime:
     def faq(self, ctx: AskContext, retriever: Retriever) -> None:
         """FAQ candidates by hybrid search; a close enough one answers, the others may join the evidence."""
         plan: RetrievalPlan = ctx.plan
-        if not plan.faq:
-            return
         flt = narrow(ctx.search.filter, source_types=["faq"])
         opts = replace(ctx.search, top_k=plan.faq_k, recall_k=max(20, plan.faq_k), filter=flt, min_score=0.0)
         hits = self._search(retriever, ctx.question, opts)
@@ -209,7 +206,7 @@ class ScenarioRuntime:
         plan: RetrievalPlan = ctx.plan
         if ctx.search.mode != "bm25":
             ctx.query_vector = embed_texts(retriever.embedder, [ctx.question], "query", retriever.cache)[0]
-        base = replace(ctx.search, top_k=plan.doc_k, recall_k=max(plan.recall_k, plan.doc_k))
+        base = replace(ctx.search, top_k=plan.doc_k, recall_k=max(plan.recall_k, plan.doc_k), rerank=plan.rerank)
         source = ctx.extra["source"]
         hits: list[Hit] = []
         if source["ids"]:

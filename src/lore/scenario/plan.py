@@ -86,12 +86,10 @@ def is_table_question(question: str, intent: str) -> bool:
 class RetrievalPlan:
     """What retrieval does for one question."""
 
-    faq: bool
     faq_k: int
-    doc: bool
     doc_k: int
     recall_k: int
-    rerank: bool
+    rerank: bool  # re-score candidates with the configured reranker (none configured: nothing to skip)
     faq_direct_threshold: float
     max_passages: int
     context_budget: int
@@ -112,31 +110,30 @@ def make_plan(
     max_passages: int,
     context_budget: int,
     faq_threshold: float,
-    rerank_available: bool,
 ) -> RetrievalPlan:
     """Start from the configured defaults and adjust them by the question's features."""
     units = text_units(question)
     table = is_table_question(question, intent)
     p = RetrievalPlan(
-        True, 5, True, doc_k, recall_k, False, faq_threshold, max_passages, context_budget, table
+        5, doc_k, recall_k, False, faq_threshold, max_passages, context_budget, table
     )
     if units <= 12:
         p.doc_k, p.max_passages = min(doc_k, 6), min(max_passages, 4)
         p.reasons.append(f"short question ({units} units): FAQ first, small context")
     elif units > 60:
         p.faq_k, p.doc_k, p.recall_k = 3, doc_k + 5, recall_k * 2
-        p.max_passages, p.rerank = max_passages + 2, rerank_available
+        p.max_passages, p.rerank = max_passages + 2, True
         p.reasons.append(f"long question ({units} units): wider recall, larger context")
     if table:
         p.doc_k, p.max_passages = p.doc_k + 5, p.max_passages + 2
         p.reasons.append("asks for figures or rows: more table rows in the context")
     if intent == "comparison":
-        p.doc_k, p.max_passages, p.rerank = p.doc_k + 5, p.max_passages + 2, rerank_available
+        p.doc_k, p.max_passages, p.rerank = p.doc_k + 5, p.max_passages + 2, True
         p.reasons.append("comparison: evidence for every option")
     if risk:
         # A standard answer to a risky question must match it very closely.
         p.faq_direct_threshold = min(1.0, faq_threshold + 0.02)
-        p.rerank = rerank_available
+        p.rerank = True
         p.reasons.append(f"risk {risk}: stricter FAQ direct threshold")
     p.max_passages = min(p.max_passages, 12)
     return p
