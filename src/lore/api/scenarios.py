@@ -56,7 +56,7 @@ def key_scope(scenario: Scenario, caller: Scope, version: int | None = None) -> 
     roles = [r for r in key.roles if r in allowed] if allowed else list(key.roles)
     try:
         return scenario_scope(scenario, tenant=key.tenant_id, roles=roles, datasets=datasets, version=None,
-                              time_travel=caller.is_admin).narrow(version=version)
+                              time_travel=caller.is_admin).at_version(version)
     except ScopeError as exc:
         raise HTTPException(403, str(exc)) from exc
 

@@ -13,7 +13,8 @@ from lore.cli.progress import RichIngestProgress
 from lore.cli.render import fail
 from lore.engine import Lore
 from lore.errors import LoreError
-from lore.scenario.build import build_scenario, check_sources, scenario_folder_files
+from lore.ingest.files import discover
+from lore.scenario.build import build_scenario, check_sources, scenario_inputs
 from lore.scenario.faq import read_faq
 from lore.scenario.request import scenarios
 
@@ -104,7 +105,7 @@ def build(
     lore = Lore()
     try:
         sc = scenarios(lore).get(scenario_id)
-        with RichIngestProgress(console, len(scenario_folder_files(sc))) as progress:
+        with RichIngestProgress(console, len(discover(scenario_inputs(sc)))) as progress:
             built = build_scenario(
                 lore,
                 sc,

@@ -77,7 +77,7 @@ def build_scenario(
 ) -> ScenarioBuild:
     """Create the scenario's KB if needed, build a STAGED version from FAQ + documents, maybe activate."""
     check_sources(scenario)
-    inputs = [p for p in (scenario.data_dir, scenario.faq_path) if p.exists()]
+    inputs = scenario_inputs(scenario)
     if not inputs:
         raise ScenarioError(f"{scenario.folder}: nothing to build (no faq.csv and no data/ folder)")
     rows: list[FaqRow] = []
@@ -126,9 +126,6 @@ def build_scenario(
     return ScenarioBuild(result, len(rows), problems, changed)
 
 
-def scenario_folder_files(scenario: Scenario) -> list[Path]:
-    """The files a build reads (for progress bars)."""
-    files = [scenario.faq_path] if scenario.faq_path.exists() else []
-    if scenario.data_dir.is_dir():
-        files += sorted(p for p in scenario.data_dir.rglob("*") if p.is_file())
-    return files
+def scenario_inputs(scenario: Scenario) -> list[Path]:
+    """What a build reads: the `data/` folder and `faq.csv`, where they exist."""
+    return [p for p in (scenario.data_dir, scenario.faq_path) if p.exists()]

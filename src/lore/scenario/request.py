@@ -43,7 +43,7 @@ def scenario_request(
     elif scope is not None and scope.scenario is not None:
         raise ScopeError(f"scope is for scenario {scope.scenario!r}: pass scenario={scope.scenario!r}")
     assert scope is not None
-    scope = scope.narrow(version=version)  # naming another version than the scope's needs time travel
+    scope = scope.at_version(version)  # naming another version than the scope's needs time travel
     if options.filter.version_seq is not None and options.filter.version_seq != scope.version:
         raise ScopeError(f"version_seq {options.filter.version_seq}: set the version through the scope")
     bounded = replace(options, filter=scope.bound(options.filter))

@@ -6,8 +6,6 @@ version outside it raise `ScopeError`; nothing is silently widened or silently d
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -43,35 +41,15 @@ class Scope:
             if value is not None and not isinstance(value, tuple):
                 object.__setattr__(self, name, tuple(value))
 
-    def narrow(
-        self,
-        *,
-        tenant: str | None = None,
-        datasets: Sequence[str] | None = None,
-        visibility: Sequence[str] | None = None,
-        roles: Sequence[str] | None = None,
-        version: int | None = None,
-    ) -> Scope:
-        """A narrower scope from request parameters; asking for anything outside this one is an error."""
-        if tenant is not None and tenant != self.tenant:
-            raise ScopeError(f"tenant {tenant!r}: outside the caller's scope (tenant {self.tenant!r})")
-        ds = self.datasets
-        if datasets is not None:
-            ds = tuple(_subset("datasets", datasets, self.datasets))
-        vis = (
-            tuple(_subset("visibility", visibility, self.visibility))
-            if visibility is not None
-            else self.visibility
-        )
-        rl = tuple(_subset("roles", roles, self.roles)) if roles is not None else self.roles
+    def at_version(self, version: int | None) -> Scope:
+        """This scope reading `version` (None: the scope's own); another version needs time travel.
+        (Narrowing datasets, visibility or roles goes through `bound` on the request filter.)"""
         if version is not None and version != self.version and not self.time_travel:
             raise ScopeError(
                 f"version {version}: the caller may not read another version than "
                 f"{'the active one' if self.version is None else self.version}"
             )
-        return replace(
-            self, datasets=ds, visibility=vis, roles=rl, version=self.version if version is None else version
-        )
+        return self if version is None else replace(self, version=version)
 
     def to_filter(self) -> SearchFilter:
         """The store filter for this scope (every field set: nothing is left unrestricted by accident)."""
@@ -101,10 +79,6 @@ class Scope:
             else base.visibility,
             roles=_subset("roles", request.roles, self.roles) if request.roles is not None else base.roles,
         )
-
-    def key(self) -> str:
-        """A stable digest of the scope, for cache keys and traces."""
-        return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()[:24]
 
     def to_json(self) -> dict:
         return {
