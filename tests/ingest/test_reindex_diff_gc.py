@@ -112,6 +112,8 @@ def test_diff_compares_recall_on_an_eval_set_and_the_gate_refuses_a_worse_versio
     assert any("Recall@1" in r for r in v3.gate_reasons)
     kb_id = lore.catalog.get_kb("kb").id
     assert lore.catalog.active_version(kb_id).seq == 2  # the worse version never went live
+    # The catalog keeps the gate's outcome; the whole report (comparison, files...) stays in quality.json.
+    assert lore.catalog.get_version(kb_id, 3).gate_report == {"passed": False, "reasons": v3.gate_reasons}
     assert "| Recall@1 | 1.000 | 0.667 |" in (lore.reports_dir("kb") / "3" / "quality.md").read_text(encoding="utf-8")
     lore.close()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -12,13 +11,10 @@ from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import func, insert, select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from lore.catalog.models import VERSION_COUNTS, ActivationRow, KnowledgeBaseRow, VersionRow
 from lore.errors import LoreError, NotFoundError
-
-_CREATE_ATTEMPTS = 5
 
 
 class VersionStatus(StrEnum):
@@ -119,7 +115,6 @@ def _version_row(s: Session, kb_id: str, seq: int) -> VersionRow:
 class VersionsMixin:
     """Version methods of the Catalog; they join its thread-local transaction like every catalog call."""
 
-    _local: threading.local
 
     def transaction(self) -> AbstractContextManager[Session]:
         """One transaction (provided by Catalog)."""
@@ -134,28 +129,23 @@ class VersionsMixin:
         embedding_model: str,
         chunk_schema: str,
     ) -> Version:
-        """Start a STAGED version numbered one past the highest seq of the knowledge base."""
-        joined = getattr(self._local, "session", None) is not None
-        for attempt in range(_CREATE_ATTEMPTS):
-            try:
-                with self.transaction() as s:
-                    _lock_kb(s, kb_id)
-                    if base_seq is not None:
-                        _version_row(s, kb_id, base_seq)
-                    top = s.scalar(select(func.max(VersionRow.seq)).where(VersionRow.kb_id == kb_id))
-                    row = VersionRow(
-                        kb_id=kb_id, seq=(top or 0) + 1, status=VersionStatus.STAGED.value,
-                        description=description, embedding_model=embedding_model,
-                        chunk_schema=chunk_schema, base_seq=base_seq, created_at=_now(),
-                        **dict.fromkeys(VERSION_COUNTS, 0),
-                    )
-                    s.add(row)
-                    s.flush()
-                    return Version.from_row(row)
-            except IntegrityError as exc:  # another writer took the same seq despite the lock
-                if joined or attempt == _CREATE_ATTEMPTS - 1:
-                    raise LoreError(f"knowledge base id '{kb_id}': could not allocate a version seq") from exc
-        raise AssertionError("unreachable")  # pragma: no cover
+        """Start a STAGED version numbered one past the highest seq of the knowledge base.
+
+        The KB row's write lock (taken first) serialises concurrent creators, so seqs never collide."""
+        with self.transaction() as s:
+            _lock_kb(s, kb_id)
+            if base_seq is not None:
+                _version_row(s, kb_id, base_seq)
+            top = s.scalar(select(func.max(VersionRow.seq)).where(VersionRow.kb_id == kb_id))
+            row = VersionRow(
+                kb_id=kb_id, seq=(top or 0) + 1, status=VersionStatus.STAGED.value,
+                description=description, embedding_model=embedding_model,
+                chunk_schema=chunk_schema, base_seq=base_seq, created_at=_now(),
+                **dict.fromkeys(VERSION_COUNTS, 0),
+            )
+            s.add(row)
+            s.flush()
+            return Version.from_row(row)
 
     def get_version(self, kb_id: str, seq: int) -> Version:
         """One version; NotFoundError naming the knowledge base and seq if it does not exist."""

@@ -80,7 +80,9 @@ def build_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, pipel
     if quality_gate:
         quality["gate"] = {"passed": passed, "reasons": reasons}
     write_report(reports_dir / str(version.seq), quality)
-    version = catalog.finish_version(kb.id, version.seq, counts=counts, gate_passed=passed, gate_report=quality)
+    # The catalog keeps the gate's outcome only (read with every version); the full report is quality.json.
+    version = catalog.finish_version(kb.id, version.seq, counts=counts, gate_passed=passed,
+                                     gate_report=quality.get("gate"))
     if activate and passed is not False:
         version = catalog.activate(kb.id, version.seq, reason=version.description)
     return BuildResult(version, report, removed, quality, reasons)
