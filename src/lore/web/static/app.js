@@ -76,12 +76,19 @@ function headers(extra = {}) {
   return {Authorization: `Bearer ${key}`, ...extra};
 }
 
+// The error text of a failed request: FastAPI's `detail` (a string, or a list of field errors) or the status.
+function errorText(body, status) {
+  const detail = body && body.detail;
+  if (!detail) return `HTTP ${status}`;
+  return typeof detail === "string" ? detail : JSON.stringify(detail);
+}
+
 async function api(path, opts = {}) {
   const init = {...opts, headers: headers(opts.body && !(opts.body instanceof FormData) ? {"Content-Type": "application/json"} : {})};
   const r = await fetch(path, init);
   if (r.status === 204) return null;
   const body = r.headers.get("content-type")?.includes("json") ? await r.json() : await r.text();
-  if (!r.ok) throw new Error((body && body.detail) ? (typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail)) : `HTTP ${r.status}`);
+  if (!r.ok) throw new Error(errorText(body, r.status));
   return body;
 }
 
@@ -205,7 +212,7 @@ async function ask(question) {
     const r = await fetch("/api/ask", {method: "POST", headers: headers({"Content-Type": "application/json"}),
       body: JSON.stringify({...(scenario ? {scenario} : {kb}), question, session_id: sessionId,
                             mode: $("#chat-deep").checked ? "deep" : "fast"})});
-    if (!r.ok) throw new Error((await r.json()).detail || `HTTP ${r.status}`);
+    if (!r.ok) throw new Error(errorText(await r.json().catch(() => null), r.status));
     let text = "";
     for await (const ev of sseEvents(r)) {
       if (ev.event === "start") { sessionId = ev.data.session_id; kb = ev.data.kb; }
@@ -334,8 +341,11 @@ function upload() {
   xhr.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = (100 * e.loaded) / e.total; };
   xhr.onload = () => {
     bar.classList.add("hidden");
-    if (xhr.status >= 300) toast(JSON.parse(xhr.responseText).detail || `HTTP ${xhr.status}`, true);
-    else { $("#files").value = ""; toast(t("done")); loadAdmin(); }
+    if (xhr.status >= 300) {
+      let body = null;
+      try { body = JSON.parse(xhr.responseText); } catch (e) { /* not JSON: the status says it */ }
+      toast(errorText(body, xhr.status), true);
+    } else { $("#files").value = ""; toast(t("done")); loadAdmin(); }
   };
   xhr.onerror = () => toast("upload failed", true);
   xhr.open("POST", `/api/kbs/${encodeURIComponent(kb)}/files`);
@@ -356,7 +366,7 @@ async function build(unversioned) {
       const body = {activate: $("#activate").checked, quality_gate: $("#gate").checked};
       const resp = await fetch(`/api/kbs/${encodeURIComponent(kb)}/builds/stream`, {method: "POST",
         headers: headers({"Content-Type": "application/json"}), body: JSON.stringify(body)});
-      if (!resp.ok) throw new Error((await resp.json()).detail || `HTTP ${resp.status}`);
+      if (!resp.ok) throw new Error(errorText(await resp.json().catch(() => null), resp.status));
       const total = Math.max(1, $("#uploads tbody").children.length);
       let done = 0;
       bar.value = 0;
