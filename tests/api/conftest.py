@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
@@ -121,3 +122,18 @@ class LiveServer:
 def live(app: FastAPI) -> Iterator[LiveServer]:
     with LiveServer(app) as server:
         yield server
+
+
+def iter_sse(lines: Iterable[str]) -> Iterator[tuple[str, dict]]:
+    """(event, data) pairs from the lines of a server-sent event stream, as they arrive."""
+    kind = "message"
+    for line in lines:
+        if line.startswith("event: "):
+            kind = line[7:]
+        elif line.startswith("data: "):
+            yield kind, json.loads(line[6:])
+
+
+def sse_events(text: str) -> list[tuple[str, dict]]:
+    """(event, data) pairs of a whole SSE body."""
+    return list(iter_sse(text.splitlines()))

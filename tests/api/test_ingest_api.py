@@ -13,7 +13,7 @@ from lore.api import create_app
 from lore.api.uploads import MAX_PARTS
 from lore.config import load_settings
 from lore.engine import Lore
-from tests.api.conftest import Keys, auth
+from tests.api.conftest import Keys, auth, sse_events
 from tests.conftest import EXAMPLES
 
 
@@ -47,7 +47,7 @@ def _upload(client: TestClient, kb: str, *files: tuple[str, bytes], key: str | N
 def _ask(client: TestClient, kb: str, question: str) -> dict:
     r = client.post("/api/ask", json={"kb": kb, "question": question})
     assert r.status_code == 200, r.text
-    return json.loads(r.text.strip().split("\n\n")[-1].split("data: ", 1)[1])
+    return sse_events(r.text)[-1][1]
 
 
 def test_upload_preview_ingest_ask(admin_client: tuple[TestClient, Lore]) -> None:
@@ -139,7 +139,7 @@ def test_build_activate_rollback_report(admin_client: tuple[TestClient, Lore], r
     assert r.json()["version"]["seq"] == 1 and r.json()["version"]["active"]
     _upload(client, "v", ("policy.md", b"# Policy\n\nRemote work is allowed three days per week.\n"))
     r = client.post("/api/kbs/v/builds/stream", json={"quality_gate": True})
-    events = [(b.split("\n")[0][7:], json.loads(b.split("\n")[1][6:])) for b in r.text.strip().split("\n\n")]
+    events = sse_events(r.text)
     assert events[0][0] == "start" and events[-1][0] == "end"
     progress = [d for k, d in events if k == "status"]
     assert {"stage": "file_done", "file": "policy.md", "status": "ingested", "chunks": 1, "error": None} in progress

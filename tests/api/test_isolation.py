@@ -20,7 +20,7 @@ from websockets.sync.client import connect
 from lore.api import create_app
 from lore.config import load_settings
 from lore.engine import Lore
-from tests.api.conftest import auth, free_port
+from tests.api.conftest import auth, free_port, sse_events
 
 SECRET = b"# Secret\n\nThe launch code is NG-7731 for project nightingale.\n"
 
@@ -78,7 +78,7 @@ def _ask(env: Env, key: str, question: str, **extra: object) -> tuple[int, list[
     r = env.client.post("/api/ask", json={"kb": "hb", "question": question, **extra}, headers=auth(key))
     if r.status_code != 200:
         return r.status_code, [r.json()]
-    events = [json.loads(b.split("data: ", 1)[1]) for b in r.text.strip().split("\n\n")]
+    events = [data for _, data in sse_events(r.text)]
     return 200, events
 
 

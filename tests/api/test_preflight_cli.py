@@ -24,7 +24,7 @@ from lore.config import load_settings
 from lore.engine import Lore
 from lore.scenario.build import build_scenario
 from lore.scenario.config import Scenarios
-from tests.api.conftest import free_port
+from tests.api.conftest import free_port, sse_events
 from tests.conftest import EXAMPLES
 from tests.scenario.conftest import copy_scenarios, scenario_lore
 
@@ -138,7 +138,7 @@ def test_badcases_export_writes_thumbs_down_as_eval_set(home: Path, tmp_path: Pa
         traces = []
         for q in ("What is the refund window?", "如何重置 VPN 密码？"):
             r = client.post("/api/ask", json={"kb": "hb", "question": q})
-            traces.append(json.loads(r.text.strip().split("\n\n")[-1].split("data: ", 1)[1])["trace_id"])
+            traces.append(sse_events(r.text)[-1][1]["trace_id"])
         assert client.post("/api/feedback", json={"trace_id": traces[0], "rating": 1}).status_code == 201
         r = client.post("/api/feedback", json={"trace_id": traces[1], "rating": -1, "note": "wrong steps"})
         assert r.status_code == 201

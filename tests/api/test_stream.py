@@ -15,17 +15,11 @@ from lore.api import create_app
 from lore.config import load_settings
 from lore.engine import Lore
 from tests.answer.chat_server import answer, reply, serve
-from tests.api.conftest import Keys, LiveServer, auth
+from tests.api.conftest import Keys, LiveServer, auth, iter_sse, sse_events
 
 
 def read_sse(response: httpx.Response) -> list[tuple[str, dict]]:
-    events, kind = [], None
-    for line in response.iter_lines():
-        if line.startswith("event: "):
-            kind = line[7:]
-        elif line.startswith("data: "):
-            events.append((kind, json.loads(line[6:])))
-    return events
+    return list(iter_sse(response.iter_lines()))
 
 
 def check_protocol(events: list[tuple[str, dict]]) -> dict:
@@ -167,21 +161,12 @@ def test_client_disconnect_mid_stream_leaves_no_task(api_home: Path, keys: Keys,
 
 def _until_token_sse(r: httpx.Response) -> str:
     trace_id = ""
-    for kind, data in read_sse_incremental(r):
+    for kind, data in iter_sse(r.iter_lines()):
         if kind == "start":
             trace_id = data["trace_id"]
         if kind == "token":
             return trace_id
     raise AssertionError("no token")
-
-
-def read_sse_incremental(r: httpx.Response):  # type: ignore[no-untyped-def]
-    kind = None
-    for line in r.iter_lines():
-        if line.startswith("event: "):
-            kind = line[7:]
-        elif line.startswith("data: "):
-            yield kind, json.loads(line[6:])
 
 
 def _until_token_ws(ws) -> str:  # type: ignore[no-untyped-def]
@@ -213,7 +198,7 @@ def test_store_failure_mid_request_is_an_error_event(api_home: Path, keys: Keys)
         with TestClient(create_app(lore), headers=auth(keys.staff)) as client:
             lore.store(lore.catalog.get_kb("hb")).close()  # the store goes away after start-up
             r = client.post("/api/ask", json={"kb": "hb", "question": "What is the refund window?"})
-            events = [(b.split("\n")[0][7:], json.loads(b.split("\n")[1][6:])) for b in r.text.strip().split("\n\n")]
+            events = sse_events(r.text)
             last = check_protocol(events)
             assert events[-1][0] == "error" and "internal error" in last["message"] and last["trace_id"]
             assert client.get(f"/api/traces/{last['trace_id']}").json()["status"] == "error"
@@ -238,12 +223,12 @@ def test_follow_up_rewritten_by_the_llm_when_configured(api_home: Path, keys: Ke
             with TestClient(create_app(lore), headers=auth(keys.staff)) as client:
                 llm.script.append(answer("LF-200 comes with a 24-month warranty [1]."))
                 r = client.post("/api/ask", json={"kb": "hb", "question": "What is the warranty of the LF-200?"})
-                session = json.loads(r.text.split("\n")[1][6:])["session_id"]
+                session = sse_events(r.text)[0][1]["session_id"]
                 llm.script += [json_completion_reply("Can the LF-200 warranty be extended?"),
                                answer("Yes, by 12 months [1].")]
                 r = client.post("/api/ask", json={"kb": "hb", "question": "Can it be extended?",
                                                   "session_id": session})
-                start = json.loads(r.text.split("\n")[1][6:])
+                start = sse_events(r.text)[0][1]
                 assert start["query"] == "Can the LF-200 warranty be extended?" and start["rewrite"] == "llm"
                 rewrite_prompt = json.dumps(llm.requests[1]["messages"], ensure_ascii=False)
                 assert "What is the warranty of the LF-200?" in rewrite_prompt
@@ -253,7 +238,7 @@ def test_follow_up_rewritten_by_the_llm_when_configured(api_home: Path, keys: Ke
                 llm.script.append(reply(400, {"error": "bad request"}))  # the rewrite fails: the rule takes over
                 llm.script.append(answer("Yes [1]."))
                 r = client.post("/api/ask", json={"kb": "hb", "question": "And that?", "session_id": session})
-                start = json.loads(r.text.split("\n")[1][6:])
+                start = sse_events(r.text)[0][1]
                 assert start["rewrite"] == "rule" and start["query"].endswith("And that?")
                 trace = client.get(f"/api/traces/{start['trace_id']}").json()
                 assert "LLM rewrite failed" in trace["data"]["rewrite"]["note"]
