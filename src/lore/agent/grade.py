@@ -13,7 +13,7 @@ from lore.answer.consistency import check_consistency
 from lore.answer.context import build_passages
 from lore.answer.evidence import COS_FLOOR, judge_evidence
 from lore.answer.generators.base import Passage
-from lore.answer.sentences import coverage, token_weights
+from lore.answer.sentences import KEY_WEIGHT, coverage, token_weights
 from lore.embed.cache import embed_texts
 from lore.lexical import tokenize
 
@@ -105,7 +105,7 @@ def core_terms(text: str) -> str:
     words = keyword_query(text).split()
     weights = token_weights(tokenize(text))
     keep = [w for w in words if any(ch.isdigit() for ch in w)
-            or max((weights.get(t, 0.0) for t in tokenize(w)), default=0) >= 0.6]
+            or max((weights.get(t, 0.0) for t in tokenize(w)), default=0) >= KEY_WEIGHT]
     return " ".join(keep) or " ".join(words)
 
 

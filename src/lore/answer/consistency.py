@@ -82,7 +82,7 @@ def check_consistency(sub_question: str, passages: Sequence[Passage]) -> Consist
         if doc in seen or len(statements) >= MAX_DOCUMENTS:
             continue
         best = max(split_sentences(p.text), key=lambda s: coverage(tokens, s), default="")
-        if not best or key_coverage(tokens, best, 0.6) < 1.0 or coverage(tokens, best) < STATEMENT_COVERAGE:
+        if not best or key_coverage(tokens, best) < 1.0 or coverage(tokens, best) < STATEMENT_COVERAGE:
             continue
         found = {u: v - asked.get(u, set()) for u, v in figures(best).items()}
         found = {u: v for u, v in found.items() if v}

@@ -7,10 +7,8 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-from lore.lexical import tokenize
+from lore.lexical import is_chinese, tokenize
 from lore.lexical.tokenize import word_frequency
-
-_CJK_TOKEN = re.compile(r"[\u4e00-\u9fff]")
 
 # A sentence ends after CJK end punctuation, after Latin end punctuation followed by a space and a
 # sentence start, or at a line break; a citation marker right after the punctuation stays with its
@@ -28,13 +26,14 @@ _MAX_LIST_ITEMS = 8
 # A single line break after a character that ends no sentence, before a line that starts no list
 # item or heading, is a wrap (PDF lines, hard-wrapped text): it joins rather than splits.
 _WRAP = re.compile(r"([^\s。！？；：:.!?;])\n(?![-*•·#>|]|\d{1,2}[.)、])(?=\S)")
-_CJK_CHAR = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
+_CJK_WRAP = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")  # CJK text and full-width marks: no space at a wrap
+KEY_WEIGHT = 0.6  # a token this informative is a key term of a question (names, codes, rare words)
 
 
 def _unwrap(text: str) -> str:
     def join(m: re.Match[str]) -> str:
         nxt = text[m.end()] if m.end() < len(text) else ""
-        both_cjk = _CJK_CHAR.match(m.group(1)) and _CJK_CHAR.match(nxt)
+        both_cjk = _CJK_WRAP.match(m.group(1)) and _CJK_WRAP.match(nxt)
         return m.group(1) + ("" if both_cjk else " ")
 
     return _WRAP.sub(join, text)
@@ -67,7 +66,7 @@ def token_weights(tokens: Iterable[str]) -> dict[str, float]:
     return {t: _weight(t) for t in tokens}
 
 
-def key_coverage(query_tokens: Iterable[str], text: str, key_weight: float = 0.6) -> float:
+def key_coverage(query_tokens: Iterable[str], text: str, key_weight: float = KEY_WEIGHT) -> float:
     """Share of the query's key tokens (weight >= key_weight) found in `text`; 1.0 if it has none."""
     keys = {t for t, w in token_weights(query_tokens).items() if w >= key_weight}
     if not keys:
@@ -86,7 +85,7 @@ def token_set(text: str) -> frozenset[str]:
 @lru_cache(maxsize=65536)
 def _weight(token: str) -> float:
     cap = 0.3 if len(token) == 1 else 1.0
-    if not _CJK_TOKEN.match(token):
+    if not is_chinese(token[:1]):  # jieba's dictionary knows Chinese words only
         return cap
     freq, total = word_frequency(token)
     rarity = math.log(total / max(freq, 1))  # 7 for everyday words, 12+ for specialised ones

@@ -19,13 +19,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from lore.answer.sentences import token_weights
+from lore.answer.sentences import KEY_WEIGHT, token_weights
 from lore.embed.cache import embed_texts
 from lore.lexical import tokenize
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.schema import Hit
-
-_ANCHOR_WEIGHT = 0.6  # same bar as the evidence judge's "key terms"
 
 
 def scope_key(options: SearchOptions, epoch: int, namespace: str = "") -> str:
@@ -38,7 +36,7 @@ def scope_key(options: SearchOptions, epoch: int, namespace: str = "") -> str:
 def anchors(query: str) -> frozenset[str]:
     """The query's terms that change what it asks for: tokens with digits, and rare words."""
     weights = token_weights(tokenize(query))
-    return frozenset(t for t, w in weights.items() if w >= _ANCHOR_WEIGHT or any(ch.isdigit() for ch in t))
+    return frozenset(t for t, w in weights.items() if w >= KEY_WEIGHT or any(ch.isdigit() for ch in t))
 
 
 @dataclass
