@@ -289,10 +289,15 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin):
                     for chunk_id, index, parent_id, document_id in chunk_rows
                 ])
 
-    def kb_chunk_ids(self, kb_id: str) -> set[str]:
-        """Every chunk id the catalog records for a knowledge base (one query)."""
+    def recorded_chunk_ids(self, kb_id: str, chunk_ids: Sequence[str]) -> set[str]:
+        """Which of `chunk_ids` the catalog records for a knowledge base (batched IN queries)."""
+        found: set[str] = set()
         with self.transaction() as s:
-            return set(s.scalars(select(ChunkRow.chunk_id).where(ChunkRow.kb_id == kb_id)))
+            for i in range(0, len(chunk_ids), 500):
+                batch = list(chunk_ids[i:i + 500])
+                found.update(s.scalars(select(ChunkRow.chunk_id).where(
+                    ChunkRow.kb_id == kb_id, ChunkRow.chunk_id.in_(batch))))
+        return found
 
     def file_chunk_ids(self, file_id: str) -> list[str]:
         """The chunk ids of a file in chunk order."""

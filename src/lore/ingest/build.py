@@ -104,8 +104,9 @@ def fail_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, seq: i
     A file's chunks are recorded in the catalog only after they are stored, so recorded chunks are
     complete and stay (the next build reuses them); unrecorded ones are partial and must not show.
     """
-    known = catalog.kb_chunk_ids(kb.id)
-    orphans = [cid for cid in store.ids_valid_from(seq) if cid not in known]
+    written = store.ids_valid_from(seq)
+    known = catalog.recorded_chunk_ids(kb.id, written)
+    orphans = [cid for cid in written if cid not in known]
     if orphans:
         store.expire(orphans, seq)  # valid from seq to seq: visible in no version
     return catalog.finish_version(kb.id, seq, counts={}, gate_passed=None, failed=True,

@@ -35,7 +35,8 @@ class FileResult:
     error: str | None = None
     encoding: str | None = None
     table_rows: int = 0
-    chunk_units: list[int] = field(default_factory=list)  # size of each chunk, for the quality report
+    # For a build's quality report only (empty on a plain ingest):
+    chunk_units: list[int] = field(default_factory=list)  # size of each chunk
     chunk_hashes: list[str] = field(default_factory=list)  # normalised-text hashes, to find duplicates
     note: str | None = None  # e.g. why an unchanged file was re-embedded
 
@@ -191,8 +192,10 @@ class IngestPipeline:
         return FileResult(
             p.source.name, "ingested", len(p.chunks), len(p.documents), ocr_pages, encoding=encoding,
             table_rows=sum(c.source_type == "table_row" for c in p.chunks),
-            chunk_units=[text_units(c.text) for c in p.chunks],
-            chunk_hashes=[stable_id(" ".join(c.text.split()).lower()) for c in p.chunks], note=p.note,
+            # Only a versioned build makes a quality report; a plain ingest skips its per-chunk data.
+            chunk_units=[text_units(c.text) for c in p.chunks] if self.seq else [],
+            chunk_hashes=[stable_id(" ".join(c.text.split()).lower()) for c in p.chunks] if self.seq else [],
+            note=p.note,
         )
 
     def _fail(self, p: _Prepared, status: str, reason: str) -> _Prepared:
