@@ -47,8 +47,9 @@ def build_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, pipel
     removed = [path for path in before if path not in seen]
     # A file that failed to load keeps its last good chunks, unless they came from another embedding
     # model: vectors of two models must never be searched together.
-    stale_model = [f.path for f in catalog.list_files(kb.id, "ingested")
-                   if f.path in seen and f.embedding_model != version.embedding_model]
+    after = catalog.list_files(kb.id, "ingested")
+    stale_model = [f.path for f in after if f.path in seen and f.embedding_model != version.embedding_model]
+    dropped = set(removed) | set(stale_model)
     for path in removed + stale_model:
         store.expire(catalog.file_chunk_ids(before[path].id), version.seq)
         catalog.delete_file(kb.id, path)
@@ -66,7 +67,7 @@ def build_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, pipel
     catalog.record_manifest(kb.id, version.seq, [
         ManifestEntry(f.path, f.sha256, f.size, f.mtime, f.chunk_count, changes.get(f.path, "reused"),
                       f.chunk_schema or "", f.embedding_model or "")
-        for f in catalog.list_files(kb.id, "ingested")
+        for f in after if f.path not in dropped
     ])
     quality = {"seq": version.seq, **quality_report(report, removed, gate)}
     quality["reindexed"] = [{"file": f.name, "why": f.note} for f in done if f.note]
