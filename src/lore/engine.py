@@ -158,7 +158,7 @@ class Lore:
         `chunk_metadata` sets chunk fields (e.g. the caller's tenant); `custom_chunks` supplies a file's chunks.
         """
         kb = self.catalog.get_kb(name)
-        if self.catalog.list_versions(kb.id):
+        if self.catalog.has_versions(kb.id):
             raise ConflictError(f"knowledge base {name!r} is versioned: its content changes only through builds "
                                 f"(lore build --kb {name}, or POST /api/kbs/{name}/builds), which stage a new "
                                 "version instead of changing the one people are using")
@@ -265,7 +265,7 @@ class Lore:
         kb = self._kb(name)
         name = kb.name
         read = self.catalog.get_version(kb.id, version) if version is not None else self.catalog.active_version(kb.id)
-        if read is None and self.catalog.list_versions(kb.id):
+        if read is None and self.catalog.has_versions(kb.id):
             raise ConflictError(f"knowledge base {name!r} has no active version yet; activate one with: "
                                 f"lore activate --kb {name} SEQ")
         if read is None:  # unversioned KB: everything ingested is live

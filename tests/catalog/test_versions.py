@@ -74,8 +74,10 @@ def test_upgrade_from_0001_keeps_data(tmp_path: Path) -> None:
         assert (old_file.chunk_schema, old_file.embedding_model) == ("v1", "e5")
         assert cat.cache_epoch("kb1") == 0
         assert cat.active_version("kb1") is None and cat.list_versions("kb1") == []
+        assert not cat.has_versions("kb1")
         assert {"kb_versions", "kb_activations"} <= set(inspect(cat.engine).get_table_names())
         v = _built(cat, "kb1")
+        assert cat.has_versions("kb1")
         assert cat.activate("kb1", v.seq).seq == 1
 
 

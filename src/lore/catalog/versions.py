@@ -158,6 +158,11 @@ class VersionsMixin:
         with self.transaction() as s:
             return [Version.from_row(row) for row in s.scalars(query)]
 
+    def has_versions(self, kb_id: str) -> bool:
+        """Whether the knowledge base has any version (is versioned), without loading them."""
+        with self.transaction() as s:
+            return s.scalar(select(VersionRow.seq).where(VersionRow.kb_id == kb_id).limit(1)) is not None
+
     def active_version(self, kb_id: str) -> Version | None:
         """The version the knowledge base serves, or None before the first activation."""
         with self.transaction() as s:

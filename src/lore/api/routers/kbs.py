@@ -37,7 +37,7 @@ def kb_json(lore: Lore, name: str) -> dict[str, Any]:
         "name": kb.name, "description": kb.description, "embedding_model": kb.embedding_model,
         "embedding_dim": kb.embedding_dim, "store_backend": kb.store_backend, "chunk_schema": kb.chunk_schema,
         "files": len(lore.catalog.list_files(kb.id, "ingested")), "chunks": lore.catalog.count_chunks(kb.id),
-        "versioned": bool(lore.catalog.list_versions(kb.id)), "active_version": active.seq if active else None,
+        "versioned": lore.catalog.has_versions(kb.id), "active_version": active.seq if active else None,
         "created_at": kb.created_at.isoformat(), "updated_at": kb.updated_at.isoformat(),
     }
 
