@@ -16,31 +16,32 @@ from lore.api.deps import PLATFORM_ADMIN_ROLE, Scope
 from lore.api.uploads import upload_owner
 from lore.catalog import KnowledgeBase
 from lore.engine import Lore
-from lore.schema import SearchFilter
+from lore.schema import Chunk, SearchFilter
 
 
-def _file_chunk_ids(lore: Lore, kb: KnowledgeBase, name: str) -> list[str]:
+def _chunk_ids(lore: Lore, kb: KnowledgeBase, name: str) -> list[str]:
     record = lore.catalog.get_file(kb.id, name)
     return lore.catalog.file_chunk_ids(record.id) if record is not None else []
 
 
-def file_tenants(lore: Lore, kb: KnowledgeBase, name: str) -> set[str]:
-    """Tenants whose chunks the catalogued file `name` has; for an upload not indexed yet, its uploader."""
-    ids = _file_chunk_ids(lore, kb, name)
-    if ids:
-        return {c.tenant_id for c in lore.store(kb).get(ids)}
+def _file_chunks(lore: Lore, kb: KnowledgeBase, name: str) -> list[Chunk]:
+    """The catalogued file's chunks as stored (none for an upload not indexed yet)."""
+    ids = _chunk_ids(lore, kb, name)
+    return lore.store(kb).get(ids) if ids else []
+
+
+def _tenants(lore: Lore, kb: KnowledgeBase, name: str, chunks: list[Chunk]) -> set[str]:
+    """Tenants of the file's chunks; for an upload not indexed yet, its uploader."""
+    if chunks:
+        return {c.tenant_id for c in chunks}
     owner = upload_owner(lore.settings.home / "uploads" / kb.name, name)
     return {owner} if owner else set()
 
 
-def can_read_file(lore: Lore, kb: KnowledgeBase, name: str, scope: Scope) -> bool:
-    """True if the caller's own scope reads at least one chunk of the file (checked inside the store)."""
-    ids = _file_chunk_ids(lore, kb, name)
-    if not ids:
-        return False
-    store = lore.store(kb)
-    documents = sorted({c.document_id for c in store.get(ids)})
-    return bool(documents) and store.count(replace(scope.search_filter(), document_ids=documents)) > 0
+def _readable(lore: Lore, kb: KnowledgeBase, chunks: list[Chunk], scope: Scope) -> bool:
+    """True if the caller's own scope reads at least one of these chunks (checked inside the store)."""
+    documents = sorted({c.document_id for c in chunks})
+    return bool(documents) and lore.store(kb).count(replace(scope.search_filter(), document_ids=documents)) > 0
 
 
 def holds_other_tenants(lore: Lore, kb: KnowledgeBase, tenant: str) -> bool:
@@ -62,19 +63,24 @@ def check_kb_write(lore: Lore, kb: KnowledgeBase, scope: Scope) -> None:
 
 
 def check_file_writes(lore: Lore, kb: KnowledgeBase, names: Iterable[str], scope: Scope) -> None:
-    """409 if any of the files has chunks of a tenant other than the caller's."""
+    """409 if any of the files has chunks of a tenant other than the caller's (or another's upload)."""
+    # In a KB without other tenants' chunks, an indexed file's chunks are the caller's: no need to
+    # fetch them; a file without chunks is judged by its uploader either way.
+    shared = holds_other_tenants(lore, kb, scope.tenant_id)
     for name in names:
-        others = sorted(file_tenants(lore, kb, name) - {scope.tenant_id})
-        if others:
+        if not shared and _chunk_ids(lore, kb, name):
+            continue
+        if _tenants(lore, kb, name, _file_chunks(lore, kb, name) if shared else []) - {scope.tenant_id}:
             raise HTTPException(409, f"file '{name}' in knowledge base '{kb.name}' belongs to another tenant; "
                                      f"it cannot be replaced or removed by tenant '{scope.tenant_id}'")
 
 
 def file_visible(lore: Lore, kb: KnowledgeBase, name: str, scope: Scope, writer: bool) -> bool:
     """A file (upload or catalogued) is shown to readers of its chunks and to writers when it is theirs."""
-    if can_read_file(lore, kb, name, scope):
+    chunks = _file_chunks(lore, kb, name)
+    if _readable(lore, kb, chunks, scope):
         return True
-    return writer and not (file_tenants(lore, kb, name) - {scope.tenant_id})
+    return writer and not (_tenants(lore, kb, name, chunks) - {scope.tenant_id})
 
 
 def kb_visible(lore: Lore, kb: KnowledgeBase, scope: Scope) -> bool:
