@@ -28,6 +28,7 @@ from lore.ingest.gc import GcResult, collect_garbage
 from lore.ingest.pipeline import ChunkMetadata, CustomChunks, IngestPipeline, IngestReport, Progress
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.retrieve.semantic_cache import SemanticCache
+from lore.scenario.cache import CachingRetriever
 from lore.scenario.scope import Scope
 from lore.schema import Hit
 from lore.store.base import VectorStore, open_store
@@ -324,9 +325,9 @@ class Lore:
         kb = self.catalog.get_kb(name)
         opts = self.scoped(kb, opts, version)
         epoch = self.catalog.cache_epoch(kb.id) if runtime is not None or mode == "deep" else 0
-        if runtime is not None:
-            runtime.kb_id, runtime.epoch = kb.id, epoch
         retriever = base = self.retriever(kb)
+        if runtime is not None and runtime.cache is not None:  # beneath any rewriting: keyed on the text searched
+            retriever = CachingRetriever(base, runtime.cache, kb.id, epoch)
         generator = self.generator(kb)
         if rewrite != "off":
             retriever = RewritingRetriever(retriever, rewrite, llm=self.llm, history=list(history or ()))

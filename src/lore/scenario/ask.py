@@ -15,7 +15,7 @@ from lore.config import ScenarioSettings
 from lore.embed.cache import embed_texts
 from lore.lexical import is_chinese, tokenize
 from lore.retrieve.search import Retriever, SearchOptions
-from lore.scenario.cache import SearchCache, cache_key
+from lore.scenario.cache import SearchCache
 from lore.scenario.config import Scenario
 from lore.scenario.faq import normalise
 from lore.scenario.plan import RetrievalPlan, detect_intent, make_plan
@@ -75,8 +75,6 @@ class ScenarioRuntime:
     scenario: Scenario
     scope: Scope
     settings: ScenarioSettings
-    kb_id: str = ""
-    epoch: int = 0
     cache: SearchCache | None = None
 
     def __post_init__(self) -> None:
@@ -140,7 +138,7 @@ class ScenarioRuntime:
         """A lexical lookup (no embedding, no generation) for an FAQ question equal to the question."""
         key = normalise(ctx.question)
         opts = SearchOptions("bm25", 20, 20, filter=narrow(ctx.search.filter, source_types=["faq"]))
-        for hit in self._search(retriever, ctx.question, opts):
+        for hit in retriever.search(ctx.question, opts):
             if normalise(hit.chunk.text) == key:
                 self._answer_with_faq(ctx, hit, 1.0, "faq_exact")
                 return
@@ -152,7 +150,7 @@ class ScenarioRuntime:
         plan: RetrievalPlan = ctx.plan
         flt = narrow(ctx.search.filter, source_types=["faq"])
         opts = replace(ctx.search, top_k=plan.faq_k, recall_k=max(20, plan.faq_k), filter=flt, min_score=0.0)
-        hits = self._search(retriever, ctx.question, opts)
+        hits = retriever.search(ctx.question, opts)
         if not hits:
             ctx.extra["faq"] = []
             return
@@ -210,26 +208,16 @@ class ScenarioRuntime:
         source = ctx.extra["source"]
         hits: list[Hit] = []
         if source["ids"]:
-            hits = self._search(
-                retriever,
-                ctx.question,
+            hits = retriever.search(ctx.question,
                 replace(base, filter=narrow(base.filter, source_types=DOC_TYPES, sources=source["ids"])),
             )
             if not hits and source["how"] == "inferred":
                 source["how"] = "inferred, no hits: whole scope"
         if not hits and source["how"] != "given":
-            hits = self._search(
-                retriever, ctx.question, replace(base, filter=narrow(base.filter, source_types=DOC_TYPES))
+            hits = retriever.search(ctx.question, replace(base, filter=narrow(base.filter, source_types=DOC_TYPES))
             )
         ctx.hits = [*ctx.faq_hits, *hits]
 
-    def _search(self, retriever: Retriever, query: str, opts: SearchOptions) -> list[Hit]:
-        if self.cache is None or opts.filter.version_seq is None:
-            return retriever.search(query, opts)
-        # A rewriting retriever searches other texts than the query: its mode is part of what was searched.
-        searched = f"{retriever.mode}\x00{query}" if hasattr(retriever, "mode") else query
-        key = cache_key(self.kb_id, self.epoch, opts, searched)
-        return self.cache.get_or_search(key, lambda: retriever.search(query, opts))[0]
 
 
 def faq_agreement(question: str, faq_question: str) -> float:

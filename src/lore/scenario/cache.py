@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from dataclasses import asdict
 from typing import Any
 
-from lore.retrieve.search import SearchOptions
+from lore.retrieve.search import Retriever, SearchOptions
 from lore.schema import Hit
 
 CACHE_EVENTS: ContextVar[list[dict[str, Any]] | None] = ContextVar("lore_cache_events", default=None)
@@ -67,3 +67,20 @@ class SearchCache:
 
 
 SEARCH_CACHE = SearchCache()
+
+
+class CachingRetriever:
+    """A `Retriever` drop-in whose searches of a KB version go through a `SearchCache`: the same KB,
+    cache epoch, options (scope included) and query text give the same hits. An unversioned KB
+    changes without an epoch bump, so its searches are never cached."""
+
+    def __init__(self, inner: Retriever, cache: SearchCache, kb_id: str, epoch: int) -> None:
+        self.inner, self.search_cache, self.kb_id, self.epoch = inner, cache, kb_id, epoch
+        self.embedder, self.cache, self.store = inner.embedder, inner.cache, inner.store
+
+    def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
+        opts = options or SearchOptions()
+        if opts.filter.version_seq is None:
+            return self.inner.search(query, opts)
+        key = cache_key(self.kb_id, self.epoch, opts, query)
+        return self.search_cache.get_or_search(key, lambda: self.inner.search(query, opts))[0]
