@@ -142,26 +142,12 @@ class Scenario(_Model):
         ids = [s.id for s in self.sources]
         if dupes := sorted({i for i in ids if ids.count(i) > 1}):
             raise ValueError(f"sources: duplicate id {', '.join(dupes)}")
-        a, d = self.access, self.defaults
+        a = self.access
         checks = [("access.default_roles", a.default_roles, a.roles, "access.roles")]
         if a.tenants:
-            checks.append(
-                (
-                    "tenants of defaults/sources",
-                    [d.tenant, *(s.tenant for s in self.sources if s.tenant)],
-                    a.tenants,
-                    "access.tenants",
-                )
-            )
+            checks.append(("tenants of defaults/sources", self._written("tenant_id"), a.tenants, "access.tenants"))
         if a.datasets:
-            checks.append(
-                (
-                    "datasets of defaults/sources",
-                    [d.dataset, *(s.dataset for s in self.sources if s.dataset)],
-                    a.datasets,
-                    "access.datasets",
-                )
-            )
+            checks.append(("datasets of defaults/sources", self._written("dataset_id"), a.datasets, "access.datasets"))
         for name, values, allowed, where in checks:
             if extra := sorted({v for v in values if v not in allowed}):
                 raise ValueError(f"{name}: {', '.join(extra)} not in {where}")
@@ -182,15 +168,15 @@ class Scenario(_Model):
     @property
     def tenants(self) -> list[str]:
         """Every tenant callers may name: the access list, else the tenants the data is written for."""
-        return self.access.tenants or sorted(
-            {self.defaults.tenant, *(s.tenant for s in self.sources if s.tenant)}
-        )
+        return self.access.tenants or sorted(self._written("tenant_id"))
 
     @property
     def datasets(self) -> list[str]:
-        return self.access.datasets or sorted(
-            {self.defaults.dataset, *(s.dataset for s in self.sources if s.dataset)}
-        )
+        return self.access.datasets or sorted(self._written("dataset_id"))
+
+    def _written(self, field: str) -> set[str]:
+        """The values of a metadata field the scenario's chunks are written with (defaults and sources)."""
+        return {self.source_metadata(s)[field] for s in ["general", *(x.id for x in self.sources)]}
 
     def source(self, source_id: str) -> Source:
         """The named source; an unknown one is an error listing the valid ids."""
