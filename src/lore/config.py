@@ -40,6 +40,29 @@ class StoreSettings(_Section):
     uri: str = ""
 
 
+class CatalogSettings(_Section):
+    """The catalog database's connection pool, and whether opening it migrates the schema.
+
+    `auto_upgrade`: "sqlite" (default) migrates an embedded SQLite catalog on open; a server
+    database (PostgreSQL, MySQL) must be migrated with `lore db upgrade` first. "always"/"never".
+    """
+
+    pool_size: int = Field(default=5, gt=0)
+    max_overflow: int = Field(default=10, ge=0)
+    pool_timeout_s: float = Field(default=30.0, gt=0)
+    pool_recycle_s: int = Field(default=1800, gt=0)  # below MySQL's wait_timeout and proxies' idle cut-offs
+    pool_pre_ping: bool = True  # a connection the server dropped is replaced before use
+    auto_upgrade: Literal["sqlite", "always", "never"] = "sqlite"
+
+
+class WorkerSettings(_Section):
+    """Build jobs: the API queues them; `lore worker` (or the service itself, `in_process`) runs them."""
+
+    in_process: bool = True  # the service runs queued builds itself; false when `lore worker`s do
+    lease_s: float = Field(default=60.0, ge=1.0)  # build lock and job lease; renewed every third of it
+    poll_s: float = Field(default=1.0, gt=0)  # how often an idle worker looks for queued jobs
+
+
 class ChunkSettings(_Section):
     """Parent/child chunk sizes in text units (1 CJK character or 3 other characters)."""
 
@@ -150,6 +173,7 @@ class Settings(BaseSettings):
 
     home: Path = Path(".lore")
     catalog_url: str = ""  # default: sqlite file in `home`
+    catalog: CatalogSettings = CatalogSettings()
     embed: EmbedSettings = EmbedSettings()
     store: StoreSettings = StoreSettings()
     chunk: ChunkSettings = ChunkSettings()
@@ -160,6 +184,7 @@ class Settings(BaseSettings):
     scenario: ScenarioSettings = ScenarioSettings()
     agent: AgentSettings = AgentSettings()
     api: ApiSettings = ApiSettings()
+    worker: WorkerSettings = WorkerSettings()
 
     @classmethod
     def settings_customise_sources(

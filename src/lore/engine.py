@@ -52,7 +52,7 @@ class Lore:
 
     @cached_property
     def catalog(self) -> Catalog:
-        return Catalog(self.settings.resolved_catalog_url)
+        return Catalog(self.settings.resolved_catalog_url, self.settings.catalog)
 
     @cached_property
     def deep_sessions(self) -> BaseCheckpointSaver:
@@ -189,7 +189,7 @@ class Lore:
         if not files:  # e.g. an unmounted share: never build a version that silently drops everything
             raise LoreError(f"{', '.join(map(str, inputs))}: no files found; refusing to build a version of "
                             f"{name!r} without any")
-        with build_lock(self.catalog, kb):
+        with build_lock(self.catalog, kb, self.settings.worker.lease_s):
             recover_abandoned(kb, self.catalog, self.store(kb))
             base = (self.catalog.active_version(kb.id) if incremental_from == "active"
                     else (self.catalog.list_versions(kb.id) or [None])[-1])

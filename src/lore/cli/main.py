@@ -14,6 +14,7 @@ from rich.table import Column, Table
 
 from lore.answer.pipeline import Event
 from lore.cli.ask import ask
+from lore.cli.db import db_app
 from lore.cli.progress import RichIngestProgress
 from lore.cli.render import fail, where
 from lore.cli.scenario import scenario_app
@@ -34,6 +35,7 @@ kb_app = typer.Typer(help="Create, list and delete knowledge bases.", no_args_is
 app.add_typer(kb_app, name="kb")
 app.add_typer(scenario_app, name="scenario")
 app.add_typer(keys_app, name="keys")
+app.add_typer(db_app, name="db")
 app.add_typer(badcases_app, name="badcases")
 app.command()(serve)
 app.command()(ask)
