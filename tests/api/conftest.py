@@ -137,3 +137,18 @@ def iter_sse(lines: Iterable[str]) -> Iterator[tuple[str, dict]]:
 def sse_events(text: str) -> list[tuple[str, dict]]:
     """(event, data) pairs of a whole SSE body."""
     return list(iter_sse(text.splitlines()))
+
+
+def build_and_wait(client: TestClient, kb: str, body: dict, headers: dict[str, str] | None = None,
+                   timeout: float = 120.0) -> dict:
+    """POST a build (202 + job), then poll the job until it has finished; returns the job's JSON."""
+    r = client.post(f"/api/kbs/{kb}/builds", json=body, headers=headers or {})
+    assert r.status_code == 202, r.text
+    job = r.json()["job"]
+    assert r.headers["location"] == f"/api/kbs/{kb}/jobs/{job['id']}"
+    deadline = time.monotonic() + timeout
+    while job["status"] not in ("succeeded", "failed"):
+        assert time.monotonic() < deadline, f"build job still {job['status']} after {timeout} s"
+        time.sleep(0.1)
+        job = client.get(f"/api/kbs/{kb}/jobs/{job['id']}", headers=headers or {}).json()
+    return job

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lore.api.deps import RateLimiter, ServiceState, error_status
+from lore.api.jobs import Worker
 from lore.api.logs import install_log_redaction
 from lore.api.preflight import preflight
 from lore.api.routers import (
@@ -47,7 +49,15 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
         if run_preflight:
             for line in await run_in_threadpool(preflight, engine):
                 (log.warning if line.startswith("warning:") else log.info)("preflight: %s", line)
+        stop = threading.Event()
+        worker = None
+        if engine.settings.worker.in_process:  # queued builds run here; off when `lore worker`s run them
+            worker = threading.Thread(target=Worker(engine).loop, args=(stop,), name="lore-worker", daemon=True)
+            worker.start()
         yield
+        stop.set()
+        if worker is not None:
+            worker.join()  # a running build finishes (its lease would otherwise hold the KB for a while)
         if lore is None:  # the app made it, so the app closes it
             engine.close()
 

@@ -18,7 +18,7 @@ from lore.cli.db import db_app
 from lore.cli.progress import RichIngestProgress
 from lore.cli.render import fail, where
 from lore.cli.scenario import scenario_app
-from lore.cli.service import badcases_app, keys_app, serve
+from lore.cli.service import badcases_app, keys_app, serve, worker
 from lore.cli.versions import activate, build, diff, gc, report, rollback, unlock, versions
 from lore.engine import Lore
 from lore.errors import LoreError
@@ -38,6 +38,7 @@ app.add_typer(keys_app, name="keys")
 app.add_typer(db_app, name="db")
 app.add_typer(badcases_app, name="badcases")
 app.command()(serve)
+app.command()(worker)
 app.command()(ask)
 for _command in (build, versions, diff, activate, rollback, report, gc, unlock):
     app.command()(_command)
