@@ -96,3 +96,13 @@ def migrated(url: str) -> str:
     finally:
         engine.dispose()
     return url
+
+
+@pytest.fixture(scope="module", params=DB_KINDS)
+def module_db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A migrated database of each kind shared by one test module (for suites that build a whole service)."""
+    kind: str = request.param
+    if reason := server_absent(kind):
+        pytest.skip(reason)
+    with fresh_database(kind, tmp_path_factory.mktemp(f"db-{kind}")) as url:
+        yield migrated(url)

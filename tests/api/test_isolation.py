@@ -1,4 +1,4 @@
-"""Tenant, role and key isolation through the real app: originals, restricted chunks, traces and sessions,
+"""Tenant, role and key isolation through the real app, on SQLite, PostgreSQL and MariaDB catalogs: originals, restricted chunks, traces and sessions,
 writes to shared knowledge bases, datasets, server-path symlinks and secrets in logs."""
 
 from __future__ import annotations
@@ -48,11 +48,12 @@ class Env:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+def env(tmp_path_factory: pytest.TempPathFactory, module_db_url: str) -> Iterator[Env]:
     base = tmp_path_factory.mktemp("isolation")
     roots = base / "roots"
     roots.mkdir()
-    lore = Lore(load_settings(home=base / "home", api={"rate_limit_per_minute": 0, "ingest_roots": [roots]}))
+    lore = Lore(load_settings(home=base / "home", catalog_url=module_db_url,
+                              api={"rate_limit_per_minute": 0, "ingest_roots": [roots]}))
     lore.create_kb("hb", "shared")
     cat = lore.catalog
     keys = Keys(*(cat.create_api_key(tenant, roles, datasets)[1] for tenant, roles, datasets in (
