@@ -43,6 +43,13 @@ def test_values_round_trip_exactly(db_url: str) -> None:
         assert cat.version_manifest(kb.id, 1)[long_path] == entry
         with pytest.raises(Exception, match="(?i)duplicate|unique"):
             cat.record_manifest(kb.id, 2, [entry, entry])
+        assert cat.create_kb("Docs", **KB).name == "Docs"  # type: ignore[arg-type]  # names compare exactly too
+        if cat.engine.dialect.name == "mysql":  # every table in utf8mb4 with binary collation
+            with cat.engine.connect() as conn:
+                collations = set(conn.execute(text(
+                    "SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
+                    "AND TABLE_NAME <> 'alembic_version'")).scalars())
+            assert collations == {"utf8mb4_bin"}
 
 
 def test_half_applied_migration_resumes(db_url: str) -> None:
@@ -159,3 +166,22 @@ def test_dropped_connection_is_retried(db_kind: str, pre_ping: bool, tmp_path: P
         assert [kb.name for kb in cat.list_kbs()] == ["docs"]
         with cat.engine.connect() as conn:
             assert conn.execute(select(JobRow.id)).all() == []
+
+
+def test_mysql_tables_of_other_revisions_get_binary_collation(tmp_path: Path) -> None:
+    """A table another revision created with the server's default collation (case-insensitive) is converted."""
+    if reason := server_absent("mariadb"):
+        pytest.skip(reason)
+    with fresh_database("mariadb", tmp_path) as url:
+        engine = create_engine(url, poolclass=NullPool)
+        try:
+            with engine.begin() as conn:
+                command.upgrade(alembic_config(connection=conn), "0004")
+                conn.execute(text("CREATE TABLE upload_owners (name VARCHAR(255) PRIMARY KEY) "
+                                  "DEFAULT CHARSET utf8mb4 COLLATE utf8mb4_general_ci"))
+            migrated(url)
+            with engine.begin() as conn:
+                conn.execute(text("INSERT INTO upload_owners VALUES ('Report.pdf'), ('report.pdf')"))
+                assert conn.execute(text("SELECT count(*) FROM upload_owners")).scalar_one() == 2
+        finally:
+            engine.dispose()
