@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
 from sqlalchemy import column, create_engine, insert, inspect, select, table, text
 from sqlalchemy.pool import NullPool
 
 from lore.catalog import Catalog, ManifestEntry, SchemaError, alembic_config, head_revision
 from lore.catalog.jobs import JobRow
+from lore.catalog.models import Base
 from lore.config import CatalogSettings
 from tests.conftest import fresh_database, migrated, server_absent
 
@@ -103,6 +106,8 @@ def test_upgrade_from_0004_keeps_and_keys_rows(db_url: str) -> None:
             assert list(cat.version_manifest("kb1", 1)) == ["docs/a.md"]
         again = cat.upsert_file("kb1", "docs/a.md", sha256="b", size=2, mtime=3.0, status="ingested")
         assert again.id == "f1"  # found through the digest the migration filled in
+        with cat.engine.connect() as conn:  # an upgraded database has the schema a fresh one gets
+            assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
 
 
 def test_server_database_must_be_upgraded_first(db_kind: str, tmp_path: Path) -> None:
