@@ -190,3 +190,24 @@ def test_mysql_tables_of_other_revisions_get_binary_collation(tmp_path: Path) ->
                 assert conn.execute(text("SELECT count(*) FROM upload_owners")).scalar_one() == 2
         finally:
             engine.dispose()
+
+
+@pytest.mark.parametrize("command_line", [["serve"], ["worker", "--once"]])
+def test_serve_and_worker_refuse_a_catalog_behind_head(command_line: list[str], tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from lore.cli.main import app
+
+    if reason := server_absent("postgresql"):
+        pytest.skip(reason)
+    with fresh_database("postgresql", tmp_path) as url:
+        monkeypatch.setenv("LORE_CATALOG_URL", url)
+        monkeypatch.setenv("LORE_HOME", str(tmp_path / "home"))
+        result = CliRunner().invoke(app, command_line)
+        out = " ".join(result.output.split())
+        assert result.exit_code == 2 and "has no Lore schema yet" in out and "lore db upgrade" in out, out
+        migrated(url)
+        if command_line[0] == "worker":
+            result = CliRunner().invoke(app, command_line)
+            assert result.exit_code == 0 and "no job queued" in result.output, result.output

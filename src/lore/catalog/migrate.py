@@ -91,18 +91,20 @@ def upgrade(engine: Engine) -> tuple[str | None, str]:
 @contextmanager
 def _migration_lock(conn: Connection, engine: Engine) -> Iterator[None]:
     """Hold the database-wide migration lock on this connection's session."""
-    name = engine.dialect.name
-    if name == "postgresql":
-        conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _PG_LOCK_KEY})
+    dialect = engine.dialect.name
+    if dialect == "postgresql":
+        # Keyed by the database too: catalogs in other databases of the server migrate independently.
+        conn.execute(text("SELECT pg_advisory_lock(:k, hashtext(current_database()))"), {"k": _PG_LOCK_KEY})
         conn.commit()
         try:
             yield
         finally:
             conn.rollback()
-            conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _PG_LOCK_KEY})
+            conn.execute(text("SELECT pg_advisory_unlock(:k, hashtext(current_database()))"), {"k": _PG_LOCK_KEY})
             conn.commit()
-    elif name in MYSQL_NAMES:
-        got = conn.execute(text("SELECT GET_LOCK(:n, :t)"), {"n": _MYSQL_LOCK, "t": LOCK_TIMEOUT_S}).scalar()
+    elif dialect in MYSQL_NAMES:
+        name = f"{_MYSQL_LOCK}.{conn.execute(text('SELECT DATABASE()')).scalar()}"[:64]  # names are server-wide
+        got = conn.execute(text("SELECT GET_LOCK(:n, :t)"), {"n": name, "t": LOCK_TIMEOUT_S}).scalar()
         conn.commit()
         if got != 1:
             raise SchemaError(f"could not take the migration lock within {LOCK_TIMEOUT_S} s; is another "
@@ -111,7 +113,7 @@ def _migration_lock(conn: Connection, engine: Engine) -> Iterator[None]:
             yield
         finally:
             conn.rollback()
-            conn.execute(text("SELECT RELEASE_LOCK(:n)"), {"n": _MYSQL_LOCK})
+            conn.execute(text("SELECT RELEASE_LOCK(:n)"), {"n": name})
             conn.commit()
     else:
         with _file_lock(engine.url.database):
