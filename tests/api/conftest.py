@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import threading
 import time
@@ -15,12 +16,14 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from playwright import sync_api
 
 from lore.api import create_app
 from lore.config import load_settings
 from lore.engine import Lore
 from tests.conftest import EXAMPLES
 
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SECRET_B = "# Project Nightingale\n\nProject Nightingale uses launch code NG-7731 and ships on 12 March.\n"
 
 
@@ -152,3 +155,14 @@ def build_and_wait(client: TestClient, kb: str, body: dict, headers: dict[str, s
         time.sleep(0.1)
         job = client.get(f"/api/kbs/{kb}/jobs/{job['id']}", headers=headers or {}).json()
     return job
+
+
+@pytest.fixture()
+def page(site: tuple[str, str, Lore]) -> Iterator[object]:
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        context = browser.new_context(locale="en-US", accept_downloads=True)
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        yield page
+        browser.close()
