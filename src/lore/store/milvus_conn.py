@@ -70,7 +70,7 @@ class ResilientClient:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             deadline = time.monotonic() + self.patience_s
-            delay = 0.2
+            delay, retried = 0.2, False
             while True:
                 generation = self._generation
                 try:
@@ -78,11 +78,12 @@ class ResilientClient:
                 except Exception as exc:
                     if not is_transient(exc):
                         raise
-                    if time.monotonic() >= deadline:
+                    if retried and time.monotonic() >= deadline:  # always one retry on a fresh connection
                         raise UnavailableError(f"Milvus at {self.target} is unavailable ({exc}); "
                                                "try again shortly") from exc
                     log.warning("milvus %s: %s failed (%s); reconnecting", self.collection, name, exc)
                     self._recover(generation)
+                    retried = True
                     time.sleep(delay)
                     delay = min(delay * 2, 2.0)
 
