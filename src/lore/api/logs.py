@@ -57,7 +57,9 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, ensure_ascii=False)
 
 
-class _TraceIdFilter(logging.Filter):
+class TraceIdFilter(logging.Filter):
+    """Stamps each record with the trace id of the request it was logged in."""
+
     def filter(self, record: logging.LogRecord) -> bool:
         if not getattr(record, "trace_id", None):
             record.trace_id = TRACE_ID.get()
@@ -72,7 +74,7 @@ def configure_logging(json_lines: bool, level: str = "INFO") -> dict[str, object
     return {
         "version": 1, "disable_existing_loggers": False,
         "formatters": {"json": {"()": "lore.api.logs.JsonFormatter"}},
-        "filters": {"trace": {"()": "lore.api.logs._TraceIdFilter"}},
+        "filters": {"trace": {"()": "lore.api.logs.TraceIdFilter"}},
         "handlers": {"stdout": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["trace"],
                                 "stream": "ext://sys.stdout"}},
         "root": {"handlers": ["stdout"], "level": level},
@@ -85,7 +87,7 @@ def install_json_logging(level: str = "INFO") -> None:
     """JSON lines on stdout for this process's root logger (what `log_config` does under uvicorn)."""
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(JsonFormatter())
-    handler.addFilter(_TraceIdFilter())
+    handler.addFilter(TraceIdFilter())
     root = logging.getLogger()
     root.handlers = [handler]
     root.setLevel(level)

@@ -132,6 +132,8 @@ async def ask_events(state: ServiceState, scope: Scope, plan: AskPlan) -> AsyncI
         with anyio.CancelScope(shield=True):
             try:
                 await run_in_threadpool(_finish, lore, scope, plan, trace)
+                log.info("ask kb=%s mode=%s status=%s ms=%s", plan.kb, plan.mode, trace.record()["status"],
+                         trace.record()["total_ms"])
             except Exception:  # the answer was delivered; a lost trace is logged
                 log.exception("trace %s could not be saved", plan.trace_id)
 
