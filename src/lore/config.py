@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -145,6 +145,11 @@ class StorageSettings(_Section):
     """Where uploads, originals, quality reports and scenario stamps live: a directory every replica shares."""
 
     dir: Path | None = None  # default: `home`; set it to a shared mount (NFS, a volume) for several replicas
+
+    @field_validator("dir", mode="before")
+    @classmethod
+    def _empty_is_home(cls, value: object) -> object:
+        return None if value == "" else value
 
 
 class LogSettings(_Section):
