@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import cached_property
@@ -32,7 +31,7 @@ from lore.retrieve.semantic_cache import SemanticCache
 from lore.scenario.cache import SEARCH_CACHE, CachingRetriever, SearchCache
 from lore.scenario.scope import Scope
 from lore.schema import Hit
-from lore.state.cache import make_cache
+from lore.state.cache import EvictingLRU, make_cache
 from lore.state.redis import redis_client
 from lore.store.base import VectorStore, open_store
 
@@ -52,7 +51,8 @@ class Lore:
         a = self.settings.agent
         self.semantic_cache = SemanticCache(  # deep mode's candidates; in Redis when configured
             a.cache_similarity, a.cache_entries, make_cache("semantic", self.settings, a.cache_entries))
-        self._deep_session_ids: OrderedDict[str, None] = OrderedDict()  # LRU of sessions kept in memory
+        # The sessions whose deep-mode state is kept in memory: the least recent one is let go.
+        self._deep_session_ids = EvictingLRU(a.max_sessions, lambda sid: self.deep_sessions.delete_thread(sid))
 
     @cached_property
     def catalog(self) -> Catalog:
@@ -377,10 +377,6 @@ class Lore:
             return
         with self._open_lock:
             self._deep_session_ids[session_id] = None
-            self._deep_session_ids.move_to_end(session_id)
-            while len(self._deep_session_ids) > self.settings.agent.max_sessions:
-                oldest, _ = self._deep_session_ids.popitem(last=False)
-                self.deep_sessions.delete_thread(oldest)
 
     def close(self) -> None:
         """Close every open store and the LLM client."""

@@ -1,4 +1,5 @@
-"""A process-wide LRU of search results, keyed by everything that bounds them.
+"""Search results of scenario questions (in process, or in Redis for every replica), keyed by everything
+that bounds them.
 
 The key holds the KB id, its cache epoch, the version, the full search options (whose filter
 carries tenant, datasets, visibility, roles and sources) and the query: a cached result can only

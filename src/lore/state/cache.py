@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from cachetools import LRUCache
@@ -104,6 +105,19 @@ class LocalCache(_Counted):
     def __len__(self) -> int:
         with self._lock:
             return int(self._lru.currsize) if self._lru else 0
+
+
+class EvictingLRU(LRUCache):  # type: ignore[type-arg]
+    """A cachetools LRU that calls `on_evict(key)` for each entry it drops to stay within `maxsize`."""
+
+    def __init__(self, maxsize: int, on_evict: Callable[[Any], None]) -> None:
+        super().__init__(maxsize)
+        self.on_evict = on_evict
+
+    def popitem(self) -> tuple[Any, Any]:
+        key, value = super().popitem()
+        self.on_evict(key)
+        return key, value
 
 
 def _size(value: Any) -> int:
