@@ -212,6 +212,7 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=60)
     p.add_argument("--transport", choices=["both", "sse", "websocket"], default="both")
     p.add_argument("--baseline-seconds", type=float, default=10)
+    p.add_argument("--warmup-seconds", type=float, default=10, help="unrecorded load first (warms every cache)")
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--json-out", default="")
     p.add_argument("--replicas", type=int, default=1, help="lore serve processes (each its own home)")
@@ -242,6 +243,8 @@ def main() -> None:
             wait_up(proc, url)
             urls.append(url)
         transports = ["sse", "websocket"] if args.transport == "both" else [args.transport]
+        if args.warmup_seconds > 0:  # so neither measured run pays for cold caches the other one warmed
+            asyncio.run(run_load(urls, key, 4 * len(urls), args.warmup_seconds, ["sse"]))
         one = asyncio.run(run_load(urls[:1], key, 1, args.baseline_seconds, ["sse"]))
         single = asyncio.run(run_load(urls[:1], key, args.clients, args.seconds, transports)) \
             if args.replicas > 1 else None
