@@ -23,9 +23,11 @@ from lore.api.routers import (
     ask,
     builds,
     chunks,
+    documents,
     feedback,
     ingest,
     kbs,
+    keys,
     openai_compat,
     scenarios,
     search,
@@ -72,8 +74,8 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
         return _error(request, exc.status_code, exc.detail, exc.headers)
 
     app.add_middleware(ServiceMiddleware)
-    for module in (ops, kbs, ingest, chunks, builds, versions, search, ask, feedback, sessions, traces,
-                   openai_compat, scenarios):
+    for module in (ops, kbs, documents, ingest, chunks, builds, versions, search, ask, feedback, sessions, traces,
+                   openai_compat, scenarios, keys):
         app.include_router(module.router)
 
     if (WEB_DIR / "index.html").is_file():
