@@ -19,8 +19,8 @@ from prometheus_client import (
 
 REQUESTS = Counter("lore_http_requests_total", "HTTP requests by route, method and status",
                    ["method", "route", "status"])
-REQUEST_SECONDS = Histogram("lore_http_request_seconds", "HTTP request latency (to the first byte of the "
-                            "response)", ["method", "route"])
+REQUEST_SECONDS = Histogram("lore_http_request_seconds", "HTTP request duration, to the end of the response "
+                            "(answer streams included)", ["method", "route"])
 STAGE_SECONDS = Histogram("lore_stage_seconds", "Latency of answer pipeline stages", ["stage"],
                           buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
 CACHE_LOOKUPS = Counter("lore_cache_lookups_total", "Cache lookups by cache and result (hit or miss)",
