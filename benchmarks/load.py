@@ -5,6 +5,11 @@ generator; clients run in this process with asyncio. Baselines in the same run: 
 directly in-process (no HTTP), and one HTTP client at a time.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/load.py --clients 50 --seconds 60 --json-out benchmarks/out/load.json
+
+On real servers: `--replicas 2 --backend milvus --catalog postgresql` starts a `milvus-lite server`, makes a
+PostgreSQL database (127.0.0.1:5432, dropped afterwards) and runs two `lore serve` processes with their own
+homes, one shared storage dir and Redis (`--redis`); the clients are spread over the replicas. The same run
+measures one replica alone on the same servers (the single-process row).
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,12 +114,13 @@ def _record(stats: Stats, t0: float, first: float | None, last: str | None, tran
     stats.end_ms.append((time.perf_counter() - t0) * 1000)
 
 
-async def run_load(url: str, key: str, clients: int, seconds: float, transports: list[str]) -> Stats:
+async def run_load(urls: list[str], key: str, clients: int, seconds: float, transports: list[str]) -> Stats:
     stats, counter = Stats(), itertools.count()
     stop = time.perf_counter() + seconds
     started = time.perf_counter()
     kinds = [transports[i % len(transports)] for i in range(clients)]
-    await asyncio.gather(*[(sse_client if k == "sse" else ws_client)(url, key, stop, stats, counter) for k in kinds])
+    await asyncio.gather(*[(sse_client if k == "sse" else ws_client)(urls[i % len(urls)], key, stop, stats, counter)
+                           for i, k in enumerate(kinds)])
     stats.seconds = time.perf_counter() - started
     return stats
 
@@ -131,13 +139,57 @@ def direct_baseline(lore: Lore, seconds: float) -> Stats:
     return stats
 
 
-def start_server(home: Path, port: int) -> subprocess.Popen[str]:
+def start_server(home: Path, port: int, extra_env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("LORE_")}, "LORE_HOME": str(home),
            "LORE_API__RATE_LIMIT_PER_MINUTE": "0", "LORE_CONFIG": str(home / "none.toml"),
-           "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
+           "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1"), **(extra_env or {})}
     lore_bin = Path(sys.executable).with_name("lore")
     return subprocess.Popen([str(lore_bin), "serve", "--host", "127.0.0.1", "--port", str(port)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def servers(stack: ExitStack, work: Path, backend: str, catalog: str, redis_url: str, port: int) -> dict[str, str]:
+    """LORE_* settings for the chosen servers, starting a Milvus server / making a PostgreSQL database."""
+    env = {"LORE_STORAGE__DIR": str(work / "files")}
+    if backend == "milvus":
+        milvus_port = port + 100
+        log = (work / "milvus.log").open("wb")
+        proc = subprocess.Popen([str(Path(sys.executable).with_name("milvus-lite")), "server", "--data-dir",
+                                 str(work / "milvus"), "--host", "127.0.0.1", "--port", str(milvus_port)],
+                                stdout=log, stderr=subprocess.STDOUT)
+        stack.callback(lambda: (proc.terminate(), proc.wait(30), log.close()))
+        wait_port(milvus_port)
+        env |= {"LORE_STORE__BACKEND": "milvus", "LORE_STORE__URI": f"http://127.0.0.1:{milvus_port}"}
+    if catalog == "postgresql":
+        from sqlalchemy import create_engine, text
+
+        admin_url = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+        name = f"lore_load_{uuid.uuid4().hex[:8]}"
+        admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+
+        def drop() -> None:
+            with admin.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+        stack.callback(drop)
+        env["LORE_CATALOG_URL"] = admin_url.rsplit("/", 1)[0] + f"/{name}"
+    if redis_url:
+        env |= {"LORE_REDIS__URL": redis_url, "LORE_REDIS__PREFIX": f"lore-load-{uuid.uuid4().hex[:8]}"}
+    return env
+
+
+def wait_port(port: int) -> None:
+    import socket
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise SystemExit(f"nothing listens on port {port} after 120 s")
 
 
 def wait_up(proc: subprocess.Popen[str], url: str) -> None:
@@ -160,34 +212,53 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=60)
     p.add_argument("--transport", choices=["both", "sse", "websocket"], default="both")
     p.add_argument("--baseline-seconds", type=float, default=10)
+    p.add_argument("--warmup-seconds", type=float, default=10, help="unrecorded load first (warms every cache)")
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--json-out", default="")
+    p.add_argument("--replicas", type=int, default=1, help="lore serve processes (each its own home)")
+    p.add_argument("--backend", choices=["embedded", "milvus"], default="embedded")
+    p.add_argument("--catalog", choices=["sqlite", "postgresql"], default="sqlite")
+    p.add_argument("--redis", default="", help="Redis URL (default with --replicas > 1: redis://127.0.0.1:6379/0)")
     args = p.parse_args()
+    redis_url = args.redis or ("redis://127.0.0.1:6379/0" if args.replicas > 1 else "")
 
-    home = Path(tempfile.mkdtemp(prefix="lore-load-"))
-    lore = Lore(load_settings(home=home))
-    lore.create_kb("hb")
-    lore.ingest("hb", [EXAMPLES])
-    _, key = lore.catalog.create_api_key("default", ["staff"], name="load benchmark")
-    direct = direct_baseline(lore, args.baseline_seconds)
-    lore.close()
+    work = Path(tempfile.mkdtemp(prefix="lore-load-"))
+    with ExitStack() as stack:
+        stack.callback(shutil.rmtree, work, True)
+        env = servers(stack, work, args.backend, args.catalog, redis_url, args.port)
+        overrides = {"catalog_url": env.get("LORE_CATALOG_URL", ""), "storage": {"dir": str(work / "files")},
+                     "store": {"backend": args.backend, "uri": env.get("LORE_STORE__URI", "")}}
+        lore = Lore(load_settings(home=work / "home0", **overrides))  # type: ignore[arg-type]
+        lore.create_kb("hb")
+        lore.ingest("hb", [EXAMPLES])
+        _, key = lore.catalog.create_api_key("default", ["staff"], name="load benchmark")
+        direct = direct_baseline(lore, args.baseline_seconds)
+        lore.close()
 
-    url = f"http://127.0.0.1:{args.port}"
-    proc = start_server(home, args.port)
-    try:
-        wait_up(proc, url)
+        urls = []
+        for i in range(args.replicas):
+            url = f"http://127.0.0.1:{args.port + i}"
+            proc = start_server(work / f"home{i}", args.port + i, env)
+            stack.callback(lambda p=proc: (p.terminate(), p.wait(30)))
+            wait_up(proc, url)
+            urls.append(url)
         transports = ["sse", "websocket"] if args.transport == "both" else [args.transport]
-        one = asyncio.run(run_load(url, key, 1, args.baseline_seconds, ["sse"]))
-        load = asyncio.run(run_load(url, key, args.clients, args.seconds, transports))
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        shutil.rmtree(home, ignore_errors=True)
+        if args.warmup_seconds > 0:  # so neither measured run pays for cold caches the other one warmed
+            asyncio.run(run_load(urls, key, 4 * len(urls), args.warmup_seconds, ["sse"]))
+        one = asyncio.run(run_load(urls[:1], key, 1, args.baseline_seconds, ["sse"]))
+        single = asyncio.run(run_load(urls[:1], key, args.clients, args.seconds, transports)) \
+            if args.replicas > 1 else None
+        load = asyncio.run(run_load(urls, key, args.clients, args.seconds, transports))
 
-    rows = [("Lore.ask in-process, 1 at a time (baseline)", 1, direct), ("HTTP SSE, 1 client", 1, one),
-            (f"HTTP {'+'.join(transports)}, {args.clients} clients", args.clients, load)]
+    where = f"{args.backend} store, {args.catalog} catalog" + (", Redis" if redis_url else "")
+    rows = [("Lore.ask in-process, 1 at a time (baseline)", 1, direct), ("HTTP SSE, 1 client", 1, one)]
+    if single is not None:
+        rows.append((f"HTTP {'+'.join(transports)}, {args.clients} clients, 1 replica", args.clients, single))
+    rows.append((f"HTTP {'+'.join(transports)}, {args.clients} clients, {args.replicas} replica(s)", args.clients,
+                 load))
     table = Table("run", "clients", "requests", "errors", "req/s", "p50 first ms", "p95 first ms",
-                  "p50 end ms", "p95 end ms", "p50 end vs baseline", title=f"load: {args.seconds:g} s, extractive")
+                  "p50 end ms", "p95 end ms", "p50 end vs baseline",
+                  title=f"load: {args.seconds:g} s, extractive, {where}")
     base = direct.row()["p50_end_ms"] or 1
     for name, clients, stats in rows:
         r = stats.row()
@@ -207,6 +278,8 @@ def main() -> None:
         out = Path(args.json_out)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps({**load.row(), "clients": args.clients, "seconds": args.seconds,
+                                   "replicas": args.replicas, "backend": args.backend, "catalog": args.catalog,
+                                   "single_replica": single.row() if single else None,
                                    "transports": transports, "baseline_direct": direct.row(),
                                    "baseline_one_client": one.row()}, indent=2))
 

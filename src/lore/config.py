@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -38,6 +38,18 @@ class StoreSettings(_Section):
 
     backend: str = "embedded"
     uri: str = ""
+    # Milvus server connection (ignored by the embedded store and Milvus Lite files).
+    token: str = ""  # "user:password" or an API key (or LORE_MILVUS_TOKEN)
+    user: str = ""
+    password: str = ""  # or LORE_MILVUS_PASSWORD
+    db_name: str = ""  # Milvus database; "" = the server's default
+    secure: bool = False  # TLS
+    server_pem_path: str = ""  # one-way TLS: the server's certificate
+    server_name: str = ""  # TLS: the name the certificate was issued for
+    ca_pem_path: str = ""  # two-way TLS: CA, client certificate and key
+    client_pem_path: str = ""
+    client_key_path: str = ""
+    timeout_s: float = Field(default=10.0, gt=0)  # per call; a lost connection is reopened once
 
 
 class CatalogSettings(_Section):
@@ -138,6 +150,36 @@ class ApiSettings(_Section):
     ingest_roots: list[Path] = Field(default_factory=list)  # server folders `POST .../ingest` may read
     rate_limit_per_minute: int = Field(default=600, ge=0)  # per API key; 0 = no limit
     history_turns: int = Field(default=6, ge=0, le=50)  # earlier turns used to rewrite follow-ups
+    workers: int = Field(default=1, ge=1, le=64)  # `lore serve` processes; >1 needs [redis] for global limits
+    shutdown_grace_s: float = Field(default=30.0, ge=0)  # on SIGTERM: open streams get this long to finish
+
+
+class RedisSettings(_Section):
+    """Optional Redis (by URL) for state every replica shares: rate limits, caches, deep-mode sessions."""
+
+    url: str = ""  # e.g. redis://127.0.0.1:6379/0; "" = everything stays in this process
+    prefix: str = "lore"  # key prefix, so several deployments can share one Redis
+    cache_ttl_s: int = Field(default=3600, gt=0)  # search and semantic cache entries
+    embedding_ttl_s: int = Field(default=7 * 86400, gt=0)  # cached embeddings (content-addressed)
+    session_ttl_s: int = Field(default=7 * 86400, gt=0)  # deep-mode conversation state
+
+
+class StorageSettings(_Section):
+    """Where uploads, originals, quality reports and scenario stamps live: a directory every replica shares."""
+
+    dir: Path | None = None  # default: `home`; set it to a shared mount (NFS, a volume) for several replicas
+
+    @field_validator("dir", mode="before")
+    @classmethod
+    def _empty_is_home(cls, value: object) -> object:
+        return None if value == "" else value
+
+
+class LogSettings(_Section):
+    """Log format: plain text, or one JSON object a line with the request's trace id."""
+
+    json_lines: bool = False
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
 
 class AgentSettings(_Section):
@@ -185,6 +227,9 @@ class Settings(BaseSettings):
     agent: AgentSettings = AgentSettings()
     api: ApiSettings = ApiSettings()
     worker: WorkerSettings = WorkerSettings()
+    redis: RedisSettings = RedisSettings()
+    storage: StorageSettings = StorageSettings()
+    log: LogSettings = LogSettings()
 
     @classmethod
     def settings_customise_sources(
@@ -203,9 +248,15 @@ class Settings(BaseSettings):
         """The catalog URL, defaulting to a SQLite file inside `home`."""
         return self.catalog_url or f"sqlite:///{(self.home / 'catalog.db').resolve()}"
 
+    @property
+    def files_dir(self) -> Path:
+        """The shared file storage root: uploads, quality reports, scenario stamps."""
+        return self.storage.dir or self.home
+
 
 # LORE_* variables that are not settings fields (read directly by the parts that need them).
-_EXTRA_ENV = {"LORE_CONFIG", "LORE_EMBED_API_KEY", "LORE_LLM_API_KEY", "LORE_LLM_BASE_URL"}
+_EXTRA_ENV = {"LORE_CONFIG", "LORE_EMBED_API_KEY", "LORE_LLM_API_KEY", "LORE_LLM_BASE_URL", "LORE_MILVUS_TOKEN",
+              "LORE_MILVUS_PASSWORD"}
 
 
 def _check_env_names() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import cached_property
@@ -18,7 +17,7 @@ from lore.answer.pipeline import AskPipeline, Event
 from lore.catalog import Catalog, KnowledgeBase, Version
 from lore.config import Settings, load_settings
 from lore.embed.base import Embedder, get_embedder
-from lore.embed.cache import EmbeddingCache
+from lore.embed.cache import EmbeddingCache, RedisEmbeddingCache
 from lore.errors import ConfigError, ConflictError, EmbeddingMismatchError, LoreError
 from lore.eval.compare import EvalQuestion, compare_scores, diff_manifests, load_eval_set, score
 from lore.ingest.build import BuildResult, build_lock, build_version, fail_version, recover_abandoned
@@ -26,11 +25,14 @@ from lore.ingest.chunking import Chunker, ChunkParams
 from lore.ingest.files import discover
 from lore.ingest.gc import GcResult, collect_garbage
 from lore.ingest.pipeline import ChunkMetadata, CustomChunks, IngestPipeline, IngestReport, Progress
+from lore.metrics import BUILD_SECONDS, BUILDS
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.retrieve.semantic_cache import SemanticCache
-from lore.scenario.cache import CachingRetriever
+from lore.scenario.cache import SEARCH_CACHE, CachingRetriever, SearchCache
 from lore.scenario.scope import Scope
 from lore.schema import Hit
+from lore.state.cache import EvictingLRU, make_cache
+from lore.state.redis import redis_client
 from lore.store.base import VectorStore, open_store
 
 if TYPE_CHECKING:
@@ -47,8 +49,10 @@ class Lore:
         self._embedders: dict[str, Embedder] = {}
         self._open_lock = threading.RLock()  # service threads opening the same KB's store/embedder at once
         a = self.settings.agent
-        self.semantic_cache = SemanticCache(a.cache_similarity, a.cache_entries)  # deep mode's candidates
-        self._deep_session_ids: OrderedDict[str, None] = OrderedDict()  # LRU of sessions kept in memory
+        self.semantic_cache = SemanticCache(  # deep mode's candidates; in Redis when configured
+            a.cache_similarity, a.cache_entries, make_cache("semantic", self.settings, a.cache_entries))
+        # The sessions whose deep-mode state is kept in memory: the least recent one is let go.
+        self._deep_session_ids = EvictingLRU(a.max_sessions, lambda sid: self.deep_sessions.delete_thread(sid))
 
     @cached_property
     def catalog(self) -> Catalog:
@@ -56,10 +60,22 @@ class Lore:
 
     @cached_property
     def deep_sessions(self) -> BaseCheckpointSaver:
-        """Deep mode's multi-turn state per session id (in memory, shared by every request)."""
+        """Deep mode's multi-turn state per session id (in Redis when configured, else in this process)."""
+        r = self.settings.redis
+        if r.url:
+            from lore.agent.sessions import RedisSessionSaver
+
+            return RedisSessionSaver(redis_client(r.url), r.prefix, r.session_ttl_s)
         from langgraph.checkpoint.memory import InMemorySaver  # LangGraph loads only when deep mode runs
 
         return InMemorySaver()
+
+    @cached_property
+    def search_cache(self) -> SearchCache:
+        """Scenario search results: the process-wide LRU, or Redis shared by every replica."""
+        if not self.settings.redis.url:
+            return SEARCH_CACHE
+        return SearchCache(backend=make_cache("search", self.settings, SEARCH_CACHE.max_entries))
 
     @cached_property
     def deep_graph(self) -> Any:
@@ -76,6 +92,10 @@ class Lore:
 
     @cached_property
     def cache(self) -> EmbeddingCache:
+        """Embeddings by content: in Redis when configured (shared), else a SQLite file in `home`."""
+        r = self.settings.redis
+        if r.url:
+            return RedisEmbeddingCache(redis_client(r.url), r.prefix, r.embedding_ttl_s)
         return EmbeddingCache(self.settings.home / "cache" / "embeddings.sqlite")
 
     @property
@@ -107,7 +127,7 @@ class Lore:
             if kb.id not in self._stores:
                 self._stores[kb.id] = open_store(
                     kb.store_backend, f"kb_{kb.id}", self.settings.home / "store", kb.embedding_dim,
-                    self.settings.store.uri,
+                    self.settings.store.uri, connection=self.settings.store,
                 )
             return self._stores[kb.id]
 
@@ -167,7 +187,7 @@ class Lore:
         params = ChunkParams(*_parse_schema(kb.chunk_schema))  # unversioned: keep the KB's schema
         report = self._pipeline(kb, progress, params=params, force=force, chunk_metadata=chunk_metadata,
                                 custom_chunks=custom_chunks).run(discover(inputs))
-        self.semantic_cache.clear()  # an unversioned KB's epoch does not move on ingest
+        self.catalog.bump_cache_epoch(kb.id)  # every replica's cached results of this KB are stale now
         return report
 
     def build(self, name: str, inputs: list[Path], *, description: str = "", activate: bool = False,
@@ -207,11 +227,15 @@ class Lore:
                     return self._compare(name, active.seq if active else None, v.seq, questions)
 
             try:
-                return build_version(kb, self.catalog, self.store(kb), pipeline, files, version,
-                                     gate=self.settings.gate, reports_dir=self.reports_dir(name),
-                                     quality_gate=quality_gate, activate=activate, compare=compare,
-                                     extra_quality=extra_quality)
+                with BUILD_SECONDS.time():
+                    result = build_version(kb, self.catalog, self.store(kb), pipeline, files, version,
+                                           gate=self.settings.gate, reports_dir=self.reports_dir(name),
+                                           quality_gate=quality_gate, activate=activate, compare=compare,
+                                           extra_quality=extra_quality)
+                BUILDS.labels(str(result.version.status)).inc()
+                return result
             except Exception as exc:  # disk full, store gone...: the active version keeps serving
+                BUILDS.labels("error").inc()
                 with contextlib.suppress(Exception):  # if this fails too, the next build recovers it
                     fail_version(kb, self.catalog, self.store(kb), version.seq, f"{type(exc).__name__}: {exc}")
                 raise LoreError(f"build of version {version.seq} of {name!r} failed ({exc}); it is marked FAILED "
@@ -249,8 +273,8 @@ class Lore:
         return collect_garbage(kb, self.catalog, self.store(kb))
 
     def reports_dir(self, name: str) -> Path:
-        """Where a KB's quality reports live: `<home>/reports/<kb>/<seq>/`."""
-        return self.settings.home / "reports" / name
+        """Where a KB's quality reports live: `<storage dir>/reports/<kb>/<seq>/` (shared by replicas)."""
+        return self.settings.files_dir / "reports" / name
 
     def _pipeline(self, kb: KnowledgeBase, progress: Progress | None, *, params: ChunkParams,
                   seq: int | None = None, force: bool = False, chunk_metadata: ChunkMetadata | None = None,
@@ -348,13 +372,11 @@ class Lore:
         return deep.run(question, opts, session_id=session_id, history=history)
 
     def _remember_deep_session(self, session_id: str) -> None:
-        """Keep deep-mode state for the most recent `agent.max_sessions` sessions only."""
+        """Keep deep-mode state for the most recent `agent.max_sessions` sessions only (in Redis: a TTL)."""
+        if self.settings.redis.url:
+            return
         with self._open_lock:
             self._deep_session_ids[session_id] = None
-            self._deep_session_ids.move_to_end(session_id)
-            while len(self._deep_session_ids) > self.settings.agent.max_sessions:
-                oldest, _ = self._deep_session_ids.popitem(last=False)
-                self.deep_sessions.delete_thread(oldest)
 
     def close(self) -> None:
         """Close every open store and the LLM client."""

@@ -33,3 +33,7 @@ class MissingDependencyError(LoreError):
 class ConflictError(LoreError):
     """The request is well formed but the knowledge base's state refuses it (no active version yet;
     a versioned KB changes only through builds)."""
+
+
+class UnavailableError(LoreError):
+    """A server Lore depends on (vector store, Redis) is down for now; the request may be retried (503)."""

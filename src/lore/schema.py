@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
 SourceType = Literal["faq", "doc", "table_row"]
@@ -127,3 +127,14 @@ class Hit:
             "dense_rank": self.dense_rank,
             "bm25_rank": self.bm25_rank,
         }
+
+
+def hit_record(hit: Hit) -> dict[str, Any]:
+    """A hit as plain JSON-ready data (for shared caches)."""
+    return asdict(hit)
+
+
+def hit_from_record(record: dict[str, Any]) -> Hit:
+    """The hit `hit_record` made."""
+    data = dict(record)
+    return Hit(Chunk(**data.pop("chunk")), **data)

@@ -34,7 +34,7 @@ def _tenants(lore: Lore, kb: KnowledgeBase, name: str, chunks: list[Chunk]) -> s
     """Tenants of the file's chunks; for an upload not indexed yet, its uploader."""
     if chunks:
         return {c.tenant_id for c in chunks}
-    owner = upload_owner(lore.settings.home / "uploads" / kb.name, name)
+    owner = upload_owner(lore.settings.files_dir / "uploads" / kb.name, name)
     return {owner} if owner else set()
 
 

@@ -15,9 +15,11 @@ from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from lore.api.deps import RateLimiter, ServiceState, error_status
+from lore.api import ops
+from lore.api.deps import ServiceState, error_status
 from lore.api.jobs import Worker
 from lore.api.logs import install_log_redaction
+from lore.api.ops import ServiceMiddleware
 from lore.api.preflight import preflight
 from lore.api.routers import (
     ask,
@@ -37,6 +39,7 @@ from lore.api.routers import (
 )
 from lore.engine import Lore
 from lore.errors import LoreError
+from lore.state.ratelimit import make_rate_limiter
 
 log = logging.getLogger("lore.api")
 WEB_DIR = Path(__file__).resolve().parents[1] / "web" / "static"
@@ -67,7 +70,7 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
                   description="Knowledge-base question answering: streamed, cited, versioned, multi-tenant. "
                               "Every request needs `Authorization: Bearer <key>` (`lore keys create`).")
     install_log_redaction()
-    app.state.service = ServiceState(engine, RateLimiter(engine.settings.api.rate_limit_per_minute))
+    app.state.service = ServiceState(engine, make_rate_limiter(engine.settings))
     if engine.settings.api.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=engine.settings.api.cors_origins,
                            allow_methods=["*"], allow_headers=["*"])
@@ -80,18 +83,19 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return _error(request, exc.status_code, exc.detail, exc.headers)
 
-    for module in (kbs, documents, ingest, chunks, builds, versions, search, ask, feedback, sessions, traces,
+    app.add_middleware(ServiceMiddleware)
+    for module in (ops, kbs, documents, ingest, chunks, builds, versions, search, ask, feedback, sessions, traces,
                    openai_compat, scenarios, keys):
         app.include_router(module.router)
-
-    @app.get("/api/health", tags=["service"])
-    async def health() -> dict[str, str]:
-        """Liveness (no key needed)."""
-        return {"status": "ok"}
 
     if (WEB_DIR / "index.html").is_file():
         app.mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web")
     return app
+
+
+def serve_app() -> FastAPI:
+    """The app of one `lore serve --workers N` worker (the parent process ran the preflight)."""
+    return create_app(run_preflight=False)
 
 
 def _error(request: Request, status: int, detail: object, headers: dict[str, str] | None = None) -> JSONResponse:

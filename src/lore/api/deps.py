@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from dataclasses import dataclass, field
 from typing import Annotated
 
@@ -12,9 +10,10 @@ from starlette.concurrency import run_in_threadpool
 
 from lore.catalog.service import ApiKey
 from lore.engine import Lore
-from lore.errors import ConflictError, LoreError, NotFoundError
+from lore.errors import ConflictError, LoreError, NotFoundError, UnavailableError
 from lore.retrieve.search import SearchOptions
 from lore.schema import SearchFilter
+from lore.state.ratelimit import RateLimiter
 
 ADMIN_ROLE = "admin"
 PLATFORM_ADMIN_ROLE = "platform-admin"  # may write to knowledge bases that also hold other tenants' chunks
@@ -76,34 +75,13 @@ class Scope:
 
 
 def error_status(exc: LoreError) -> int:
-    """The HTTP status of a Lore error: unknown thing 404, refused by the KB's state 409, else 400."""
+    """The HTTP status of a Lore error: unknown thing 404, refused by the KB's state 409, a server down 503,
+    else 400."""
     if isinstance(exc, NotFoundError):
         return 404
+    if isinstance(exc, UnavailableError):
+        return 503
     return 409 if isinstance(exc, ConflictError) else 400
-
-
-class RateLimiter:
-    """A token bucket per key: `per_minute` requests a minute with bursts of the same size."""
-
-    def __init__(self, per_minute: int) -> None:
-        self.per_minute = per_minute
-        self._buckets: dict[str, tuple[float, float]] = {}
-        self._lock = threading.Lock()
-
-    def check(self, key_id: str) -> float:
-        """0 if the request may go ahead, else the seconds until it may."""
-        if self.per_minute <= 0:
-            return 0.0
-        rate = self.per_minute / 60.0
-        now = time.monotonic()
-        with self._lock:
-            tokens, last = self._buckets.get(key_id, (float(self.per_minute), now))
-            tokens = min(float(self.per_minute), tokens + (now - last) * rate)
-            if tokens < 1.0:
-                self._buckets[key_id] = (tokens, now)
-                return (1.0 - tokens) / rate
-            self._buckets[key_id] = (tokens - 1.0, now)
-            return 0.0
 
 
 @dataclass

@@ -1,9 +1,17 @@
-"""Keep secrets out of server logs: the WebSocket `?access_token=` key is redacted from uvicorn's lines."""
+"""Server logs: the WebSocket `?access_token=` key redacted from uvicorn's lines, and (a config switch)
+one JSON object a line carrying the request's trace id."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+import sys
+from contextvars import ContextVar
+from datetime import UTC, datetime
+
+TRACE_ID: ContextVar[str | None] = ContextVar("lore_trace_id", default=None)
+"""The trace id of the request being handled (set by the service middleware, then by the ask stream)."""
 
 _TOKEN = re.compile(r"(access_token=)[^&\s\"']+")
 REDACTED = "[redacted]"
@@ -35,3 +43,51 @@ def install_log_redaction() -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(f, AccessTokenFilter) for f in logger.filters):
             logger.addFilter(AccessTokenFilter())
+
+
+class JsonFormatter(logging.Formatter):
+    """`{"time", "level", "logger", "message", "trace_id", ...}` per line; exceptions as `exc_info` text."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out = {"time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+               "level": record.levelname, "logger": record.name, "message": redact(record.getMessage()),
+               "trace_id": getattr(record, "trace_id", None) or TRACE_ID.get()}
+        if record.exc_info:
+            out["exc_info"] = self.formatException(record.exc_info)
+        return json.dumps(out, ensure_ascii=False)
+
+
+class TraceIdFilter(logging.Filter):
+    """Stamps each record with the trace id of the request it was logged in."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not getattr(record, "trace_id", None):
+            record.trace_id = TRACE_ID.get()
+        return True
+
+
+def configure_logging(json_lines: bool, level: str = "INFO") -> dict[str, object] | None:
+    """Set up `lore.*` logging; with `json_lines`, a uvicorn `log_config` that logs everything as JSON."""
+    if not json_lines:
+        logging.getLogger("lore").setLevel(level)
+        return None
+    return {
+        "version": 1, "disable_existing_loggers": False,
+        "formatters": {"json": {"()": "lore.api.logs.JsonFormatter"}},
+        "filters": {"trace": {"()": "lore.api.logs.TraceIdFilter"}},
+        "handlers": {"stdout": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["trace"],
+                                "stream": "ext://sys.stdout"}},
+        "root": {"handlers": ["stdout"], "level": level},
+        "loggers": {name: {"handlers": [], "propagate": True, "level": level}
+                    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "lore")},
+    }
+
+
+def install_json_logging(level: str = "INFO") -> None:
+    """JSON lines on stdout for this process's root logger (what `log_config` does under uvicorn)."""
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(JsonFormatter())
+    handler.addFilter(TraceIdFilter())
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(level)

@@ -20,10 +20,12 @@ from starlette.concurrency import run_in_threadpool
 from lore.agent.rewrite import Standalone, standalone_question
 from lore.answer.pipeline import Event
 from lore.api.deps import Scope, ServiceState
+from lore.api.logs import TRACE_ID
 from lore.api.scenarios import ScenarioCall
 from lore.catalog.service import ChatSession
 from lore.engine import Lore
 from lore.errors import LoreError
+from lore.metrics import STAGE_SECONDS
 from lore.retrieve.search import SearchOptions
 from lore.scenario.cache import CACHE_EVENTS
 from lore.scenario.routing import Router
@@ -96,6 +98,7 @@ async def ask_events(state: ServiceState, scope: Scope, plan: AskPlan) -> AsyncI
     trace = _TraceBuilder(plan, started)
     token = object()
     state.streams.add(token)
+    TRACE_ID.set(plan.trace_id)  # this stream's log lines carry the trace id the client sees
     events: Iterator[Event] | None = None
     try:
         yield trace.event("start", {
@@ -129,6 +132,8 @@ async def ask_events(state: ServiceState, scope: Scope, plan: AskPlan) -> AsyncI
         with anyio.CancelScope(shield=True):
             try:
                 await run_in_threadpool(_finish, lore, scope, plan, trace)
+                log.info("ask kb=%s mode=%s status=%s ms=%s", plan.kb, plan.mode, trace.record()["status"],
+                         trace.record()["total_ms"])
             except Exception:  # the answer was delivered; a lost trace is logged
                 log.exception("trace %s could not be saved", plan.trace_id)
 
@@ -177,6 +182,8 @@ class _TraceBuilder:
                     "session_id": self.plan.session.id if self.plan.session else None}
             if kind == "end":
                 self.end = data
+                for stage, ms in (data.get("timings_ms") or {}).items():
+                    STAGE_SECONDS.labels(stage).observe(float(ms) / 1000)
             else:
                 self.error = str(data.get("message"))
         return {"event": kind, "data": data}

@@ -248,12 +248,18 @@ class VersionsMixin:
             return [Activation.from_row(row) for row in s.scalars(query)]
 
     def cache_epoch(self, kb_id: str) -> int:
-        """The knowledge base's cache epoch, bumped by every activation."""
+        """The knowledge base's cache epoch, bumped by every activation and every unversioned ingest."""
         with self.transaction() as s:
             epoch = s.scalar(select(KnowledgeBaseRow.cache_epoch).where(KnowledgeBaseRow.id == kb_id))
             if epoch is None:
                 raise NotFoundError(f"knowledge base id '{kb_id}' not found")
             return epoch
+
+    def bump_cache_epoch(self, kb_id: str) -> int:
+        """Retire every cached result of the knowledge base on every replica (an unversioned KB changed)."""
+        with self.transaction() as s:
+            _lock_kb(s, kb_id).cache_epoch = KnowledgeBaseRow.cache_epoch + 1  # type: ignore[assignment]
+        return self.cache_epoch(kb_id)
 
     @staticmethod
     def _log_activation(

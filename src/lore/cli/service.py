@@ -22,11 +22,18 @@ badcases_app = typer.Typer(help="Answers people marked thumbs-down, as an eval s
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (default: api.host).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: api.port).")] = None,
+    workers: Annotated[int | None, typer.Option(help="Worker processes (default: api.workers). More than one "
+                                                "needs [redis] url for global rate limits and shared caches.")]
+    = None,
 ) -> None:
-    """Run the HTTP service and web UI after the preflight checks (no degraded mode)."""
+    """Run the HTTP service and web UI after the preflight checks (no degraded mode).
+
+    SIGTERM stops accepting connections and gives open answer streams `api.shutdown_grace_s` to finish.
+    """
     import uvicorn
 
     from lore.api import create_app
+    from lore.api.logs import configure_logging
     from lore.api.preflight import preflight
 
     lore = Lore()
@@ -38,11 +45,23 @@ def serve(
                 console.print(f"[green]ok[/] {line}")
     except LoreError as exc:
         fail(exc)
-    api = lore.settings.api
+    settings = lore.settings
+    api, n = settings.api, workers or settings.api.workers
+    if n > 1 and not settings.redis.url:
+        console.print(f"[yellow]warning[/] {n} workers without [redis] url: rate limits, caches and deep-mode "
+                      "sessions are per process")
+    log_config = configure_logging(settings.log.json_lines, settings.log.level) or uvicorn.config.LOGGING_CONFIG
+    options = {"host": host or api.host, "port": port or api.port, "log_level": settings.log.level.lower(),
+               "log_config": log_config, "timeout_graceful_shutdown": api.shutdown_grace_s}
+    console.print(f"serving on http://{options['host']}:{options['port']}/" + (f" ({n} workers)" if n > 1 else ""))
+    if n > 1:  # each worker makes its own app from the same settings; preflight already passed here
+        lore.close()
+        _multiprocess_metrics()
+        uvicorn.run("lore.api.app:serve_app", factory=True, workers=n, **options)  # type: ignore[arg-type]
+        return
     app = create_app(lore, run_preflight=False)  # just ran
-    console.print(f"serving on http://{host or api.host}:{port or api.port}/")
     try:
-        uvicorn.run(app, host=host or api.host, port=port or api.port, log_level="info")
+        uvicorn.run(app, **options)  # type: ignore[arg-type]
     finally:
         lore.close()
 
@@ -75,6 +94,15 @@ def worker(
             runner.loop(stop)
     finally:
         lore.close()
+
+
+def _multiprocess_metrics() -> None:
+    """Workers write Prometheus samples to a shared folder so /metrics adds up every process."""
+    import os
+    import tempfile
+
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="lore-metrics-")
 
 
 @keys_app.command("create")

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 import numpy as np
 
 from lore.embed.base import Embedder, InputKind
 from lore.errors import LoreError
+from lore.state.redis import redis_errors
+
+log = logging.getLogger("lore.embed")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -100,6 +104,50 @@ class EmbeddingCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class RedisEmbeddingCache(EmbeddingCache):
+    """The same cache in Redis (`<prefix>:emb:<model>:<kind>:<sha256>`), shared by every replica and worker.
+
+    Entries are content-addressed, so they never go stale; they expire after `ttl_s` (and under Redis's
+    maxmemory policy). A failing Redis is a miss, never an error.
+    """
+
+    def __init__(self, client: Any, prefix: str, ttl_s: int) -> None:
+        self.client, self.prefix, self.ttl_s = client, prefix, ttl_s
+        self.path = Path(f"redis:{prefix}")
+
+    def _key(self, model_id: str, kind: str, text: str) -> str:
+        return f"{self.prefix}:emb:{model_id}:{kind}:{_digest(text).hex()}"
+
+    def get_many(self, model_id: str, kind: InputKind, texts: Sequence[str]) -> dict[int, np.ndarray]:
+        if not texts:
+            return {}
+        try:
+            blobs = self.client.mget([self._key(model_id, kind, t) for t in texts])
+        except redis_errors() as exc:
+            log.warning("embedding cache: Redis unavailable, embedding again: %s", exc)
+            return {}
+        return {i: np.frombuffer(b, dtype=_DTYPE).astype(np.float32) for i, b in enumerate(blobs) if b}
+
+    def put_many(self, model_id: str, kind: InputKind, texts: Sequence[str],
+                 vectors: np.ndarray | Sequence[np.ndarray]) -> None:
+        if len(texts) != len(vectors):
+            raise ValueError(f"put_many: {len(texts)} texts but {len(vectors)} vectors")
+        try:
+            pipe = self.client.pipeline(transaction=False)
+            for text, vector in zip(texts, vectors, strict=True):
+                pipe.set(self._key(model_id, kind, text), np.asarray(vector, dtype=_DTYPE).tobytes(), ex=self.ttl_s)
+            pipe.execute()
+        except redis_errors() as exc:
+            log.warning("embedding cache: Redis unavailable, vectors not stored: %s", exc)
+
+    def count(self, model_id: str | None = None) -> int:
+        pattern = f"{self.prefix}:emb:{model_id or '*'}:*"
+        return sum(1 for _ in self.client.scan_iter(match=pattern, count=1000))
+
+    def close(self) -> None:
+        """Nothing to close: the process's Redis client is shared."""
 
 
 def embed_texts(

@@ -3,7 +3,8 @@
 Key = scope (the whole `SearchFilter`, version included, plus the search options and a namespace
 such as the KB id) + cache epoch + the normalised query embedding. A lookup only ever compares
 against entries of the exact same scope key, so a candidate set is never served to another tenant,
-role set, dataset or version; an activation bumps the epoch, which retires every earlier entry.
+role set, dataset or version; an activation or an unversioned ingest bumps the epoch in the catalog, which
+retires every earlier entry on every replica.
 A near-identical embedding alone is not enough: the query's anchor terms (codes, numbers, rare
 words) must match too, so "LF-200 warranty" never returns the candidates of "LF-500 warranty".
 Final answers are never cached here.
@@ -11,11 +12,11 @@ Final answers are never cached here.
 
 from __future__ import annotations
 
+import base64
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +24,8 @@ from lore.answer.sentences import KEY_WEIGHT, token_weights
 from lore.embed.cache import embed_texts
 from lore.lexical import tokenize
 from lore.retrieve.search import Retriever, SearchOptions
-from lore.schema import Hit
+from lore.schema import Hit, hit_from_record, hit_record
+from lore.state.cache import Cache, LocalCache
 
 
 def scope_key(options: SearchOptions, epoch: int, namespace: str = "") -> str:
@@ -39,67 +41,62 @@ def anchors(query: str) -> frozenset[str]:
     return frozenset(t for t, w in weights.items() if w >= KEY_WEIGHT or any(ch.isdigit() for ch in t))
 
 
-@dataclass
-class _Entry:
-    vector: np.ndarray
-    anchors: frozenset[str]
-    query: str
-    hits: list[Hit]
-
-
 class SemanticCache:
-    """In-process LRU of candidate lists; thread-safe. `max_entries=0` disables it."""
+    """Candidate lists per scope on a `Cache` (in-process LRU, or Redis shared by every replica).
 
-    def __init__(self, threshold: float = 0.97, max_entries: int = 512) -> None:
+    `max_entries=0` disables it; each scope keeps its newest `max_entries` entries.
+    """
+
+    def __init__(self, threshold: float = 0.97, max_entries: int = 512, backend: Cache | None = None) -> None:
         self.threshold, self.max_entries = threshold, max_entries
-        self._scopes: dict[str, list[_Entry]] = {}
-        self._lru: OrderedDict[tuple[str, int], _Entry] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = self.misses = 0
+        self.backend: Cache = backend if backend is not None else LocalCache("semantic", max_entries)
+
+    @property
+    def hits(self) -> int:
+        return self.backend.hits
+
+    @property
+    def misses(self) -> int:
+        return self.backend.misses
 
     def get(self, scope: str, vector: np.ndarray, query: str) -> tuple[list[Hit], str] | None:
         """(cached hits, the query they were cached for) when an entry of this exact scope is close enough."""
         if self.max_entries == 0:
             return None
         v = _unit(vector)
-        want = anchors(query)
-        with self._lock:
-            best: _Entry | None = None
-            best_sim = self.threshold
-            for entry in self._scopes.get(scope, []):
-                sim = float(entry.vector @ v)
-                if sim >= best_sim and entry.anchors == want:
-                    best, best_sim = entry, sim
-            if best is None:
-                self.misses += 1
-                return None
-            self.hits += 1
-            self._lru.move_to_end((scope, id(best)))
-            return list(best.hits), best.query
+        want = sorted(anchors(query))
+        best: dict[str, Any] | None = None
+        best_sim = self.threshold
+        for entry in self.backend.items(scope):
+            sim = float(_decode(entry["v"]) @ v)
+            if sim >= best_sim and entry["a"] == want:
+                best, best_sim = entry, sim
+        if best is None:
+            return None
+        return [hit_from_record(h) for h in best["h"]], best["q"]
 
     def put(self, scope: str, vector: np.ndarray, query: str, hits: Sequence[Hit]) -> None:
-        """Remember the candidates of `query` under `scope`, evicting the least recently used."""
+        """Remember the candidates of `query` under `scope` (the oldest of a full scope goes)."""
         if self.max_entries == 0:
             return
-        entry = _Entry(_unit(vector), anchors(query), query, list(hits))
-        with self._lock:
-            self._scopes.setdefault(scope, []).append(entry)
-            self._lru[(scope, id(entry))] = entry
-            while len(self._lru) > self.max_entries:
-                (old_scope, _), old = self._lru.popitem(last=False)
-                entries = self._scopes[old_scope]
-                entries.remove(old)
-                if not entries:
-                    del self._scopes[old_scope]
+        entry = {"v": _encode(_unit(vector)), "a": sorted(anchors(query)), "q": query,
+                 "h": [hit_record(h) for h in hits]}
+        self.backend.push(scope, entry, self.max_entries)
 
     def clear(self) -> None:
-        """Forget everything (e.g. after an unversioned KB was re-ingested)."""
-        with self._lock:
-            self._scopes.clear()
-            self._lru.clear()
+        """Forget everything."""
+        self.backend.clear()
 
     def __len__(self) -> int:
-        return len(self._lru)
+        return len(self.backend)
+
+
+def _encode(v: np.ndarray) -> str:
+    return base64.b64encode(np.asarray(v, dtype="<f4").tobytes()).decode("ascii")
+
+
+def _decode(text: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float32)
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:

@@ -88,7 +88,7 @@ def build_scenario(
         lore.create_kb(scenario.kb_name, f"scenario {scenario.id}: {scenario.name}")
     kb = lore.catalog.get_kb(scenario.kb_name)
     # Reused files keep the metadata they were indexed with, so a metadata change re-reads them all.
-    stamp = lore.settings.home / "scenarios" / f"{scenario.id}.json"
+    stamp = lore.settings.files_dir / "scenarios" / f"{scenario.id}.json"
     fingerprint = metadata_fingerprint(scenario)
     previous = json.loads(stamp.read_text(encoding="utf-8")).get("fingerprint") if stamp.exists() else None
     changed = previous is not None and previous != fingerprint

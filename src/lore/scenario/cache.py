@@ -1,4 +1,5 @@
-"""A process-wide LRU of search results, keyed by everything that bounds them.
+"""Search results of scenario questions (in process, or in Redis for every replica), keyed by everything
+that bounds them.
 
 The key holds the KB id, its cache epoch, the version, the full search options (whose filter
 carries tenant, datasets, visibility, roles and sources) and the query: a cached result can only
@@ -8,15 +9,14 @@ ever be served to a request with exactly the same scope. Unversioned KBs are nev
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import asdict
 from typing import Any
 
 from lore.retrieve.search import Retriever, SearchOptions
-from lore.schema import Hit
+from lore.schema import Hit, hit_from_record, hit_record
+from lore.state.cache import Cache, LocalCache
 
 CACHE_EVENTS: ContextVar[list[dict[str, Any]] | None] = ContextVar("lore_cache_events", default=None)
 """Set to a list to collect this context's cache lookups (`{"hit", "key", "hits"}`), e.g. for a trace."""
@@ -35,38 +35,37 @@ def cache_key(kb_id: str, epoch: int, options: SearchOptions, query: str) -> str
 
 
 class SearchCache:
-    """Thread-safe LRU: `get_or_search(key, fn)`; hits and misses are counted."""
+    """`get_or_search(key, fn)` over a `Cache` (in-process LRU, or Redis shared by every replica)."""
 
-    def __init__(self, max_entries: int = 2048) -> None:
+    def __init__(self, max_entries: int = 2048, backend: Cache | None = None) -> None:
         self.max_entries = max_entries
-        self._items: OrderedDict[str, list[Hit]] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = self.misses = 0
+        self.backend: Cache = backend if backend is not None else LocalCache("search", max_entries)
+
+    @property
+    def hits(self) -> int:
+        return self.backend.hits
+
+    @property
+    def misses(self) -> int:
+        return self.backend.misses
 
     def get_or_search(self, key: str, search: Callable[[], list[Hit]]) -> tuple[list[Hit], bool]:
         """(hits, whether they came from the cache)."""
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                self.hits += 1
-                found = list(self._items[key])
-                _note(key, True, found)
-                return found, True
+        cached = self.backend.get(key)
+        if cached is not None:
+            found = [hit_from_record(h) for h in cached]
+            _note(key, True, found)
+            return found, True
         found = search()
         _note(key, False, found)
-        with self._lock:
-            self.misses += 1
-            self._items[key] = list(found)
-            while len(self._items) > self.max_entries:
-                self._items.popitem(last=False)
+        self.backend.set(key, [hit_record(h) for h in found])
         return found, False
 
     def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
+        self.backend.clear()
 
 
-SEARCH_CACHE = SearchCache()
+SEARCH_CACHE = SearchCache()  # the in-process default; `Lore.search_cache` is the configured one
 
 
 class CachingRetriever:

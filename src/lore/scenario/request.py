@@ -9,7 +9,6 @@ from lore.config import AnswerSettings
 from lore.errors import LoreError
 from lore.retrieve.search import SearchOptions
 from lore.scenario.ask import ScenarioRuntime
-from lore.scenario.cache import SEARCH_CACHE
 from lore.scenario.config import Scenario, Scenarios
 from lore.scenario.scope import Scope, ScopeError, check_scope, scenario_scope
 
@@ -50,7 +49,7 @@ def scenario_request(
     answer = lore.settings.answer
     if sc is None:
         return name, bounded, scope.version, None, answer
-    runtime = ScenarioRuntime(sc, scope, lore.settings.scenario, cache=SEARCH_CACHE)
+    runtime = ScenarioRuntime(sc, scope, lore.settings.scenario, cache=lore.search_cache)
     return (
         name,
         bounded,

@@ -47,7 +47,7 @@ _MAGIC = b"LOREIDX1"  # snapshot file format, version 1
 class EmbeddedStore:
     """One SQLite file per collection under `<data_dir>/embedded/`, searched in memory."""
 
-    def __init__(self, collection: str, data_dir: Path, dim: int, uri: str = "") -> None:
+    def __init__(self, collection: str, data_dir: Path, dim: int, uri: str = "", connection: object = None) -> None:
         folder = Path(uri) if uri else Path(data_dir) / "embedded"
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / f"{collection}.sqlite"

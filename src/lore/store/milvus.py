@@ -14,9 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from lore.config import StoreSettings
 from lore.errors import EmbeddingMismatchError, LoreError, MissingDependencyError
 from lore.schema import Chunk, Hit, SearchFilter
 from lore.store.base import StoreQuery
+from lore.store.milvus_conn import ResilientClient, connection_kwargs
 from lore.store.milvus_expr import decode_roles, encode_roles, encode_tokens, filter_expr, str_list
 
 _INSTALL_HINT = 'pip install "pymilvus[milvus_lite]"'
@@ -84,7 +86,8 @@ def _import_pymilvus() -> ModuleType:
 class MilvusStore:
     """A `VectorStore` on one Milvus collection: FLAT cosine dense index plus BM25 sparse index."""
 
-    def __init__(self, collection: str, data_dir: Path, dim: int, uri: str = "") -> None:
+    def __init__(self, collection: str, data_dir: Path, dim: int, uri: str = "",
+                 connection: StoreSettings | None = None) -> None:
         self._pm = _import_pymilvus()
         self.name = collection_name(collection)
         self.dim = dim
@@ -97,7 +100,12 @@ class MilvusStore:
             _acquire_lite(self._lite_path)
         target = self._lite_path or uri
         try:
-            self._client = self._pm.MilvusClient(target, dedicated=True)
+            if self._lite_path:
+                self._client = self._pm.MilvusClient(target, dedicated=True)
+            else:  # a server: credentials, database and TLS; reconnects after a restart
+                patience = connection.timeout_s if connection is not None else 10.0
+                self._client = ResilientClient(self._pm, target, self.name, connection_kwargs(connection),
+                                               patience_s=patience)
         except Exception as exc:
             _release_lite(self._lite_path)
             if not isinstance(exc, self._pm.MilvusException):

@@ -87,7 +87,7 @@ async def delete_kb(kb: str, scope: Admin, state: State) -> None:
 
 
 def uploads_dir(lore: Lore, kb: str) -> Path:
-    """Where a knowledge base's uploaded files are kept: `<home>/uploads/<kb>/` (never outside it)."""
+    """Where a knowledge base's uploaded files are kept: `<storage dir>/uploads/<kb>/` (never outside it)."""
     if not _KB_NAME.fullmatch(kb):
         raise NotFoundError(f"knowledge base {kb!r} not found")
-    return lore.settings.home / "uploads" / kb
+    return lore.settings.files_dir / "uploads" / kb

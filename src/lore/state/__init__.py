@@ -1,0 +1,1 @@
+"""State that several replicas share: the Redis connection, caches, rate limits, service metrics."""

@@ -1,0 +1,122 @@
+"""Real servers for tests: a Milvus gRPC server (`milvus-lite server`) started by the test, Redis keys
+under a prefix of their own, PostgreSQL databases created and dropped per test."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+REDIS_URL = os.environ.get("LORE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+POSTGRES_ADMIN = os.environ.get("LORE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"nothing listens on port {port} after {timeout:.0f} s")
+
+
+class MilvusServer:
+    """`milvus-lite server` on a free port over `data_dir`; `restart()` stops and starts it again."""
+
+    def __init__(self, data_dir: Path, port: int | None = None) -> None:
+        self.data_dir, self.port = data_dir, port or free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = data_dir.parent / f"milvus-{self.port}.log"
+
+    @property
+    def uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> MilvusServer:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [str(BIN / "milvus-lite"), "server", "--data-dir", str(self.data_dir), "--host", "127.0.0.1",
+                 "--port", str(self.port)], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_port(self.port)
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        self.proc = None
+
+    def restart(self, down_s: float = 0.0) -> None:
+        self.stop()
+        time.sleep(down_s)
+        self.start()
+
+
+@contextmanager
+def milvus_server(data_dir: Path) -> Iterator[MilvusServer]:
+    server = MilvusServer(data_dir).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def redis_available() -> bool:
+    try:
+        import redis
+
+        return bool(redis.Redis.from_url(REDIS_URL, socket_timeout=2).ping())
+    except Exception:  # noqa: BLE001 - absent server: the caller skips and says so
+        return False
+
+
+@contextmanager
+def redis_prefix() -> Iterator[str]:
+    """A key prefix of this test's own; every key under it is deleted afterwards."""
+    import redis
+
+    prefix = f"loretest-{uuid.uuid4().hex[:12]}"
+    try:
+        yield prefix
+    finally:
+        client = redis.Redis.from_url(REDIS_URL)
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        if keys:
+            client.delete(*keys)
+
+
+@contextmanager
+def postgres_database() -> Iterator[str]:
+    """A fresh PostgreSQL database (its SQLAlchemy URL), dropped afterwards."""
+    from sqlalchemy import create_engine, text
+
+    name = f"lore_test_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(POSTGRES_ADMIN, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield POSTGRES_ADMIN.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
