@@ -8,7 +8,7 @@ from typing import Any
 
 from bs4 import BeautifulSoup, Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
 
-from lore.ingest.loaders.base import register_loader
+from lore.ingest.loaders.base import LoadOptions
 from lore.ingest.loaders.encoding import decode_bytes
 from lore.ingest.loaders.table import MergedCell, merged_table_rows
 from lore.schema import LoadedDocument, Section
@@ -24,8 +24,7 @@ _SKIP_STRINGS = (Comment, Declaration, Doctype, ProcessingInstruction)
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
 
-@register_loader(".html", ".htm", ".xhtml")
-def load_html(path: Path) -> list[LoadedDocument]:
+def load_html(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     """Visible text split at headings; scripts, styles and navigation dropped."""
     data = path.read_bytes()
     declared = _META_CHARSET.search(data[:4096])
