@@ -29,6 +29,11 @@ def load_html(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     data = path.read_bytes()
     declared = _META_CHARSET.search(data[:4096])
     text, encoding = decode_bytes(data, str(path), declared.group(1).decode("ascii") if declared else None)
+    return [html_document(text, str(path), encoding)]
+
+
+def html_document(text: str, path: str, encoding: str | None = None) -> LoadedDocument:
+    """An HTML text as a document: sections under its headings, tables as rows."""
     soup = BeautifulSoup(text, "lxml")
     title = soup.title.get_text(" ", strip=True) if soup.title else None
     for tag in soup(_DROP):
@@ -38,7 +43,7 @@ def load_html(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     walker = _Walker()
     walker.walk(soup.body or soup)
     walker.flush()
-    return [LoadedDocument(path=str(path), sections=walker.sections, title=title or None, encoding=encoding)]
+    return LoadedDocument(path=path, sections=walker.sections, title=title or None, encoding=encoding)
 
 
 class _Walker:

@@ -49,7 +49,10 @@ def load_odt(path: Path, options: LoadOptions) -> list[LoadedDocument]:
 
 def soffice() -> str | None:
     """The LibreOffice executable, or None if it is not installed."""
-    return os.environ.get("LORE_SOFFICE") or shutil.which("soffice") or shutil.which("libreoffice")
+    named = os.environ.get("LORE_SOFFICE")
+    if named is not None:  # an explicit choice; "" or a missing file means "not installed"
+        return shutil.which(named) if named else None
+    return shutil.which("soffice") or shutil.which("libreoffice")
 
 
 def convert(path: Path, target: str, out_dir: Path) -> Path:
