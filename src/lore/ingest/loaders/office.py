@@ -86,6 +86,7 @@ def _via(path: Path, target: str, options: LoadOptions) -> list[LoadedDocument]:
     from lore.ingest.loaders.docx import load_docx
     from lore.ingest.loaders.pptx import load_pptx
 
+    _check_magic(path)
     reader: Callable[[Path, LoadOptions], list[LoadedDocument]] = load_docx if target == "docx" else load_pptx
     with tempfile.TemporaryDirectory(prefix="lore-convert-") as tmp:
         converted = convert(path, target, Path(tmp))
@@ -96,6 +97,22 @@ def _via(path: Path, target: str, options: LoadOptions) -> list[LoadedDocument]:
     for doc in docs:
         doc.path = str(path)
     return docs
+
+
+_OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_MAGIC = {".doc": ((_OLE2, b"{\\rtf"), "a Word 97-2003 file"), ".ppt": ((_OLE2,), "a PowerPoint 97-2003 file"),
+          ".rtf": ((b"{\\rtf",), "an RTF file"), ".odt": ((b"PK\x03\x04",), "an OpenDocument file")}
+
+
+def _check_magic(path: Path) -> None:
+    """Refuse a file whose first bytes are not its format's: LibreOffice would import it as plain text."""
+    with path.open("rb") as fh:
+        head = fh.read(8)
+    if not head:
+        raise LoadError(str(path), "empty file", LoadErrorKind.EMPTY)
+    signatures, what = _MAGIC[path.suffix.lower()]
+    if not head.startswith(signatures):
+        raise LoadError(str(path), f"not {what} (its first bytes do not match the format)")
 
 
 def _profile_dir() -> Path:
