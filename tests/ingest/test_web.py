@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from typer.testing import CliRunner
@@ -45,9 +46,9 @@ PAGES = {
 class Site(SimpleHTTPRequestHandler):
     """Static files with the standard Last-Modified handling; /docs/etag.html answers by ETag instead."""
 
-    seen: list[tuple[str, str | None, str | None]] = []
+    seen: ClassVar[list[tuple[str, str | None, str | None]]] = []
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         Site.seen.append((self.path, self.headers.get("If-None-Match"), self.headers.get("If-Modified-Since")))
         if self.path == "/docs/etag.html":
             body = (Path(self.directory) / "docs" / "etag.html").read_bytes()

@@ -56,7 +56,7 @@ def ocr_image_bytes(data: bytes, min_side: int = MIN_IMAGE_SIDE_PX) -> str:
     """
     try:
         pix = pymupdf.Pixmap(data)
-    except Exception as exc:  # noqa: BLE001 - MuPDF raises its own error types for bad image data
+    except Exception as exc:
         raise ValueError(f"not a decodable image ({exc})") from exc
     if min(pix.width, pix.height) < min_side:
         return ""
