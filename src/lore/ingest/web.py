@@ -58,7 +58,9 @@ class WebCrawler:
         """Breadth-first from `start`, following links that begin with `prefix` (default: the start
         URL's folder), until `max_pages` pages are fetched."""
         start = _clean(start)
-        prefix = prefix or start.rsplit("/", 1)[0] + "/"
+        if prefix is None:
+            parts = urlsplit(start)
+            prefix = f"{parts.scheme}://{parts.netloc}{parts.path.rsplit('/', 1)[0]}/"
         return self._visit([start], prefix, follow=True)
 
     def sitemap(self, url: str, prefix: str | None = None) -> Crawl:
