@@ -98,9 +98,10 @@ def compare_scores(base: dict[str, Any] | None, cand: dict[str, Any], questions:
     """Side-by-side figures plus the questions one version finds and the other does not."""
     questions = [q for q in questions if q.retrieval]
     out: dict[str, Any] = {"k": k, "questions": len(questions),
-                           "candidate": {"recall": cand["recall"], "mrr": cand["mrr"]}, "base": None}
+                           "candidate": {"recall": cand["recall"], "mrr": cand["mrr"], "ndcg": cand["ndcg"]},
+                           "base": None}
     if base is not None:
-        out["base"] = {"recall": base["recall"], "mrr": base["mrr"]}
+        out["base"] = {"recall": base["recall"], "mrr": base["mrr"], "ndcg": base["ndcg"]}
         out["lost"] = [q.question for q, b, c in zip(questions, base["found"], cand["found"], strict=True) if b and not c]
         out["gained"] = [q.question for q, b, c in zip(questions, base["found"], cand["found"], strict=True)
                          if c and not b]
