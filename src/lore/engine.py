@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -22,7 +22,7 @@ from lore.errors import ConfigError, ConflictError, EmbeddingMismatchError, Lore
 from lore.eval.compare import EvalQuestion, compare_scores, diff_manifests, load_eval_set, score
 from lore.ingest.build import BuildResult, build_lock, build_version, fail_version, recover_abandoned
 from lore.ingest.chunking import Chunker, ChunkParams
-from lore.ingest.files import discover
+from lore.ingest.files import SourceFile, discover
 from lore.ingest.gc import GcResult, collect_garbage
 from lore.ingest.pipeline import ChunkMetadata, CustomChunks, IngestPipeline, IngestReport, Progress
 from lore.metrics import BUILD_SECONDS, BUILDS
@@ -173,10 +173,11 @@ class Lore:
 
     def ingest(self, name: str, inputs: list[Path], progress: Progress | None = None, *,
                chunk_metadata: ChunkMetadata | None = None, custom_chunks: CustomChunks | None = None,
-               force: bool = False) -> IngestReport:
+               force: bool = False, sources: list[SourceFile] | None = None) -> IngestReport:
         """Ingest files and folders straight into an unversioned KB; bad files are reported.
 
-        `chunk_metadata` sets chunk fields (e.g. the caller's tenant); `custom_chunks` supplies a file's chunks.
+        `chunk_metadata` sets chunk fields (e.g. the caller's tenant); `custom_chunks` supplies a file's chunks;
+        `sources` are files already found elsewhere (e.g. fetched web pages named by their URL).
         """
         kb = self.catalog.get_kb(name)
         if self.catalog.has_versions(kb.id):
@@ -186,7 +187,7 @@ class Lore:
         self._check_model(kb, kb.embedding_model, "the index")
         params = ChunkParams(*_parse_schema(kb.chunk_schema))  # unversioned: keep the KB's schema
         report = self._pipeline(kb, progress, params=params, force=force, chunk_metadata=chunk_metadata,
-                                custom_chunks=custom_chunks).run(discover(inputs))
+                                custom_chunks=custom_chunks).run([*discover(inputs), *(sources or [])])
         self.catalog.bump_cache_epoch(kb.id)  # every replica's cached results of this KB are stale now
         return report
 
@@ -256,16 +257,16 @@ class Lore:
 
     def _compare(self, name: str, base: int | None, candidate: int, questions: list[EvalQuestion]) -> dict[str, Any]:
         k = self.settings.gate.eval_k
-        r = self.settings.retrieve
+        prev = score(self.eval_search(name, k, base), questions, k) if base is not None else None
+        return compare_scores(prev, score(self.eval_search(name, k, candidate), questions, k), questions, k)
+
+    def eval_search(self, name: str, k: int, version: int | None = None) -> Callable[[str], list[Hit]]:
+        """The search eval figures are taken with (gate, diff, `lore eval`): the configured retrieval,
+        top `k`, bounded to `version` (default: the active one)."""
         kb = self.catalog.get_kb(name)
         retriever = self.retriever(kb)
-
-        def score_version(seq: int) -> dict[str, Any]:
-            scoped = self.scoped(kb, SearchOptions.from_settings(r, k), seq)
-            return score(lambda q: retriever.search(q, scoped), questions, k)
-
-        prev = score_version(base) if base is not None else None
-        return compare_scores(prev, score_version(candidate), questions, k)
+        scoped = self.scoped(kb, SearchOptions.from_settings(self.settings.retrieve, k), version)
+        return lambda q: retriever.search(q, scoped)
 
     def gc(self, name: str) -> GcResult:
         """Delete chunks no readable version sees (abandoned and failed builds, expired history)."""

@@ -15,11 +15,13 @@ from rich.table import Column, Table
 from lore.answer.pipeline import Event
 from lore.cli.ask import ask
 from lore.cli.db import db_app
+from lore.cli.evaluate import eval_command
 from lore.cli.progress import RichIngestProgress
 from lore.cli.render import fail, where
 from lore.cli.scenario import scenario_app
 from lore.cli.service import badcases_app, keys_app, serve, worker
 from lore.cli.versions import activate, build, diff, gc, report, rollback, unlock, versions
+from lore.cli.web import fetch_sources, is_url
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.ingest.files import discover
@@ -40,6 +42,7 @@ app.add_typer(badcases_app, name="badcases")
 app.command()(serve)
 app.command()(worker)
 app.command()(ask)
+app.command("eval")(eval_command)
 for _command in (build, versions, diff, activate, rollback, report, gc, unlock):
     app.command()(_command)
 console = Console()
@@ -94,13 +97,25 @@ def kb_delete(name: str, yes: Annotated[bool, typer.Option("--yes", help="Do not
 
 
 @app.command()
-def ingest(paths: Annotated[list[Path], typer.Argument(help="Files and folders.")], kb: KbOption) -> None:
-    """Ingest files and folders into a knowledge base (bad files are reported, the rest go in)."""
+def ingest(
+    kb: KbOption,
+    paths: Annotated[list[str] | None, typer.Argument(help="Files, folders and http(s) URLs.")] = None,
+    sitemap: Annotated[str | None, typer.Option(help="Ingest the pages this sitemap lists.")] = None,
+    prefix: Annotated[str | None, typer.Option(help="Follow only links starting with this (default: the "
+                                               "URL's folder).")] = None,
+    max_pages: Annotated[int, typer.Option(help="Stop a crawl after this many pages.")] = 100,
+) -> None:
+    """Ingest files, folders and web pages into a knowledge base (bad ones are reported, the rest go in)."""
     lore = _lore()
+    inputs = paths or []
+    files = [Path(p) for p in inputs if not is_url(p)]
     try:
         lore.catalog.get_kb(kb)
-        with RichIngestProgress(console, len(discover(paths))) as progress:
-            report = lore.ingest(kb, paths, progress)
+        if not inputs and not sitemap:
+            raise LoreError("give files, folders or URLs to ingest, or --sitemap URL")
+        sources = fetch_sources(lore, kb, [p for p in inputs if is_url(p)], sitemap, prefix, max_pages, console)
+        with RichIngestProgress(console, len(discover(files)) + len(sources)) as progress:
+            report = lore.ingest(kb, files, progress, sources=sources)
     except LoreError as exc:
         fail(exc)
     print_report(report)

@@ -14,10 +14,10 @@ from typing import Any
 from lore.catalog import Catalog, FileRecord, KnowledgeBase
 from lore.embed.base import Embedder
 from lore.embed.cache import EmbeddingCache, embed_texts
-from lore.errors import LoadError
+from lore.errors import LoadError, LoadErrorKind
 from lore.ingest.chunking import Chunker, stable_id, text_units
 from lore.ingest.files import SourceFile, sha256_file
-from lore.ingest.loaders import load_file, loader_for
+from lore.ingest.loaders import load_file
 from lore.lexical import tokenize
 from lore.schema import Chunk, LoadedDocument
 from lore.store.base import VectorStore
@@ -76,6 +76,10 @@ class Progress:
     def file_done(self, result: FileResult) -> None: ...
 
 
+# A file's status from why it could not be read; encrypted, corrupt and no-text files are "failed".
+_STATUS = {LoadErrorKind.UNSUPPORTED: "unsupported", LoadErrorKind.EMPTY: "empty",
+           LoadErrorKind.TOO_LARGE: "too_large"}
+
 ChunkMetadata = Callable[[SourceFile], dict[str, Any]]
 """Chunk fields (tenant_id, source, ...) for a file's chunks, overriding the defaults."""
 CustomChunks = Callable[[SourceFile, str, "int | None"], "list[Chunk] | None"]
@@ -131,12 +135,9 @@ class IngestPipeline:
                 prepared.chunks, prepared.index_texts = custom, [index_text(c) for c in custom]
                 return prepared if custom else self._fail(prepared, "empty", "no entries to index")
         try:
-            loader_for(source.path)
             prepared.documents = load_file(source.path, ocr=self.ocr)
         except LoadError as exc:
-            status = "unsupported" if "unsupported file type" in exc.reason else (
-                "empty" if "empty" in exc.reason else "failed")
-            return self._fail(prepared, status, exc.reason)
+            return self._fail(prepared, _STATUS.get(exc.kind, "failed"), exc.reason)
         if _changed_since(source, stat.st_size, stat.st_mtime):
             return self._fail(prepared, "failed", "the file changed while it was being read; build again")
         self._chunk(prepared)
