@@ -25,6 +25,7 @@ from lore.api.routers import (
     ingest,
     kbs,
     openai_compat,
+    passages,
     scenarios,
     search,
     sessions,
@@ -69,7 +70,7 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
         return _error(request, exc.status_code, exc.detail, exc.headers)
 
     for module in (kbs, ingest, chunks, builds, versions, search, ask, feedback, sessions, traces, openai_compat,
-                   scenarios):
+                   scenarios, passages):
         app.include_router(module.router)
 
     @app.get("/api/health", tags=["service"])
