@@ -180,7 +180,8 @@ class Settings(BaseSettings):
 
 
 # LORE_* variables that are not settings fields (read directly by the parts that need them).
-_EXTRA_ENV = {"LORE_CONFIG", "LORE_EMBED_API_KEY", "LORE_LLM_API_KEY", "LORE_LLM_BASE_URL"}
+_EXTRA_ENV = {"LORE_CONFIG", "LORE_EMBED_API_KEY", "LORE_LLM_API_KEY", "LORE_LLM_BASE_URL",
+              "LORE_SERVER", "LORE_API_KEY", "LORE_MCP_LOG"}  # the client, remote CLI and `lore mcp`
 
 
 def _check_env_names() -> None:

@@ -14,6 +14,7 @@ from rich.table import Column, Table
 
 from lore.answer.pipeline import Event
 from lore.cli.ask import ask
+from lore.cli.mcp import mcp
 from lore.cli.progress import RichIngestProgress
 from lore.cli.render import fail, where
 from lore.cli.scenario import scenario_app
@@ -37,6 +38,7 @@ app.add_typer(keys_app, name="keys")
 app.add_typer(badcases_app, name="badcases")
 app.command()(serve)
 app.command()(ask)
+app.command()(mcp)
 for _command in (build, versions, diff, activate, rollback, report, gc, unlock):
     app.command()(_command)
 console = Console()
