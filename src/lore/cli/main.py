@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Column, Table
 
 from lore.answer.pipeline import Event
+from lore.cli import remote
 from lore.cli.ask import ask
 from lore.cli.mcp import mcp
 from lore.cli.progress import RichIngestProgress
@@ -47,6 +48,17 @@ err = Console(stderr=True)
 KbOption = Annotated[str, typer.Option("--kb", help="Knowledge base name.")]
 
 
+@app.callback()
+def _connection(
+    server: Annotated[str | None, typer.Option("--server", envvar="LORE_SERVER", show_envvar=True,
+                                               help="Run against this `lore serve` (URL) instead of locally.")] = None,
+    key: Annotated[str | None, typer.Option("--key", envvar="LORE_API_KEY", show_envvar=True,
+                                            help="API key for --server.")] = None,
+) -> None:
+    """Lore: enterprise knowledge-base search and answers, offline by default."""
+    remote.connection.server, remote.connection.key = server, key
+
+
 def _lore() -> Lore:
     return Lore()
 
@@ -55,6 +67,10 @@ def _lore() -> Lore:
 def kb_create(name: str, description: Annotated[str, typer.Option(help="What the KB holds.")] = "") -> None:
     """Create a knowledge base bound to the configured embedder and store."""
     try:
+        if (c := remote.client()) is not None:
+            kb_remote = c.create_kb(name, description)
+            console.print(f"created [bold]{kb_remote.name}[/] ({kb_remote.embedding_model}) on {c.base_url}")
+            return
         kb = _lore().create_kb(name, description)
     except LoreError as exc:
         fail(exc)
@@ -64,6 +80,11 @@ def kb_create(name: str, description: Annotated[str, typer.Option(help="What the
 @kb_app.command("list")
 def kb_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """List knowledge bases."""
+    if (c := remote.client()) is not None:
+        try:
+            return remote.kb_list(c, as_json)
+        except LoreError as exc:
+            fail(exc)
     lore = _lore()
     kbs = lore.catalog.list_kbs()
     if as_json:
@@ -86,7 +107,10 @@ def kb_delete(name: str, yes: Annotated[bool, typer.Option("--yes", help="Do not
     if not yes and not typer.confirm(f"Delete knowledge base {name!r} and its index?"):
         raise typer.Exit(1)
     try:
-        _lore().delete_kb(name)
+        if (c := remote.client()) is not None:
+            c.delete_kb(name)
+        else:
+            _lore().delete_kb(name)
     except LoreError as exc:
         fail(exc)
     console.print(f"deleted {name}")
@@ -95,11 +119,14 @@ def kb_delete(name: str, yes: Annotated[bool, typer.Option("--yes", help="Do not
 @app.command()
 def ingest(paths: Annotated[list[Path], typer.Argument(help="Files and folders.")], kb: KbOption) -> None:
     """Ingest files and folders into a knowledge base (bad files are reported, the rest go in)."""
-    lore = _lore()
     try:
-        lore.catalog.get_kb(kb)
-        with RichIngestProgress(console, len(discover(paths))) as progress:
-            report = lore.ingest(kb, paths, progress)
+        if (c := remote.client()) is not None:
+            report = remote.ingest(c, kb, paths)  # upload, then index those files on the server
+        else:
+            lore = _lore()
+            lore.catalog.get_kb(kb)
+            with RichIngestProgress(console, len(discover(paths))) as progress:
+                report = lore.ingest(kb, paths, progress)
     except LoreError as exc:
         fail(exc)
     print_report(report)
@@ -134,6 +161,11 @@ def search(
     """Search a knowledge base (dense, BM25 or hybrid)."""
     if mode not in ("dense", "bm25", "hybrid"):
         fail(LoreError(f"--mode: must be dense, bm25 or hybrid, not {mode!r}"))
+    if (c := remote.client()) is not None:
+        try:
+            return remote.search(c, kb, query, mode, k, version, as_json)
+        except LoreError as exc:
+            fail(exc)
     lore = _lore()
     opts = SearchOptions(mode=_mode(mode), recall_k=recall_k, top_k=k, rrf_k=lore.settings.retrieve.rrf_k,
                          min_score=lore.settings.retrieve.min_score)

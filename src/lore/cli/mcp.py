@@ -28,7 +28,10 @@ def mcp(
     Every call is bounded by an API key's grant exactly as the HTTP API is: on stdio the key from --key or
     LORE_API_KEY; on HTTP each request's `Authorization: Bearer <key>` header.
     """
+    from lore.cli import remote
     from lore.integrations.mcp_server import build_server, http_app
+
+    key = key or remote.connection.key  # `lore --key KEY mcp` too
 
     if transport not in ("stdio", "http"):
         fail(LoreError(f"--transport: stdio or http, not {transport!r}"))

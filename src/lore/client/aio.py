@@ -112,10 +112,12 @@ class AsyncLoreClient:
 
     async def build(self, kb: str, files: list[str] | None = None, *, paths: list[str] | None = None,
               description: str = "", activate: bool = False, quality_gate: bool = False, force: bool = False,
-              dataset: str | None = None, progress: BuildProgress | None = None) -> IngestResult:
+              dataset: str | None = None, incremental_from: str = "latest", progress: BuildProgress | None = None
+              ) -> IngestResult:
         """Build a new version of exactly these sources; with `progress`, per-file events stream in."""
         body = {**calls.sources(files, paths, dataset), "description": description, "activate": activate,
-                "quality_gate": quality_gate, "force": force}
+                "quality_gate": quality_gate, "force": force,
+                "incremental_from": incremental_from}
         if progress is None:
             return await self._run(calls.build(kb, body))
         async for event in self._stream(calls.build(kb, body, stream=True)):
