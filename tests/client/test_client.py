@@ -135,3 +135,27 @@ def test_async_client(live: LiveServer, keys: Keys) -> None:
 
     kbs, answer, n = asyncio.run(run())
     assert "hb" in kbs and answer.citations and not answer.refused and n == 2
+
+
+def test_async_upload_build_and_errors(live: LiveServer, keys: Keys, tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# Canteen\n\nThe canteen opens at 11:30 on weekdays.\n", encoding="utf-8")
+    sent: list[int] = []
+    statuses: list[str] = []
+
+    async def run() -> None:
+        async with AsyncLoreClient(live.url, keys.admin) as c:
+            await c.create_kb("async-kb")
+            uploaded = await c.upload("async-kb", [tmp_path / "a.md"], progress=lambda _n, s, _t: sent.append(s))
+            built = await c.build("async-kb", [u.name for u in uploaded], activate=True,
+                                  progress=lambda e: statuses.append(e.data.get("stage", "")))
+            assert built.version is not None and built.version.active and built.count("ingested") == 1
+            assert [v.seq for v in await c.versions("async-kb")] == [1]
+            answer = await c.ask("When does the canteen open?", "async-kb")
+            assert "11:30" in answer.answer and answer.kb_version == 1 and answer.citations[0].file == "a.md"
+            with pytest.raises(LoreAPIError) as exc:
+                await c.create_kb("async-kb")
+            assert exc.value.status in (400, 409) and "async-kb" in exc.value.message
+            await c.delete_kb("async-kb")
+
+    asyncio.run(run())
+    assert sent[-1] == (tmp_path / "a.md").stat().st_size and "file_done" in statuses
