@@ -159,3 +159,25 @@ def test_async_upload_build_and_errors(live: LiveServer, keys: Keys, tmp_path: P
 
     asyncio.run(run())
     assert sent[-1] == (tmp_path / "a.md").stat().st_size and "file_done" in statuses
+
+
+def test_get_document_reads_the_active_version_while_a_newer_one_is_staged(live: LiveServer, keys: Keys,
+                                                                             tmp_path: Path) -> None:
+    doc = tmp_path / "gate.md"
+    with LoreClient(live.url, keys.admin) as c:
+        c.create_kb("doc-versions")
+        doc.write_text("# Gate\n\nThe north gate closes at 20:00.\n", encoding="utf-8")
+        c.upload("doc-versions", [doc])
+        c.build("doc-versions", ["gate.md"], activate=True)
+        doc.write_text("# Gate\n\nThe north gate now closes at 22:00.\n", encoding="utf-8")
+        c.upload("doc-versions", [doc])
+        assert c.build("doc-versions", ["gate.md"]).version.status == "staged"  # type: ignore[union-attr]
+        active = c.get_document("doc-versions", "gate.md")
+        staged = c.get_document("doc-versions", "gate.md", version=2)
+        assert active.version == 1 and "20:00" in active.text and "22:00" not in active.text
+        assert staged.version == 2 and "22:00" in staged.text
+        hit = c.search("doc-versions", "when does the gate close").hits[0]
+        assert "20:00" in c.get_passage("doc-versions", hit.chunk_id).text
+    with LoreClient(live.url, keys.staff) as s, pytest.raises(LoreAPIError) as exc:
+        s.get_document("doc-versions", "gate.md", version=2)
+    assert exc.value.status == 403

@@ -43,6 +43,14 @@ def _where(c: Chunk) -> dict[str, Any]:
             "heading_path": list(c.heading_path)}
 
 
+def _chunks_at(lore: Lore, kb: KnowledgeBase, file: str, seq: int) -> list[Chunk]:
+    """A file's chunks as version `seq` sees them, from what each build up to it wrote (when a newer build
+    changed the file, the catalog lists only that build's chunks)."""
+    store = lore.store(kb)
+    ids = [i for s in range(1, seq + 1) for i in store.ids_valid_from(s)]
+    return [c for c in store.get(ids) if c.file_path == file and _valid_at(c, seq)] if ids else []
+
+
 @router.get("/passages/{chunk_id}")
 async def get_passage(kb: str, chunk_id: str, scope: Caller, state: State, version: int | None = None
                       ) -> dict[str, Any]:
@@ -71,6 +79,8 @@ async def get_document(kb: str, file: str, scope: Caller, state: State, version:
         entry = lore.catalog.get_file(record.id, file)
         ids = lore.catalog.file_chunk_ids(entry.id) if entry is not None else []
         chunks, seq = readable(lore, record, scope, lore.store(record).get(ids) if ids else [], version)
+        if not chunks and entry is not None and seq is not None:  # the catalog lists the newest build's chunks
+            chunks, seq = readable(lore, record, scope, _chunks_at(lore, record, file, seq), version)
         if not chunks:
             raise HTTPException(404, f"document {file!r} not found in knowledge base '{kb}'")
         sections, seen = [], set()
