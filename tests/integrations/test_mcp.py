@@ -123,3 +123,26 @@ def test_mcp_streamable_http(mcp_http: LiveServer, keys: Keys) -> None:
     for headers in ({}, {"Authorization": f"Bearer {keys.revoked}"}, {"Authorization": "Bearer nope"}):
         r = httpx.post(url, json=init, headers={**headers, "Accept": "application/json, text/event-stream"})
         assert r.status_code == 401 and json.loads(r.text)["detail"]
+
+
+def test_mcp_calls_count_against_the_rate_limit_and_see_revocation(api_home: Path, keys: Keys) -> None:
+    from lore.config import load_settings
+    from lore.integrations.mcp_server import build_server, service_state
+
+    limited = Lore(load_settings(home=api_home, api={"rate_limit_per_minute": 3}))
+    _, secret = limited.catalog.create_api_key("default", ["staff"])
+    server = build_server(service_state(limited), secret)
+
+    async def run() -> None:
+        async with Client(server) as c:  # the SDK's in-process transport: the stdio key path
+            for _ in range(3):
+                result(await c.call_tool("list_knowledge_bases", {}))
+            assert error(await c.call_tool("list_knowledge_bases", {})).startswith("429: rate limit of 3")
+        other = build_server(service_state(limited), keys.revoked)
+        async with Client(other) as c:
+            assert error(await c.call_tool("search", {"kb": "hb", "query": "x"})) == "401: invalid or revoked API key"
+
+    try:
+        asyncio.run(run())
+    finally:
+        limited.close()

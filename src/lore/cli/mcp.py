@@ -29,7 +29,7 @@ def mcp(
     LORE_API_KEY; on HTTP each request's `Authorization: Bearer <key>` header.
     """
     from lore.cli import remote
-    from lore.integrations.mcp_server import build_server, http_app
+    from lore.integrations.mcp_server import build_server, http_app, service_state
 
     key = key or remote.connection.key  # `lore --key KEY mcp` too
 
@@ -43,7 +43,7 @@ def mcp(
             if lore.catalog.authenticate(key) is None:
                 fail(LoreError("lore mcp: invalid or revoked API key"))
             logging.basicConfig(level=os.environ.get("LORE_MCP_LOG", "WARNING"), force=True)  # to stderr
-            build_server(lore, key).run("stdio")
+            build_server(service_state(lore), key).run("stdio")
             return
         import uvicorn
 

@@ -49,10 +49,14 @@ def _tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     return call
 
 
-def build_server(lore: Lore, api_key: str | None = None) -> MCPServer:
-    """The MCP server over `lore`; `api_key` is the stdio caller's key (HTTP callers send their own)."""
-    state = ServiceState(lore, RateLimiter(lore.settings.api.rate_limit_per_minute))
-    server = MCPServer("lore", instructions=INSTRUCTIONS, version="0.1.0")
+def service_state(lore: Lore) -> ServiceState:
+    """What the tools share, as the HTTP API's handlers do (the per-key rate limit included)."""
+    return ServiceState(lore, RateLimiter(lore.settings.api.rate_limit_per_minute))
+
+
+def build_server(state: ServiceState, api_key: str | None = None) -> MCPServer:
+    """The MCP server over the service state; `api_key` is the stdio caller's key (HTTP callers send theirs)."""
+    server = MCPServer("lore", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING")
 
     async def caller(ctx: Context) -> Caller:
         headers = ctx.headers
@@ -115,7 +119,6 @@ def build_server(lore: Lore, api_key: str | None = None) -> MCPServer:
         """The text of one indexed file (the `file` of a hit or citation), section by section with locations."""
         return await passages.get_document(kb, file, await caller(ctx), state, version)
 
-    server.lore_state = state  # type: ignore[attr-defined]  # for the HTTP key check
     return server
 
 
@@ -142,6 +145,6 @@ class BearerGate:
 
 def http_app(lore: Lore, host: str = "127.0.0.1", path: str = "/mcp") -> ASGIApp:
     """The streamable-HTTP MCP app (at `path`), behind the API-key gate."""
-    server = build_server(lore)
-    app = server.streamable_http_app(streamable_http_path=path, host=host)
-    return BearerGate(app, server.lore_state)  # type: ignore[attr-defined]
+    state = service_state(lore)
+    app = build_server(state).streamable_http_app(streamable_http_path=path, host=host)
+    return BearerGate(app, state)
