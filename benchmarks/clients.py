@@ -39,37 +39,36 @@ QUESTIONS = ["What is the refund window?", "报销需要什么材料", "LF-200 �
              "Who approves travel?", "What does the warranty cover?"]
 
 
-class McpSearch:
-    """The MCP `search` tool over one streamable-HTTP session, called synchronously."""
-
-    def __init__(self, url: str, key: str) -> None:
-        self.runner = asyncio.Runner()
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60)
-        self.client = Client(streamable_http_client(url, http_client=http))
-        self.runner.run(self.client.__aenter__())
-
-    def __call__(self, query: str) -> object:
-        result = self.runner.run(self.client.call_tool("search", {"kb": "hb", "query": query, "top_k": 5}))
-        assert not result.is_error
-        return result
-
-    def close(self) -> None:
-        self.runner.run(self.client.__aexit__(None, None, None))
-        self.runner.close()
+Path_ = Callable[[str], object]  # a search path: blocking, or async (awaited)
 
 
-def timed(paths: dict[str, Callable[[str], object]], rounds: int) -> dict[str, list[float]]:
+async def timed(paths: dict[str, Path_], rounds: int) -> dict[str, list[float]]:
     """Every path on every question, interleaved (the machine's noise falls on all of them alike)."""
+    async def call(fn: Path_, q: str) -> None:
+        result = fn(q)
+        if asyncio.iscoroutine(result):
+            await result
+
     out: dict[str, list[float]] = {name: [] for name in paths}
     for fn in paths.values():
-        fn(QUESTIONS[0])  # warm-up: connections, sessions
+        await call(fn, QUESTIONS[0])  # warm-up: connections, sessions
     for _ in range(rounds):
         for q in QUESTIONS:
             for name, fn in paths.items():
                 t = time.perf_counter()
-                fn(q)
+                await call(fn, q)
                 out[name].append((time.perf_counter() - t) * 1000)
     return out
+
+
+async def with_mcp(url: str, key: str, paths: dict[str, Path_], rounds: int) -> dict[str, list[float]]:
+    """The paths plus the MCP `search` tool over one streamable-HTTP session."""
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60)
+    async with Client(streamable_http_client(url, http_client=http)) as mcp:
+        async def search(query: str) -> None:
+            result = await mcp.call_tool("search", {"kb": "hb", "query": query, "top_k": 5})
+            assert not result.is_error
+        return await timed({**paths, "MCP search tool (streamable HTTP)": search}, rounds)
 
 
 def main() -> None:
@@ -86,15 +85,12 @@ def main() -> None:
         lore.search("hb", q, options)
     with LiveServer(create_app(lore)) as api, LiveServer(http_app(lore)) as mcp:  # type: ignore[arg-type]
         client = LoreClient(api.url, key)
-        mcp_search = McpSearch(f"{mcp.url}/mcp", key)
-        rows = timed({
+        rows = asyncio.run(with_mcp(f"{mcp.url}/mcp", key, {
             "baseline: Lore.search in-process": lambda q: lore.search("hb", q, options),
             "LoreClient.search (HTTP)": lambda q: client.search("hb", q, top_k=5),
             "LangChain LoreRetriever in-process": LoreRetriever(kb="hb", lore=lore, top_k=5).invoke,
             "LangChain LoreRetriever remote": LoreRetriever(kb="hb", client=client, top_k=5).invoke,
-            "MCP search tool (streamable HTTP)": mcp_search,
-        }, args.rounds)
-        mcp_search.close()
+        }, args.rounds))
         client.close()
     lore.close()
     print(f"| path ({len(QUESTIONS)} questions x {args.rounds}, top 5) | p50 ms | p95 ms |\n|---|---|---|")
