@@ -45,6 +45,8 @@ def test_errors_exit_2_with_the_servers_message(live: LiveServer, keys: Keys) ->
     assert code == 2 and "HTTP 401" in out and "revoked" in out
     code, out = lore(live, keys.staff, "ask", "x", "--kb", "hb", "--tenant", "acme")
     assert code == 2 and "not available against a server" in out
+    code, out = lore(live, keys.admin, "gc", "--kb", "hb")
+    assert code == 2 and "runs locally only" in out
 
 
 def test_ingest_build_versions_activate_rollback(live: LiveServer, keys: Keys, tmp_path: Path) -> None:

@@ -50,6 +50,7 @@ KbOption = Annotated[str, typer.Option("--kb", help="Knowledge base name.")]
 
 @app.callback()
 def _connection(
+    ctx: typer.Context,
     server: Annotated[str | None, typer.Option("--server", envvar="LORE_SERVER", show_envvar=True,
                                                help="Run against this `lore serve` (URL) instead of locally.")] = None,
     key: Annotated[str | None, typer.Option("--key", envvar="LORE_API_KEY", show_envvar=True,
@@ -57,6 +58,8 @@ def _connection(
 ) -> None:
     """Lore: enterprise knowledge-base search and answers, offline by default."""
     remote.connection.server, remote.connection.key = server, key
+    if server and ctx.invoked_subcommand not in remote.COMMANDS:
+        fail(LoreError(f"lore {ctx.invoked_subcommand}: runs locally only; drop --server (or unset LORE_SERVER)"))
 
 
 def _lore() -> Lore:

@@ -32,6 +32,8 @@ class Connection:
 
 
 connection = Connection()
+# What runs against a server; `serve`, `mcp` and `keys` run where the service's data is, the rest only locally.
+COMMANDS = {"kb", "ingest", "build", "search", "ask", "versions", "activate", "rollback", "serve", "mcp", "keys"}
 
 
 def client() -> LoreClient | None:
