@@ -256,7 +256,7 @@ class Settings(BaseSettings):
 
 # LORE_* variables that are not settings fields (read directly by the parts that need them).
 _EXTRA_ENV = {"LORE_CONFIG", "LORE_EMBED_API_KEY", "LORE_LLM_API_KEY", "LORE_LLM_BASE_URL", "LORE_MILVUS_TOKEN",
-              "LORE_MILVUS_PASSWORD"}
+              "LORE_MILVUS_PASSWORD", "LORE_SERVER", "LORE_API_KEY", "LORE_MCP_LOG"}  # + client, remote CLI, mcp
 
 
 def _check_env_names() -> None:

@@ -31,6 +31,7 @@ from lore.api.routers import (
     kbs,
     keys,
     openai_compat,
+    passages,
     scenarios,
     search,
     sessions,
@@ -85,7 +86,7 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
 
     app.add_middleware(ServiceMiddleware)
     for module in (ops, kbs, documents, ingest, chunks, builds, versions, search, ask, feedback, sessions, traces,
-                   openai_compat, scenarios, keys):
+                   openai_compat, scenarios, keys, passages):
         app.include_router(module.router)
 
     if (WEB_DIR / "index.html").is_file():

@@ -36,5 +36,7 @@ async def search(body: SearchBody, scope: Caller, state: State) -> dict[str, Any
     if body.mode:
         options = replace(options, mode=body.mode)
     hits = await run_in_threadpool(state.lore.search, body.kb, body.query, options, body.version)
-    return {"kb": body.kb, "query": body.query, "terms": sorted(set(tokenize(body.query))),
-            "filter": asdict(options.filter), "hits": [h.to_json() for h in hits]}
+    read = await run_in_threadpool(state.lore.scoped, body.kb, options, body.version)  # the version searched
+    return {"kb": body.kb, "query": body.query, "version": read.filter.version_seq,
+            "terms": sorted(set(tokenize(body.query))), "filter": asdict(options.filter),
+            "hits": [h.to_json() for h in hits]}
