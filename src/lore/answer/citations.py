@@ -66,6 +66,17 @@ def cited_numbers(answer: str) -> list[int]:
     return seen
 
 
+def renumber(answer: str, passages: Sequence[Passage]) -> tuple[str, list[Passage]]:
+    """Number the cited passages 1..k in order of first citation (the rest after them), so the
+    markers match the sources shown."""
+    order = [n for n in cited_numbers(answer) if any(p.n == n for p in passages)]
+    order += [p.n for p in passages if p.n not in order]
+    new = {old: i for i, old in enumerate(order, 1)}
+    by_n = {p.n: p for p in passages}
+    text = MARKER.sub(lambda m: m.group(0).replace(m.group(1), str(new.get(int(m.group(1)), m.group(1)))), answer)
+    return text, [Passage(new[n], by_n[n].text, by_n[n].hits) for n in order]
+
+
 def citations_for(answer: str, passages: Sequence[Passage]) -> list[Citation]:
     """Citation records for the passages the answer cites, in citation order."""
     by_n = {p.n: p for p in passages}

@@ -18,7 +18,7 @@ from lore.cli.progress import RichIngestProgress
 from lore.cli.render import fail, where
 from lore.cli.scenario import scenario_app
 from lore.cli.service import badcases_app, keys_app, serve
-from lore.cli.versions import activate, build, diff, gc, report, rollback, unlock, versions
+from lore.cli.versions import activate, build, calibrate, diff, gc, report, rollback, unlock, versions
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.ingest.files import discover
@@ -37,7 +37,7 @@ app.add_typer(keys_app, name="keys")
 app.add_typer(badcases_app, name="badcases")
 app.command()(serve)
 app.command()(ask)
-for _command in (build, versions, diff, activate, rollback, report, gc, unlock):
+for _command in (build, versions, diff, activate, rollback, report, gc, unlock, calibrate):
     app.command()(_command)
 console = Console()
 err = Console(stderr=True)
