@@ -46,23 +46,28 @@ def read_row(text: str, question: str) -> str | None:
     if len(row) < 2:
         return None
     q_tokens = tokenize(question)
-    qnorm = question.lower()
     # Columns whose name the question names, not whose value it already states (the row's subject).
     scored = [(coverage(tokenize(name), question) + coverage(q_tokens, name), i) for i, (name, value) in enumerate(row)
-              if value.lower() not in qnorm]
+              if not _stated(value, question)]
     scored = [(s, i) for s, i in scored if s > 0]
     if not scored:
         return None
     best = max(s for s, _ in scored)
     asked = [i for s, i in scored if s >= 0.8 * best][:2]
-    subject = next((v for n, v in row if v.lower() in qnorm or any(t in v.lower() for t in _codes(question))),
+    subject = next((v for n, v in row if _stated(v, question) or any(t in v.lower() for t in _codes(question))),
                    None)
     zh = is_chinese(question)
     parts = [_render(row[i][0], row[i][1], zh) for i in asked]
     body = "；".join(parts) if zh else "; ".join(parts)
     if subject and all(subject != row[i][1] for i in asked):
-        return f"{subject} 的{body}" if zh else f"{subject} — {body}"
+        space = " " if subject[-1:].isascii() else ""
+        return f"{subject}{space}的{body}" if zh else f"{subject} — {body}"
     return body
+
+
+def _stated(value: str, question: str) -> bool:
+    """Whether the question states this cell's value as a whole word ("LF-500 Mover"; not "500")."""
+    return bool(re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", question, re.IGNORECASE))
 
 
 def _codes(question: str) -> list[str]:

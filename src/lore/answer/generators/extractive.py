@@ -108,11 +108,15 @@ class ExtractiveGenerator:
                 continue
             chosen.append(cand)
             units += size
-        lead, rest = chosen[0], sorted(chosen[1:], key=lambda c: (c.passage, c.index))
-        return [lead, *rest]
+        parts = self._best_per_part(question, cands, None)
+        if len(parts) > 1:  # "几天？怎么申请？": each part's answer in the question's order, then the rest
+            lead = [c for c in parts if c in chosen]
+            return [*lead, *sorted((c for c in chosen if c not in lead), key=lambda c: (c.passage, c.index))]
+        lead_c, rest = chosen[0], sorted(chosen[1:], key=lambda c: (c.passage, c.index))
+        return [lead_c, *rest]
 
     @staticmethod
-    def _best_per_part(question: str, cands: list[_Candidate], best: _Candidate) -> list[_Candidate]:
+    def _best_per_part(question: str, cands: list[_Candidate], best: _Candidate | None) -> list[_Candidate]:
         """For a question with several parts ("几天？怎么申请？"), the best sentence for each part."""
         parts = [tokenize(p) for p in _PARTS.split(question)]
         parts = [p for p in parts if p]
@@ -122,7 +126,7 @@ class ExtractiveGenerator:
         for tokens in parts:
             top = max(cands, key=lambda c: coverage(tokens, c.text) - (0.5 if c.text.endswith(("?", "？")) else 0))
             if top is not best and top not in extra and coverage(tokens, top.text) > 0 \
-                    and _same_fact(top, [best, *extra]) is None:
+                    and _same_fact(top, [c for c in (best, *extra) if c is not None]) is None:
                 extra.append(top)
         return extra
 
@@ -144,8 +148,8 @@ def _pieces(p: Passage, question: str) -> list[tuple[str, str]]:
     if chunk.source_type not in ("faq", "table_row"):
         return [(s, "") for s in split_sentences(p.text)]
     faq = faq or faq_cells(p.text)
-    if faq is not None:  # matched on its question, said with its answer's sentences
-        return [(f"{faq[0]} {s}", s) for s in split_sentences(faq[1])]
+    if faq is not None:  # matched on its question, said with its answer's sentences (the first leads)
+        return [(f"{faq[0]} {s}" if j == 0 else s, s) for j, s in enumerate(split_sentences(faq[1]))]
     return [(p.text, read_row(p.text, question) or p.text)]
 
 
