@@ -42,9 +42,23 @@ def clean_markers(answer: str, passages: Sequence[Passage]) -> str:
 
 
 def attach_missing(answer: str, passages: Sequence[Passage]) -> str:
-    """Give each uncited sentence the passage that best contains it (if one does)."""
+    """Give each uncited sentence the passage that best contains it (if one does); Markdown table
+    lines stay as they are (their cells carry their own citations)."""
     if not passages:
         return answer
+    if any(line.lstrip().startswith("|") for line in answer.splitlines()):
+        blocks: list[tuple[bool, list[str]]] = []
+        for line in answer.splitlines():
+            table = line.lstrip().startswith("|")
+            if blocks and blocks[-1][0] == table:
+                blocks[-1][1].append(line)
+            else:
+                blocks.append((table, [line]))
+        return "\n".join("\n".join(lines) if table else _attach("\n".join(lines), passages) for table, lines in blocks)
+    return _attach(answer, passages)
+
+
+def _attach(answer: str, passages: Sequence[Passage]) -> str:
     out = []
     for sentence in split_sentences(answer):
         if not MARKER.search(sentence):

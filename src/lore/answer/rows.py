@@ -42,6 +42,22 @@ def faq_cells(text: str) -> tuple[str, str] | None:
 def read_row(text: str, question: str) -> str | None:
     """The asked column(s) of a table row as "column: value", led by the row's subject, in the
     question's language; None when no column name matches the question."""
+    asked = asked_cells(text, question)
+    if asked is None:
+        return None
+    subject, pairs = asked
+    zh = is_chinese(question)
+    parts = [f"{name}{'：' if zh else ': '}{value}" for name, value in pairs]
+    body = "；".join(parts) if zh else "; ".join(parts)
+    if subject:
+        space = " " if subject[-1:].isascii() else ""
+        return f"{subject}{space}的{body}" if zh else f"{subject} — {body}"
+    return body
+
+
+def asked_cells(text: str, question: str) -> tuple[str | None, list[tuple[str, str]]] | None:
+    """(the row's subject, [(column, value with unit)]) for the column(s) the question asks about, in
+    the question's language; None when the text is no row or no column name matches."""
     row = cells(text)
     if len(row) < 2:
         return None
@@ -57,12 +73,10 @@ def read_row(text: str, question: str) -> str | None:
     subject = next((v for n, v in row if _stated(v, question) or any(t in v.lower() for t in _codes(question))),
                    None)
     zh = is_chinese(question)
-    parts = [_render(row[i][0], row[i][1], zh) for i in asked]
-    body = "；".join(parts) if zh else "; ".join(parts)
-    if subject and all(subject != row[i][1] for i in asked):
-        space = " " if subject[-1:].isascii() else ""
-        return f"{subject}{space}的{body}" if zh else f"{subject} — {body}"
-    return body
+    pairs = [_render(row[i][0], row[i][1], zh) for i in asked]
+    if subject is not None and any(subject == row[i][1] for i in asked):
+        subject = None
+    return subject, pairs
 
 
 def _stated(value: str, question: str) -> bool:
@@ -74,7 +88,7 @@ def _codes(question: str) -> list[str]:
     return [c.lower() for c in re.findall(r"[A-Za-z]+-?\d+[A-Za-z]*", question)]
 
 
-def _render(name: str, value: str, zh: bool) -> str:
+def _render(name: str, value: str, zh: bool) -> tuple[str, str]:
     unit = ""
     m = _UNIT.search(name)
     if m:
@@ -84,6 +98,18 @@ def _render(name: str, value: str, zh: bool) -> str:
         name = name[: m.start()].strip()
     if zh and " / " in name:  # bilingual headers ("Warranty / 保修期"): the Chinese half
         name = next((p for p in name.split(" / ") if is_chinese(p)), name)
-    sep = "：" if zh else ": "
     space = "" if unit in ("%",) else " "
-    return f"{name}{sep}{value}{space + unit if unit else ''}"
+    return name, f"{value}{space + unit if unit else ''}"
+
+
+def comparison_table(rows: list[tuple[str, list[tuple[str, str]], int]], zh: bool) -> str:
+    """A Markdown table: one line per compared item, one column per attribute, each cell cited
+    `[n]`; `rows` are (item, [(attribute, value)], passage number)."""
+    attributes = list(dict.fromkeys(a for _, pairs, _ in rows for a, _ in pairs))
+    head = "项目" if zh else "Item"
+    lines = [f"| {head} | " + " | ".join(attributes) + " |", "|" + "---|" * (len(attributes) + 1)]
+    for item, pairs, n in rows:
+        values = dict(pairs)
+        cells_ = [f"{values[a]}[{n}]" if a in values else "–" for a in attributes]
+        lines.append(f"| {item} | " + " | ".join(cells_) + " |")
+    return "\n".join(lines)
