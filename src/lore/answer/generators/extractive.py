@@ -54,10 +54,11 @@ class ExtractiveGenerator:
 
     def __init__(self, embedder: Embedder | None = None, cache: EmbeddingCache | None = None, *,
                  max_sentences: int = 3, max_units: int = 320, keep_ratio: float = 0.8,
-                 other_ratio: float = 0.95, shortlist: int = 8) -> None:
+                 other_ratio: float = 0.95, top_ratio: float = 0.7, shortlist: int = 8) -> None:
         self.embedder, self.cache = embedder, cache
         self.max_sentences, self.max_units = max_sentences, max_units
         self.keep_ratio, self.other_ratio, self.shortlist = keep_ratio, other_ratio, shortlist
+        self.top_ratio = top_ratio
 
     def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
         """Yield the chosen sentences one by one, each followed by its `[n]` marker(s)."""
@@ -92,6 +93,7 @@ class ExtractiveGenerator:
             self._add_similarity(question, short)
             short.sort(key=lambda c: (-round(c.score, 6), c.passage))
         best = short[0]
+        top_n = min(p.n for p in passages)
         chosen = [best, *self._best_per_part(question, cands, best)]
         units = sum(text_units(c.said) for c in chosen)
         for cand in short[1:]:
@@ -102,8 +104,10 @@ class ExtractiveGenerator:
                     twin.also.append(cand.passage)
                 continue
             size = text_units(cand.said)
-            # Sentences from the best sentence's own passage join more easily than other passages'.
-            ratio = self.keep_ratio if cand.passage == best.passage else self.other_ratio
+            # Sentences from the best sentence's own passage join more easily than other passages'; when
+            # the best is not in the retriever's top passage, that passage's best sentence supports it.
+            ratio = self.keep_ratio if cand.passage == best.passage else \
+                self.top_ratio if cand.passage == top_n and all(c.passage != top_n for c in chosen) else self.other_ratio
             if len(chosen) >= self.max_sentences or cand.score < ratio * best.score or units + size > self.max_units:
                 continue
             chosen.append(cand)
