@@ -45,7 +45,7 @@ def test_a_build_calibrates_its_version_and_asks_use_it(lore: Lore, built: tuple
     stored = json.loads((lore.reports_dir("hb") / "1" / FILE_NAME).read_text(encoding="utf-8"))
     assert stored["version"] == 1 and stored["source"] == "generated"
     assert stored["answerable"] >= 20 and stored["offtopic"] >= 100
-    assert abs(stored["threshold"] - default_model().threshold) <= 0.15 + 1e-9
+    assert default_model().threshold <= stored["threshold"] <= default_model().threshold + 0.15 + 1e-9
     # the handbook separates its own questions from generic off-topic ones
     assert stored["false_refusal"] <= 0.1 and stored["offtopic_answered"] <= 0.1
     end = ask(lore, "What is the refund window?")

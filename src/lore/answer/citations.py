@@ -119,9 +119,13 @@ _CJK_EDGE = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
 
 
 def join_sentences(sentences: list[str]) -> str:
-    """Join sentences: no space between Chinese sentences, one space otherwise."""
-    text = ""
+    """Join sentences: no space between Chinese sentences, one space otherwise, a line break after a list."""
+    text, prev = "", ""
     for s in sentences:
+        if text and "\n" in prev:  # the previous sentence ends with its list items
+            text, prev = text + "\n" + s, s
+            continue
+        prev = s
         cjk_edge = text and (_CJK_EDGE.match(text.rstrip("]0123456789[")[-1:] or "") or _CJK_EDGE.match(s[:1]))
         text += s if not text or cjk_edge else " " + s
     return text
