@@ -125,9 +125,10 @@ class AnswerSettings(_Section):
     llm_model: str = ""
     llm_base_url: str = ""  # e.g. http://127.0.0.1:8000/v1 (API key: LORE_LLM_API_KEY)
     llm_timeout_s: float = Field(default=60.0, gt=0)
-    evidence_threshold: float = Field(default=0.45, ge=0, le=1)
-    # Share of the question's key terms (rare words, names, codes) a top passage must contain.
-    key_term_coverage: float = Field(default=0.5, ge=0, le=1)
+    # Refuse below this P(the KB answers the question). None: the KB's calibration (`lore calibrate`,
+    # redone by every build), else the shipped evidence model's default; a number pins it.
+    evidence_threshold: float | None = Field(default=None, ge=0, le=1)
+    calibrate_on_build: bool = True  # every `lore build` fits its version's threshold (a few seconds)
     low_confidence: float = Field(default=0.5, ge=0, le=1)
     support_contact: str = "your knowledge-base administrator"
     max_question_chars: int = Field(default=2000, gt=0)

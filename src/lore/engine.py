@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from lore.agent.llm import ChatLLM, llm_from_settings
 from lore.agent.rewrite import RewritingRetriever
+from lore.answer import calibration
+from lore.answer.calibration import Calibration
 from lore.answer.generators import Generator, get_generator
 from lore.answer.pipeline import AskPipeline, Event
 from lore.catalog import Catalog, KnowledgeBase, Version
@@ -234,13 +236,42 @@ class Lore:
                                            quality_gate=quality_gate, activate=activate, compare=compare,
                                            extra_quality=extra_quality)
                 BUILDS.labels(str(result.version.status)).inc()
-                return result
             except Exception as exc:  # disk full, store gone...: the active version keeps serving
                 BUILDS.labels("error").inc()
                 with contextlib.suppress(Exception):  # if this fails too, the next build recovers it
                     fail_version(kb, self.catalog, self.store(kb), version.seq, f"{type(exc).__name__}: {exc}")
                 raise LoreError(f"build of version {version.seq} of {name!r} failed ({exc}); it is marked FAILED "
                                 "and the active version is unchanged") from exc
+        if self.settings.answer.calibrate_on_build and result.version.status.value.lower() != "failed":
+            self.calibrate(name, version=result.version.seq)  # a new build recalibrates its version
+        return result
+
+    def calibrate(self, name: str, *, version: int | None = None,
+                  eval_questions: Sequence[tuple[str, bool]] = ()) -> Calibration:
+        """Fit the KB version's refusal threshold (active version unless `version`) and store it
+        beside the version's quality report; see `lore.answer.calibration`."""
+        kb = self.catalog.get_kb(name)
+        opts = self.scoped(kb, SearchOptions.from_settings(self.settings.retrieve), version)
+        seq = opts.filter.version_seq
+        chunk_ids = [cid for f in self.catalog.list_files(kb.id) for cid in self.catalog.file_chunk_ids(f.id)]
+        chunks = [c for c in self.store(kb).get(chunk_ids)
+                  if seq is None or (c.valid_from_seq <= seq and (c.valid_to_seq == 0 or c.valid_to_seq > seq))]
+        score = calibration.scorer(self.retriever(kb), opts, self.settings.answer)
+        result = calibration.calibrate(score, chunks, eval_questions=eval_questions, version=seq)
+        calibration.save(result, self._calibration_dir(name, seq))
+        return result
+
+    def evidence_threshold(self, kb: KnowledgeBase, seq: int | None) -> float | None:
+        """The refusal threshold for a KB version: pinned in config, else its calibration, else None
+        (the evidence model's default)."""
+        pinned = self.settings.answer.evidence_threshold
+        if pinned is not None:
+            return pinned
+        stored = calibration.load(self._calibration_dir(kb.name, seq))
+        return stored.threshold if stored else None
+
+    def _calibration_dir(self, name: str, seq: int | None) -> Path:
+        return self.reports_dir(name) / str(seq) if seq is not None else self.reports_dir(name)
 
     def diff(self, name: str, base: int, candidate: int, eval_set: Path | None = None) -> dict[str, Any]:
         """Files added/changed/removed from version `base` to `candidate`, and, with an eval set (given
@@ -349,6 +380,8 @@ class Lore:
             raise LoreError("ask: name a knowledge base or a scenario")
         kb = self.catalog.get_kb(name)
         opts = self.scoped(kb, opts, version)
+        if answer.evidence_threshold is None:
+            answer = answer.model_copy(update={"evidence_threshold": self.evidence_threshold(kb, opts.filter.version_seq)})
         epoch = self.catalog.cache_epoch(kb.id) if runtime is not None or mode == "deep" else 0
         retriever = base = self.retriever(kb)
         if runtime is not None and runtime.cache is not None:  # beneath any rewriting: keyed on the text searched

@@ -22,7 +22,7 @@ from lore.cli.progress import RichIngestProgress
 from lore.cli.render import fail, where
 from lore.cli.scenario import scenario_app
 from lore.cli.service import badcases_app, keys_app, serve, worker
-from lore.cli.versions import activate, build, diff, gc, report, rollback, unlock, versions
+from lore.cli.versions import activate, build, calibrate, diff, gc, report, rollback, unlock, versions
 from lore.cli.web import fetch_sources, is_url
 from lore.engine import Lore
 from lore.errors import LoreError
@@ -46,7 +46,7 @@ app.command()(worker)
 app.command()(ask)
 app.command("eval")(eval_command)
 app.command()(mcp)
-for _command in (build, versions, diff, activate, rollback, report, gc, unlock):
+for _command in (build, versions, diff, activate, rollback, report, gc, unlock, calibrate):
     app.command()(_command)
 console = Console()
 err = Console(stderr=True)

@@ -202,3 +202,30 @@ def _row(v: Version) -> dict:
     return {"seq": v.seq, "status": v.status.value.upper(), "active": v.status.value == "active",
             "created": v.created_at.isoformat(timespec="seconds"), **v.counts, "gate_passed": v.gate_passed,
             "description": v.description, "base_seq": v.base_seq}
+
+
+def calibrate(kb: KbOption,
+              eval_set: Annotated[Path | None, typer.Option("--eval", help="JSONL of {question, answerable}.")] = None,
+              version: Annotated[int | None, typer.Option(help="Version number (default: the active one).")] = None,
+              as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Fit the KB's refusal threshold and print the expected false-refusal and off-topic rates."""
+    from lore.answer.calibration import read_eval_set
+
+    lore = Lore()
+    try:
+        questions = read_eval_set(eval_set) if eval_set is not None else []
+        result = lore.calibrate(kb, version=version, eval_questions=questions)
+    except (LoreError, OSError) as exc:
+        fail(exc if isinstance(exc, LoreError) else LoreError(str(exc)))
+    if as_json:
+        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+        return
+    where = f"version {result.version}" if result.version is not None else "the unversioned index"
+    console.print(f"{kb} ({where}): threshold {result.threshold:.2f} on P(answerable) "
+                  f"(model default {result.model_threshold:.2f}), from {result.answerable} {result.source} "
+                  f"answerable and {result.offtopic} off-topic questions")
+    console.print(f"expected false refusals {result.false_refusal:.1%}, off-topic answered "
+                  f"{result.offtopic_answered:.1%} (off-topic refused {1 - result.offtopic_answered:.1%})")
+    pinned = lore.settings.answer.evidence_threshold
+    if pinned is not None:
+        console.print(f"[yellow]note:[/] answer.evidence_threshold = {pinned} is pinned in the config and wins")
