@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install browser demo test lint bench clean
+.PHONY: install browser demo test lint bench fuzz clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -31,6 +31,10 @@ lint: install
 
 bench: install
 	$(BIN)/python benchmarks/retrieval.py --dataset ../shared/datasets/scifact
+
+# A bounded schemathesis run against a real `lore serve` (authenticated): fails on any 5xx.
+fuzz: install
+	$(BIN)/python benchmarks/fuzz.py --max-examples 30
 
 clean:
 	rm -rf $(VENV) .lore

@@ -53,6 +53,12 @@ class IngestSettings(_Section):
 
     max_file_mb: float = Field(default=100.0, gt=0)
     ocr: bool = True
+    # ZIP-based formats (DOCX, PPTX, XLSX, ...) are checked before parsing: a file inflating past these
+    # limits is refused with the reason (a "zip bomb" would otherwise exhaust memory).
+    max_unzipped_mb: float = Field(default=200.0, gt=0)  # total decompressed size of the archive
+    max_zip_entries: int = Field(default=10_000, gt=0)
+    max_zip_ratio: float = Field(default=200.0, gt=1)  # decompressed / compressed size
+    max_pdf_pages: int = Field(default=2000, gt=0)
 
 
 class GateSettings(_Section):
@@ -115,6 +121,9 @@ class ApiSettings(_Section):
     ingest_roots: list[Path] = Field(default_factory=list)  # server folders `POST .../ingest` may read
     rate_limit_per_minute: int = Field(default=600, ge=0)  # per API key; 0 = no limit
     history_turns: int = Field(default=6, ge=0, le=50)  # earlier turns used to rewrite follow-ups
+    # Request bodies other than uploads (JSON), counted as they arrive whatever Content-Length says;
+    # uploads are capped at max_upload_mb (per file, and per request) the same way.
+    max_body_mb: float = Field(default=8.0, gt=0)
 
 
 class AgentSettings(_Section):

@@ -25,6 +25,7 @@ from lore.ingest.build import BuildResult, build_lock, build_version, fail_versi
 from lore.ingest.chunking import Chunker, ChunkParams
 from lore.ingest.files import discover
 from lore.ingest.gc import GcResult, collect_garbage
+from lore.ingest.loaders.limits import FileLimits
 from lore.ingest.pipeline import ChunkMetadata, CustomChunks, IngestPipeline, IngestReport, Progress
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.retrieve.semantic_cache import SemanticCache
@@ -258,6 +259,7 @@ class Lore:
         return IngestPipeline(
             kb, self.catalog, self.store(kb), self.embedder(kb), Chunker(params), self.cache,
             max_file_bytes=int(self.settings.ingest.max_file_mb * 1e6), ocr=self.settings.ingest.ocr,
+            limits=FileLimits.from_settings(self.settings.ingest),
             progress=progress, seq=seq, force=force, chunk_metadata=chunk_metadata, custom_chunks=custom_chunks,
         )
 

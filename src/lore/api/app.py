@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lore.api.deps import RateLimiter, ServiceState, error_status
+from lore.api.limits import MULTIPART_SLACK, BodyLimits
 from lore.api.logs import install_log_redaction
 from lore.api.preflight import preflight
 from lore.api.routers import (
@@ -31,6 +32,7 @@ from lore.api.routers import (
     traces,
     versions,
 )
+from lore.api.security import Hardening, error_response
 from lore.engine import Lore
 from lore.errors import LoreError
 
@@ -56,9 +58,12 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
                               "Every request needs `Authorization: Bearer <key>` (`lore keys create`).")
     install_log_redaction()
     app.state.service = ServiceState(engine, RateLimiter(engine.settings.api.rate_limit_per_minute))
-    if engine.settings.api.cors_origins:
-        app.add_middleware(CORSMiddleware, allow_origins=engine.settings.api.cors_origins,
-                           allow_methods=["*"], allow_headers=["*"])
+    api = engine.settings.api
+    app.add_middleware(BodyLimits, body_bytes=int(api.max_body_mb * 1e6),
+                       upload_bytes=int(api.max_upload_mb * 1e6) + MULTIPART_SLACK)
+    if api.cors_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=api.cors_origins, allow_methods=["*"], allow_headers=["*"])
+    app.add_middleware(Hardening)  # outermost: its headers and generic 500 cover every response
 
     @app.exception_handler(LoreError)
     async def lore_error(request: Request, exc: LoreError) -> JSONResponse:
@@ -83,9 +88,4 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
 
 
 def _error(request: Request, status: int, detail: object, headers: dict[str, str] | None = None) -> JSONResponse:
-    """`{"detail": ...}`, or OpenAI's `{"error": {...}}` shape under /v1 so OpenAI clients show the message."""
-    if request.url.path.startswith("/v1/"):
-        body: dict[str, object] = {"error": {"message": str(detail), "type": "lore_error", "code": status}}
-    else:
-        body = {"detail": detail}
-    return JSONResponse(body, status, headers=headers)
+    return error_response(request.url.path, status, detail, headers)

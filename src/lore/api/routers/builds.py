@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -15,10 +17,12 @@ from lore.api.deps import Admin, Scope, ServiceState, State
 from lore.api.routers.ask import sse
 from lore.api.routers.ingest import BuildBody, _sources, check_sources_write, report_json
 from lore.api.routers.versions import version_json
+from lore.api.security import internal_message
 from lore.errors import LoreError
 from lore.ingest.pipeline import FileResult, Progress
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
+log = logging.getLogger("lore.api")
 
 
 def _run_build(state: ServiceState, kb: str, body: BuildBody, scope: Scope, inputs: list[Path],
@@ -84,8 +88,10 @@ async def build_stream(kb: str, body: BuildBody, scope: Admin, state: State) -> 
                 _run_build, state, kb, body, scope, inputs, _QueueProgress(put))})
         except LoreError as exc:
             put({"event": "error", "data": {"message": str(exc)}})
-        except Exception as exc:  # noqa: BLE001 - reported to the client as an error event
-            put({"event": "error", "data": {"message": f"internal error ({type(exc).__name__}): {exc}"}})
+        except Exception:
+            error_id = uuid.uuid4().hex
+            log.exception("error %s: build of %s failed", error_id, kb)
+            put({"event": "error", "data": {"message": internal_message(error_id), "trace_id": error_id}})
 
     task = asyncio.create_task(work())
     state.builds.add(task)  # a strong reference: the build finishes even if the client leaves

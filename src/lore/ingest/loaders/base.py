@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lore.errors import LoadError
+from lore.ingest.loaders.limits import FileLimits, check_file
 from lore.schema import LoadedDocument
 
 Loader = Callable[..., list[LoadedDocument]]
@@ -46,12 +47,14 @@ def loader_for(path: Path) -> Loader:
     return loader
 
 
-def load_file(path: Path, *, ocr: bool = True) -> list[LoadedDocument]:
+def load_file(path: Path, *, ocr: bool = True, limits: FileLimits | None = None) -> list[LoadedDocument]:
     """Load one file with its registered loader; any unexpected failure becomes a `LoadError`.
 
-    `ocr` reaches the loaders that take it (PDF); the others ignore it.
+    `ocr` reaches the loaders that take it (PDF); the others ignore it. `limits` (default: the default
+    limits) are checked before parsing: ZIP-based formats' decompressed size and entries, PDF pages.
     """
     loader = loader_for(path)
+    check_file(path, limits or FileLimits())
     options = {"ocr": ocr} if "ocr" in inspect.signature(loader).parameters else {}
     try:
         docs = loader(path, **options)
