@@ -24,6 +24,19 @@ from lore.engine import Lore
 
 ROOT = Path(__file__).resolve().parents[1]
 HANDBOOK = ROOT / "examples" / "handbook"
+# Real names half of the time, so that generated requests reach past "not found" into the handlers.
+CONFIG = """
+[dictionaries.kbs]
+values = ["hb"]
+[dictionaries.files]
+values = ["employee_handbook.md", "faq.csv", "travel_policy.docx"]
+[dictionaries.seqs]
+values = [1, 2]
+[parameters]
+kb = { dictionary = "kbs", probability = 0.6 }
+name = { dictionary = "files", probability = 0.5 }
+seq = { dictionary = "seqs", probability = 0.5 }
+"""
 
 
 def prepare(home: Path) -> str:
@@ -31,7 +44,9 @@ def prepare(home: Path) -> str:
     lore = Lore(load_settings(home=home))
     try:
         lore.create_kb("hb", "sample handbook")
-        lore.ingest("hb", [HANDBOOK])
+        uploads = home / "uploads" / "hb"  # as if uploaded: the originals are served too
+        shutil.copytree(HANDBOOK, uploads)
+        lore.ingest("hb", [uploads])
         return lore.catalog.create_api_key("default", ["admin"])[1]
     finally:
         lore.close()
@@ -74,7 +89,8 @@ def main() -> int:
                                   env=env, cwd=home, stdout=log, stderr=subprocess.STDOUT)
         try:
             wait_healthy(url, server)
-            command = [str(bin_dir / "st"), "run", url + "/openapi.json", "-H", f"Authorization: Bearer {key}",
+            (home / "schemathesis.toml").write_text(CONFIG, encoding="utf-8")
+            command = [str(bin_dir / "st"), "--config-file", str(home / "schemathesis.toml"), "run", url + "/openapi.json", "-H", f"Authorization: Bearer {key}",
                        "--checks", "not_a_server_error", "--max-examples", str(args.max_examples),
                        "--seed", str(args.seed), "--workers", "1", "--generation-database", "none",
                        "--suppress-health-check", "all", "--request-timeout", "60"]
