@@ -84,6 +84,12 @@ def test_long_question_is_refused_before_anything_streams(client: TestClient, lo
         assert r.status_code == 422, (path, r.status_code)
         assert len(r.content) < 500 and "limit 2000" in r.text  # named, never echoed
     assert len(lore.catalog.list_traces("default", None, 500, None)) == before  # nothing stored
+    # Validation errors name the field, never echo the input (here: no KB named, a 1 MB question).
+    for path, body in [("/api/ask", {"question": question}), ("/api/search", {"kb": question, "query": 1}),
+                       ("/v1/chat/completions", {"model": "hb", "messages": [{"role": "nobody", "content": question}]}),
+                       ("/api/search", {"kb": question, "query": "refund"})]:
+        r = client.post(path, json=body, headers=auth(keys.staff))
+        assert r.status_code in (404, 422) and len(r.content) < 2000, (path, r.status_code, len(r.content))
 
 
 def test_websocket_binary_frames_and_bad_text_keep_the_socket(live: LiveServer, keys: Keys) -> None:

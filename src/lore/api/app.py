@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
@@ -32,7 +33,7 @@ from lore.api.routers import (
     traces,
     versions,
 )
-from lore.api.security import Hardening, error_response
+from lore.api.security import Hardening, error_response, validation_errors
 from lore.engine import Lore
 from lore.errors import LoreError
 
@@ -68,6 +69,10 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
     @app.exception_handler(LoreError)
     async def lore_error(request: Request, exc: LoreError) -> JSONResponse:
         return _error(request, error_status(exc), str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return validation_errors(request.url.path, exc.errors())
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import logging
 import mimetypes
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from starlette.datastructures import MutableHeaders
 from starlette.responses import FileResponse, JSONResponse
@@ -19,6 +21,7 @@ UI_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'sel
           "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 # An uploaded original: never a document of this origin (no script, no plugins, no same-origin access).
 ORIGINAL_CSP = "sandbox; default-src 'none'"
+MAX_DETAIL = 500  # characters of an error message
 _DOCS = ("/docs", "/redoc")  # FastAPI's API explorer pages load their own inline script: no UI CSP there
 _INERT_TYPES = ("text/", "application/json", "application/pdf", "image/png", "image/jpeg", "image/gif")
 _ACTIVE = ("text/html", "text/xml", "application/xhtml", "application/xml", "image/svg", "text/javascript")
@@ -26,12 +29,26 @@ _ACTIVE = ("text/html", "text/xml", "application/xhtml", "application/xml", "ima
 
 def error_response(path: str, status: int, detail: object, headers: dict[str, str] | None = None,
                    **extra: object) -> JSONResponse:
-    """`{"detail": ...}`, or OpenAI's `{"error": {...}}` shape under /v1 so OpenAI clients show the message."""
+    """`{"detail": ...}`, or OpenAI's `{"error": {...}}` shape under /v1 so OpenAI clients show the message.
+
+    A long message (one quoting a huge input) is cut: an error never echoes more than `MAX_DETAIL` characters.
+    """
+    if isinstance(detail, str) and len(detail) > MAX_DETAIL:
+        detail = detail[:MAX_DETAIL] + "…"
     if path.startswith("/v1/"):
         body: dict[str, object] = {"error": {"message": str(detail), "type": "lore_error", "code": status, **extra}}
     else:
         body = {"detail": detail, **extra}
     return JSONResponse(body, status, headers=headers)
+
+
+def validation_errors(path: str, errors: Sequence[Any]) -> JSONResponse:
+    """422 naming each invalid field (location, message, type) without echoing the input it was given."""
+    problems = [{k: e[k] for k in ("loc", "msg", "type") if k in e} for e in errors]
+    if path.startswith("/v1/"):
+        return error_response(path, 422, "; ".join(f"{'.'.join(map(str, p.get('loc', ())))}: {p.get('msg')}"
+                                                    for p in problems))
+    return JSONResponse({"detail": problems}, 422)
 
 
 def internal_message(error_id: str) -> str:
