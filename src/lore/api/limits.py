@@ -19,8 +19,8 @@ Seq = Annotated[int, Ge(1), Le(MAX_INT)]
 PositiveInt = Annotated[int, Ge(1), Le(MAX_INT)]
 MULTIPART_SLACK = 64 * 1024  # boundaries and part headers on top of an upload's file bytes
 
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_SUSPECT_ESCAPE = re.compile(rb"\\u(?:[dD][89a-fA-F][0-9a-fA-F]{2}|0000)")  # surrogates, NUL
+_BAD_CHAR = re.compile("[\ud800-\udfff\x00]")
 
 
 def check_text(field: str, value: str, limit: int) -> None:
@@ -29,13 +29,14 @@ def check_text(field: str, value: str, limit: int) -> None:
         raise HTTPException(422, f"{field}: {len(value)} characters, limit {limit}")
 
 
-def has_lone_surrogate(data: Any) -> bool:
-    """Does any string (key or value) in decoded JSON hold a lone UTF-16 surrogate (not encodable as UTF-8)?"""
+def bad_characters(data: Any) -> bool:
+    """Does any string (key or value) in decoded JSON hold a lone UTF-16 surrogate (not encodable as UTF-8)
+    or a NUL character (which no catalog column may hold)?"""
     stack = [data]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            if _LONE_SURROGATE.search(item):
+            if _BAD_CHAR.search(item):
                 return True
         elif isinstance(item, dict):
             stack.extend(item.keys())
@@ -46,19 +47,21 @@ def has_lone_surrogate(data: Any) -> bool:
 
 
 def text_problem(body: bytes) -> str | None:
-    """Why a JSON body is not valid Unicode text (invalid UTF-8, a lone surrogate escape), else None."""
+    """Why a JSON body is not valid text (invalid UTF-8, a lone surrogate or NUL escape), else None."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         return f"request body is not valid UTF-8 (byte {exc.start})"
-    if not _SURROGATE_ESCAPE.search(body):
+    if "\x00" in text:
+        return "request body holds a NUL character"
+    if not _SUSPECT_ESCAPE.search(body):
         return None
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
         return None  # not JSON: the endpoint's own validation names the problem
-    return "request body holds a lone UTF-16 surrogate (\\ud800-\\udfff), which is not valid Unicode text" \
-        if has_lone_surrogate(data) else None
+    return ("request body holds a lone UTF-16 surrogate (\\ud800-\\udfff) or a NUL character, which are not "
+            "valid text") if bad_characters(data) else None
 
 
 class BodyLimits:
@@ -74,6 +77,9 @@ class BodyLimits:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        if "\x00" in scope.get("path", "") or b"%00" in scope.get("query_string", b""):
+            await self._refuse(scope, receive, send, 422, "NUL characters are not allowed in the URL")
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         ctype = headers.get("content-type", "").lower()

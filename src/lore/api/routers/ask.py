@@ -18,7 +18,7 @@ from starlette.types import Scope as AsgiScope
 
 from lore.api import scenarios
 from lore.api.deps import Caller, Scope, ServiceState, State, error_status, websocket_scope
-from lore.api.limits import Seq, check_text
+from lore.api.limits import Seq, check_text, text_problem
 from lore.api.security import internal_message
 from lore.api.stream import ask_events, prepare_ask
 from lore.errors import LoreError
@@ -146,6 +146,9 @@ async def _answer_one(websocket: WebSocket, state: ServiceState, scope: Scope, r
         await websocket.send_json({"event": "error", "data": {
             "message": f"rate limit of {state.limiter.per_minute} requests/minute exceeded for this key",
             "status": 429, "retry_after": round(wait, 1)}})
+        return
+    if problem := text_problem(raw.encode("utf-8", "surrogatepass")):
+        await websocket.send_json({"event": "error", "data": {"message": problem, "status": 422}})
         return
     try:
         body = AskBody.model_validate_json(raw)
