@@ -3,7 +3,6 @@ origin, the UI works under its Content-Security-Policy, and the API key is kept 
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,9 +13,8 @@ from playwright import sync_api
 from lore.api import create_app
 from lore.config import load_settings
 from lore.engine import Lore
-from tests.api.conftest import LiveServer, auth
+from tests.api.conftest import CHROMIUM, LiveServer, auth
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None:  # `make test` installs it; a missing browser must not pass silently
     pytest.fail("chromium not found: install it with `apt-get install -y chromium` (make test does)", pytrace=False)
 

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright import sync_api
 from playwright.sync_api import expect
 
 from lore.api import create_app
@@ -16,11 +14,9 @@ from lore.config import load_settings
 from lore.engine import Lore
 from lore.scenario.build import build_scenario
 from lore.scenario.config import Scenarios
-from tests.api.conftest import LiveServer
+from tests.api.conftest import CHROMIUM, LiveServer
 from tests.conftest import EXAMPLES
 from tests.scenario.conftest import copy_scenarios, scenario_lore
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 if CHROMIUM is None:  # `make test` installs it; a missing browser must not pass silently
     pytest.fail("chromium not found: install it with `apt-get install -y chromium` (make test does)",
@@ -36,17 +32,6 @@ def site(tmp_path: Path) -> Iterator[tuple[str, str, Lore]]:
     lore.close()
 
 
-@pytest.fixture()
-def page(site: tuple[str, str, Lore]) -> Iterator[object]:
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        context = browser.new_context(locale="en-US", accept_downloads=True)
-        page = context.new_page()
-        page.set_default_timeout(60_000)
-        yield page
-        browser.close()
-
-
 def sign_in(page, url: str, secret: str) -> None:  # type: ignore[no-untyped-def]
     page.goto(url + "/")
     page.fill("#key", secret)
@@ -58,7 +43,7 @@ def new_kb_with_files(page, name: str, files: list[Path]) -> None:  # type: igno
     page.click("button[data-tab=admin]")
     page.fill("#new-kb", name)
     page.click("#create-kb button")
-    expect(page.locator("#admin-kb")).to_have_value(name, timeout=60_000)  # (CSP: no string predicates, they need eval)
+    expect(page.locator("#admin-kb")).to_have_value(name, timeout=60_000)  # no string predicates: CSP
     page.set_input_files("#files", [str(f) for f in files])
     page.click("#upload")
     page.wait_for_selector(f"#uploads tbody tr:nth-child({len(files)})")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException
@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from lore.api.deps import Caller, State
 from lore.api.limits import Seq, check_text
+from lore.lexical import tokenize
 
 router = APIRouter(tags=["search"])
 
@@ -29,7 +30,7 @@ class SearchBody(BaseModel):
 
 @router.post("/api/search")
 async def search(body: SearchBody, scope: Caller, state: State) -> dict[str, Any]:
-    """Hits, best first, with file/page/sheet/row and scores."""
+    """Hits, best first, with file/page/sheet/row and scores; the query's terms and the filter applied."""
     check_text("query", body.query, state.lore.settings.answer.max_question_chars)
     if body.version is not None and not scope.is_admin:
         raise HTTPException(403, "searching a named version needs an API key with the 'admin' role")
@@ -37,4 +38,5 @@ async def search(body: SearchBody, scope: Caller, state: State) -> dict[str, Any
     if body.mode:
         options = replace(options, mode=body.mode)
     hits = await run_in_threadpool(state.lore.search, body.kb, body.query, options, body.version)
-    return {"kb": body.kb, "query": body.query, "hits": [h.to_json() for h in hits]}
+    return {"kb": body.kb, "query": body.query, "terms": sorted(set(tokenize(body.query))),
+            "filter": asdict(options.filter), "hits": [h.to_json() for h in hits]}
