@@ -48,6 +48,9 @@ def test_console_documents_chunks_retrieval_feedback_keys(site, page, tmp_path: 
     new_kb_with_files(page, "docs", files)
     page.click("#build")
     page.wait_for_selector("#versions tbody tr.active")
+    page.click("#versions tbody tr.active .rep")  # the quality report rendered as tables, not JSON
+    page.wait_for_selector("#report table th")
+    assert "broken.pdf" in page.inner_text("#report")
     shot(page, "versions")
 
     # Documents: every file with its status; the broken one says why; filter and open a document's chunks.
@@ -93,6 +96,15 @@ def test_console_documents_chunks_retrieval_feedback_keys(site, page, tmp_path: 
         page.click("#fb-export")
     rows = [json.loads(line) for line in Path(download.value.path()).read_text(encoding="utf-8").splitlines()]
     assert [r["question"] for r in rows] == ["报销需要什么材料？"]
+
+    # Chat history: a new chat, then continue the earlier session from the list.
+    page.click("button[data-tab=chat]")
+    page.click("#new-chat")
+    page.focus("#history")
+    page.wait_for_function("document.querySelector('#history').options.length > 1")
+    page.select_option("#history", index=1)
+    page.wait_for_selector(".msg.user")
+    assert "报销需要什么材料" in page.inner_text("#messages")
 
     # Keys: create one (secret shown once, and it works), then revoke it.
     page.click("button[data-tab=keys]")

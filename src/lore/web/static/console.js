@@ -11,7 +11,7 @@ Object.assign(I18N.en, {
   rating: "Rating", answer: "Answer", note: "Note", export: "Export as eval set", redacted: "redacted: your key may not read a cited passage",
   createKey: "Create key", revoke: "Revoke", created: "Created", revoked: "Revoked", newSecret: "New key (shown once):",
   noDocs: "No documents yet: upload files and ingest or build.", reasonFor: "Why it failed",
-  forbidden: "Your key may not do this", cites: "Citations",
+  forbidden: "Your key may not do this", cites: "Citations", history: "History", deleteChat: "Delete chat",
 });
 Object.assign(I18N.zh, {
   documents: "文档", retrieval: "检索测试", feedbackTab: "反馈", keys: "密钥",
@@ -23,7 +23,7 @@ Object.assign(I18N.zh, {
   rating: "评价", answer: "回答", note: "备注", export: "导出为评测集", redacted: "已隐去：你的密钥无权阅读被引用的段落",
   createKey: "创建密钥", revoke: "吊销", created: "创建时间", revoked: "已吊销", newSecret: "新密钥（只显示一次）：",
   noDocs: "还没有文档：请上传文件并入库或构建。", reasonFor: "失败原因",
-  forbidden: "你的密钥无权执行此操作", cites: "引用",
+  forbidden: "你的密钥无权执行此操作", cites: "引用", history: "历史对话", deleteChat: "删除对话",
 });
 
 const kbPath = () => `/api/kbs/${encodeURIComponent($("#docs-kb").value)}`;
@@ -153,6 +153,46 @@ async function createKey() {
   await loadKeys();
 }
 
+// ---- reports: any JSON report as nested tables (scalars as rows, lists of records as tables) ----------
+
+function renderValue(v) {
+  if (v === null || v === undefined) return "";
+  if (Array.isArray(v)) {
+    if (!v.length) return "–";
+    if (v.every((x) => x && typeof x === "object" && !Array.isArray(x))) {
+      const cols = [...new Set(v.flatMap((x) => Object.keys(x)))];
+      return `<table><tr>${cols.map((c) => `<th>${esc(c)}</th>`).join("")}</tr>${v.map((x) =>
+        `<tr>${cols.map((c) => `<td>${renderValue(x[c])}</td>`).join("")}</tr>`).join("")}</table>`;
+    }
+    return v.map((x) => renderValue(x)).join(", ");
+  }
+  if (typeof v === "object") {
+    return `<table>${Object.entries(v).map(([k, x]) => `<tr><th>${esc(k)}</th><td>${renderValue(x)}</td></tr>`).join("")}</table>`;
+  }
+  if (typeof v === "boolean") return v ? "✔" : "✘";
+  return esc(v);
+}
+
+// ---- chat history: the key's sessions, to continue or delete -------------------------------------
+
+async function loadHistory() {
+  const rows = await api("/api/sessions");
+  const sel = $("#history");
+  sel.innerHTML = `<option value="">–</option>` + rows.map((r) =>
+    `<option value="${esc(r.id)}">${esc(r.updated_at.slice(0, 16).replace("T", " "))} · ${esc(r.kb)} · ${esc(r.title || r.summary || r.id)}</option>`).join("");
+  if (rows.some((r) => r.id === sessionId)) sel.value = sessionId;
+}
+
+async function openSession(id) {
+  if (!id) return;
+  const s = await api(`/api/sessions/${encodeURIComponent(id)}`);
+  newChat();
+  sessionId = s.id;
+  if ([...$("#chat-kb").options].some((o) => o.value === s.kb)) $("#chat-kb").value = s.kb;
+  $("#messages").innerHTML = s.messages.map((m) => `<div class="msg ${m.role === "user" ? "user" : "assistant"}">${esc(m.content)}</div>`).join("");
+  $("#history").value = id;
+}
+
 // ---- wiring ------------------------------------------------------------------------------------
 
 // A panel's load: what a key may not see is explained in place (403), not only in a toast.
@@ -176,6 +216,13 @@ const PANEL_LOADS = {
 const syncKbPickers = () => loadKbs();
 
 document.addEventListener("DOMContentLoaded", () => {
+  $("#history").addEventListener("focus", () => loadHistory().catch((e) => toast(e.message, true)));
+  $("#history").addEventListener("change", () => openSession($("#history").value).catch((e) => toast(e.message, true)));
+  $("#delete-session").addEventListener("click", () => {
+    if (!sessionId || !confirm(`${t("deleteChat")}?`)) return;
+    api(`/api/sessions/${encodeURIComponent(sessionId)}`, {method: "DELETE"})
+      .then(() => { newChat(); return loadHistory(); }).catch((e) => toast(e.message, true));
+  });
   document.querySelectorAll(".tab").forEach((b) => b.addEventListener("click", () => PANEL_LOADS[b.dataset.tab]?.()));
   $("#docs-kb").addEventListener("change", PANEL_LOADS.documents);
   $("#docs-filter").addEventListener("input", renderDocs);
