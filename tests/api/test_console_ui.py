@@ -101,7 +101,7 @@ def test_console_documents_chunks_retrieval_feedback_keys(site, page, tmp_path: 
     page.click("button[data-tab=chat]")
     page.click("#new-chat")
     page.focus("#history")
-    page.wait_for_function("document.querySelector('#history').options.length > 1")
+    expect(page.locator("#history option").nth(1)).to_be_attached(timeout=60_000)
     page.select_option("#history", index=1)
     page.wait_for_selector(".msg.user")
     assert "报销需要什么材料" in page.inner_text("#messages")
