@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install browser office demo test lint bench screenshots clean
+.PHONY: install browser office demo test lint bench fuzz screenshots clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -40,6 +40,10 @@ lint: install
 
 bench: install
 	$(BIN)/python benchmarks/retrieval.py --dataset ../shared/datasets/scifact
+
+# A bounded schemathesis run against a real `lore serve` (authenticated): fails on any 5xx.
+fuzz: install
+	$(BIN)/python benchmarks/fuzz.py --max-examples 30
 
 # A PNG of every console panel into docs/ (the browser test of the console, with screenshots on).
 screenshots: install browser

@@ -88,6 +88,12 @@ class IngestSettings(_Section):
 
     max_file_mb: float = Field(default=100.0, gt=0)
     ocr: bool = True
+    # ZIP-based formats (DOCX, PPTX, XLSX, ...) are checked before parsing: a file inflating past these
+    # limits is refused with the reason (a "zip bomb" would otherwise exhaust memory).
+    max_unzipped_mb: float = Field(default=200.0, gt=0)  # total decompressed size of the archive
+    max_zip_entries: int = Field(default=10_000, gt=0)
+    max_zip_ratio: float = Field(default=200.0, gt=1)  # decompressed / compressed size
+    max_pdf_pages: int = Field(default=2000, gt=0)
 
 
 class GateSettings(_Section):
@@ -153,6 +159,10 @@ class ApiSettings(_Section):
     history_turns: int = Field(default=6, ge=0, le=50)  # earlier turns used to rewrite follow-ups
     workers: int = Field(default=1, ge=1, le=64)  # `lore serve` processes; >1 needs [redis] for global limits
     shutdown_grace_s: float = Field(default=30.0, ge=0)  # on SIGTERM: open streams get this long to finish
+
+    # Request bodies other than uploads (JSON), counted as they arrive whatever Content-Length says;
+    # uploads are capped at max_upload_mb (per file, and per request) the same way.
+    max_body_mb: float = Field(default=8.0, gt=0)
 
 
 class RedisSettings(_Section):

@@ -26,6 +26,7 @@ from lore.ingest.build import BuildResult, build_lock, build_version, fail_versi
 from lore.ingest.chunking import Chunker, ChunkParams
 from lore.ingest.files import SourceFile, discover
 from lore.ingest.gc import GcResult, collect_garbage
+from lore.ingest.loaders.limits import FileLimits
 from lore.ingest.pipeline import ChunkMetadata, CustomChunks, IngestPipeline, IngestReport, Progress
 from lore.metrics import BUILD_SECONDS, BUILDS
 from lore.retrieve.search import Retriever, SearchOptions
@@ -314,6 +315,7 @@ class Lore:
         return IngestPipeline(
             kb, self.catalog, self.store(kb), self.embedder(kb), Chunker(params), self.cache,
             max_file_bytes=int(self.settings.ingest.max_file_mb * 1e6), ocr=self.settings.ingest.ocr,
+            limits=FileLimits.from_settings(self.settings.ingest),
             progress=progress, seq=seq, force=force, chunk_metadata=chunk_metadata, custom_chunks=custom_chunks,
         )
 

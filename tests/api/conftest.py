@@ -164,5 +164,9 @@ def page(site: tuple[str, str, Lore]) -> Iterator[object]:
         context = browser.new_context(locale="en-US", accept_downloads=True)
         page = context.new_page()
         page.set_default_timeout(60_000)
+        console: list[str] = []
+        page.on("console", lambda msg: console.append(msg.text))
         yield page
         browser.close()
+    # The UI runs under a Content-Security-Policy (no inline script or style): nothing may trip it.
+    assert not [m for m in console if "Content Security Policy" in m], console

@@ -9,6 +9,7 @@ from typing import Protocol
 
 from lore.errors import LoadError, LoadErrorKind
 from lore.registry import Registry
+from lore.ingest.loaders.limits import FileLimits, check_file
 from lore.schema import LoadedDocument
 
 ENTRY_POINT_GROUP = "lore.loaders"
@@ -65,9 +66,11 @@ def loader_for(path: Path) -> Loader:
     return loader
 
 
-def load_file(path: Path, *, ocr: bool = True) -> list[LoadedDocument]:
-    """Load one file with its loader; any unexpected failure becomes a `corrupt` `LoadError`."""
+def load_file(path: Path, *, ocr: bool = True, limits: FileLimits | None = None) -> list[LoadedDocument]:
+    """Load one file with its loader; any unexpected failure becomes a `corrupt` `LoadError`. `limits`
+    (default: the default limits) are checked before parsing: ZIP-based formats' size and entries, PDF pages."""
     loader = loader_for(path)
+    check_file(path, limits or FileLimits())
     try:
         docs = loader(path, LoadOptions(ocr=ocr))
     except LoadError:
