@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lore.api.deps import error_status
+from lore.api.security import internal_message
 from lore.api.routers.ingest import report_json
 from lore.api.routers.versions import version_json
 from lore.catalog import BuildLockedError, Job
@@ -90,10 +91,9 @@ class Worker:
             return catalog.finish_job(job.id, result=run_build(self.lore, job))
         except LoreError as exc:
             return catalog.finish_job(job.id, error=str(exc), error_status=error_status(exc))
-        except Exception as exc:
-            log.exception("job %s failed", job.id)
-            return catalog.finish_job(job.id, error=f"internal error ({type(exc).__name__}): {exc}",
-                                      error_status=500)
+        except Exception:
+            log.exception("error %s: build job failed", job.id)  # the details stay in the server log
+            return catalog.finish_job(job.id, error=internal_message(job.id), error_status=500)
         finally:
             stop.set()
             beat.join()
