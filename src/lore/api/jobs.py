@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from lore.api.deps import error_status
-from lore.api.security import internal_message
 from lore.api.routers.ingest import report_json
 from lore.api.routers.versions import version_json
+from lore.api.security import internal_message
 from lore.catalog import BuildLockedError, Job
 from lore.engine import Lore
 from lore.errors import LoreError

@@ -19,7 +19,6 @@ from lore.catalog import Job
 from lore.errors import NotFoundError
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
-log = logging.getLogger("lore.api")
 
 
 def _queue(state: ServiceState, kb: str, body: BuildBody, scope: Scope) -> Job:

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Protocol
 
 from lore.errors import LoadError, LoadErrorKind
-from lore.registry import Registry
 from lore.ingest.loaders.limits import FileLimits, check_file
+from lore.registry import Registry
 from lore.schema import LoadedDocument
 
 ENTRY_POINT_GROUP = "lore.loaders"
