@@ -33,3 +33,7 @@ class MissingDependencyError(LoreError):
 class ConflictError(LoreError):
     """The request is well formed but the knowledge base's state refuses it (no active version yet;
     a versioned KB changes only through builds)."""
+
+
+class ForbiddenError(LoreError):
+    """The caller sees the thing but its grant does not allow the action (HTTP 403)."""

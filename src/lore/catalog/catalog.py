@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from lore.catalog.access import AccessMixin, FileOwnerRow, KbShareRow
 from lore.catalog.manifests import ManifestsMixin
 from lore.catalog.models import (
     FILE_STATUSES,
@@ -94,7 +95,7 @@ def _create_engine(url: str) -> Engine:
     return engine
 
 
-class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin):
+class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, AccessMixin):
     """Knowledge bases, files, chunk ids and versions; opening it migrates the schema to the newest revision."""
 
     def __init__(self, url: str) -> None:
@@ -156,6 +157,7 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin):
         chunk_schema: str,
         store_backend: str,
         description: str = "",
+        owner_tenant: str = "default",
     ) -> KnowledgeBase:
         """Register a new knowledge base; the name must be unused and 1-64 letters, digits, '_' or '-'."""
         if not _KB_NAME.fullmatch(name):
@@ -171,7 +173,7 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin):
                 id=_new_id(), name=name, description=description,
                 embedding_provider=embedding_provider, embedding_model=embedding_model,
                 embedding_dim=embedding_dim, chunk_schema=chunk_schema, store_backend=store_backend,
-                created_at=now, updated_at=now,
+                created_at=now, updated_at=now, owner_tenant=owner_tenant.strip() or "default",
             )
             s.add(row)
             try:
@@ -196,6 +198,8 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin):
         with self.transaction() as s:
             kb_id = self._kb_row(s, name).id
             s.execute(delete(ActivationRow).where(ActivationRow.kb_id == kb_id))
+            s.execute(delete(KbShareRow).where(KbShareRow.kb_id == kb_id))
+            s.execute(delete(FileOwnerRow).where(FileOwnerRow.kb_id == kb_id))
             s.execute(delete(VersionFileRow).where(VersionFileRow.kb_id == kb_id))
             s.execute(delete(BuildLockRow).where(BuildLockRow.kb_id == kb_id))
             s.execute(delete(VersionRow).where(VersionRow.kb_id == kb_id))

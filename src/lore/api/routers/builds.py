@@ -11,28 +11,33 @@ from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 
-from lore.api.deps import Admin, Scope, ServiceState, State
+from lore.api.access import require_kb
+from lore.api.deps import Caller, ServiceState, State
 from lore.api.routers.ask import sse
 from lore.api.routers.ingest import BuildBody, _sources, check_sources_write, report_json
 from lore.api.routers.versions import version_json
 from lore.errors import LoreError
+from lore.grant import Grant
 from lore.ingest.pipeline import FileResult, Progress
+from lore.policy import Action
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
 
 
-def _run_build(state: ServiceState, kb: str, body: BuildBody, scope: Scope, inputs: list[Path],
+def _run_build(state: ServiceState, kb: str, body: BuildBody, scope: Grant, inputs: list[Path],
                progress: Progress | None = None) -> dict[str, Any]:
     lore, stamp = state.lore, scope.chunk_stamp(body.dataset)
     result = lore.build(kb, inputs, description=body.description, activate=body.activate,
                         quality_gate=body.quality_gate, incremental_from=body.incremental_from, force=body.force,
                         progress=progress, chunk_metadata=lambda _source: stamp)
+    lore.catalog.audit("build", tenant=scope.tenant, key_id=scope.key_id, kb=kb, target=str(result.version.seq),
+                       activated=body.activate)
     return {"kb": kb, "version": version_json(lore, kb, result.version.seq), "removed": result.removed,
             "gate_reasons": result.gate_reasons, **report_json(result.report)}
 
 
 @router.post("/builds")
-async def build(kb: str, body: BuildBody, scope: Admin, state: State) -> dict[str, Any]:
+async def build(kb: str, body: BuildBody, scope: Caller, state: State) -> dict[str, Any]:
     """Build a new STAGED version of exactly the given sources, optionally gate and activate it (admin).
 
     New and changed files' chunks belong to the key's tenant (and its dataset, if it has exactly one).
@@ -41,12 +46,12 @@ async def build(kb: str, body: BuildBody, scope: Admin, state: State) -> dict[st
     return await run_in_threadpool(_run_build, state, kb, body, scope, inputs)
 
 
-def _inputs(state: ServiceState, kb: str, body: BuildBody, scope: Scope) -> list[Path]:
+def _inputs(state: ServiceState, kb: str, body: BuildBody, scope: Grant) -> list[Path]:
     """The build's sources, once the caller may write them (403/409) and its dataset stamp is valid (400)."""
-    state.lore.catalog.get_kb(kb)
-    scope.chunk_stamp(body.dataset)
+    require_kb(state.lore, scope, kb, Action.BUILD)  # foreign or unknown: 404 before anything else
     inputs = _sources(state.lore, kb, body)
     check_sources_write(state.lore, kb, inputs, scope, replaces_all=True)
+    scope.chunk_stamp(body.dataset)
     return inputs
 
 
@@ -69,7 +74,7 @@ class _QueueProgress(Progress):
 
 @router.post("/builds/stream", response_class=StreamingResponse, responses={
     200: {"content": {"text/event-stream": {}}, "description": "`status` per file, then `end` or `error`."}})
-async def build_stream(kb: str, body: BuildBody, scope: Admin, state: State) -> StreamingResponse:
+async def build_stream(kb: str, body: BuildBody, scope: Caller, state: State) -> StreamingResponse:
     """The same build, streaming per-file progress as SSE; a client that leaves does not stop the build."""
     inputs = await run_in_threadpool(_inputs, state, kb, body, scope)  # bad input is a 4xx before streaming
     loop = asyncio.get_running_loop()

@@ -8,7 +8,9 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
+from lore.api.access import trace_resource
 from lore.api.deps import Caller, State
+from lore.policy import Action, check
 
 router = APIRouter(tags=["feedback"])
 
@@ -26,7 +28,9 @@ class FeedbackBody(BaseModel):
 @router.post("/api/feedback", status_code=201)
 async def feedback(body: FeedbackBody, scope: Caller, state: State) -> dict[str, Any]:
     """Record feedback; thumbs-down answers become the bad-case eval set (`lore badcases export`)."""
-    fb = await run_in_threadpool(lambda: state.lore.catalog.add_feedback(
-        trace_id=body.trace_id, tenant_id=scope.tenant_id, key_id=scope.key.id, rating=body.rating,
-        note=body.note, owner_key=scope.owner_key))
+    def run() -> Any:
+        check(scope, Action.READ_TRACE, trace_resource(state.lore.catalog.get_trace(body.trace_id, scope.tenant)))
+        return state.lore.catalog.add_feedback(trace_id=body.trace_id, tenant_id=scope.tenant, key_id=scope.key_id,
+                                               rating=body.rating, note=body.note)
+    fb = await run_in_threadpool(run)
     return {"id": fb.id, "trace_id": fb.trace_id, "rating": fb.rating, "kb": fb.kb}

@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Literal
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.deps import Caller, State
+from lore.api.access import require_kb
+from lore.api.deps import Caller, State, search_options
+from lore.policy import Action
 
 router = APIRouter(tags=["search"])
 
@@ -29,9 +31,9 @@ class SearchBody(BaseModel):
 @router.post("/api/search")
 async def search(body: SearchBody, scope: Caller, state: State) -> dict[str, Any]:
     """Hits, best first, with file/page/sheet/row and scores."""
-    if body.version is not None and not scope.is_admin:
-        raise HTTPException(403, "searching a named version needs an API key with the 'admin' role")
-    options = scope.options(state.lore, body.top_k)
+    await run_in_threadpool(require_kb, state.lore, scope, body.kb,
+                            Action.READ if body.version is None else Action.READ_VERSION)
+    options = search_options(state.lore, scope, body.top_k)
     if body.mode:
         options = replace(options, mode=body.mode)
     hits = await run_in_threadpool(state.lore.search, body.kb, body.query, options, body.version)
