@@ -153,7 +153,6 @@ class Grant:
             "roles": list(self.roles),
             "scenario": self.scenario,
             "version": self.version,
-            "key_id": self.key_id,
         }
 
     @classmethod
@@ -161,7 +160,7 @@ class Grant:
         """Inverse of `to_json` (a trace keeps the asker's grant)."""
         return cls(data["tenant"], None if data.get("datasets") is None else tuple(data["datasets"]),
                    tuple(data.get("visibility") or ()), tuple(data.get("roles") or ()), data.get("scenario"),
-                   data.get("version"), key_id=data.get("key_id"))
+                   data.get("version"))
 
 
 def _subset(name: str, asked: Sequence[str], held: Sequence[str] | None) -> list[str]:
