@@ -19,6 +19,7 @@ from lore.api.logs import install_log_redaction
 from lore.api.preflight import preflight
 from lore.api.routers import (
     ask,
+    audit,
     builds,
     chunks,
     feedback,
@@ -69,7 +70,7 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
         return _error(request, exc.status_code, exc.detail, exc.headers)
 
     for module in (kbs, ingest, chunks, builds, versions, search, ask, feedback, sessions, traces, openai_compat,
-                   scenarios):
+                   scenarios, audit):
         app.include_router(module.router)
 
     @app.get("/api/health", tags=["service"])

@@ -109,6 +109,7 @@ async def ask_events(state: ServiceState, scope: Grant, plan: AskPlan) -> AsyncI
             "query_rewrite": plan.query_rewrite})
         try:
             call = plan.scenario
+            scoped_scores = lore.catalog.get_kb(plan.kb).store_backend == "embedded"  # see bm25_scores_are_scoped
             session_id = plan.session.id if plan.session else None
             events = await run_in_threadpool(lambda: lore.ask(
                 None if call else plan.kb, plan.query, plan.options, plan.version,
@@ -118,6 +119,9 @@ async def ask_events(state: ServiceState, scope: Grant, plan: AskPlan) -> AsyncI
                 event = await run_in_threadpool(_step, events, trace.cache)
                 if event is _DONE:
                     break
+                if event.type == "end" and not scoped_scores:
+                    event.data["citations"] = [{**c, "scores": {**c.get("scores", {}), "bm25": None}}
+                                               for c in event.data.get("citations", [])]
                 yield trace.event(event.type, event.data)
         except LoreError as exc:
             yield trace.event("error", {"message": str(exc)})

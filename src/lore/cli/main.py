@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Column, Table
 
 from lore.answer.pipeline import Event
+from lore.cli.access import audit, kb_share, kb_unshare
 from lore.cli.ask import ask
 from lore.cli.progress import RichIngestProgress
 from lore.cli.render import fail, where
@@ -37,8 +38,10 @@ app.add_typer(keys_app, name="keys")
 app.add_typer(badcases_app, name="badcases")
 app.command()(serve)
 app.command()(ask)
-for _command in (build, versions, diff, activate, rollback, report, gc, unlock):
+for _command in (build, versions, diff, activate, rollback, report, gc, unlock, audit):
     app.command()(_command)
+kb_app.command("share")(kb_share)
+kb_app.command("unshare")(kb_unshare)
 console = Console()
 err = Console(stderr=True)
 
@@ -50,13 +53,16 @@ def _lore() -> Lore:
 
 
 @kb_app.command("create")
-def kb_create(name: str, description: Annotated[str, typer.Option(help="What the KB holds.")] = "") -> None:
-    """Create a knowledge base bound to the configured embedder and store."""
+def kb_create(name: str, description: Annotated[str, typer.Option(help="What the KB holds.")] = "",
+              tenant: Annotated[str, typer.Option(help="Tenant that owns the KB (others see it only when "
+                                                  "shared: lore kb share).")] = "default") -> None:
+    """Create a knowledge base owned by a tenant, bound to the configured embedder and store."""
     try:
-        kb = _lore().create_kb(name, description)
+        kb = _lore().create_kb(name, description, owner_tenant=tenant)
     except LoreError as exc:
         fail(exc)
-    console.print(f"created [bold]{kb.name}[/] ({kb.embedding_model}, {kb.embedding_dim}-d, {kb.store_backend})")
+    console.print(f"created [bold]{kb.name}[/] ({kb.embedding_model}, {kb.embedding_dim}-d, {kb.store_backend}), "
+                  f"owned by tenant {kb.owner_tenant!r}")
 
 
 @kb_app.command("list")
@@ -84,7 +90,10 @@ def kb_delete(name: str, yes: Annotated[bool, typer.Option("--yes", help="Do not
     if not yes and not typer.confirm(f"Delete knowledge base {name!r} and its index?"):
         raise typer.Exit(1)
     try:
-        _lore().delete_kb(name)
+        lore = _lore()
+        owner = lore.catalog.get_kb(name).owner_tenant
+        lore.delete_kb(name)
+        lore.catalog.audit("delete", tenant=owner, key_id=None, kb=name, target=name, via="cli")
     except LoreError as exc:
         fail(exc)
     console.print(f"deleted {name}")

@@ -31,10 +31,20 @@ class SearchBody(BaseModel):
 @router.post("/api/search")
 async def search(body: SearchBody, scope: Caller, state: State) -> dict[str, Any]:
     """Hits, best first, with file/page/sheet/row and scores."""
-    await run_in_threadpool(require_kb, state.lore, scope, body.kb,
-                            Action.READ if body.version is None else Action.READ_VERSION)
+    kb = await run_in_threadpool(require_kb, state.lore, scope, body.kb,
+                                 Action.READ if body.version is None else Action.READ_VERSION)
     options = search_options(state.lore, scope, body.top_k)
     if body.mode:
         options = replace(options, mode=body.mode)
     hits = await run_in_threadpool(state.lore.search, body.kb, body.query, options, body.version)
-    return {"kb": body.kb, "query": body.query, "hits": [h.to_json() for h in hits]}
+    rows = [h.to_json() for h in hits]
+    if not bm25_scores_are_scoped(kb.store_backend):
+        for row in rows:
+            row["bm25_score"] = None
+    return {"kb": body.kb, "query": body.query, "hits": rows}
+
+
+def bm25_scores_are_scoped(backend: str) -> bool:
+    """Only the embedded store computes BM25 statistics over the caller's visible chunks; Milvus computes
+    them over the whole collection (every tenant), so its BM25 scores are not shown (ranks are)."""
+    return backend == "embedded"
