@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
+from lore.api import create_app
+from lore.config import load_settings
 from lore.engine import Lore
 from lore.scenario.build import build_scenario
 from lore.scenario.config import Scenarios
@@ -180,6 +184,10 @@ def build_world(lore: Lore, client: TestClient, scenarios_dir: Path) -> World:
         events = sse_events(r.text)
         assert canary(c.tenant or "", kind) in r.text, r.text  # the asker itself reads it
         world.traces[label] = (events[-1][1]["trace_id"], events[0][1]["session_id"])
+    owner_admin = next(x for x in CALLERS if x.name == "owner_admin")
+    r = client.post("/api/ask", headers=world.headers(owner_admin),  # the scenario reaches its restricted source
+                    json={"scenario": "ahr", "question": "What is the canary code of the board minutes?"})
+    assert canary(A, "scn_restricted") in r.text, r.text
     return world
 
 
@@ -234,3 +242,14 @@ def leaks(text: str, c: Caller) -> set[str]:
 def body_text(r: Any) -> str:
     """A response's body as text (downloads included)."""
     return r.content.decode("utf-8", "replace")
+
+
+@pytest.fixture(scope="module", name="world")
+def world_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """The matrix world behind an in-process client."""
+    base = tmp_path_factory.mktemp("matrix")
+    lore = Lore(load_settings(home=base / "home", api={"rate_limit_per_minute": 0},
+                              scenario={"scenarios_dir": base / "scenarios"}))
+    with TestClient(create_app(lore)) as client:
+        yield build_world(lore, client, base / "scenarios")
+    lore.close()

@@ -4,18 +4,13 @@ stream event or downloaded file holds a canary the caller may not read. A new ro
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import pytest
-from fastapi.testclient import TestClient
 from starlette.testclient import WebSocketDenialResponse
 from starlette.websockets import WebSocketDisconnect
 
-from lore.api import create_app
-from lore.config import load_settings
-from lore.engine import Lore
 from tests.api.matrix_world import (
     CALLERS,
     OWNERS,
@@ -25,11 +20,11 @@ from tests.api.matrix_world import (
     Caller,
     World,
     body_text,
-    build_world,
     canary,
     leaks,
     readable,
 )
+from tests.api.matrix_world import world_fixture  # noqa: F401 - the module's fixture `world`
 
 Expect = Callable[[Caller], int | set[int]]
 
@@ -92,6 +87,7 @@ KBS = ("ka", "kb", "shared", "nokb")
 FILES = [("ka", f"a_{k}.md") for k in ("public", "restricted", "manager", "ds2", "upload")] + [
     ("kb", "b_public.md"), ("kb", "b_upload.md"), ("shared", "a_rec.jsonl"), ("shared", "b_rec.jsonl")]
 QUESTION = "What is the canary code?"
+BOARD_QUESTION = "What is the canary code of the board minutes?"
 
 
 def _ask_expect(target: str) -> Expect:
@@ -102,8 +98,9 @@ def _ask_expect(target: str) -> Expect:
 
 
 def _ask_body(target: str, **extra: Any) -> dict[str, Any]:
-    key = "scenario" if target.startswith("scenario:") else "kb"
-    return {key: target.split(":", 1)[-1], "question": QUESTION, **extra}
+    scenario = target.startswith("scenario:")
+    return {"scenario" if scenario else "kb": target.split(":", 1)[-1],
+            "question": BOARD_QUESTION if scenario else QUESTION, **extra}
 
 
 def entries() -> dict[tuple[str, str], list[Call]]:
@@ -194,7 +191,8 @@ def entries() -> dict[tuple[str, str], list[Call]]:
                    _trace_expect(owner)) for label, owner in t.items()),
             Call("nope", _fixed("/api/traces/nope"), lambda c: 404)],
         ("POST", "/v1/chat/completions"): [
-            Call(x, _fixed("/v1/chat/completions", {"model": x, "messages": [{"role": "user", "content": QUESTION}]}),
+            Call(x, _fixed("/v1/chat/completions", {"model": x, "messages": [{"role": "user", "content": _ask_body(
+                x)["question"]}]}),
                  _ask_expect(x), "POST")
             for x in ("ka", "kb", "shared", "nokb", "scenario:ahr", "scenario:nosc")],
         ("GET", "/v1/models"): [Call("list", _fixed("/v1/models"), lambda c: 200)],
@@ -228,16 +226,6 @@ def app_routes(app: Any) -> set[tuple[str, str]]:
                 out.update((m, r.path) for m in r.methods - {"HEAD"})
     walk(app.routes)
     return out
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    base = tmp_path_factory.mktemp("matrix")
-    lore = Lore(load_settings(home=base / "home", api={"rate_limit_per_minute": 0},
-                              scenario={"scenarios_dir": base / "scenarios"}))
-    with TestClient(create_app(lore)) as client:
-        yield build_world(lore, client, base / "scenarios")
-    lore.close()
 
 
 def _call(w: World, c: Caller, method: str, path: str, body: Any, files: Any) -> tuple[int, str]:
