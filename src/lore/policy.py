@@ -32,8 +32,9 @@ class Action(StrEnum):
     REPORT = "report"  # quality reports and diffs (they name every file)
     SHARE = "share"
     READ_TRACE = "read_trace"  # read, continue or delete a trace or session; rate its answer
-    MANAGE_KEYS = "manage_keys"
-    AUDIT = "audit"
+    MANAGE_KEYS = "manage_keys"  # list, create and revoke the tenant's API keys
+    AUDIT = "audit"  # the tenant's audit log
+    REVIEW = "review"  # the tenant's feedback (list, export)
 
 
 class Kind(StrEnum):
@@ -80,20 +81,23 @@ _OWN = {Kind.TRACE, Kind.SESSION, Kind.FEEDBACK}
 
 def absent(resource: Resource) -> str:
     """The message of a missing resource: the same for one that exists but is not the caller's."""
-    label = {Kind.KB: "knowledge base", Kind.FILE: "file", Kind.UPLOAD: "upload"}.get(resource.kind,
+    label = {Kind.KB: "knowledge base", Kind.FILE: "file", Kind.UPLOAD: "upload", Kind.KEY: "api key"}.get(resource.kind,
                                                                                         str(resource.kind))
     return f"{label} '{resource.name}' not found"
 
 
 def decide(grant: Grant, action: Action, resource: Resource) -> Decision:
     """Whether `grant` may do `action` to `resource` (see the README's policy table)."""
-    if action in (Action.MANAGE_KEYS,):
-        return _OK if grant.key_id is None else Decision(False, 403, "API keys are managed with `lore keys`")
-    if action is Action.AUDIT:
-        return _OK if grant.key_id is None or grant.is_admin else _forbidden(f"the '{ADMIN_ROLE}' role")
+    operator = grant.key_id is None  # the local CLI
+    if action is Action.MANAGE_KEYS and not operator and not (grant.is_admin and grant.is_platform_admin):
+        return _forbidden(f"the '{ADMIN_ROLE}' and '{PLATFORM_ADMIN_ROLE}' roles")
+    if action in (Action.AUDIT, Action.REVIEW) and not operator and not grant.is_admin:
+        return _forbidden(f"the '{ADMIN_ROLE}' role")
     # Foreign looks like absent; except a file name another tenant holds, which cannot be taken (409).
     if grant.key_id is not None and grant.tenant not in resource.tenants and action is not Action.WRITE_FILE:
         return Decision(False, 404, absent(resource))
+    if action in (Action.MANAGE_KEYS, Action.AUDIT, Action.REVIEW):
+        return _OK
     if resource.kind in _OWN:
         mine = grant.key_id is None or resource.key_id == grant.key_id or grant.is_admin
         return _OK if mine else Decision(False, 404, absent(resource))

@@ -54,8 +54,11 @@ def policy_table() -> str:
                "platform admin": Grant.of_key("k1", T, ["admin", "platform-admin"], None)}
     lines = [head, rule, *_rows(_KBS, _KB_ACTIONS, _KEYS), *_rows(_FILES, (Action.DOWNLOAD, Action.WRITE_FILE), _KEYS),
              *_rows(_TRACES, (Action.READ_TRACE,), own_key),
-             *_rows({"API keys": Resource(Kind.KEY)}, (Action.MANAGE_KEYS,), _KEYS),
-             *_rows({"its tenant's audit log": Resource(Kind.AUDIT, tenants=frozenset({T}))}, (Action.AUDIT,), _KEYS)]
+             *_rows({"its tenant's API keys": Resource(Kind.KEY, tenants=frozenset({T})),
+                     "another tenant's key": Resource(Kind.KEY, tenants=frozenset({O}))}, (Action.MANAGE_KEYS,), _KEYS),
+             *_rows({"its tenant's audit log": Resource(Kind.AUDIT, tenants=frozenset({T}))}, (Action.AUDIT,), _KEYS),
+             *_rows({"its tenant's feedback": Resource(Kind.FEEDBACK, tenants=frozenset({T}))}, (Action.REVIEW,),
+                    _KEYS)]
     return "\n".join(lines)
 
 

@@ -23,8 +23,8 @@ from tests.api.matrix_world import (
     canary,
     leaks,
     readable,
+    world_fixture,  # noqa: F401 - the module's fixture `world`
 )
-from tests.api.matrix_world import world_fixture  # noqa: F401 - the module's fixture `world`
 
 Expect = Callable[[Caller], int | set[int]]
 
@@ -177,6 +177,20 @@ def entries() -> dict[tuple[str, str], list[Call]]:
                    lambda c, owner=owner: {200: 201}.get(x := _trace_expect(owner)(c), x), "POST")
               for label, owner in t.items()),
             Call("nope", _fixed("/api/feedback", {"trace_id": "nope", "rating": 1}), lambda c: 404, "POST")],
+        ("GET", "/api/feedback"): [Call("tenant", _fixed("/api/feedback"), lambda c: 200 if c.admin else 403)],
+        ("GET", "/api/feedback/export"): [Call("tenant", _fixed("/api/feedback/export"),
+                                               lambda c: 200 if c.admin else 403)],
+        ("GET", "/api/kbs/{kb}/documents"): [Call(kb, _fixed(f"/api/kbs/{kb}/documents"), _kb_read(kb))
+                                             for kb in KBS],
+        ("GET", "/api/kbs/{kb}/documents/{name:path}/chunks"): [
+            Call(f"{kb}/{n}", _fixed(f"/api/kbs/{kb}/documents/{n}/chunks"), _file_expect(n))
+            for kb, n in FILES if "upload" not in n],
+        ("GET", "/api/keys"): [Call("tenant", _fixed("/api/keys"), lambda c: 200 if c.platform else 403)],
+        ("POST", "/api/keys"): [Call("tenant", _fixed("/api/keys", {"roles": ["employee"]}),
+                                     lambda c: 201 if c.platform else 403, "POST")],
+        ("DELETE", "/api/keys/{key_id}"): [
+            Call(f"fresh-{t}", lambda w, c, t=t: (f"/api/keys/{w.lore.catalog.create_api_key(t, [])[0].id}", None, None),
+                 lambda c, t=t: 403 if not c.platform else 204 if c.tenant == t else 404, "DELETE") for t in (A, B)],
         ("GET", "/api/sessions"): [Call("list", _fixed("/api/sessions"), lambda c: 200)],
         ("GET", "/api/sessions/{session_id}"): [
             *(Call(f"session-{label}", lambda w, c, label=label: (f"/api/sessions/{w.traces[label][1]}", None, None),

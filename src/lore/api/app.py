@@ -22,9 +22,11 @@ from lore.api.routers import (
     audit,
     builds,
     chunks,
+    documents,
     feedback,
     ingest,
     kbs,
+    keys,
     openai_compat,
     scenarios,
     search,
@@ -69,8 +71,8 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return _error(request, exc.status_code, exc.detail, exc.headers)
 
-    for module in (kbs, ingest, chunks, builds, versions, search, ask, feedback, sessions, traces, openai_compat,
-                   scenarios, audit):
+    for module in (kbs, documents, ingest, chunks, builds, versions, search, ask, feedback, sessions, traces,
+                   openai_compat, scenarios, keys, audit):
         app.include_router(module.router)
 
     @app.get("/api/health", tags=["service"])

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
+from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from lore.api.access import trace_resource
 from lore.api.deps import Caller, State
-from lore.policy import Action, check
+from lore.catalog.service import Feedback
+from lore.engine import Lore
+from lore.errors import LoreError
+from lore.grant import Grant
+from lore.policy import Action, Kind, Resource, check
 
 router = APIRouter(tags=["feedback"])
 
@@ -34,3 +40,64 @@ async def feedback(body: FeedbackBody, scope: Caller, state: State) -> dict[str,
                                                rating=body.rating, note=body.note)
     fb = await run_in_threadpool(run)
     return {"id": fb.id, "trace_id": fb.trace_id, "rating": fb.rating, "kb": fb.kb}
+
+
+def _readable_chunks(lore: Lore, kb: str, chunk_ids: set[str], scope: Grant) -> set[str]:
+    """The chunks among `chunk_ids` that the caller's own grant reads in `kb` (each chunk as stored)."""
+    if not chunk_ids:
+        return set()
+    try:
+        store = lore.store(lore.catalog.get_kb(kb))
+    except LoreError:  # the KB was deleted since: nothing of it is readable
+        return set()
+    flt = scope.to_filter()
+    return {c.chunk_id for c in store.get(sorted(chunk_ids)) if flt.matches(c)}
+
+
+def _review(scope: Grant) -> None:
+    check(scope, Action.REVIEW, Resource(Kind.FEEDBACK, "feedback", tenants=frozenset({scope.tenant})))
+
+
+def _redacted(f: Feedback, readable: set[str]) -> dict[str, Any]:
+    """A feedback row for a reader: citations it cannot read keep their location, lose their text, and an
+    answer built on one of them is withheld."""
+    hidden = [c for c in f.citations if c.get("chunk_id") not in readable]
+    return {
+        "id": f.id, "trace_id": f.trace_id, "kb": f.kb, "rating": f.rating, "note": f.note,
+        "question": f.question, "created_at": f.created_at.isoformat(), "redacted": bool(hidden),
+        "answer": None if hidden else f.answer,
+        "citations": [c if c.get("chunk_id") in readable else {**c, "text": None} for c in f.citations],
+    }
+
+
+@router.get("/api/feedback")
+async def list_feedback(scope: Caller, state: State, kb: str | None = None,
+                        rating: Annotated[int | None, Query(ge=-1, le=1)] = None) -> list[dict[str, Any]]:
+    """The tenant's feedback, newest first (admin); passages the caller may not read are redacted."""
+    def run() -> list[dict[str, Any]]:
+        _review(scope)
+        rows = [f for f in state.lore.catalog.list_feedback(rating=rating, kb=kb) if f.tenant_id == scope.tenant]
+        out = []
+        for f in reversed(rows):
+            ids = {c["chunk_id"] for c in f.citations if c.get("chunk_id")}
+            out.append(_redacted(f, _readable_chunks(state.lore, f.kb, ids, scope)))
+        return out
+    return await run_in_threadpool(run)
+
+
+@router.get("/api/feedback/export", response_class=PlainTextResponse)
+async def export_feedback(scope: Caller, state: State, kb: str | None = None) -> PlainTextResponse:
+    """Thumbs-down answers of the tenant as a JSONL eval set (as `lore badcases export`; admin)."""
+    def run() -> str:
+        _review(scope)
+        rows = [f for f in state.lore.catalog.list_feedback(rating=-1, kb=kb) if f.tenant_id == scope.tenant]
+        lines = []
+        for f in rows:  # an answer built on a passage the caller may not read is withheld, as in the list
+            ids = {c["chunk_id"] for c in f.citations if c.get("chunk_id")}
+            case = f.as_badcase()
+            if ids - _readable_chunks(state.lore, f.kb, ids, scope):
+                case["bad_answer"] = None
+            lines.append(json.dumps(case, ensure_ascii=False) + "\n")
+        return "".join(lines)
+    return PlainTextResponse(await run_in_threadpool(run), media_type="application/x-ndjson",
+                             headers={"Content-Disposition": 'attachment; filename="badcases.jsonl"'})

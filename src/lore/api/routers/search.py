@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any, Literal
 
 from fastapi import APIRouter
@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from lore.api.access import require_kb
 from lore.api.deps import Caller, State, search_options
+from lore.lexical import tokenize
 from lore.policy import Action
 
 router = APIRouter(tags=["search"])
@@ -30,7 +31,7 @@ class SearchBody(BaseModel):
 
 @router.post("/api/search")
 async def search(body: SearchBody, scope: Caller, state: State) -> dict[str, Any]:
-    """Hits, best first, with file/page/sheet/row and scores."""
+    """Hits, best first, with file/page/sheet/row and scores; the query's terms and the filter applied."""
     kb = await run_in_threadpool(require_kb, state.lore, scope, body.kb,
                                  Action.READ if body.version is None else Action.READ_VERSION)
     options = search_options(state.lore, scope, body.top_k)
@@ -41,7 +42,8 @@ async def search(body: SearchBody, scope: Caller, state: State) -> dict[str, Any
     if not bm25_scores_are_scoped(kb.store_backend):
         for row in rows:
             row["bm25_score"] = None
-    return {"kb": body.kb, "query": body.query, "hits": rows}
+    return {"kb": body.kb, "query": body.query, "terms": sorted(set(tokenize(body.query))),
+            "filter": asdict(options.filter), "hits": rows}
 
 
 def bm25_scores_are_scoped(backend: str) -> bool:

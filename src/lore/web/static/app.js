@@ -240,7 +240,7 @@ async function ask(question) {
 
 async function loadKbs() {
   const kbs = await api("/api/kbs");
-  for (const sel of [$("#chat-kb"), $("#admin-kb")]) {
+  for (const sel of document.querySelectorAll("select.kb-picker")) {
     const keep = sel.value;
     sel.innerHTML = kbs.map((k) => `<option>${esc(k.name)}</option>`).join("");
     if (kbs.some((k) => k.name === keep)) sel.value = keep;
