@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from lore.catalog import KnowledgeBase
-from lore.catalog.service import Trace
+from lore.catalog import Catalog, KnowledgeBase
+from lore.catalog.service import ChatSession, Trace
 from lore.engine import Lore
 from lore.errors import NotFoundError
 from lore.grant import Grant
@@ -84,6 +84,14 @@ def own_counts(lore: Lore, kb: KnowledgeBase, grant: Grant) -> tuple[int, int]:
 
 
 # -- traces and sessions keep what the asker was allowed to see ---------------------------------------
+
+def own_session(catalog: Catalog, session_id: str, grant: Grant) -> ChatSession:
+    """The session if the policy lets the grant read it; the same 404 as an unknown one otherwise."""
+    s = catalog.get_session(session_id, grant.tenant)
+    check(grant, Action.READ_TRACE, Resource(Kind.SESSION, session_id, tenants=frozenset({s.tenant_id}),
+                                             key_id=s.key_id))
+    return s
+
 
 def trace_resource(trace: Trace) -> Resource:
     return Resource(Kind.TRACE, trace.id, tenants=frozenset({trace.tenant_id}), key_id=trace.key_id)

@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from lore.agent.rewrite import Standalone, standalone_question
 from lore.answer.pipeline import Event
-from lore.api.access import require_kb
+from lore.api.access import own_session, require_kb
 from lore.api.deps import ServiceState, search_options
 from lore.api.scenarios import ScenarioCall
 from lore.catalog.service import ChatSession
@@ -72,7 +72,7 @@ def prepare_ask(lore: Lore, scope: Grant, *, kb: str, question: str, transport: 
     kb_version = lore.scoped(record, SearchOptions(), version).filter.version_seq
     session = None
     if session_id:
-        session = lore.catalog.get_session(session_id, scope.tenant, scope.owner_key)
+        session = own_session(lore.catalog, session_id, scope)
         if session.kb != kb:
             raise LoreError(f"session '{session_id}' belongs to knowledge base '{session.kb}', not '{kb}'")
     elif new_session:

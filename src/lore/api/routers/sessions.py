@@ -7,12 +7,12 @@ from typing import Any
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import redact_end, trace_resource, unreadable_citations
+from lore.api.access import own_session, redact_end, trace_resource, unreadable_citations
 from lore.api.deps import Caller, State
 from lore.catalog.service import ChatSession
 from lore.errors import NotFoundError
 from lore.grant import Grant
-from lore.policy import Action, Kind, Resource, check
+from lore.policy import Action, check
 
 router = APIRouter(prefix="/api/sessions", tags=["sessions"])
 
@@ -47,14 +47,6 @@ async def delete_session(session_id: str, scope: Caller, state: State) -> None:
         own_session(state.lore.catalog, session_id, scope)
         state.lore.catalog.delete_session(session_id, scope.tenant)
     await run_in_threadpool(run)
-
-
-def own_session(catalog: Any, session_id: str, grant: Grant) -> ChatSession:
-    """The session if the policy lets the grant read it; the same 404 as an unknown one otherwise."""
-    s = catalog.get_session(session_id, grant.tenant)
-    check(grant, Action.READ_TRACE, Resource(Kind.SESSION, session_id, tenants=frozenset({s.tenant_id}),
-                                             key_id=s.key_id))
-    return s
 
 
 def _content(state: Any, grant: Grant, trace_id: str | None, content: str) -> str:
