@@ -123,16 +123,16 @@ def decide(grant: Grant, action: Action, resource: Resource) -> Decision:
                         f"an API key with the '{PLATFORM_ADMIN_ROLE}' role")
     if action in _KB_WIDE:
         if action is Action.SHARE and grant.key_id is not None and grant.tenant not in resource.owners:
-            return _forbidden("to be the knowledge base's owner tenant")
+            return _forbidden("the knowledge base's owner tenant")
         if others and grant.key_id is not None:
             return Decision(False, 403, f"knowledge base '{resource.name}' holds other tenants' documents: "
                                         f"{action.value} needs write rights on all of them")
         return _OK
-    return _forbidden("a grant that allows it")  # an action this table does not list is never allowed
+    return _forbidden("a grant this policy does not know")  # an action this table does not list is never allowed
 
 
 def _forbidden(needs: str) -> Decision:
-    return Decision(False, 403, f"this needs {needs}")
+    return Decision(False, 403, f"this needs an API key with {needs}")
 
 
 def can(grant: Grant, action: Action, resource: Resource) -> bool:
