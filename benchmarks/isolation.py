@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+from isolation_access import run_scenario, run_shared
 from rich.console import Console
 from rich.table import Table
 
@@ -297,6 +298,8 @@ def main() -> None:
     )
     ap.add_argument("--scenarios", type=Path, default=REPO / "examples" / "scenarios")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--shared-queries", type=int, default=1000, help="Searches of the shared-KB case (HTTP).")
+    ap.add_argument("--scenario-asks", type=int, default=100, help="Asks of the scenario case (HTTP).")
     ap.add_argument("--json-out", type=Path)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="lore-iso-") as tmp:
@@ -329,6 +332,8 @@ def main() -> None:
             run_labels(lore, args.holdout, args.scenarios) if args.holdout.exists() else ({}, [])
         )
         lore.close()
+        shared = run_shared(work, args.shared_queries, args.seed)
+        scen = run_scenario(work, args.scenarios, args.scenario_asks, args.seed)
     table = Table(
         "backend",
         "queries",
@@ -380,6 +385,17 @@ def main() -> None:
     for t, n, p, r in sweep(results):
         t3.add_row(f"{t:.2f}", str(n), f"{p:.3f}", f"{r:.3f}")
     console.print(t3)
+    t4 = Table("case", "requests", "leaks", "baseline / control", title="Shared KB and scenario (HTTP, one policy)")
+    t4.add_row("shared KB: scoped searches", str(shared["queries"]), f"[bold]{shared['leaks']}[/] of {shared['hits']} hits",
+               f"{shared['baseline_cross_tenant']} cross-tenant hits unfiltered (200 queries)")
+    t4.add_row("shared KB: original downloads", str(shared["downloads"]), f"[bold]{shared['download_leaks']}[/]",
+               f"{shared['ms_per_request']} ms/request")
+    t4.add_row("shared KB: BM25 scores of acme's hits", str(shared["bm25_compared"]),
+               f"[bold]{shared['bm25_moved']}[/] moved by globex's documents", "KB of acme's documents alone")
+    t4.add_row("scenario allowing restricted: asks", str(scen["asks"]),
+               f"[bold]{scen['employee_leaks']}[/] employee answers with a restricted passage",
+               f"{scen['admin_answers_with_restricted']} admin answers with one")
+    console.print(t4)
     misses = [
         r
         for r in results + held_results
@@ -399,6 +415,8 @@ def main() -> None:
         "backends": iso,
         "labels": summary,
         "holdout": held,
+        "shared_kb": shared,
+        "scenario": scen,
     }
     if args.json_out:
         args.json_out.parent.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,7 @@ from lore.embed.base import Embedder, get_embedder
 from lore.embed.cache import EmbeddingCache, RedisEmbeddingCache
 from lore.errors import ConfigError, ConflictError, EmbeddingMismatchError, LoreError
 from lore.eval.compare import EvalQuestion, compare_scores, diff_manifests, load_eval_set, score
+from lore.grant import Grant
 from lore.ingest.build import BuildResult, build_lock, build_version, fail_version, recover_abandoned
 from lore.ingest.chunking import Chunker, ChunkParams
 from lore.ingest.files import SourceFile, discover
@@ -32,7 +33,6 @@ from lore.metrics import BUILD_SECONDS, BUILDS
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.retrieve.semantic_cache import SemanticCache
 from lore.scenario.cache import SEARCH_CACHE, CachingRetriever, SearchCache
-from lore.scenario.scope import Scope
 from lore.schema import Hit
 from lore.state.cache import EvictingLRU, make_cache
 from lore.state.redis import redis_client
@@ -108,13 +108,13 @@ class Lore:
 
     # --- knowledge bases ----------------------------------------------------------------------
 
-    def create_kb(self, name: str, description: str = "") -> KnowledgeBase:
-        """Create a KB bound to the configured embedder, chunk schema and store backend."""
+    def create_kb(self, name: str, description: str = "", owner_tenant: str = "default") -> KnowledgeBase:
+        """Create a KB owned by `owner_tenant`, bound to the configured embedder, chunk schema and store."""
         embedder = self.configured_embedder()
         return self.catalog.create_kb(
             name, embedding_provider=self.settings.embed.provider, embedding_model=embedder.model_id,
             embedding_dim=embedder.dim, chunk_schema=self.chunk_params.schema,
-            store_backend=self.settings.store.backend, description=description,
+            store_backend=self.settings.store.backend, description=description, owner_tenant=owner_tenant,
         )
 
     def delete_kb(self, name: str) -> None:
@@ -361,7 +361,7 @@ class Lore:
 
     def ask(self, name: str | None, question: str, options: SearchOptions | None = None,
             version: int | None = None, *, scenario: str | None = None,
-            scope: Scope | None = None, mode: str = "fast", rewrite: str = "off",
+            scope: Grant | None = None, mode: str = "fast", rewrite: str = "off",
             session_id: str | None = None, history: Sequence[dict[str, str]] | None = None) -> Iterator[Event]:
         """Answer a question from a KB (active version or `version`), streaming events.
 

@@ -51,3 +51,7 @@ class ConflictError(LoreError):
 
 class UnavailableError(LoreError):
     """A server Lore depends on (vector store, Redis) is down for now; the request may be retried (503)."""
+
+
+class ForbiddenError(LoreError):
+    """The caller sees the thing but its grant does not allow the action (HTTP 403)."""

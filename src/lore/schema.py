@@ -95,6 +95,17 @@ class SearchFilter:
     document_ids: list[str] | None = None
     version_seq: int | None = None
 
+    def matches(self, c: Chunk) -> bool:
+        """True if the chunk passes this filter (the same test the stores run inside their queries)."""
+        fields = ((self.tenant_ids, c.tenant_id), (self.dataset_ids, c.dataset_id), (self.visibility, c.visibility),
+                  (self.source_types, c.source_type), (self.sources, c.source), (self.document_ids, c.document_id))
+        if any(wanted is not None and value not in wanted for wanted, value in fields):
+            return False
+        if self.roles is not None and c.allowed_roles and not set(c.allowed_roles) & set(self.roles):
+            return False
+        seq = self.version_seq
+        return seq is None or (c.valid_from_seq <= seq and (c.valid_to_seq == 0 or c.valid_to_seq > seq))
+
 
 @dataclass
 class Hit:

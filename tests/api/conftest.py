@@ -38,7 +38,8 @@ class Keys:
 
 
 def ingest_for_tenant(lore: Lore, kb: str, files: list[Path], tenant: str) -> None:
-    """Ingest through the real pipeline with the chunks stamped with another tenant."""
+    """Share the KB with `tenant` and ingest through the real pipeline with the chunks stamped with it."""
+    lore.catalog.share_kb(lore.catalog.get_kb(kb).id, tenant)
     report = lore.ingest(kb, files, chunk_metadata=lambda _src: {"tenant_id": tenant})
     assert report.count("ingested") == len(files)
 

@@ -54,7 +54,7 @@ def env(tmp_path_factory: pytest.TempPathFactory, module_db_url: str) -> Iterato
     roots.mkdir()
     lore = Lore(load_settings(home=base / "home", catalog_url=module_db_url,
                               api={"rate_limit_per_minute": 0, "ingest_roots": [roots]}))
-    lore.create_kb("hb", "shared")
+    lore.create_kb("hb", "shared", owner_tenant="A")
     cat = lore.catalog
     keys = Keys(*(cat.create_api_key(tenant, roles, datasets)[1] for tenant, roles, datasets in (
         ("A", ["admin"], None), ("A", ["staff"], None), ("A", ["manager"], None),
@@ -95,8 +95,9 @@ def test_originals_only_for_readers_of_their_chunks(env: Env) -> None:
     assert r.status_code == 200 and r.content == SECRET
     r = env.client.get("/api/kbs/hb/files/secret.md", headers=auth(k.b_staff))
     assert r.status_code == 404 and "not found" in r.json()["detail"]
-    assert "secret.md" in _listed(env, k.a_staff) and "secret.md" not in _listed(env, k.b_staff)
-    assert "secret.md" not in _listed(env, k.b_admin)
+    assert "secret.md" in _listed(env, k.a_staff)
+    for key in (k.b_staff, k.b_admin):  # hb is A's and not shared: for B it does not exist
+        assert env.client.get("/api/kbs/hb/files", headers=auth(key)).status_code == 404
 
 
 def test_kb_name_is_validated_on_file_routes(env: Env) -> None:
@@ -197,6 +198,9 @@ def test_writes_to_a_kb_of_another_tenant(env: Env) -> None:
     assert client.post("/api/kbs/shared/files", files={"file": ("secret.md", SECRET)}, headers=a).status_code == 201
     assert client.post("/api/kbs/shared/ingest", json={}, headers=a).status_code == 200
     b = auth(k.b_admin)
+    assert client.get("/api/kbs/shared", headers=b).status_code == 404  # not shared with B yet
+    assert client.post("/api/kbs/shared/shares", json={"tenant": "B"}, headers=b).status_code == 404
+    assert client.post("/api/kbs/shared/shares", json={"tenant": "B"}, headers=a).status_code == 201
     r = client.post("/api/kbs/shared/files", files={"file": ("secret.md", b"# B\n\nTenant B travel rules.\n")},
                     headers=b)
     assert r.status_code == 403 and "platform-admin" in r.json()["detail"]
@@ -215,7 +219,7 @@ def test_writes_to_a_kb_of_another_tenant(env: Env) -> None:
     r = client.post("/api/kbs/shared/chunks", headers=p,
                     json={"file": "secret.md", "chunks": [{"text": "B text"}]})
     assert r.status_code == 409
-    assert client.delete("/api/kbs/shared", headers=p).status_code == 409
+    assert client.delete("/api/kbs/shared", headers=p).status_code == 403
     assert client.get("/api/kbs/shared/files/secret.md", headers=auth(k.a_staff)).content == SECRET
     assert "secret.md" in {h["file"] for h in _hits(env, k.a_staff, "launch code nightingale", "shared")}
     r = client.post("/api/kbs/shared/files", files={"file": ("travel.md", b"# Travel\n\nB staff fly economy.\n")},
@@ -224,7 +228,7 @@ def test_writes_to_a_kb_of_another_tenant(env: Env) -> None:
     r = client.post("/api/kbs/shared/ingest", json={}, headers=p)  # every upload: A's file among them
     assert r.status_code == 409
     r = client.post("/api/kbs/shared/builds", json={"files": ["travel.md"]}, headers=p)  # would remove A's
-    assert r.status_code == 409 and "secret.md" in r.json()["detail"]
+    assert r.status_code == 403 and "other tenants" in r.json()["detail"]
     r = client.post("/api/kbs/shared/ingest", json={"files": ["travel.md"]}, headers=p)
     assert r.status_code == 200 and r.json()["counts"] == {"ingested": 1}, r.text
     assert {h["file"] for h in _hits(env, k.b_staff, "economy flights travel", "shared")} == {"travel.md"}
@@ -311,14 +315,15 @@ def test_kbs_of_other_tenants_are_not_listed_or_described(env: Env) -> None:
 def test_an_upload_not_indexed_yet_belongs_to_its_uploader(env: Env) -> None:
     k, c = env.keys, env.client
     _new_kb_with_upload(env, "pending", "draft.md", b"# Draft\n\nA's draft.\n")
-    # The KB holds no chunks yet, so B's admin may write to it, but not take A's pending file.
-    listed = c.get("/api/kbs/pending/files", headers=auth(k.b_admin)).json()
-    assert "draft.md" not in {f["name"] for f in listed["uploads"]}
+    # The KB holds no chunks yet, but it belongs to A: for B's admin it does not exist (finding 4).
+    assert "pending" not in {kb["name"] for kb in c.get("/api/kbs", headers=auth(k.b_admin)).json()}
+    assert c.get("/api/kbs/pending/files", headers=auth(k.b_admin)).status_code == 404
     assert c.get("/api/kbs/pending/files/draft.md", headers=auth(k.b_admin)).status_code == 404
     r = c.post("/api/kbs/pending/builds", json={"activate": True}, headers=auth(k.b_admin))
-    assert r.status_code == 409 and "draft.md" in r.json()["detail"]
+    assert r.status_code == 404
     r = c.post("/api/kbs/pending/files", files={"file": ("draft.md", b"# B\n\nB's text.\n")}, headers=auth(k.b_admin))
-    assert r.status_code == 409
+    assert r.status_code == 404
+    assert c.delete("/api/kbs/pending", headers=auth(k.b_platform)).status_code == 404
     job = build_and_wait(c, "pending", {"activate": True}, auth(k.a_admin))
     assert job["status"] == "succeeded", job
     assert c.get("/api/kbs/pending/files/draft.md", headers=auth(k.a_staff)).content == b"# Draft\n\nA's draft.\n"

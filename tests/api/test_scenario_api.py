@@ -102,15 +102,15 @@ def test_bad_requests_are_clear_4xx(hr_site) -> None:  # type: ignore[no-untyped
     def post(key: str, **body: object) -> httpx.Response:
         return httpx.post(f"{server.url}/api/ask", json=body, headers=auth(key), timeout=60)
 
-    r = post(keys.outsider, scenario="hr", question=FAQ_Q)
-    assert r.status_code == 403 and "does not serve tenant 'acme'" in r.json()["detail"]
+    r = post(keys.outsider, scenario="hr", question=FAQ_Q)  # not acme's scenario: as if it did not exist
+    assert r.status_code == 404 and r.json()["detail"] == "scenario 'hr' not found"
     r = post(keys.wrong_dataset, scenario="hr", question=FAQ_Q)
     assert r.status_code == 403 and "finance" in r.json()["detail"]
     r = post(keys.employee, scenario="hr", kb="hr", question=FAQ_Q)
     assert r.status_code == 422 and "exactly one of 'kb' and 'scenario'" in r.text
     assert post(keys.employee, question=FAQ_Q).status_code == 422
     r = post(keys.employee, scenario="payroll", question=FAQ_Q)
-    assert r.status_code == 404 and "unknown scenario 'payroll'" in r.json()["detail"]
+    assert r.status_code == 404 and r.json()["detail"] == "scenario 'payroll' not found"
     r = post(keys.employee, scenario="hr", source="holidays", question=FAQ_Q)
     assert r.status_code == 400 and "source" in r.json()["detail"] and "holidays" in r.json()["detail"]
     r = post(keys.employee, scenario="hr", version=1, question=FAQ_Q)
@@ -187,9 +187,9 @@ def test_openai_client_talks_to_a_scenario(hr_site) -> None:  # type: ignore[no-
     last = chunks[-1].model_extra or {}
     assert "小鳍" in text and last["lore"]["route"] == "greeting"
 
-    with pytest.raises(openai.PermissionDeniedError, match="does not serve tenant 'acme'"):
+    with pytest.raises(openai.NotFoundError, match="scenario 'hr' not found"):
         outsider.chat.completions.create(model="scenario:hr", messages=[{"role": "user", "content": FAQ_Q}])
-    with pytest.raises(openai.NotFoundError, match="unknown scenario"):
+    with pytest.raises(openai.NotFoundError, match="scenario 'nope' not found"):
         client.chat.completions.create(model="scenario:nope", messages=[{"role": "user", "content": FAQ_Q}])
 
 

@@ -1,102 +1,138 @@
-"""Who may read an original file and who may write to a knowledge base that several tenants share.
+"""The facts `lore.policy` decides on, read from the catalog and the store, and the checks routers call.
 
-Reading an original needs read access to at least one of the file's chunks under the caller's own scope.
-Writing to a KB that holds another tenant's chunks needs the `platform-admin` role (403 otherwise), and
-even then a file whose chunks carry another tenant is never replaced or removed (409).
+Nothing here decides: KB owner and shares, file owners and whether a grant reads a file's chunks are
+gathered into a `Resource`, and `lore.policy.check` raises 404 (absent or foreign), 403 or 409.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 
-from fastapi import HTTPException
-
-from lore.api.deps import PLATFORM_ADMIN_ROLE, Scope
-from lore.api.uploads import upload_owner
-from lore.catalog import KnowledgeBase
+from lore.catalog import Catalog, KnowledgeBase
+from lore.catalog.service import ChatSession, Trace
 from lore.engine import Lore
-from lore.schema import Chunk, SearchFilter
+from lore.errors import NotFoundError
+from lore.grant import Grant
+from lore.policy import Action, Kind, Resource, absent, can, check
+
+REDACTED = "[redacted: outside your access]"
 
 
-def _chunk_ids(lore: Lore, kb: KnowledgeBase, name: str) -> list[str]:
+def kb_resource(lore: Lore, kb: KnowledgeBase) -> Resource:
+    """A KB: seen by its owner tenant and the tenants it is shared with; changes touch every file owner."""
+    owner, shared = lore.catalog.kb_tenants(kb.id)
+    return Resource(Kind.KB, kb.name, tenants=frozenset({owner}) | shared,
+                    owners=frozenset({owner}) | lore.catalog.content_tenants(kb.id))
+
+
+def require_kb(lore: Lore, grant: Grant, name: str, action: Action = Action.READ) -> KnowledgeBase:
+    """The KB if the grant may do `action` to it; one it may not see is the same 404 as an unknown one."""
+    try:
+        kb = lore.catalog.get_kb(name)
+    except NotFoundError:
+        raise NotFoundError(absent(Resource(Kind.KB, name))) from None
+    check(grant, action, kb_resource(lore, kb))
+    return kb
+
+
+def visible_kbs(lore: Lore, grant: Grant) -> list[KnowledgeBase]:
+    """The KBs the grant may list."""
+    return [kb for kb in lore.catalog.list_kbs() if can(grant, Action.LIST, kb_resource(lore, kb))]
+
+
+def file_resource(lore: Lore, kb: KnowledgeBase, name: str, grant: Grant) -> Resource:
+    """A file (upload or indexed) of a KB: its owner tenant (the KB's owner when none is recorded), and
+    whether it is indexed and the grant reads one of its chunks (checked against the chunks as stored)."""
+    owner = lore.catalog.file_owner(kb.id, name) or kb.owner_tenant
     record = lore.catalog.get_file(kb.id, name)
-    return lore.catalog.file_chunk_ids(record.id) if record is not None else []
+    ids = lore.catalog.file_chunk_ids(record.id) if record is not None else []
+    readable = False
+    if ids and owner == grant.tenant:
+        flt = grant.to_filter()
+        readable = any(flt.matches(c) for c in lore.store(kb).get(ids))
+    return Resource(Kind.FILE, name, tenants=frozenset({owner}), owners=frozenset({owner}), indexed=bool(ids),
+                    readable=readable)
 
 
-def _file_chunks(lore: Lore, kb: KnowledgeBase, name: str) -> list[Chunk]:
-    """The catalogued file's chunks as stored (none for an upload not indexed yet)."""
-    ids = _chunk_ids(lore, kb, name)
-    return lore.store(kb).get(ids) if ids else []
+def file_visible(lore: Lore, kb: KnowledgeBase, name: str, grant: Grant) -> bool:
+    """May the grant see (list, download, preview) this file?"""
+    return can(grant, Action.DOWNLOAD, file_resource(lore, kb, name, grant))
 
 
-def _tenants(lore: Lore, kb: KnowledgeBase, name: str, chunks: list[Chunk]) -> set[str]:
-    """Tenants of the file's chunks; for an upload not indexed yet, its uploader."""
-    if chunks:
-        return {c.tenant_id for c in chunks}
-    owner = upload_owner(lore.settings.files_dir / "uploads" / kb.name, name)
-    return {owner} if owner else set()
+def require_file(lore: Lore, kb: KnowledgeBase, name: str, grant: Grant) -> None:
+    """404 (as for a missing file) unless the grant may see the file."""
+    check(grant, Action.DOWNLOAD, file_resource(lore, kb, name, grant))
 
 
-def _readable(lore: Lore, kb: KnowledgeBase, chunks: list[Chunk], scope: Scope) -> bool:
-    """True if the caller's own scope reads at least one of these chunks (checked inside the store)."""
-    documents = sorted({c.document_id for c in chunks})
-    return bool(documents) and lore.store(kb).count(replace(scope.search_filter(), document_ids=documents)) > 0
-
-
-def holds_other_tenants(lore: Lore, kb: KnowledgeBase, tenant: str) -> bool:
-    """True if the KB's store has chunks of any tenant but `tenant`."""
-    store = lore.store(kb)
-    return store.count(SearchFilter()) > store.count(SearchFilter(tenant_ids=[tenant]))
-
-
-def may_write(lore: Lore, kb: KnowledgeBase, scope: Scope) -> bool:
-    """An admin key may write to a KB of its tenant alone; a platform admin also to a shared one."""
-    return scope.is_admin and (scope.is_platform_admin or not holds_other_tenants(lore, kb, scope.tenant_id))
-
-
-def check_kb_write(lore: Lore, kb: KnowledgeBase, scope: Scope) -> None:
-    """403 unless the caller may write to the KB (see `may_write`)."""
-    if not may_write(lore, kb, scope):
-        raise HTTPException(403, f"knowledge base '{kb.name}' holds other tenants' documents: changing it needs "
-                                 f"an API key with the '{PLATFORM_ADMIN_ROLE}' role")
-
-
-def check_file_writes(lore: Lore, kb: KnowledgeBase, names: Iterable[str], scope: Scope) -> None:
-    """409 if any of the files has chunks of a tenant other than the caller's (or another's upload)."""
-    # In a KB without other tenants' chunks, an indexed file's chunks are the caller's: no need to
-    # fetch them; a file without chunks is judged by its uploader either way.
-    shared = holds_other_tenants(lore, kb, scope.tenant_id)
+def check_file_writes(lore: Lore, kb: KnowledgeBase, names: Iterable[str], grant: Grant) -> None:
+    """409 if any of the files belongs to another tenant (it is never replaced or removed by this one)."""
+    owners = lore.catalog.file_owners(kb.id)
     for name in names:
-        if not shared and _chunk_ids(lore, kb, name):
-            continue
-        if _tenants(lore, kb, name, _file_chunks(lore, kb, name) if shared else []) - {scope.tenant_id}:
-            raise HTTPException(409, f"file '{name}' in knowledge base '{kb.name}' belongs to another tenant; "
-                                     f"it cannot be replaced or removed by tenant '{scope.tenant_id}'")
+        owner = owners.get(name) or (kb.owner_tenant if lore.catalog.get_file(kb.id, name) else grant.tenant)
+        check(grant, Action.WRITE_FILE, Resource(Kind.FILE, name, tenants=frozenset({owner}),
+                                                 owners=frozenset({owner})))
 
 
-def file_visible(lore: Lore, kb: KnowledgeBase, name: str, scope: Scope, writer: bool) -> bool:
-    """A file (upload or catalogued) is shown to readers of its chunks and to writers when it is theirs."""
-    chunks = _file_chunks(lore, kb, name)
-    if _readable(lore, kb, chunks, scope):
-        return True
-    return writer and not (_tenants(lore, kb, name, chunks) - {scope.tenant_id})
+def own_counts(lore: Lore, kb: KnowledgeBase, grant: Grant) -> tuple[int, int]:
+    """(files, chunks) of the KB that the grant's tenant owns: a shared KB shows each tenant its own."""
+    owners = lore.catalog.file_owners(kb.id)
+    mine = [f for f in lore.catalog.list_files(kb.id, "ingested")
+            if owners.get(f.path, kb.owner_tenant) == grant.tenant]
+    return len(mine), sum(f.chunk_count for f in mine)
 
 
-def kb_visible(lore: Lore, kb: KnowledgeBase, scope: Scope) -> bool:
-    """A KB is shown to callers who can read a chunk of it and to admins who may write to it."""
-    return lore.store(kb).count(scope.search_filter()) > 0 or may_write(lore, kb, scope)
+# -- traces and sessions keep what the asker was allowed to see ---------------------------------------
+
+def own_session(catalog: Catalog, session_id: str, grant: Grant) -> ChatSession:
+    """The session if the policy lets the grant read it; the same 404 as an unknown one otherwise."""
+    s = catalog.get_session(session_id, grant.tenant)
+    check(grant, Action.READ_TRACE, Resource(Kind.SESSION, session_id, tenants=frozenset({s.tenant_id}),
+                                             key_id=s.key_id))
+    return s
 
 
-def check_kb_visible(lore: Lore, kb: KnowledgeBase, scope: Scope) -> None:
-    """The same 404 as an unknown KB for one the caller may not see (its name is not confirmed)."""
-    if not kb_visible(lore, kb, scope):
-        raise HTTPException(404, f"knowledge base '{kb.name}' not found")
+def trace_resource(trace: Trace) -> Resource:
+    return Resource(Kind.TRACE, trace.id, tenants=frozenset({trace.tenant_id}), key_id=trace.key_id)
 
 
-def check_kb_manager(lore: Lore, kb: KnowledgeBase, scope: Scope) -> None:
-    """Reports and diffs name every file of the KB: only callers who may write to it read them (else 404)."""
-    if not may_write(lore, kb, scope):
-        check_kb_visible(lore, kb, scope)
-        raise HTTPException(403, f"knowledge base '{kb.name}': reports and diffs name every file; they need an "
-                                 "admin key that may change this knowledge base")
+def redact_trace(lore: Lore, grant: Grant, trace: Trace) -> dict[str, Any]:
+    """The trace as JSON; passages the reader's grant cannot read lose their text, and so does the answer
+    built from them (the metadata stays)."""
+    out = trace.to_json()
+    end = (trace.data or {}).get("end") or {}
+    hidden = unreadable_citations(lore, grant, trace)
+    if not hidden:
+        return out
+    data = {k: v for k, v in trace.data.items() if k not in ("evidence", "sub_questions", "rounds", "cache")}
+    data["end"] = redact_end(end, hidden)
+    data["redacted"] = sorted(hidden)
+    out["data"] = data
+    return out
+
+
+def redact_end(end: dict[str, Any], hidden: set[str]) -> dict[str, Any]:
+    """An `end` payload without the text of hidden passages, nor the answer and checks built from them."""
+    keep = {k: end[k] for k in ("route", "refused", "evidence_confidence", "answer_confidence", "low_confidence",
+                                "mode", "timings_ms", "profile", "scenario") if k in end}
+    cites = [{**c, "text": REDACTED} if c.get("chunk_id") in hidden else c for c in end.get("citations", [])]
+    return {**keep, "answer": REDACTED, "citations": cites}
+
+
+def unreadable_citations(lore: Lore, grant: Grant, trace: Trace) -> set[str]:
+    """Chunk ids the trace cites that the reader's grant cannot read (none for the asker itself)."""
+    end = (trace.data or {}).get("end") or {}
+    ids = [c["chunk_id"] for c in end.get("citations", []) if c.get("chunk_id")]
+    if not ids or trace.key_id == grant.key_id:
+        return set()
+    asked = trace.data.get("grant")
+    if asked and grant.covers(Grant.from_json(asked)):
+        return set()
+    try:
+        kb = require_kb(lore, grant, trace.kb)
+    except NotFoundError:
+        return set(ids)
+    flt = replace(grant.to_filter(), version_seq=None)
+    readable = {c.chunk_id for c in lore.store(kb).get(ids) if flt.matches(c)}
+    return set(ids) - readable

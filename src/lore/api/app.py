@@ -25,6 +25,7 @@ from lore.api.ops import ServiceMiddleware
 from lore.api.preflight import preflight
 from lore.api.routers import (
     ask,
+    audit,
     builds,
     chunks,
     documents,
@@ -96,7 +97,7 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
 
     app.add_middleware(ServiceMiddleware)
     for module in (ops, kbs, documents, ingest, chunks, builds, versions, search, ask, feedback, sessions, traces,
-                   openai_compat, scenarios, keys, passages):
+                   openai_compat, scenarios, keys, passages, audit):
         app.include_router(module.router)
 
     if (WEB_DIR / "index.html").is_file():

@@ -1,75 +1,84 @@
-"""Scenarios in the service: the caller's scenario scope from its API key, and the scenarios a key may use."""
+"""Scenarios in the service: a key's grant narrowed by a scenario's access lists, and the scenarios it sees.
+
+A scenario only narrows: its grant is the intersection of the key's and the scenario's (tenant, datasets,
+visibility, roles, version rights). A scenario that does not serve the key's tenant, or whose knowledge
+base the key may not read, is the same 404 as an unknown one (no folder, no other scenario ids).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fastapi import HTTPException
-
-from lore.api.deps import Scope
+from lore.api.access import kb_resource
 from lore.engine import Lore
-from lore.errors import LoreError, NotFoundError
+from lore.errors import ForbiddenError, LoreError, NotFoundError
+from lore.grant import Grant, ScopeError
+from lore.policy import Action, Kind, Resource, can, check
 from lore.scenario.config import Scenario
 from lore.scenario.request import scenarios
-from lore.scenario.scope import Scope as ScenarioScope
-from lore.scenario.scope import ScopeError, scenario_scope
+from lore.scenario.scope import scenario_scope
 
 MODEL_PREFIX = "scenario:"  # OpenAI-compatible model ids of scenarios: "scenario:<id>"
 
 
 @dataclass(frozen=True)
 class ScenarioCall:
-    """One request's scenario and the scope its key grants there."""
+    """One request's scenario and the grant its key holds there."""
 
     scenario: Scenario
-    scope: ScenarioScope
+    scope: Grant
 
 
-def serves(scenario: Scenario, caller: Scope) -> bool:
-    """Does the scenario answer callers of this key's tenant?"""
-    return caller.tenant_id in scenario.tenants
+def scenario_resource(lore: Lore, scenario: Scenario) -> Resource:
+    """A scenario is seen by the tenants it serves that may also read its knowledge base."""
+    try:
+        kb_tenants = kb_resource(lore, lore.catalog.get_kb(scenario.kb_name)).tenants
+    except NotFoundError:
+        kb_tenants = frozenset()
+    return Resource(Kind.SCENARIO, scenario.id, tenants=frozenset(scenario.tenants) & kb_tenants)
 
 
-def visible_scenarios(lore: Lore, caller: Scope) -> list[Scenario]:
-    """The scenarios serving the caller's tenant (a malformed scenario.toml is an error naming the file)."""
+def visible_scenarios(lore: Lore, caller: Grant) -> list[Scenario]:
+    """The scenarios the caller may list (a malformed scenario.toml is an error naming the file)."""
     found = scenarios(lore)
-    return [sc for sc in (found.get(i) for i in found.ids()) if serves(sc, caller)]
+    return [sc for sc in (found.get(i) for i in found.ids())
+            if can(caller, Action.LIST, scenario_resource(lore, sc))]
 
 
-def key_scope(scenario: Scenario, caller: Scope, version: int | None = None) -> ScenarioScope:
-    """The scenario scope of an API key: its tenant, its datasets and roles within the scenario's access lists.
+def key_scope(scenario: Scenario, caller: Grant, version: int | None = None) -> Grant:
+    """The key's grant narrowed by the scenario: datasets, visibility and roles are intersected.
 
     A key's roles the scenario does not know grant nothing there (they are dropped, not refused);
-    a tenant the scenario does not serve, or datasets none of which the scenario holds, is a 403.
+    datasets none of which the scenario holds is a 403.
     """
-    key = caller.key
-    if not serves(scenario, caller):
-        raise HTTPException(403, f"scenario '{scenario.id}' does not serve tenant '{key.tenant_id}' "
-                                 f"(tenants: {', '.join(scenario.tenants)}); use a key of one of its tenants")
-    datasets = None
-    if key.datasets is not None:
-        datasets = [d for d in key.datasets if d in scenario.datasets]
-        if not datasets:
-            raise HTTPException(403, f"this key's datasets ({', '.join(key.datasets) or 'none'}) include none of "
-                                     f"scenario '{scenario.id}' ({', '.join(scenario.datasets)})")
+    if caller.datasets is not None and not [d for d in caller.datasets if d in scenario.datasets]:
+        raise ForbiddenError(f"this key's datasets ({', '.join(caller.datasets) or 'none'}) include none of "
+                             f"scenario '{scenario.id}' ({', '.join(scenario.datasets)})")
     allowed = scenario.access.roles
-    roles = [r for r in key.roles if r in allowed] if allowed else list(key.roles)
+    roles = [r for r in caller.roles if r in allowed] if allowed else list(caller.roles)
     try:
-        return scenario_scope(scenario, tenant=key.tenant_id, roles=roles, datasets=datasets, version=None,
-                              time_travel=caller.is_admin).at_version(version)
+        datasets = None if caller.datasets is None else [d for d in caller.datasets if d in scenario.datasets]
+        own = scenario_scope(scenario, tenant=caller.tenant, roles=roles, datasets=datasets, time_travel=True)
+        return caller.narrow(own).at_version(version)
     except ScopeError as exc:
-        raise HTTPException(403, str(exc)) from exc
+        raise ForbiddenError(str(exc)) from exc
 
 
-def resolve(lore: Lore, caller: Scope, scenario_id: str, source: str | None,
+def resolve(lore: Lore, caller: Grant, scenario_id: str, source: str | None,
             version: int | None) -> ScenarioCall:
-    """Load the scenario (404 if unknown), check a named source (400) and bound the key's scope (403)."""
+    """Load the scenario (404 if unknown or not the caller's), check a named source (400) and narrow the
+    key's grant by it (403)."""
+    gone = NotFoundError(f"scenario '{scenario_id}' not found")
     try:
         scenario = scenarios(lore).get(scenario_id)
-        if source is not None and source != "general":
+    except NotFoundError:
+        raise gone from None
+    check(caller, Action.READ, scenario_resource(lore, scenario))
+    if source is not None and source != "general":
+        try:
             scenario.source(source)
-    except NotFoundError as exc:
-        raise HTTPException(404, str(exc)) from exc
-    except LoreError as exc:
-        raise HTTPException(400, f"source: {exc}" if source else str(exc)) from exc
+        except LoreError as exc:
+            raise LoreError(f"source: {exc}") from exc
+    if version is not None:
+        check(caller, Action.READ_VERSION, scenario_resource(lore, scenario))
     return ScenarioCall(scenario, key_scope(scenario, caller, version))

@@ -19,14 +19,17 @@ from starlette.concurrency import run_in_threadpool
 
 from lore.agent.rewrite import Standalone, standalone_question
 from lore.answer.pipeline import Event
-from lore.api.deps import Scope, ServiceState
+from lore.api.access import own_session, require_kb
+from lore.api.deps import ServiceState, search_options
 from lore.api.logs import TRACE_ID
 from lore.api.scenarios import ScenarioCall
 from lore.api.security import internal_message
 from lore.catalog.service import ChatSession
 from lore.engine import Lore
 from lore.errors import LoreError
+from lore.grant import Grant
 from lore.metrics import STAGE_SECONDS
+from lore.policy import Action
 from lore.retrieve.search import SearchOptions
 from lore.scenario.cache import CACHE_EVENTS
 from lore.scenario.routing import Router
@@ -59,7 +62,7 @@ class AskPlan:
         return self.scenario.scenario.id if self.scenario else "default"
 
 
-def prepare_ask(lore: Lore, scope: Scope, *, kb: str, question: str, transport: str,
+def prepare_ask(lore: Lore, scope: Grant, *, kb: str, question: str, transport: str,
                 session_id: str | None = None, new_session: bool = True, version: int | None = None,
                 history: list[str] | None = None, top_k: int | None = None, source: str | None = None,
                 scenario: ScenarioCall | None = None, mode: str = "fast", query_rewrite: str = "off") -> AskPlan:
@@ -67,16 +70,16 @@ def prepare_ask(lore: Lore, scope: Scope, *, kb: str, question: str, transport: 
 
     With `scenario`, `kb` is the scenario's KB and the search is bounded by the scenario scope instead.
     """
-    record = lore.catalog.get_kb(kb)
+    record = require_kb(lore, scope, kb, Action.READ if version is None else Action.READ_VERSION)
     # The version the answer will read (ConflictError -> 409 for a KB with none active yet).
     kb_version = lore.scoped(record, SearchOptions(), version).filter.version_seq
     session = None
     if session_id:
-        session = lore.catalog.get_session(session_id, scope.tenant_id, scope.owner_key)
+        session = own_session(lore.catalog, session_id, scope)
         if session.kb != kb:
             raise LoreError(f"session '{session_id}' belongs to knowledge base '{session.kb}', not '{kb}'")
     elif new_session:
-        session = lore.catalog.create_session(scope.tenant_id, kb, scope.key.id, title=question.strip()[:80])
+        session = lore.catalog.create_session(scope.tenant, kb, scope.key_id, title=question.strip()[:80])
     if history is None and session is not None:
         turns = lore.settings.api.history_turns
         history = [m.query or m.content for m in lore.catalog.messages(session.id, limit=2 * turns)
@@ -84,7 +87,7 @@ def prepare_ask(lore: Lore, scope: Scope, *, kb: str, question: str, transport: 
     if history and scenario is not None and Router(scenario.scenario).route(question).direct:
         history = []  # a greeting, thanks, hand-off or out-of-scope question stands alone: never rewrite it
     made = standalone_question(question, [{"role": "user", "content": q} for q in (history or [])[-6:]], lore.llm)
-    options = scope.options(lore, top_k)
+    options = search_options(lore, scope, top_k)
     if scenario is not None:  # the scenario scope bounds the filter inside Lore.ask; start from an open one
         options = replace(options, filter=SearchFilter())
     if source is not None:
@@ -93,7 +96,7 @@ def prepare_ask(lore: Lore, scope: Scope, *, kb: str, question: str, transport: 
                    rewrite=made, scenario=scenario, mode=mode, query_rewrite=query_rewrite)
 
 
-async def ask_events(state: ServiceState, scope: Scope, plan: AskPlan) -> AsyncIterator[dict[str, Any]]:
+async def ask_events(state: ServiceState, scope: Grant, plan: AskPlan) -> AsyncIterator[dict[str, Any]]:
     """`{"event": type, "data": {...}}` dicts for one question; the trace is saved when it finishes."""
     lore, started = state.lore, time.perf_counter()
     trace = _TraceBuilder(plan, started)
@@ -110,6 +113,7 @@ async def ask_events(state: ServiceState, scope: Scope, plan: AskPlan) -> AsyncI
             "query_rewrite": plan.query_rewrite})
         try:
             call = plan.scenario
+            scoped_scores = lore.catalog.get_kb(plan.kb).store_backend == "embedded"  # see bm25_scores_are_scoped
             session_id = plan.session.id if plan.session else None
             events = await run_in_threadpool(lambda: lore.ask(
                 None if call else plan.kb, plan.query, plan.options, plan.version,
@@ -119,6 +123,9 @@ async def ask_events(state: ServiceState, scope: Scope, plan: AskPlan) -> AsyncI
                 event = await run_in_threadpool(_step, events, trace.cache)
                 if event is _DONE:
                     break
+                if event.type == "end" and not scoped_scores:
+                    event.data["citations"] = [{**c, "scores": {**c.get("scores", {}), "bm25": None}}
+                                               for c in event.data.get("citations", [])]
                 yield trace.event(event.type, event.data)
         except LoreError as exc:
             yield trace.event("error", {"message": str(exc)})
@@ -223,11 +230,12 @@ def rolling_summary(queries: list[str], limit: int = 5) -> str:
     return " | ".join(q[:120] for q in queries[-limit:])
 
 
-def _finish(lore: Lore, scope: Scope, plan: AskPlan, trace: _TraceBuilder) -> None:
+def _finish(lore: Lore, scope: Grant, plan: AskPlan, trace: _TraceBuilder) -> None:
     """Save the trace, and for a session the two turns and its rolling summary."""
     rec = trace.record()
     session_id = plan.session.id if plan.session else None
-    lore.catalog.save_trace(id=plan.trace_id, tenant_id=scope.tenant_id, key_id=scope.key.id,
+    rec["data"]["grant"] = (plan.scenario.scope if plan.scenario else scope).at_version(plan.version).to_json()
+    lore.catalog.save_trace(id=plan.trace_id, tenant_id=scope.tenant, key_id=scope.key_id,
                             session_id=session_id, kb=plan.kb, kb_version=plan.kb_version,
                             transport=plan.transport, question=plan.question, query=plan.query, **rec)
     if session_id is None or trace.end is None:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import tempfile
 import unicodedata
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -159,32 +158,13 @@ class MultipartUpload:
         self._part = _Part()
 
 
-OWNERS = ".owners.json"  # which tenant uploaded each file (hidden: never indexed)
-
-
-def commit(uploads: list[tuple[str, Path, int]], folder: Path, tenant: str) -> list[dict[str, object]]:
-    """Move finished temp files to their names in `folder` (atomic rename, replacing older uploads) and
-    record `tenant` as their owner, so a file not indexed yet still belongs to someone."""
-    owners = _owners(folder)
+def commit(uploads: list[tuple[str, Path, int]], folder: Path, claim: Callable[[list[str]], None]
+           ) -> list[dict[str, object]]:
+    """Record the uploader as the owner of every file (`claim`: one catalog transaction), then move the
+    finished temp files to their names in `folder` (atomic rename, replacing older uploads)."""
+    claim([name for name, _, _ in uploads])
     saved = []
     for name, tmp, size in uploads:
         os.replace(tmp, folder / name)
-        owners[name] = tenant
         saved.append({"name": name, "size": size})
-    tmp_path = folder / (OWNERS + ".tmp")
-    tmp_path.write_text(json.dumps(owners, ensure_ascii=False, sort_keys=True), encoding="utf-8")
-    os.replace(tmp_path, folder / OWNERS)
     return saved
-
-
-def upload_owner(folder: Path, name: str) -> str | None:
-    """The tenant that uploaded `name` into `folder`, if recorded."""
-    return _owners(folder).get(name)
-
-
-def _owners(folder: Path) -> dict[str, str]:
-    try:
-        data = json.loads((folder / OWNERS).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}

@@ -21,6 +21,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from lore.catalog.access import AccessMixin, FileOwnerRow, KbShareRow
 from lore.catalog.jobs import JobsMixin
 from lore.catalog.manifests import ManifestsMixin
 from lore.catalog.migrate import check_schema, upgrade
@@ -132,7 +133,7 @@ def _with_retries(cls: type[R]) -> type[R]:
 
 
 @_with_retries
-class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin):
+class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin, AccessMixin):
     """Knowledge bases, files, chunk ids, versions and jobs in a database at this code's schema revision.
 
     Opening it checks the revision; an embedded SQLite catalog is migrated on open (`auto_upgrade`),
@@ -200,6 +201,7 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin):
         chunk_schema: str,
         store_backend: str,
         description: str = "",
+        owner_tenant: str = "default",
     ) -> KnowledgeBase:
         """Register a new knowledge base; the name must be unused and 1-64 letters, digits, '_' or '-'."""
         if not _KB_NAME.fullmatch(name):
@@ -215,7 +217,7 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin):
                 id=_new_id(), name=name, description=description,
                 embedding_provider=embedding_provider, embedding_model=embedding_model,
                 embedding_dim=embedding_dim, chunk_schema=chunk_schema, store_backend=store_backend,
-                created_at=now, updated_at=now,
+                created_at=now, updated_at=now, owner_tenant=owner_tenant.strip() or "default",
             )
             s.add(row)
             try:
@@ -240,6 +242,8 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin):
         with self.transaction() as s:
             kb_id = self._kb_row(s, name).id
             s.execute(delete(ActivationRow).where(ActivationRow.kb_id == kb_id))
+            s.execute(delete(KbShareRow).where(KbShareRow.kb_id == kb_id))
+            s.execute(delete(FileOwnerRow).where(FileOwnerRow.kb_id == kb_id))
             s.execute(delete(VersionFileRow).where(VersionFileRow.kb_id == kb_id))
             s.execute(delete(BuildLockRow).where(BuildLockRow.kb_id == kb_id))
             s.execute(delete(VersionRow).where(VersionRow.kb_id == kb_id))

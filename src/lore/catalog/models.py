@@ -60,6 +60,8 @@ class KnowledgeBaseRow(Base):
     active_seq: Mapped[int | None] = mapped_column(Integer)
     # Bumped on every activation so answer/retrieval caches keyed by it go stale at once.
     cache_epoch: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # The tenant that owns the KB (also while it is empty); other tenants see it only when it is shared.
+    owner_tenant: Mapped[str] = mapped_column(String(128), default="default", server_default="default")
 
 
 class FileRow(Base):
@@ -204,6 +206,7 @@ class KnowledgeBase:
     store_backend: str
     created_at: datetime
     updated_at: datetime
+    owner_tenant: str = "default"
 
     @classmethod
     def from_row(cls, row: KnowledgeBaseRow) -> KnowledgeBase:
@@ -213,6 +216,7 @@ class KnowledgeBase:
             embedding_provider=row.embedding_provider, embedding_model=row.embedding_model,
             embedding_dim=row.embedding_dim, chunk_schema=row.chunk_schema,
             store_backend=row.store_backend, created_at=row.created_at, updated_at=row.updated_at,
+            owner_tenant=row.owner_tenant,
         )
 
 

@@ -14,6 +14,7 @@ from rich.table import Column, Table
 
 from lore.answer.pipeline import Event
 from lore.cli import remote
+from lore.cli.access import audit, kb_share, kb_unshare
 from lore.cli.ask import ask
 from lore.cli.db import db_app
 from lore.cli.evaluate import eval_command
@@ -46,8 +47,10 @@ app.command()(worker)
 app.command()(ask)
 app.command("eval")(eval_command)
 app.command()(mcp)
-for _command in (build, versions, diff, activate, rollback, report, gc, unlock, calibrate):
+for _command in (build, versions, diff, activate, rollback, report, gc, unlock, calibrate, audit):
     app.command()(_command)
+kb_app.command("share")(kb_share)
+kb_app.command("unshare")(kb_unshare)
 console = Console()
 err = Console(stderr=True)
 
@@ -73,17 +76,20 @@ def _lore() -> Lore:
 
 
 @kb_app.command("create")
-def kb_create(name: str, description: Annotated[str, typer.Option(help="What the KB holds.")] = "") -> None:
-    """Create a knowledge base bound to the configured embedder and store."""
+def kb_create(name: str, description: Annotated[str, typer.Option(help="What the KB holds.")] = "",
+              tenant: Annotated[str, typer.Option(help="Tenant that owns the KB (others see it only when "
+                                                  "shared: lore kb share).")] = "default") -> None:
+    """Create a knowledge base owned by a tenant, bound to the configured embedder and store."""
     try:
         if (c := remote.client()) is not None:
             kb_remote = c.create_kb(name, description)
             console.print(f"created [bold]{kb_remote.name}[/] ({kb_remote.embedding_model}) on {c.base_url}")
             return
-        kb = _lore().create_kb(name, description)
+        kb = _lore().create_kb(name, description, owner_tenant=tenant)
     except LoreError as exc:
         fail(exc)
-    console.print(f"created [bold]{kb.name}[/] ({kb.embedding_model}, {kb.embedding_dim}-d, {kb.store_backend})")
+    console.print(f"created [bold]{kb.name}[/] ({kb.embedding_model}, {kb.embedding_dim}-d, {kb.store_backend}), "
+                  f"owned by tenant {kb.owner_tenant!r}")
 
 
 @kb_app.command("list")
@@ -119,7 +125,10 @@ def kb_delete(name: str, yes: Annotated[bool, typer.Option("--yes", help="Do not
         if (c := remote.client()) is not None:
             c.delete_kb(name)
         else:
-            _lore().delete_kb(name)
+            lore = _lore()
+            owner = lore.catalog.get_kb(name).owner_tenant
+            lore.delete_kb(name)
+            lore.catalog.audit("delete", tenant=owner, key_id=None, kb=name, target=name, via="cli")
     except LoreError as exc:
         fail(exc)
     console.print(f"deleted {name}")

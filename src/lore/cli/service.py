@@ -119,7 +119,11 @@ def keys_create(
 ) -> None:
     """Create an API key; the key itself is printed alone on the last line (it is stored hashed)."""
     try:
-        key, secret = Lore().catalog.create_api_key(tenant, split_list(roles) or [], split_list(datasets), name)
+        catalog = Lore().catalog
+        with catalog.transaction():
+            key, secret = catalog.create_api_key(tenant, split_list(roles) or [], split_list(datasets), name)
+            catalog.audit("key_create", tenant=key.tenant_id, key_id=None, target=key.id, roles=key.roles,
+                          datasets=key.datasets, via="cli")
     except LoreError as exc:
         fail(exc)
     console.print(f"created key {key.id} for tenant {key.tenant_id!r}, roles {key.roles}, "
@@ -131,7 +135,10 @@ def keys_create(
 def keys_revoke(key: Annotated[str, typer.Argument(help="Key id, prefix or the key itself.")]) -> None:
     """Revoke an API key: its requests get 401 from now on."""
     try:
-        revoked = Lore().catalog.revoke_api_key(key)
+        catalog = Lore().catalog
+        with catalog.transaction():
+            revoked = catalog.revoke_api_key(key)
+            catalog.audit("key_revoke", tenant=revoked.tenant_id, key_id=None, target=revoked.id, via="cli")
     except LoreError as exc:
         fail(exc)
     console.print(f"revoked key {revoked.id} ({revoked.prefix}…, tenant {revoked.tenant_id!r})")

@@ -117,7 +117,10 @@ def activate(kb: KbOption, seq: Annotated[int, typer.Argument(help="Version to a
             console.print(f"version {c.activate(kb, seq).seq} is active")
             return
         lore = Lore()
-        v = lore.catalog.activate(lore.catalog.get_kb(kb).id, seq)
+        record = lore.catalog.get_kb(kb)
+        with lore.catalog.transaction():
+            v = lore.catalog.activate(record.id, seq, actor=f"cli@{record.owner_tenant}"[:64])
+            lore.catalog.audit("activate", tenant=record.owner_tenant, key_id=None, kb=kb, target=str(seq), via="cli")
     except LoreError as exc:
         fail(exc)
     console.print(f"version {v.seq} is active")
@@ -130,7 +133,11 @@ def rollback(kb: KbOption) -> None:
             console.print(f"rolled back: version {c.rollback(kb).seq} is active")
             return
         lore = Lore()
-        v = lore.catalog.rollback(lore.catalog.get_kb(kb).id)
+        record = lore.catalog.get_kb(kb)
+        with lore.catalog.transaction():
+            v = lore.catalog.rollback(record.id, actor=f"cli@{record.owner_tenant}"[:64])
+            lore.catalog.audit("rollback", tenant=record.owner_tenant, key_id=None, kb=kb, target=str(v.seq),
+                               via="cli")
     except LoreError as exc:
         fail(exc)
     console.print(f"rolled back: version {v.seq} is active")

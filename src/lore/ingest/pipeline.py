@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lore.catalog import Catalog, FileRecord, KnowledgeBase
@@ -158,7 +158,10 @@ class IngestPipeline:
 
     def _chunk(self, p: _Prepared) -> None:
         meta = self.chunk_metadata(p.source) if self.chunk_metadata else {}
+        tenant = meta.get("tenant_id", "default")
         for doc in p.documents:
+            if doc.document_id and tenant != "default":  # a record's own id, namespaced by its tenant
+                doc = replace(doc, document_id=f"{tenant}:{doc.document_id}")
             chunks = chunk_document(doc, self.chunker, kb_id=self.kb.id, file_name=p.source.name,
                                     file_sha256=p.sha256, embedding_model=self.embedder.model_id, seq=self.seq)
             for c in chunks:
@@ -192,6 +195,7 @@ class IngestPipeline:
             self.catalog.set_file_chunks(
                 record.id, [(c.chunk_id, c.chunk_index, c.parent_id, c.document_id) for c in p.chunks]
             )
+            self.catalog.claim_files(self.kb.id, [p.source.name], p.chunks[0].tenant_id)
         return FileResult(
             p.source.name, "ingested", len(p.chunks), len(p.documents), ocr_pages, encoding=encoding,
             table_rows=sum(c.source_type == "table_row" for c in p.chunks),
@@ -205,8 +209,11 @@ class IngestPipeline:
         # Only the catalog row of this file changes; chunks already stored for it stay searchable.
         known = self.catalog.get_file(self.kb.id, p.source.name)
         if known is None or known.status != "ingested":
-            self.catalog.upsert_file(self.kb.id, p.source.name, sha256=p.sha256, size=p.size, mtime=p.mtime,
-                                     status=_catalog_status(status), error=reason)
+            meta = self.chunk_metadata(p.source) if self.chunk_metadata else {}
+            with self.catalog.transaction():
+                self.catalog.upsert_file(self.kb.id, p.source.name, sha256=p.sha256, size=p.size, mtime=p.mtime,
+                                         status=_catalog_status(status), error=reason)
+                self.catalog.claim_files(self.kb.id, [p.source.name], meta.get("tenant_id", "default"))
         p.result = FileResult(p.source.name, status, error=reason)
         return p
 

@@ -85,8 +85,11 @@ def build_scenario(
     if scenario.faq_path.exists():
         rows, problems = read_faq(scenario.faq_path, scenario)
     if scenario.kb_name not in {k.name for k in lore.catalog.list_kbs()}:
-        lore.create_kb(scenario.kb_name, f"scenario {scenario.id}: {scenario.name}")
+        lore.create_kb(scenario.kb_name, f"scenario {scenario.id}: {scenario.name}",
+                       owner_tenant=scenario.defaults.tenant)
     kb = lore.catalog.get_kb(scenario.kb_name)
+    for tenant in scenario.tenants:  # the tenants the scenario's data is written for read its KB
+        lore.catalog.share_kb(kb.id, tenant)
     # Reused files keep the metadata they were indexed with, so a metadata change re-reads them all.
     stamp = lore.settings.files_dir / "scenarios" / f"{scenario.id}.json"
     fingerprint = metadata_fingerprint(scenario)

@@ -145,7 +145,8 @@ class EmbeddedStore:
         if query.mode in ("dense", "hybrid") and query.vector is not None:
             dense = index.dense(np.asarray(query.vector, dtype=np.float32), mask, query.k)
         if query.mode in ("bm25", "hybrid"):
-            bm25 = index.bm25(query.tokens, mask, query.k, query.filter.version_seq)
+            bm25 = index.bm25(query.tokens, mask, query.k, query.filter.version_seq,
+                              corpus=index.visible(query.filter))
         if query.mode == "dense":
             fused = [(int(p), float(s)) for p, s in zip(*dense, strict=True)]
         elif query.mode == "bm25":

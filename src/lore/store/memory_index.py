@@ -169,14 +169,27 @@ class MemoryIndex:
             scores = (self.vectors @ query)[idx]
         return _top(idx, scores, k)
 
-    def bm25(self, tokens: Sequence[str], mask: np.ndarray, k: int,
-             version_seq: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Okapi BM25 top-k over masked rows: (positions, scores). idf and length norms come from the
-        version's view (all live rows when `version_seq` is None), not from other versions' chunks."""
+    def visible(self, flt: SearchFilter) -> np.ndarray | None:
+        """The rows a caller's grant sees (tenant, dataset, visibility, roles; not a request's narrowing by
+        source or document), or None when the filter restricts none of them."""
+        if all(v is None for v in (flt.tenant_ids, flt.dataset_ids, flt.visibility, flt.roles)):
+            return None
+        return self.mask(SearchFilter(tenant_ids=flt.tenant_ids, dataset_ids=flt.dataset_ids,
+                                      visibility=flt.visibility, roles=flt.roles, version_seq=flt.version_seq))
+
+    def bm25(self, tokens: Sequence[str], mask: np.ndarray, k: int, version_seq: int | None = None,
+             corpus: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Okapi BM25 top-k over masked rows: (positions, scores). idf and length norms come from
+        `corpus` (the caller's visible rows: scores then say nothing about other tenants' documents),
+        else from the version's view (all live rows when `version_seq` is None)."""
         terms = [self.vocab[t] for t in tokens if t in self.vocab]
         if not terms or not mask.any():
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        corpus, n_live, avg_len = self._stats(version_seq)
+        if corpus is None:
+            corpus, n_live, avg_len = self._stats(version_seq)
+        else:
+            n_live = int(corpus.sum())
+            avg_len = float(self.doc_len[corpus].mean()) if n_live else 1.0
         n_live = max(n_live, 1)
         scores = np.zeros(len(self.rids), dtype=np.float32)
         for term in terms:  # repeated query terms count again, as in Lucene

@@ -17,11 +17,12 @@ from starlette.types import Receive, Send
 from starlette.types import Scope as AsgiScope
 
 from lore.api import scenarios
-from lore.api.deps import Caller, Scope, ServiceState, State, error_status, websocket_scope
+from lore.api.deps import Caller, ServiceState, State, error_status, websocket_scope
 from lore.api.limits import Seq, check_text, text_problem
 from lore.api.security import internal_message
 from lore.api.stream import ask_events, prepare_ask
 from lore.errors import LoreError
+from lore.grant import Grant
 
 router = APIRouter(tags=["ask"])
 log = logging.getLogger("lore.api")
@@ -53,22 +54,20 @@ class AskBody(BaseModel):
         return self
 
 
-async def start_stream(state: ServiceState, scope: Scope, body: AskBody, transport: str,
+async def start_stream(state: ServiceState, scope: Grant, body: AskBody, transport: str,
                        history: list[str] | None = None) -> AsyncIterator[dict[str, Any]]:
     """Resolve the question (4xx errors raise here) and return its event stream."""
     limit = state.lore.settings.answer.max_question_chars
     check_text("question", body.question, limit)  # over the limit: never echoed, streamed or stored
     for turn in history or []:
         check_text("history", turn, limit)
-    if body.version is not None and not scope.is_admin:
-        raise HTTPException(403, "answering from a named version needs an API key with the 'admin' role")
-    call = None
-    if body.scenario is not None:
-        call = await run_in_threadpool(scenarios.resolve, state.lore, scope, body.scenario, body.source,
-                                       body.version)
-    kb = call.scenario.kb_name if call else body.kb
-    assert kb is not None
     try:
+        call = None
+        if body.scenario is not None:
+            call = await run_in_threadpool(scenarios.resolve, state.lore, scope, body.scenario, body.source,
+                                           body.version)
+        kb = call.scenario.kb_name if call else body.kb
+        assert kb is not None
         plan = await run_in_threadpool(
             prepare_ask, state.lore, scope, kb=kb, question=body.question, transport=transport,
             session_id=body.session_id, new_session=body.new_session, version=body.version,
@@ -140,8 +139,8 @@ async def stream(websocket: WebSocket) -> None:
         return
 
 
-async def _answer_one(websocket: WebSocket, state: ServiceState, scope: Scope, raw: str) -> None:
-    wait = state.limiter.check(scope.key.id)  # every question counts, not only the handshake
+async def _answer_one(websocket: WebSocket, state: ServiceState, scope: Grant, raw: str) -> None:
+    wait = state.limiter.check(scope.key_id or "")  # every question counts, not only the handshake
     if wait > 0:
         await websocket.send_json({"event": "error", "data": {
             "message": f"rate limit of {state.limiter.per_minute} requests/minute exceeded for this key",

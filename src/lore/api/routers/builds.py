@@ -11,30 +11,36 @@ from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, StreamingResponse
 
-from lore.api.deps import Admin, Scope, ServiceState, State
+from lore.api.access import require_kb
+from lore.api.deps import Caller, ServiceState, State
 from lore.api.jobs import queue_build
 from lore.api.routers.ask import sse
 from lore.api.routers.ingest import BuildBody, _sources, check_sources_write
 from lore.catalog import Job
 from lore.errors import NotFoundError
+from lore.grant import Grant
+from lore.policy import Action
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
 
 
-def _queue(state: ServiceState, kb: str, body: BuildBody, scope: Scope) -> Job:
+def _queue(state: ServiceState, kb: str, body: BuildBody, scope: Grant) -> Job:
     """Check the build's sources (403/409), its dataset stamp (400) and the KB's lock (409), then queue it."""
     lore = state.lore
-    lore.catalog.get_kb(kb)
-    stamp = scope.chunk_stamp(body.dataset)
+    require_kb(lore, scope, kb, Action.BUILD)  # foreign or unknown: 404 before anything else
     inputs = _sources(lore, kb, body)
     check_sources_write(lore, kb, inputs, scope, replaces_all=True)
-    return queue_build(lore, kb, inputs, body.model_dump(), stamp)
+    stamp = scope.chunk_stamp(body.dataset)
+    job = queue_build(lore, kb, inputs, body.model_dump(), stamp)
+    lore.catalog.audit("build", tenant=scope.tenant, key_id=scope.key_id, kb=kb, target=job.id,
+                       activate=body.activate)
+    return job
 
 
 @router.post("/builds", status_code=202, responses={
     202: {"description": "The build is queued: `job` (poll `GET .../jobs/{id}` or stream its events)."},
     409: {"description": "Another build of the knowledge base is running or queued."}})
-async def build(kb: str, body: BuildBody, scope: Admin, state: State) -> JSONResponse:
+async def build(kb: str, body: BuildBody, scope: Caller, state: State) -> JSONResponse:
     """Queue a build of a new STAGED version of exactly the given sources, optionally gated and activated (admin).
 
     New and changed files' chunks belong to the key's tenant (and its dataset, if it has exactly one).
@@ -43,18 +49,21 @@ async def build(kb: str, body: BuildBody, scope: Admin, state: State) -> JSONRes
     return JSONResponse({"kb": kb, "job": job.to_json()}, 202, headers={"Location": f"/api/kbs/{kb}/jobs/{job.id}"})
 
 
-def _job(state: ServiceState, kb: str, job_id: str) -> Job:
-    record = state.lore.catalog.get_kb(kb)
-    job = state.lore.catalog.get_job(job_id)
-    if job.kb_id != record.id:
+def _job(state: ServiceState, kb: str, job_id: str, scope: Grant) -> Job:
+    record = require_kb(state.lore, scope, kb, Action.BUILD)  # the KB's builders follow its jobs
+    try:
+        job = state.lore.catalog.get_job(job_id)
+    except NotFoundError:
+        job = None
+    if job is None or job.kb_id != record.id:
         raise NotFoundError(f"job '{job_id}' not found in knowledge base '{kb}'")
     return job
 
 
 @router.get("/jobs/{job_id}")
-async def get_job(kb: str, job_id: str, scope: Admin, state: State) -> dict[str, Any]:
+async def get_job(kb: str, job_id: str, scope: Caller, state: State) -> dict[str, Any]:
     """A build job's status, and its result once it has finished (admin)."""
-    return (await run_in_threadpool(_job, state, kb, job_id)).to_json()
+    return (await run_in_threadpool(_job, state, kb, job_id, scope)).to_json()
 
 
 async def _job_events(state: ServiceState, kb: str, job_id: str) -> AsyncIterator[str]:
@@ -73,16 +82,16 @@ async def _job_events(state: ServiceState, kb: str, job_id: str) -> AsyncIterato
 
 @router.get("/jobs/{job_id}/events", response_class=StreamingResponse, responses={
     200: {"content": {"text/event-stream": {}}, "description": "`status` per file, then `end` or `error`."}})
-async def job_events(kb: str, job_id: str, scope: Admin, state: State) -> StreamingResponse:
+async def job_events(kb: str, job_id: str, scope: Caller, state: State) -> StreamingResponse:
     """A build job's progress as SSE, from its start (any replica can serve it)."""
-    await run_in_threadpool(_job, state, kb, job_id)
+    await run_in_threadpool(_job, state, kb, job_id, scope)
     return StreamingResponse(_job_events(state, kb, job_id), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache"})
 
 
 @router.post("/builds/stream", response_class=StreamingResponse, responses={
     200: {"content": {"text/event-stream": {}}, "description": "`status` per file, then `end` or `error`."}})
-async def build_stream(kb: str, body: BuildBody, scope: Admin, state: State) -> StreamingResponse:
+async def build_stream(kb: str, body: BuildBody, scope: Caller, state: State) -> StreamingResponse:
     """Queue the same build and stream its progress as SSE; a client that leaves does not stop the build."""
     job = await run_in_threadpool(_queue, state, kb, body, scope)  # bad input is a 4xx before streaming
     return StreamingResponse(_job_events(state, kb, job.id), media_type="text/event-stream",

@@ -13,14 +13,15 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import check_file_writes, check_kb_write
-from lore.api.deps import Admin, State
+from lore.api.access import check_file_writes, require_kb
+from lore.api.deps import Caller, State
 from lore.api.limits import PositiveInt
 from lore.api.routers.ingest import _uploaded, report_json
 from lore.catalog import KnowledgeBase
 from lore.ingest.chunking import stable_id
 from lore.ingest.files import SourceFile
 from lore.ingest.pipeline import file_document_id
+from lore.policy import Action
 from lore.schema import Chunk
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
@@ -81,14 +82,12 @@ def make_chunks(kb: KnowledgeBase, name: str, sha256: str, model: str, body: Com
 
 
 @router.post("/chunks")
-async def add_by_chunks(kb: str, body: CommitBody, scope: Admin, state: State) -> dict[str, Any]:
+async def add_by_chunks(kb: str, body: CommitBody, scope: Caller, state: State) -> dict[str, Any]:
     """Store a previewed file's (edited) chunks in an unversioned KB (admin); 409 for a versioned KB."""
-    stamp = scope.chunk_stamp(body.dataset)
-
     def run() -> dict[str, Any]:
         lore = state.lore
-        record = lore.catalog.get_kb(kb)
-        check_kb_write(lore, record, scope)
+        record = require_kb(lore, scope, kb, Action.UPLOAD)
+        stamp = scope.chunk_stamp(body.dataset)
         path = _uploaded(lore, kb, body.file)
         check_file_writes(lore, record, [path.name], scope)
         model = lore.embedder(record).model_id

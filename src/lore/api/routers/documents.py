@@ -3,33 +3,30 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import Any
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import check_kb_visible, file_visible, may_write
-from lore.api.deps import Caller, Scope, State
+from lore.api.access import file_visible, kb_resource, require_kb
+from lore.api.deps import Caller, State
 from lore.catalog import KnowledgeBase
 from lore.catalog.models import FileRecord
 from lore.engine import Lore
+from lore.errors import NotFoundError
+from lore.grant import Grant
+from lore.policy import Action, can
 from lore.schema import Chunk
 
 router = APIRouter(prefix="/api/kbs/{kb}/documents", tags=["documents"])
 
 
-def _readable_chunks(lore: Lore, kb: KnowledgeBase, record: FileRecord, scope: Scope) -> list[Chunk]:
-    """The file's chunks whose document the caller's own scope can read (checked inside the store)."""
+def _readable_chunks(lore: Lore, kb: KnowledgeBase, record: FileRecord, scope: Grant) -> list[Chunk]:
+    """The file's chunks that the caller's own grant reads (each chunk as stored)."""
     ids = lore.catalog.file_chunk_ids(record.id)
-    chunks = lore.store(kb).get(ids) if ids else []
-    by_doc: dict[str, list[Chunk]] = defaultdict(list)
-    for c in chunks:
-        by_doc[c.document_id].append(c)
-    store, base = lore.store(kb), scope.search_filter()
-    return [c for doc, group in by_doc.items()
-            if store.count(replace(base, document_ids=[doc])) > 0 for c in group]
+    flt = scope.to_filter()
+    return [c for c in (lore.store(kb).get(ids) if ids else []) if flt.matches(c)]
 
 
 def _versions_holding(lore: Lore, kb: KnowledgeBase) -> dict[str, list[int]]:
@@ -62,13 +59,12 @@ async def list_documents(kb: str, scope: Caller, state: State) -> dict[str, Any]
     """Every catalogued file the caller may see, failed ones with their reason (404 for a hidden KB)."""
     def run() -> dict[str, Any]:
         lore = state.lore
-        record = lore.catalog.get_kb(kb)
-        check_kb_visible(lore, record, scope)
-        writer = may_write(lore, record, scope)
+        record = require_kb(lore, scope, kb)
+        writer = can(scope, Action.UPLOAD, kb_resource(lore, record))
         versions = _versions_holding(lore, record)
         docs = []
         for f in lore.catalog.list_files(record.id):
-            if not file_visible(lore, record, f.path, scope, writer):
+            if not file_visible(lore, record, f.path, scope):
                 continue
             docs.append(_document_json(f, _readable_chunks(lore, record, f, scope), versions.get(f.path, [])))
         return {"kb": kb, "writable": writer, "documents": docs}
@@ -80,11 +76,10 @@ async def document_chunks(kb: str, name: str, scope: Caller, state: State) -> di
     """A document's chunks in order, with location, parent passage and metadata (only what the caller reads)."""
     def run() -> dict[str, Any]:
         lore = state.lore
-        record = lore.catalog.get_kb(kb)
-        check_kb_visible(lore, record, scope)
+        record = require_kb(lore, scope, kb)
         f = lore.catalog.get_file(record.id, name)
-        if f is None or not file_visible(lore, record, name, scope, may_write(lore, record, scope)):
-            raise HTTPException(404, f"document {name!r} not found in knowledge base '{kb}'")
+        if f is None or not file_visible(lore, record, name, scope):
+            raise NotFoundError(f"file '{name}' not found")
         chunks = sorted(_readable_chunks(lore, record, f, scope), key=lambda c: (c.document_id, c.chunk_index))
         return {"kb": kb, "name": name, "status": f.status, "reason": f.error, "chunks": [
             {**c.metadata(), "text": c.text, "parent_text": c.parent_text} for c in chunks]}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
@@ -11,10 +10,13 @@ from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.deps import Admin, Caller, Scope, State
+from lore.api.access import trace_resource
+from lore.api.deps import Caller, State
 from lore.catalog.service import Feedback
 from lore.engine import Lore
 from lore.errors import LoreError
+from lore.grant import Grant
+from lore.policy import Action, Kind, Resource, check
 
 router = APIRouter(tags=["feedback"])
 
@@ -32,25 +34,28 @@ class FeedbackBody(BaseModel):
 @router.post("/api/feedback", status_code=201)
 async def feedback(body: FeedbackBody, scope: Caller, state: State) -> dict[str, Any]:
     """Record feedback; thumbs-down answers become the bad-case eval set (`lore badcases export`)."""
-    fb = await run_in_threadpool(lambda: state.lore.catalog.add_feedback(
-        trace_id=body.trace_id, tenant_id=scope.tenant_id, key_id=scope.key.id, rating=body.rating,
-        note=body.note, owner_key=scope.owner_key))
+    def run() -> Any:
+        check(scope, Action.READ_TRACE, trace_resource(state.lore.catalog.get_trace(body.trace_id, scope.tenant)))
+        return state.lore.catalog.add_feedback(trace_id=body.trace_id, tenant_id=scope.tenant, key_id=scope.key_id,
+                                               rating=body.rating, note=body.note)
+    fb = await run_in_threadpool(run)
     return {"id": fb.id, "trace_id": fb.trace_id, "rating": fb.rating, "kb": fb.kb}
 
 
-def _readable_chunks(lore: Lore, kb: str, chunk_ids: set[str], scope: Scope) -> set[str]:
-    """The chunks among `chunk_ids` whose document the caller's own scope reads in `kb` (checked in the store)."""
+def _readable_chunks(lore: Lore, kb: str, chunk_ids: set[str], scope: Grant) -> set[str]:
+    """The chunks among `chunk_ids` that the caller's own grant reads in `kb` (each chunk as stored)."""
     if not chunk_ids:
         return set()
     try:
         store = lore.store(lore.catalog.get_kb(kb))
     except LoreError:  # the KB was deleted since: nothing of it is readable
         return set()
-    base = scope.search_filter()
-    chunks = store.get(sorted(chunk_ids))
-    docs = {c.document_id for c in chunks}
-    readable = {d for d in docs if store.count(replace(base, document_ids=[d])) > 0}
-    return {c.chunk_id for c in chunks if c.document_id in readable}
+    flt = scope.to_filter()
+    return {c.chunk_id for c in store.get(sorted(chunk_ids)) if flt.matches(c)}
+
+
+def _review(scope: Grant) -> None:
+    check(scope, Action.REVIEW, Resource(Kind.FEEDBACK, "feedback", tenants=frozenset({scope.tenant})))
 
 
 def _redacted(f: Feedback, readable: set[str]) -> dict[str, Any]:
@@ -66,11 +71,12 @@ def _redacted(f: Feedback, readable: set[str]) -> dict[str, Any]:
 
 
 @router.get("/api/feedback")
-async def list_feedback(scope: Admin, state: State, kb: str | None = None,
+async def list_feedback(scope: Caller, state: State, kb: str | None = None,
                         rating: Annotated[int | None, Query(ge=-1, le=1)] = None) -> list[dict[str, Any]]:
     """The tenant's feedback, newest first (admin); passages the caller may not read are redacted."""
     def run() -> list[dict[str, Any]]:
-        rows = [f for f in state.lore.catalog.list_feedback(rating=rating, kb=kb) if f.tenant_id == scope.tenant_id]
+        _review(scope)
+        rows = [f for f in state.lore.catalog.list_feedback(rating=rating, kb=kb) if f.tenant_id == scope.tenant]
         out = []
         for f in reversed(rows):
             ids = {c["chunk_id"] for c in f.citations if c.get("chunk_id")}
@@ -80,10 +86,18 @@ async def list_feedback(scope: Admin, state: State, kb: str | None = None,
 
 
 @router.get("/api/feedback/export", response_class=PlainTextResponse)
-async def export_feedback(scope: Admin, state: State, kb: str | None = None) -> PlainTextResponse:
+async def export_feedback(scope: Caller, state: State, kb: str | None = None) -> PlainTextResponse:
     """Thumbs-down answers of the tenant as a JSONL eval set (as `lore badcases export`; admin)."""
     def run() -> str:
-        rows = [f for f in state.lore.catalog.list_feedback(rating=-1, kb=kb) if f.tenant_id == scope.tenant_id]
-        return "".join(json.dumps(f.as_badcase(), ensure_ascii=False) + "\n" for f in rows)
+        _review(scope)
+        rows = [f for f in state.lore.catalog.list_feedback(rating=-1, kb=kb) if f.tenant_id == scope.tenant]
+        lines = []
+        for f in rows:  # an answer built on a passage the caller may not read is withheld, as in the list
+            ids = {c["chunk_id"] for c in f.citations if c.get("chunk_id")}
+            case = f.as_badcase()
+            if ids - _readable_chunks(state.lore, f.kb, ids, scope):
+                case["bad_answer"] = None
+            lines.append(json.dumps(case, ensure_ascii=False) + "\n")
+        return "".join(lines)
     return PlainTextResponse(await run_in_threadpool(run), media_type="application/x-ndjson",
                              headers={"Content-Disposition": 'attachment; filename="badcases.jsonl"'})

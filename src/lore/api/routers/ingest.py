@@ -11,31 +11,32 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import FileResponse
 
-from lore.api.access import check_file_writes, check_kb_write, file_visible, may_write
-from lore.api.deps import Admin, Caller, Scope, State
+from lore.api.access import check_file_writes, file_visible, require_file, require_kb
+from lore.api.deps import Caller, State
 from lore.api.routers.kbs import uploads_dir
 from lore.api.security import original_response
 from lore.api.uploads import MultipartUpload, commit, safe_name, within_roots
 from lore.engine import Lore
-from lore.errors import LoadError
+from lore.errors import LoadError, NotFoundError
+from lore.grant import Grant
 from lore.ingest.chunking import Chunker
 from lore.ingest.files import discover, links_outside
 from lore.ingest.loaders import load_file
 from lore.ingest.loaders.limits import FileLimits
 from lore.ingest.pipeline import IngestReport, chunk_document
+from lore.policy import Action
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
 
 
 @router.post("/files", status_code=201)
-async def upload(kb: str, request: Request, scope: Admin, state: State) -> dict[str, Any]:
+async def upload(kb: str, request: Request, scope: Caller, state: State) -> dict[str, Any]:
     """Upload files (multipart `file` parts), streamed to disk; over the size limit is a 413 (admin).
 
     403 for a KB holding other tenants' documents (unless platform admin); 409 for another tenant's file.
     """
     lore = state.lore
-    record = await run_in_threadpool(lore.catalog.get_kb, kb)
-    await run_in_threadpool(check_kb_write, lore, record, scope)
+    record = await run_in_threadpool(require_kb, lore, scope, kb, Action.UPLOAD)
     limit = int(lore.settings.api.max_upload_mb * 1e6)  # per file; per request: `BodyLimits` counts the bytes
     folder = uploads_dir(lore, kb)
     folder.mkdir(parents=True, exist_ok=True)
@@ -43,10 +44,12 @@ async def upload(kb: str, request: Request, scope: Admin, state: State) -> dict[
     parts = await upload.consume(request.stream())
     try:
         await run_in_threadpool(check_file_writes, lore, record, [name for name, _, _ in parts], scope)
-    except HTTPException:
+    except BaseException:
         upload.discard()
         raise
-    return {"kb": kb, "files": commit(parts, folder, scope.tenant_id)}
+    saved = await run_in_threadpool(commit, parts, folder, lambda names: lore.catalog.claim_files(
+        record.id, names, scope.tenant))
+    return {"kb": kb, "files": saved}
 
 
 @router.get("/files")
@@ -55,17 +58,16 @@ async def list_files(kb: str, scope: Caller, state: State) -> dict[str, Any]:
     write to the KB, their tenant's own files (e.g. uploads not indexed yet)."""
     def run() -> dict[str, Any]:
         lore = state.lore
-        record = lore.catalog.get_kb(kb)
-        writer = may_write(lore, record, scope)
+        record = require_kb(lore, scope, kb)
         folder = uploads_dir(lore, kb)
         uploads = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")) \
             if folder.is_dir() else []
         return {
             "uploads": [{"name": p.name, "size": p.stat().st_size} for p in uploads
-                        if file_visible(lore, record, p.name, scope, writer)],
+                        if file_visible(lore, record, p.name, scope)],
             "indexed": [{"path": f.path, "status": f.status, "chunks": f.chunk_count, "error": f.error,
                          "size": f.size} for f in lore.catalog.list_files(record.id)
-                        if file_visible(lore, record, f.path, scope, writer)],
+                        if file_visible(lore, record, f.path, scope)],
         }
     return await run_in_threadpool(run)
 
@@ -88,11 +90,11 @@ class PreviewBody(BaseModel):
 
 
 @router.post("/preview")
-async def preview(kb: str, body: PreviewBody, scope: Admin, state: State) -> dict[str, Any]:
+async def preview(kb: str, body: PreviewBody, scope: Caller, state: State) -> dict[str, Any]:
     """Load and chunk an uploaded file as a build would (file-to-chunk); nothing is stored (admin)."""
     def run() -> dict[str, Any]:
         lore = state.lore
-        record = lore.catalog.get_kb(kb)
+        record = require_kb(lore, scope, kb, Action.UPLOAD)
         path = _visible_upload(lore, kb, body.file, scope)
         try:
             docs = load_file(path, ocr=lore.settings.ingest.ocr, limits=FileLimits.from_settings(lore.settings.ingest))
@@ -131,24 +133,22 @@ class BuildBody(SourcesBody):
 def _uploaded(lore: Lore, kb: str, name: str) -> Path:
     path = uploads_dir(lore, kb) / safe_name(name)
     if not path.is_file():
-        raise HTTPException(404, f"upload {name!r} not found in knowledge base '{kb}'")
+        raise NotFoundError(f"file '{name}' not found")
     return path
 
 
-def _visible_upload(lore: Lore, kb: str, name: str, scope: Scope) -> Path:
-    """The upload if the caller may see it (`file_visible`); the same 404 as a missing file otherwise."""
-    record = lore.catalog.get_kb(kb)
+def _visible_upload(lore: Lore, kb: str, name: str, scope: Grant) -> Path:
+    """The upload if the caller may see it; the same 404 as a missing file (and KB) otherwise."""
+    record = require_kb(lore, scope, kb)
     path = _uploaded(lore, kb, name)
-    if not file_visible(lore, record, path.name, scope, may_write(lore, record, scope)):
-        raise HTTPException(404, f"upload {name!r} not found in knowledge base '{kb}'")
+    require_file(lore, record, path.name, scope)
     return path
 
 
-def check_sources_write(lore: Lore, kb: str, inputs: list[Path], scope: Scope, *, replaces_all: bool) -> None:
-    """403/409 for writes the caller may not make (see `lore.api.access`); a build (`replaces_all`) also
-    removes every catalogued file it does not name, so those count as written too."""
-    record = lore.catalog.get_kb(kb)
-    check_kb_write(lore, record, scope)
+def check_sources_write(lore: Lore, kb: str, inputs: list[Path], scope: Grant, *, replaces_all: bool) -> None:
+    """403/409 for writes the caller may not make (`lore.policy`); a build (`replaces_all`) needs write
+    rights on all of the KB's content, and also removes every catalogued file it does not name."""
+    record = require_kb(lore, scope, kb, Action.BUILD if replaces_all else Action.UPLOAD)
     names = {f.name for f in discover(inputs)}
     if replaces_all:
         names |= {f.path for f in lore.catalog.list_files(record.id)}
@@ -181,16 +181,15 @@ def report_json(report: IngestReport) -> dict[str, Any]:
 
 
 @router.post("/ingest")
-async def ingest(kb: str, body: SourcesBody, scope: Admin, state: State) -> dict[str, Any]:
+async def ingest(kb: str, body: SourcesBody, scope: Caller, state: State) -> dict[str, Any]:
     """Index sources straight into an unversioned knowledge base (admin); bad files are reported.
 
     The chunks belong to the key's tenant (and its dataset, if it has exactly one), as in builds.
     """
-    stamp = scope.chunk_stamp(body.dataset)
-
     def run() -> dict[str, Any]:
         lore = state.lore
-        lore.catalog.get_kb(kb)
+        require_kb(lore, scope, kb, Action.UPLOAD)
+        stamp = scope.chunk_stamp(body.dataset)
         inputs = _sources(lore, kb, body)
         check_sources_write(lore, kb, inputs, scope, replaces_all=False)
         report = lore.ingest(kb, inputs, chunk_metadata=lambda _source: stamp)

@@ -1,4 +1,4 @@
-"""Knowledge bases: list, create, show, delete."""
+"""Knowledge bases: list, create, show, delete, share."""
 
 from __future__ import annotations
 
@@ -7,14 +7,17 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import check_kb_visible, check_kb_write, holds_other_tenants, kb_visible
-from lore.api.deps import Admin, Caller, State
+from lore.api.access import own_counts, require_kb, visible_kbs
+from lore.api.deps import Caller, State
+from lore.catalog import KnowledgeBase
 from lore.engine import Lore
 from lore.errors import NotFoundError
+from lore.grant import Grant
+from lore.policy import Action, Kind, Resource, check
 
 router = APIRouter(prefix="/api/kbs", tags=["knowledge bases"])
 _KB_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -29,14 +32,14 @@ class KbBody(BaseModel):
     description: str = ""
 
 
-def kb_json(lore: Lore, name: str) -> dict[str, Any]:
-    """A knowledge base with its counts and active version."""
-    kb = lore.catalog.get_kb(name)
+def kb_json(lore: Lore, kb: KnowledgeBase, grant: Grant) -> dict[str, Any]:
+    """A knowledge base with the caller's tenant's counts (a shared KB shows each tenant its own)."""
     active = lore.catalog.active_version(kb.id)
+    files, chunks = own_counts(lore, kb, grant)
     return {
         "name": kb.name, "description": kb.description, "embedding_model": kb.embedding_model,
         "embedding_dim": kb.embedding_dim, "store_backend": kb.store_backend, "chunk_schema": kb.chunk_schema,
-        "files": len(lore.catalog.list_files(kb.id, "ingested")), "chunks": lore.catalog.count_chunks(kb.id),
+        "owner": kb.owner_tenant == grant.tenant, "files": files, "chunks": chunks,
         "versioned": lore.catalog.has_versions(kb.id), "active_version": active.seq if active else None,
         "created_at": kb.created_at.isoformat(), "updated_at": kb.updated_at.isoformat(),
     }
@@ -44,19 +47,20 @@ def kb_json(lore: Lore, name: str) -> dict[str, Any]:
 
 @router.get("")
 async def list_kbs(scope: Caller, state: State) -> list[dict[str, Any]]:
-    """The knowledge bases the caller can read from (or, as an admin, may change)."""
+    """The knowledge bases the caller's tenant owns or that are shared with it."""
     def run() -> list[dict[str, Any]]:
-        lore = state.lore
-        return [kb_json(lore, kb.name) for kb in lore.catalog.list_kbs() if kb_visible(lore, kb, scope)]
+        return [kb_json(state.lore, kb, scope) for kb in visible_kbs(state.lore, scope)]
     return await run_in_threadpool(run)
 
 
 @router.post("", status_code=201)
-async def create_kb(body: KbBody, _: Admin, state: State) -> dict[str, Any]:
-    """Create a knowledge base bound to the configured embedder and store (admin)."""
+async def create_kb(body: KbBody, scope: Caller, state: State) -> dict[str, Any]:
+    """Create a knowledge base owned by the key's tenant, bound to the configured embedder and store (admin)."""
     def run() -> dict[str, Any]:
-        state.lore.create_kb(body.name, body.description)
-        return kb_json(state.lore, body.name)
+        check(scope, Action.CREATE, Resource(Kind.KB, body.name, tenants=frozenset({scope.tenant})))
+        kb = state.lore.create_kb(body.name, body.description, owner_tenant=scope.tenant)
+        state.lore.catalog.audit("create", tenant=scope.tenant, key_id=scope.key_id, kb=kb.name, target=kb.name)
+        return kb_json(state.lore, kb, scope)
     return await run_in_threadpool(run)
 
 
@@ -64,30 +68,53 @@ async def create_kb(body: KbBody, _: Admin, state: State) -> dict[str, Any]:
 async def get_kb(kb: str, scope: Caller, state: State) -> dict[str, Any]:
     """One knowledge base (404 for one the caller may not see)."""
     def run() -> dict[str, Any]:
-        check_kb_visible(state.lore, state.lore.catalog.get_kb(kb), scope)
-        return kb_json(state.lore, kb)
+        return kb_json(state.lore, require_kb(state.lore, scope, kb), scope)
     return await run_in_threadpool(run)
 
 
 @router.delete("/{kb}", status_code=204)
-async def delete_kb(kb: str, scope: Admin, state: State) -> None:
-    """Delete a knowledge base, its index and its uploaded files (admin of its only tenant).
-
-    403 for a KB holding other tenants' documents; 409 even for a platform admin (it would delete them).
-    """
+async def delete_kb(kb: str, scope: Caller, state: State) -> None:
+    """Delete a knowledge base, its index and its uploaded files (admin of the tenant owning all of it)."""
     def run() -> None:
-        record = state.lore.catalog.get_kb(kb)
-        check_kb_write(state.lore, record, scope)
-        if holds_other_tenants(state.lore, record, scope.tenant_id):
-            raise HTTPException(409, f"knowledge base '{kb}' holds other tenants' documents; it cannot be "
-                                     f"deleted by tenant '{scope.tenant_id}'")
+        record = require_kb(state.lore, scope, kb, Action.DELETE)
         state.lore.delete_kb(kb)
         shutil.rmtree(uploads_dir(state.lore, kb), ignore_errors=True)
+        state.lore.catalog.audit("delete", tenant=scope.tenant, key_id=scope.key_id, kb=kb, target=record.id)
+    await run_in_threadpool(run)
+
+
+class ShareBody(BaseModel):
+    """A tenant to share a knowledge base with (or to stop sharing it with)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tenant: str = Field(min_length=1, max_length=128)
+
+
+@router.post("/{kb}/shares", status_code=201)
+async def share(kb: str, body: ShareBody, scope: Caller, state: State) -> dict[str, Any]:
+    """Let another tenant read the KB and add its own files (admin of the owner tenant)."""
+    def run() -> dict[str, Any]:
+        record = require_kb(state.lore, scope, kb, Action.SHARE)
+        state.lore.catalog.share_kb(record.id, body.tenant)
+        state.lore.catalog.audit("share", tenant=scope.tenant, key_id=scope.key_id, kb=kb, target=body.tenant)
+        return {"kb": kb, "shared_with": sorted(state.lore.catalog.kb_tenants(record.id)[1])}
+    return await run_in_threadpool(run)
+
+
+@router.delete("/{kb}/shares/{tenant}", status_code=204)
+async def unshare(kb: str, tenant: str, scope: Caller, state: State) -> None:
+    """Stop sharing the KB with a tenant (its files stay, owned by it)."""
+    def run() -> None:
+        record = require_kb(state.lore, scope, kb, Action.SHARE)
+        if not state.lore.catalog.unshare_kb(record.id, tenant):
+            raise NotFoundError(f"knowledge base '{kb}' is not shared with tenant '{tenant}'")
+        state.lore.catalog.audit("unshare", tenant=scope.tenant, key_id=scope.key_id, kb=kb, target=tenant)
     await run_in_threadpool(run)
 
 
 def uploads_dir(lore: Lore, kb: str) -> Path:
     """Where a knowledge base's uploaded files are kept: `<storage dir>/uploads/<kb>/` (never outside it)."""
     if not _KB_NAME.fullmatch(kb):
-        raise NotFoundError(f"knowledge base {kb!r} not found")
+        raise NotFoundError(f"knowledge base '{kb}' not found")
     return lore.settings.files_dir / "uploads" / kb

@@ -2,26 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, HTTPException
+from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.deps import PLATFORM_ADMIN_ROLE, Scope, State, admin_scope_of
+from lore.api.deps import Caller, State
 from lore.catalog.service import ApiKey
+from lore.grant import Grant
+from lore.policy import Action, Kind, Resource, check
 
 router = APIRouter(prefix="/api/keys", tags=["keys"])
 
 
-async def platform_admin_of(scope: Annotated[Scope, Depends(admin_scope_of)]) -> Scope:
-    """Dependency: keys are managed only by keys with the admin and platform-admin roles."""
-    if not scope.is_platform_admin:
-        raise HTTPException(403, f"managing keys needs an API key with the '{PLATFORM_ADMIN_ROLE}' role")
-    return scope
-
-
-PlatformAdmin = Annotated[Scope, Depends(platform_admin_of)]
+def _manage(scope: Grant, tenant: str | None = None, key_id: str = "keys") -> None:
+    """Keys are managed by keys with the admin and platform-admin roles, for their own tenant only."""
+    check(scope, Action.MANAGE_KEYS, Resource(Kind.KEY, key_id, tenants=frozenset({tenant or scope.tenant})))
 
 
 class KeyBody(BaseModel):
@@ -42,26 +39,37 @@ def key_json(key: ApiKey) -> dict[str, Any]:
 
 
 @router.get("")
-async def list_keys(scope: PlatformAdmin, state: State) -> list[dict[str, Any]]:
+async def list_keys(scope: Caller, state: State) -> list[dict[str, Any]]:
     """The tenant's keys, oldest first (secrets are never shown again)."""
+    _manage(scope)
     keys = await run_in_threadpool(state.lore.catalog.list_api_keys)
-    return [key_json(k) for k in keys if k.tenant_id == scope.tenant_id]
+    return [key_json(k) for k in keys if k.tenant_id == scope.tenant]
 
 
 @router.post("", status_code=201)
-async def create_key(body: KeyBody, scope: PlatformAdmin, state: State) -> dict[str, Any]:
+async def create_key(body: KeyBody, scope: Caller, state: State) -> dict[str, Any]:
     """A new key of the caller's tenant; the secret is in this response only."""
-    key, secret = await run_in_threadpool(state.lore.catalog.create_api_key, scope.tenant_id, body.roles,
-                                          body.datasets, body.name)
+    _manage(scope)
+
+    def run() -> tuple[ApiKey, str]:
+        catalog = state.lore.catalog
+        with catalog.transaction():
+            key, secret = catalog.create_api_key(scope.tenant, body.roles, body.datasets, body.name)
+            catalog.audit("key_create", tenant=scope.tenant, key_id=scope.key_id, target=key.id, roles=key.roles,
+                          datasets=key.datasets)
+        return key, secret
+    key, secret = await run_in_threadpool(run)
     return {**key_json(key), "secret": secret}
 
 
 @router.delete("/{key_id}", status_code=204)
-async def revoke_key(key_id: str, scope: PlatformAdmin, state: State) -> None:
-    """Revoke one of the tenant's keys by id (404 for another tenant's)."""
+async def revoke_key(key_id: str, scope: Caller, state: State) -> None:
+    """Revoke one of the tenant's keys by id (404 for another tenant's, as for an unknown one)."""
     def run() -> None:
-        mine = {k.id for k in state.lore.catalog.list_api_keys() if k.tenant_id == scope.tenant_id}
-        if key_id not in mine:
-            raise HTTPException(404, f"api key {key_id!r} not found")
-        state.lore.catalog.revoke_api_key(key_id)
+        _manage(scope)
+        owner = next((k.tenant_id for k in state.lore.catalog.list_api_keys() if k.id == key_id), None)
+        _manage(scope, owner or "", key_id)
+        with state.lore.catalog.transaction():
+            state.lore.catalog.revoke_api_key(key_id)
+            state.lore.catalog.audit("key_revoke", tenant=scope.tenant, key_id=scope.key_id, target=key_id)
     await run_in_threadpool(run)

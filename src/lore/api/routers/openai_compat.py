@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response
 
-from lore.api.access import kb_visible
+from lore.api.access import visible_kbs
 from lore.api.deps import Caller, State
 from lore.api.routers.ask import AskBody, ClosingStream, start_stream
 from lore.api.scenarios import MODEL_PREFIX, visible_scenarios
@@ -126,8 +126,7 @@ async def _chunks(events: AsyncIterator[dict[str, Any]], created: int, model: st
 @router.get("/models")
 async def models(scope: Caller, state: State) -> dict[str, Any]:
     """One model per knowledge base, and `scenario:<id>` per scenario serving the key's tenant."""
-    kbs = await run_in_threadpool(
-        lambda: [kb for kb in state.lore.catalog.list_kbs() if kb_visible(state.lore, kb, scope)])
+    kbs = await run_in_threadpool(visible_kbs, state.lore, scope)
     found = await run_in_threadpool(visible_scenarios, state.lore, scope)
     created = {kb.name: int(kb.created_at.timestamp()) for kb in kbs}
     return {"object": "list", "data": [

@@ -13,9 +13,12 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.deps import Caller, Scope, State
+from lore.api.access import require_kb
+from lore.api.deps import Caller, State, search_options
 from lore.catalog import KnowledgeBase
 from lore.engine import Lore
+from lore.grant import Grant
+from lore.policy import Action
 from lore.schema import Chunk
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["search"])
@@ -25,12 +28,11 @@ def _valid_at(chunk: Chunk, seq: int | None) -> bool:
     return seq is None or (chunk.valid_from_seq <= seq and (chunk.valid_to_seq == 0 or chunk.valid_to_seq > seq))
 
 
-def readable(lore: Lore, kb: KnowledgeBase, scope: Scope, chunks: list[Chunk], version: int | None
+def readable(lore: Lore, kb: KnowledgeBase, scope: Grant, chunks: list[Chunk], version: int | None
              ) -> tuple[list[Chunk], int | None]:
-    """The chunks the caller reads at the version (active unless named), and that version's number."""
-    if version is not None and not scope.is_admin:
-        raise HTTPException(403, "reading a named version needs an API key with the 'admin' role")
-    flt = lore.scoped(kb, scope.options(lore), version).filter
+    """The chunks the caller reads at the version (active unless named: the policy decides), and its number."""
+    require_kb(lore, scope, kb.name, Action.READ if version is None else Action.READ_VERSION)
+    flt = lore.scoped(kb, search_options(lore, scope), version).filter
     seq = flt.version_seq
     documents = sorted({c.document_id for c in chunks if _valid_at(c, seq)})
     store = lore.store(kb)
@@ -58,7 +60,7 @@ async def get_passage(kb: str, chunk_id: str, scope: Caller, state: State, versi
     caller could not have found it."""
     def run() -> dict[str, Any]:
         lore = state.lore
-        record = lore.catalog.get_kb(kb)
+        record = require_kb(lore, scope, kb)  # foreign or unknown: the same 404
         chunks, seq = readable(lore, record, scope, lore.store(record).get([chunk_id]), version)
         if not chunks:
             raise HTTPException(404, f"passage {chunk_id!r} not found in knowledge base '{kb}'")
@@ -75,7 +77,7 @@ async def get_document(kb: str, file: str, scope: Caller, state: State, version:
     order, each with its location); 404 when the caller reads none of it."""
     def run() -> dict[str, Any]:
         lore = state.lore
-        record = lore.catalog.get_kb(kb)
+        record = require_kb(lore, scope, kb)  # foreign or unknown: the same 404
         entry = lore.catalog.get_file(record.id, file)
         ids = lore.catalog.file_chunk_ids(entry.id) if entry is not None else []
         chunks, seq = readable(lore, record, scope, lore.store(record).get(ids) if ids else [], version)

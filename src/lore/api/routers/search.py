@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 from typing import Any, Literal
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.deps import Caller, State
+from lore.api.access import require_kb
+from lore.api.deps import Caller, State, search_options
 from lore.api.limits import Seq, check_text
 from lore.lexical import tokenize
+from lore.policy import Action
 
 router = APIRouter(tags=["search"])
 
@@ -32,13 +34,22 @@ class SearchBody(BaseModel):
 async def search(body: SearchBody, scope: Caller, state: State) -> dict[str, Any]:
     """Hits, best first, with file/page/sheet/row and scores; the query's terms and the filter applied."""
     check_text("query", body.query, state.lore.settings.answer.max_question_chars)
-    if body.version is not None and not scope.is_admin:
-        raise HTTPException(403, "searching a named version needs an API key with the 'admin' role")
-    options = scope.options(state.lore, body.top_k)
+    kb = await run_in_threadpool(require_kb, state.lore, scope, body.kb,
+                                 Action.READ if body.version is None else Action.READ_VERSION)
+    options = search_options(state.lore, scope, body.top_k)
     if body.mode:
         options = replace(options, mode=body.mode)
     hits = await run_in_threadpool(state.lore.search, body.kb, body.query, options, body.version)
     read = await run_in_threadpool(state.lore.scoped, body.kb, options, body.version)  # the version searched
+    rows = [h.to_json() for h in hits]
+    if not bm25_scores_are_scoped(kb.store_backend):
+        for row in rows:
+            row["bm25_score"] = None
     return {"kb": body.kb, "query": body.query, "version": read.filter.version_seq,
-            "terms": sorted(set(tokenize(body.query))), "filter": asdict(options.filter),
-            "hits": [h.to_json() for h in hits]}
+            "terms": sorted(set(tokenize(body.query))), "filter": asdict(options.filter), "hits": rows}
+
+
+def bm25_scores_are_scoped(backend: str) -> bool:
+    """Only the embedded store computes BM25 statistics over the caller's visible chunks; Milvus computes
+    them over the whole collection (every tenant), so its BM25 scores are not shown (ranks are)."""
+    return backend == "embedded"

@@ -9,11 +9,12 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import check_kb_manager, check_kb_visible, check_kb_write
-from lore.api.deps import Admin, Caller, State
+from lore.api.access import require_kb
+from lore.api.deps import Caller, State
 from lore.api.limits import Seq
 from lore.catalog import Version
 from lore.engine import Lore
+from lore.policy import Action
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["versions"])
 
@@ -38,8 +39,7 @@ def version_json(lore: Lore, kb: str, seq: int) -> dict[str, Any]:
 async def list_versions(kb: str, scope: Caller, state: State) -> dict[str, Any]:
     """Every version, oldest first, and the activation log."""
     def run() -> dict[str, Any]:
-        record = state.lore.catalog.get_kb(kb)
-        check_kb_visible(state.lore, record, scope)
+        record = require_kb(state.lore, scope, kb)
         active = state.lore.catalog.active_version(record.id)
         seq = active.seq if active else None
         return {"kb": kb, "active": seq,
@@ -58,24 +58,30 @@ class ReasonBody(BaseModel):
 
 
 @router.post("/versions/{seq}/activate")
-async def activate(kb: str, seq: Seq, scope: Admin, state: State, body: ReasonBody | None = None
+async def activate(kb: str, seq: Seq, scope: Caller, state: State, body: ReasonBody | None = None
                    ) -> dict[str, Any]:
-    """Serve version `seq` (admin; platform admin for a KB shared by tenants)."""
+    """Serve version `seq` (admin of the tenant owning all of the KB's content)."""
     def run() -> dict[str, Any]:
-        record = state.lore.catalog.get_kb(kb)
-        check_kb_write(state.lore, record, scope)
-        v = state.lore.catalog.activate(record.id, seq, actor="api", reason=body.reason if body else "")
+        record = require_kb(state.lore, scope, kb, Action.ACTIVATE)
+        reason = body.reason if body else ""
+        with state.lore.catalog.transaction():
+            v = state.lore.catalog.activate(record.id, seq, actor=scope.actor[:64], reason=reason)
+            state.lore.catalog.audit("activate", tenant=scope.tenant, key_id=scope.key_id, kb=kb, target=str(seq),
+                                     reason=reason)
         return _json(v, v.seq)  # the version just activated is the active one
     return await run_in_threadpool(run)
 
 
 @router.post("/rollback")
-async def rollback(kb: str, scope: Admin, state: State, body: ReasonBody | None = None) -> dict[str, Any]:
-    """Serve the newest retired version older than the active one (admin; platform admin for a shared KB)."""
+async def rollback(kb: str, scope: Caller, state: State, body: ReasonBody | None = None) -> dict[str, Any]:
+    """Serve the newest retired version older than the active one (admin of the tenant owning all of it)."""
     def run() -> dict[str, Any]:
-        record = state.lore.catalog.get_kb(kb)
-        check_kb_write(state.lore, record, scope)
-        v = state.lore.catalog.rollback(record.id, actor="api", reason=body.reason if body else "")
+        record = require_kb(state.lore, scope, kb, Action.ROLLBACK)
+        reason = body.reason if body else ""
+        with state.lore.catalog.transaction():
+            v = state.lore.catalog.rollback(record.id, actor=scope.actor[:64], reason=reason)
+            state.lore.catalog.audit("rollback", tenant=scope.tenant, key_id=scope.key_id, kb=kb, target=str(v.seq),
+                                     reason=reason)
         return _json(v, v.seq)
     return await run_in_threadpool(run)
 
@@ -84,8 +90,7 @@ async def rollback(kb: str, scope: Admin, state: State, body: ReasonBody | None 
 async def report(kb: str, seq: Seq, scope: Caller, state: State) -> dict[str, Any]:
     """A version's quality report (it names every file: admins who may change the KB)."""
     def run() -> dict[str, Any]:
-        record = state.lore.catalog.get_kb(kb)
-        check_kb_manager(state.lore, record, scope)
+        record = require_kb(state.lore, scope, kb, Action.REPORT)
         state.lore.catalog.get_version(record.id, seq)
         path = state.lore.reports_dir(kb) / str(seq) / "quality.json"
         if not path.is_file():
@@ -99,6 +104,6 @@ async def diff(kb: str, base: Seq, candidate: Seq, scope: Caller, state: State) 
     """Files added, changed and removed from version `base` to `candidate` (with the configured eval set:
     retrieval quality of both); admins who may change the KB."""
     def run() -> dict[str, Any]:
-        check_kb_manager(state.lore, state.lore.catalog.get_kb(kb), scope)
+        require_kb(state.lore, scope, kb, Action.REPORT)
         return state.lore.diff(kb, base, candidate)
     return await run_in_threadpool(run)

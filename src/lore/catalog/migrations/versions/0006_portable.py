@@ -1,7 +1,7 @@
 """Portable keys (path digests), a lease on the build lock, build jobs and their progress events.
 
 Revision ID: 0006
-Revises: 0004
+Revises: 0005
 Create Date: 2026-12-01
 
 Every step is guarded, so on MySQL/MariaDB (DDL commits per statement) a stopped upgrade resumes.
@@ -18,7 +18,7 @@ from lore.catalog import ddl
 from lore.catalog.types import Digest, LongText, digest, timestamp_type
 
 revision: str = "0006"
-down_revision: str | None = "0004"
+down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
