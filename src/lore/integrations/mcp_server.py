@@ -19,13 +19,13 @@ from pydantic import ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lore.api.deps import ServiceState, authenticate, bearer, error_status
-from lore.grant import Grant as Caller
-from lore.state.ratelimit import make_rate_limiter
 from lore.api.routers import kbs, passages
 from lore.api.routers import search as search_api
 from lore.api.routers.ask import AskBody, start_stream
 from lore.engine import Lore
 from lore.errors import LoreError
+from lore.grant import Grant as Caller
+from lore.state.ratelimit import make_rate_limiter
 
 P = ParamSpec("P")
 R = TypeVar("R")
