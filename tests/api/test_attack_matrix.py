@@ -83,6 +83,26 @@ def _session_for(w: World, owner: str) -> str:
     return w.lore.catalog.create_session(c.tenant or "", "ka", key.id, title="throwaway").id
 
 
+def _job(suffix: str = "") -> Callable[[World, Caller], tuple[str, Any, Any]]:
+    """A build job queued by tenant A's admin on a throwaway KB; the caller then reads it."""
+    def make(w: World, _c: Caller) -> tuple[str, Any, Any]:
+        kb = w.fresh_kb(A, "x.md")
+        admin = next(x for x in CALLERS if x.name == "owner_admin")
+        r = w.client.post(f"/api/kbs/{kb}/builds", json={}, headers=w.headers(admin))
+        assert r.status_code == 202, r.text
+        return f"/api/kbs/{kb}/jobs/{r.json()['job']['id']}{suffix}", None, None
+    return make
+
+
+def _passage(kb: str, name: str) -> Callable[[World, Caller], tuple[str, Any, Any]]:
+    """The first passage of one of the world's files, by chunk id."""
+    def make(w: World, _c: Caller) -> tuple[str, Any, Any]:
+        record = w.lore.catalog.get_file(w.lore.catalog.get_kb(kb).id, name)
+        assert record is not None, name
+        return f"/api/kbs/{kb}/passages/{w.lore.catalog.file_chunk_ids(record.id)[0]}", None, None
+    return make
+
+
 KBS = ("ka", "kb", "shared", "nokb")
 FILES = [("ka", f"a_{k}.md") for k in ("public", "restricted", "manager", "ds2", "upload")] + [
     ("kb", "b_public.md"), ("kb", "b_upload.md"), ("shared", "a_rec.jsonl"), ("shared", "b_rec.jsonl")]
@@ -212,16 +232,24 @@ def entries() -> dict[tuple[str, str], list[Call]]:
         ("GET", "/v1/models"): [Call("list", _fixed("/v1/models"), lambda c: 200)],
         ("GET", "/api/scenarios"): [Call("list", _fixed("/api/scenarios"), lambda c: 200)],
         ("GET", "/api/audit"): [Call("tenant", _fixed("/api/audit"), lambda c: 200 if c.admin else 403)],
+        ("GET", "/api/kbs/{kb}/jobs/{job_id}"): [Call("job-a", _job(), _kb_admin({A}, {A}, 200))],
+        ("GET", "/api/kbs/{kb}/jobs/{job_id}/events"): [Call("job-a", _job("/events"), _kb_admin({A}, {A}, 200))],
+        ("GET", "/api/kbs/{kb}/passages/{chunk_id}"): [
+            Call(f"{kb}/{n}", _passage(kb, n), _file_expect(n)) for kb, n in FILES if "upload" not in n],
+        ("GET", "/api/kbs/{kb}/document"): [
+            Call(f"{kb}/{n}", _fixed(f"/api/kbs/{kb}/document?file={n}"), _file_expect(n))
+            for kb, n in FILES if "upload" not in n],
     }
     public = {("GET", "/api/health"): "/api/health", ("GET", "/openapi.json"): "/openapi.json",
               ("GET", "/docs"): "/docs", ("GET", "/docs/oauth2-redirect"): "/docs/oauth2-redirect",
-              ("GET", "/redoc"): "/redoc", ("MOUNT", ""): "/"}
+              ("GET", "/redoc"): "/redoc", ("MOUNT", ""): "/", ("GET", "/api/ready"): "/api/ready",
+              ("GET", "/metrics"): "/metrics"}
     for key, path in public.items():
         m[key] = [Call("public", _fixed(path), lambda c: 200)]
     return m
 
 
-PUBLIC = {"/api/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", ""}
+PUBLIC = {"/api/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "", "/api/ready", "/metrics"}
 
 
 def app_routes(app: Any) -> set[tuple[str, str]]:
