@@ -31,7 +31,6 @@ from tests.servers import (
     postgres_database,
     redis_available,
     redis_prefix,
-    wait_port,
 )
 
 LIMIT = 60  # requests a minute per key
@@ -60,12 +59,18 @@ def _start_replica(env: dict[str, str], home: Path, workers: int = 1) -> Replica
         proc = subprocess.Popen([str(BIN / "lore"), "serve", "--host", "127.0.0.1", "--port", str(port),
                                  "--workers", str(workers)],
                                 env={**env, "LORE_HOME": str(home)}, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        wait_port(port, timeout=180)
-    except TimeoutError:
-        proc.kill()
-        raise AssertionError(log.read_text(errors="replace")[-3000:]) from None
-    return Replica(f"http://127.0.0.1:{port}", proc, log)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300  # workers load the models first; this machine may be busy
+    while True:
+        try:
+            if httpx.get(f"{url}/api/health", timeout=5).status_code == 200:
+                return Replica(url, proc, log)
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _stop(Replica(url, proc, log))
+            raise AssertionError(log.read_text(errors="replace")[-3000:])
+        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
@@ -90,9 +95,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         staff = [admin_lore.catalog.create_api_key("default", ["staff"])[1] for _ in range(6)]
         admin_lore.close()
         a = _start_replica(env, tmp / "a")
+        stack.callback(_stop, a)
         b = _start_replica(env, tmp / "b", workers=2)  # B is two worker processes behind one port
-        for r in (a, b):
-            stack.callback(_stop, r)
+        stack.callback(_stop, b)
         yield Cluster(a, b, milvus, admin, staff)
 
 
