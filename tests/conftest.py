@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import socket
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "handbook"
@@ -19,3 +26,83 @@ def _no_user_lore_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         if name.startswith("LORE_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("LORE_CONFIG", str(tmp_path / "no-lore.toml"))
+
+
+# -- catalog databases: every catalog test runs on SQLite, PostgreSQL and MariaDB ------------------
+
+DB_KINDS = ("sqlite", "postgresql", "mariadb")
+_SERVERS = {
+    "postgresql": ("postgresql+psycopg://postgres@127.0.0.1:5432/", "postgres", 5432),
+    "mariadb": ("mysql+pymysql://root@127.0.0.1:3306/", "", 3306),
+}
+
+
+@functools.cache
+def server_absent(kind: str) -> str | None:
+    """Why a database server cannot be used (not listening on its port), or None when it is there."""
+    if kind == "sqlite":
+        return None
+    port = _SERVERS[kind][2]
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except OSError:
+        return f"{kind} server absent: nothing listens on 127.0.0.1:{port}"
+    return None
+
+
+@contextmanager
+def fresh_database(kind: str, tmp_path: Path) -> Iterator[str]:
+    """A new empty database of `kind` with a unique name, dropped afterwards; yields its URL."""
+    if kind == "sqlite":
+        yield f"sqlite:///{tmp_path / 'catalog.db'}"
+        return
+    base, admin_db, _port = _SERVERS[kind]
+    name = f"lore_t_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(base + admin_db, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f"CREATE DATABASE {name}"))
+        yield base + name
+    finally:
+        with admin.connect() as conn:
+            drop = f"DROP DATABASE IF EXISTS {name}" + (" WITH (FORCE)" if kind == "postgresql" else "")
+            conn.execute(text(drop))
+        admin.dispose()
+
+
+@pytest.fixture(params=DB_KINDS)
+def db_kind(request: pytest.FixtureRequest) -> str:
+    """One of sqlite, postgresql, mariadb; skipped (saying why) only when that server is absent."""
+    kind: str = request.param
+    if reason := server_absent(kind):
+        pytest.skip(reason)
+    return kind
+
+
+@pytest.fixture
+def db_url(db_kind: str, tmp_path: Path) -> Iterator[str]:
+    """The URL of an empty database of each kind, made for this test and dropped after it."""
+    with fresh_database(db_kind, tmp_path) as url:
+        yield url
+
+
+def migrated(url: str) -> str:
+    """Migrate the database at `url` to head (as `lore db upgrade` does) and return the URL."""
+    from lore.catalog.migrate import upgrade
+
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        upgrade(engine)
+    finally:
+        engine.dispose()
+    return url
+
+
+@pytest.fixture(scope="module", params=DB_KINDS)
+def module_db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A migrated database of each kind shared by one test module (for suites that build a whole service)."""
+    kind: str = request.param
+    if reason := server_absent(kind):
+        pytest.skip(reason)
+    with fresh_database(kind, tmp_path_factory.mktemp(f"db-{kind}")) as url:
+        yield migrated(url)

@@ -14,14 +14,15 @@ from lore.engine import Lore
 from lore.errors import LoreError
 from lore.retrieve.search import SearchOptions
 from lore.schema import SearchFilter
+from tests.conftest import migrated
 
 
 def texts(lore: Lore, query: str, version: int | None = None) -> list[str]:
     return [h.chunk.text for h in lore.search("kb", query, SearchOptions(top_k=10), version)]
 
 
-def test_build_activate_change_rollback_and_time_travel(tmp_path: Path) -> None:
-    lore = Lore(load_settings(home=tmp_path / "home"))
+def test_build_activate_change_rollback_and_time_travel(tmp_path: Path, db_url: str) -> None:
+    lore = Lore(load_settings(home=tmp_path / "home", catalog_url=migrated(db_url)))
     lore.create_kb("kb")
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -243,11 +244,11 @@ def test_kill_9_during_a_build(tmp_path: Path) -> None:
     lore.close()
 
 
-def test_two_builds_of_one_kb_do_not_run_at_once(tmp_path: Path) -> None:
+def test_two_builds_of_one_kb_do_not_run_at_once(tmp_path: Path, db_url: str) -> None:
     from lore.catalog import Catalog
     from lore.ingest.build import build_lock
 
-    lore = Lore(load_settings(home=tmp_path / "home"))
+    lore = Lore(load_settings(home=tmp_path / "home", catalog_url=migrated(db_url)))
     kb = lore.create_kb("kb")
     (tmp_path / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
     other = Catalog(lore.settings.resolved_catalog_url)  # another builder sharing the catalog

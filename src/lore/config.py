@@ -52,6 +52,29 @@ class StoreSettings(_Section):
     timeout_s: float = Field(default=10.0, gt=0)  # per call; a lost connection is reopened once
 
 
+class CatalogSettings(_Section):
+    """The catalog database's connection pool, and whether opening it migrates the schema.
+
+    `auto_upgrade`: "sqlite" (default) migrates an embedded SQLite catalog on open; a server
+    database (PostgreSQL, MySQL) must be migrated with `lore db upgrade` first. "always"/"never".
+    """
+
+    pool_size: int = Field(default=5, gt=0)
+    max_overflow: int = Field(default=10, ge=0)
+    pool_timeout_s: float = Field(default=30.0, gt=0)
+    pool_recycle_s: int = Field(default=1800, gt=0)  # below MySQL's wait_timeout and proxies' idle cut-offs
+    pool_pre_ping: bool = True  # a connection the server dropped is replaced before use
+    auto_upgrade: Literal["sqlite", "always", "never"] = "sqlite"
+
+
+class WorkerSettings(_Section):
+    """Build jobs: the API queues them; `lore worker` (or the service itself, `in_process`) runs them."""
+
+    in_process: bool = True  # the service runs queued builds itself; false when `lore worker`s do
+    lease_s: float = Field(default=60.0, ge=1.0)  # build lock and job lease; renewed every third of it
+    poll_s: float = Field(default=1.0, gt=0)  # how often an idle worker looks for queued jobs
+
+
 class ChunkSettings(_Section):
     """Parent/child chunk sizes in text units (1 CJK character or 3 other characters)."""
 
@@ -65,6 +88,12 @@ class IngestSettings(_Section):
 
     max_file_mb: float = Field(default=100.0, gt=0)
     ocr: bool = True
+    # ZIP-based formats (DOCX, PPTX, XLSX, ...) are checked before parsing: a file inflating past these
+    # limits is refused with the reason (a "zip bomb" would otherwise exhaust memory).
+    max_unzipped_mb: float = Field(default=200.0, gt=0)  # total decompressed size of the archive
+    max_zip_entries: int = Field(default=10_000, gt=0)
+    max_zip_ratio: float = Field(default=200.0, gt=1)  # decompressed / compressed size
+    max_pdf_pages: int = Field(default=2000, gt=0)
 
 
 class GateSettings(_Section):
@@ -102,9 +131,10 @@ class AnswerSettings(_Section):
     llm_model: str = ""
     llm_base_url: str = ""  # e.g. http://127.0.0.1:8000/v1 (API key: LORE_LLM_API_KEY)
     llm_timeout_s: float = Field(default=60.0, gt=0)
-    evidence_threshold: float = Field(default=0.45, ge=0, le=1)
-    # Share of the question's key terms (rare words, names, codes) a top passage must contain.
-    key_term_coverage: float = Field(default=0.5, ge=0, le=1)
+    # Refuse below this P(the KB answers the question). None: the KB's calibration (`lore calibrate`,
+    # redone by every build), else the shipped evidence model's default; a number pins it.
+    evidence_threshold: float | None = Field(default=None, ge=0, le=1)
+    calibrate_on_build: bool = True  # every `lore build` fits its version's threshold (a few seconds)
     low_confidence: float = Field(default=0.5, ge=0, le=1)
     support_contact: str = "your knowledge-base administrator"
     max_question_chars: int = Field(default=2000, gt=0)
@@ -129,6 +159,10 @@ class ApiSettings(_Section):
     history_turns: int = Field(default=6, ge=0, le=50)  # earlier turns used to rewrite follow-ups
     workers: int = Field(default=1, ge=1, le=64)  # `lore serve` processes; >1 needs [redis] for global limits
     shutdown_grace_s: float = Field(default=30.0, ge=0)  # on SIGTERM: open streams get this long to finish
+
+    # Request bodies other than uploads (JSON), counted as they arrive whatever Content-Length says;
+    # uploads are capped at max_upload_mb (per file, and per request) the same way.
+    max_body_mb: float = Field(default=8.0, gt=0)
 
 
 class RedisSettings(_Section):
@@ -192,6 +226,7 @@ class Settings(BaseSettings):
 
     home: Path = Path(".lore")
     catalog_url: str = ""  # default: sqlite file in `home`
+    catalog: CatalogSettings = CatalogSettings()
     embed: EmbedSettings = EmbedSettings()
     store: StoreSettings = StoreSettings()
     chunk: ChunkSettings = ChunkSettings()
@@ -202,6 +237,7 @@ class Settings(BaseSettings):
     scenario: ScenarioSettings = ScenarioSettings()
     agent: AgentSettings = AgentSettings()
     api: ApiSettings = ApiSettings()
+    worker: WorkerSettings = WorkerSettings()
     redis: RedisSettings = RedisSettings()
     storage: StorageSettings = StorageSettings()
     log: LogSettings = LogSettings()
@@ -231,7 +267,7 @@ class Settings(BaseSettings):
 
 # LORE_* variables that are not settings fields (read directly by the parts that need them).
 _EXTRA_ENV = {"LORE_CONFIG", "LORE_EMBED_API_KEY", "LORE_LLM_API_KEY", "LORE_LLM_BASE_URL", "LORE_MILVUS_TOKEN",
-              "LORE_MILVUS_PASSWORD"}
+              "LORE_MILVUS_PASSWORD", "LORE_SERVER", "LORE_API_KEY", "LORE_MCP_LOG"}  # + client, remote CLI, mcp
 
 
 def _check_env_names() -> None:

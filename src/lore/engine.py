@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from lore.agent.llm import ChatLLM, llm_from_settings
 from lore.agent.rewrite import RewritingRetriever
+from lore.answer import calibration
+from lore.answer.calibration import Calibration
 from lore.answer.generators import Generator, get_generator
 from lore.answer.pipeline import AskPipeline, Event
 from lore.catalog import Catalog, KnowledgeBase, Version
@@ -22,8 +24,9 @@ from lore.errors import ConfigError, ConflictError, EmbeddingMismatchError, Lore
 from lore.eval.compare import EvalQuestion, compare_scores, diff_manifests, load_eval_set, score
 from lore.ingest.build import BuildResult, build_lock, build_version, fail_version, recover_abandoned
 from lore.ingest.chunking import Chunker, ChunkParams
-from lore.ingest.files import discover
+from lore.ingest.files import SourceFile, discover
 from lore.ingest.gc import GcResult, collect_garbage
+from lore.ingest.loaders.limits import FileLimits
 from lore.ingest.pipeline import ChunkMetadata, CustomChunks, IngestPipeline, IngestReport, Progress
 from lore.metrics import BUILD_SECONDS, BUILDS
 from lore.retrieve.search import Retriever, SearchOptions
@@ -56,7 +59,7 @@ class Lore:
 
     @cached_property
     def catalog(self) -> Catalog:
-        return Catalog(self.settings.resolved_catalog_url)
+        return Catalog(self.settings.resolved_catalog_url, self.settings.catalog)
 
     @cached_property
     def deep_sessions(self) -> BaseCheckpointSaver:
@@ -173,10 +176,11 @@ class Lore:
 
     def ingest(self, name: str, inputs: list[Path], progress: Progress | None = None, *,
                chunk_metadata: ChunkMetadata | None = None, custom_chunks: CustomChunks | None = None,
-               force: bool = False) -> IngestReport:
+               force: bool = False, sources: list[SourceFile] | None = None) -> IngestReport:
         """Ingest files and folders straight into an unversioned KB; bad files are reported.
 
-        `chunk_metadata` sets chunk fields (e.g. the caller's tenant); `custom_chunks` supplies a file's chunks.
+        `chunk_metadata` sets chunk fields (e.g. the caller's tenant); `custom_chunks` supplies a file's chunks;
+        `sources` are files already found elsewhere (e.g. fetched web pages named by their URL).
         """
         kb = self.catalog.get_kb(name)
         if self.catalog.has_versions(kb.id):
@@ -186,7 +190,7 @@ class Lore:
         self._check_model(kb, kb.embedding_model, "the index")
         params = ChunkParams(*_parse_schema(kb.chunk_schema))  # unversioned: keep the KB's schema
         report = self._pipeline(kb, progress, params=params, force=force, chunk_metadata=chunk_metadata,
-                                custom_chunks=custom_chunks).run(discover(inputs))
+                                custom_chunks=custom_chunks).run([*discover(inputs), *(sources or [])])
         self.catalog.bump_cache_epoch(kb.id)  # every replica's cached results of this KB are stale now
         return report
 
@@ -209,7 +213,7 @@ class Lore:
         if not files:  # e.g. an unmounted share: never build a version that silently drops everything
             raise LoreError(f"{', '.join(map(str, inputs))}: no files found; refusing to build a version of "
                             f"{name!r} without any")
-        with build_lock(self.catalog, kb):
+        with build_lock(self.catalog, kb, self.settings.worker.lease_s):
             recover_abandoned(kb, self.catalog, self.store(kb))
             base = (self.catalog.active_version(kb.id) if incremental_from == "active"
                     else (self.catalog.list_versions(kb.id) or [None])[-1])
@@ -233,13 +237,42 @@ class Lore:
                                            quality_gate=quality_gate, activate=activate, compare=compare,
                                            extra_quality=extra_quality)
                 BUILDS.labels(str(result.version.status)).inc()
-                return result
             except Exception as exc:  # disk full, store gone...: the active version keeps serving
                 BUILDS.labels("error").inc()
                 with contextlib.suppress(Exception):  # if this fails too, the next build recovers it
                     fail_version(kb, self.catalog, self.store(kb), version.seq, f"{type(exc).__name__}: {exc}")
                 raise LoreError(f"build of version {version.seq} of {name!r} failed ({exc}); it is marked FAILED "
                                 "and the active version is unchanged") from exc
+        if self.settings.answer.calibrate_on_build and result.version.status.value.lower() != "failed":
+            self.calibrate(name, version=result.version.seq)  # a new build recalibrates its version
+        return result
+
+    def calibrate(self, name: str, *, version: int | None = None,
+                  eval_questions: Sequence[tuple[str, bool]] = ()) -> Calibration:
+        """Fit the KB version's refusal threshold (active version unless `version`) and store it
+        beside the version's quality report; see `lore.answer.calibration`."""
+        kb = self.catalog.get_kb(name)
+        opts = self.scoped(kb, SearchOptions.from_settings(self.settings.retrieve), version)
+        seq = opts.filter.version_seq
+        chunk_ids = [cid for f in self.catalog.list_files(kb.id) for cid in self.catalog.file_chunk_ids(f.id)]
+        chunks = [c for c in self.store(kb).get(chunk_ids)
+                  if seq is None or (c.valid_from_seq <= seq and (c.valid_to_seq == 0 or c.valid_to_seq > seq))]
+        score = calibration.scorer(self.retriever(kb), opts, self.settings.answer)
+        result = calibration.calibrate(score, chunks, eval_questions=eval_questions, version=seq)
+        calibration.save(result, self._calibration_dir(name, seq))
+        return result
+
+    def evidence_threshold(self, kb: KnowledgeBase, seq: int | None) -> float | None:
+        """The refusal threshold for a KB version: pinned in config, else its calibration, else None
+        (the evidence model's default)."""
+        pinned = self.settings.answer.evidence_threshold
+        if pinned is not None:
+            return pinned
+        stored = calibration.load(self._calibration_dir(kb.name, seq))
+        return stored.threshold if stored else None
+
+    def _calibration_dir(self, name: str, seq: int | None) -> Path:
+        return self.reports_dir(name) / str(seq) if seq is not None else self.reports_dir(name)
 
     def diff(self, name: str, base: int, candidate: int, eval_set: Path | None = None) -> dict[str, Any]:
         """Files added/changed/removed from version `base` to `candidate`, and, with an eval set (given
@@ -256,16 +289,16 @@ class Lore:
 
     def _compare(self, name: str, base: int | None, candidate: int, questions: list[EvalQuestion]) -> dict[str, Any]:
         k = self.settings.gate.eval_k
-        r = self.settings.retrieve
+        prev = score(self.eval_search(name, k, base), questions, k) if base is not None else None
+        return compare_scores(prev, score(self.eval_search(name, k, candidate), questions, k), questions, k)
+
+    def eval_search(self, name: str, k: int, version: int | None = None) -> Callable[[str], list[Hit]]:
+        """The search eval figures are taken with (gate, diff, `lore eval`): the configured retrieval,
+        top `k`, bounded to `version` (default: the active one)."""
         kb = self.catalog.get_kb(name)
         retriever = self.retriever(kb)
-
-        def score_version(seq: int) -> dict[str, Any]:
-            scoped = self.scoped(kb, SearchOptions.from_settings(r, k), seq)
-            return score(lambda q: retriever.search(q, scoped), questions, k)
-
-        prev = score_version(base) if base is not None else None
-        return compare_scores(prev, score_version(candidate), questions, k)
+        scoped = self.scoped(kb, SearchOptions.from_settings(self.settings.retrieve, k), version)
+        return lambda q: retriever.search(q, scoped)
 
     def gc(self, name: str) -> GcResult:
         """Delete chunks no readable version sees (abandoned and failed builds, expired history)."""
@@ -282,6 +315,7 @@ class Lore:
         return IngestPipeline(
             kb, self.catalog, self.store(kb), self.embedder(kb), Chunker(params), self.cache,
             max_file_bytes=int(self.settings.ingest.max_file_mb * 1e6), ocr=self.settings.ingest.ocr,
+            limits=FileLimits.from_settings(self.settings.ingest),
             progress=progress, seq=seq, force=force, chunk_metadata=chunk_metadata, custom_chunks=custom_chunks,
         )
 
@@ -348,6 +382,8 @@ class Lore:
             raise LoreError("ask: name a knowledge base or a scenario")
         kb = self.catalog.get_kb(name)
         opts = self.scoped(kb, opts, version)
+        if answer.evidence_threshold is None:
+            answer = answer.model_copy(update={"evidence_threshold": self.evidence_threshold(kb, opts.filter.version_seq)})
         epoch = self.catalog.cache_epoch(kb.id) if runtime is not None or mode == "deep" else 0
         retriever = base = self.retriever(kb)
         if runtime is not None and runtime.cache is not None:  # beneath any rewriting: keyed on the text searched

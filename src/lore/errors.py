@@ -1,5 +1,7 @@
 """Errors that reach a user: each names the thing at fault and the reason."""
 
+from enum import StrEnum
+
 
 class LoreError(Exception):
     """Base class for every error Lore reports to a user."""
@@ -9,13 +11,25 @@ class ConfigError(LoreError):
     """A setting is unknown or has a bad value."""
 
 
-class LoadError(LoreError):
-    """A file could not be read; the message names the file and the reason."""
+class LoadErrorKind(StrEnum):
+    """Why a file could not be read, for statuses and HTTP codes (the reason says it in words)."""
 
-    def __init__(self, path: str, reason: str) -> None:
+    UNSUPPORTED = "unsupported"  # no loader for the format, or a tool the format needs is missing
+    ENCRYPTED = "encrypted"
+    EMPTY = "empty"
+    TOO_LARGE = "too_large"
+    CORRUPT = "corrupt"
+    NO_TEXT = "no_text"  # a valid file without readable text (image-only and OCR off or found nothing)
+
+
+class LoadError(LoreError):
+    """A file could not be read; the message names the file and the reason, `kind` classifies it."""
+
+    def __init__(self, path: str, reason: str, kind: LoadErrorKind = LoadErrorKind.CORRUPT) -> None:
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+        self.kind = kind
 
 
 class NotFoundError(LoreError):

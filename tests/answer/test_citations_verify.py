@@ -10,6 +10,7 @@ from lore.answer.generators.extractive import ExtractiveGenerator
 from lore.answer.pipeline import refusal_text
 from lore.answer.sentences import split_sentences
 from lore.answer.verify import answer_confidence, verify
+from lore.config import AnswerSettings
 from lore.lexical import tokenize
 from lore.schema import Chunk, Hit
 
@@ -65,11 +66,12 @@ def test_context_merges_children_of_one_parent_and_respects_budget() -> None:
 
 
 def test_evidence_without_overlap_is_insufficient() -> None:
-    weak = judge_evidence(tokenize("Who won the 1998 World Cup?"), None, P, None, None, 0.45)
-    strong = judge_evidence(tokenize("refund accepted within how many days of delivery"), None, P, None, None, 0.45)
+    q_weak, q_strong = "Who won the 1998 World Cup?", "refund accepted within how many days of delivery"
+    weak = judge_evidence(q_weak, tokenize(q_weak), None, P, None, None)
+    strong = judge_evidence(q_strong, tokenize(q_strong), None, P, None, None)
     assert not weak.sufficient and weak.reasons
-    assert strong.coverage > weak.coverage
-    assert not judge_evidence([], None, [], None, None, 0.45).sufficient
+    assert strong.coverage > weak.coverage and strong.confidence > weak.confidence
+    assert not judge_evidence("", [], None, [], None, None).sufficient
 
 
 def test_extractive_uses_only_passage_sentences_with_markers() -> None:
@@ -82,16 +84,19 @@ def test_extractive_uses_only_passage_sentences_with_markers() -> None:
 
 def test_refusal_speaks_the_question_language() -> None:
     assert "知识库" in refusal_text("年假几天", "HR 热线 8000")
+    default = AnswerSettings().support_contact
+    assert default not in refusal_text("年假几天", default) and "管理员" in refusal_text("年假几天", default)
     assert "HR" in refusal_text("How many days?", "HR desk") and "does not cover" in refusal_text("x", "y")
 
 
 def test_key_terms_must_appear_not_just_common_words() -> None:
     from lore.answer.sentences import coverage, key_coverage
 
-    q = tokenize("报销需要什么材料")  # 报销 is the key term; 需要 and 材料 are everyday words
+    question = "报销需要什么材料"
+    q = tokenize(question)  # 报销 is the key term; 需要 and 材料 are everyday words
     inventory = "存货控制需要考量以下这些材料因素。"
     assert key_coverage(q, inventory) == 0.0 and coverage(q, inventory) < 0.5
     assert key_coverage(q, "报销时须提交发票原件、费用明细单、审批单。") == 1.0
     passages = [Passage(1, inventory, [Hit(chunk("z", inventory), 1.0)])]
-    judged = judge_evidence(q, None, passages, None, None, 0.45)
+    judged = judge_evidence(question, q, None, passages, None, None)
     assert not judged.sufficient and any("key terms" in r for r in judged.reasons)

@@ -142,6 +142,21 @@ def sse_events(text: str) -> list[tuple[str, dict]]:
     return list(iter_sse(text.splitlines()))
 
 
+def build_and_wait(client: TestClient, kb: str, body: dict, headers: dict[str, str] | None = None,
+                   timeout: float = 120.0) -> dict:
+    """POST a build (202 + job), then poll the job until it has finished; returns the job's JSON."""
+    r = client.post(f"/api/kbs/{kb}/builds", json=body, headers=headers or {})
+    assert r.status_code == 202, r.text
+    job = r.json()["job"]
+    assert r.headers["location"] == f"/api/kbs/{kb}/jobs/{job['id']}"
+    deadline = time.monotonic() + timeout
+    while job["status"] not in ("succeeded", "failed"):
+        assert time.monotonic() < deadline, f"build job still {job['status']} after {timeout} s"
+        time.sleep(0.1)
+        job = client.get(f"/api/kbs/{kb}/jobs/{job['id']}", headers=headers or {}).json()
+    return job
+
+
 @pytest.fixture()
 def page(site: tuple[str, str, Lore]) -> Iterator[object]:
     with sync_api.sync_playwright() as pw:
@@ -149,5 +164,9 @@ def page(site: tuple[str, str, Lore]) -> Iterator[object]:
         context = browser.new_context(locale="en-US", accept_downloads=True)
         page = context.new_page()
         page.set_default_timeout(60_000)
+        console: list[str] = []
+        page.on("console", lambda msg: console.append(msg.text))
         yield page
         browser.close()
+    # The UI runs under a Content-Security-Policy (no inline script or style): nothing may trip it.
+    assert not [m for m in console if "Content Security Policy" in m], console

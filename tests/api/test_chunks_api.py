@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from lore.api import create_app
 from lore.config import load_settings
 from lore.engine import Lore
-from tests.api.conftest import auth
+from tests.api.conftest import auth, build_and_wait
 from tests.conftest import EXAMPLES
 
 POLICY = (b"# Travel policy\n\n## Hotels\n\nHotel stays are capped at 180 euros per night in capital cities.\n\n"
@@ -110,6 +110,6 @@ def test_commit_chunks_bad_input(site: tuple[TestClient, Lore]) -> None:
 
     client.post("/api/kbs", json={"name": "versioned"}, headers=admin)
     _upload(client, admin, "versioned", "travel.md", POLICY)
-    assert client.post("/api/kbs/versioned/builds", json={}, headers=admin).status_code == 200
+    assert build_and_wait(client, "versioned", {}, admin)["status"] == "succeeded"
     status, text = commit({"file": "travel.md", "chunks": [{"text": "x"}]}, kb="versioned")
     assert status == 409 and "builds" in text

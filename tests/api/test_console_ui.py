@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from lore.api import create_app
 from lore.config import load_settings
@@ -60,7 +61,7 @@ def test_console_documents_chunks_retrieval_feedback_keys(site, page, tmp_path: 
     assert "broken.pdf" in failed and page.inner_text("#docs tbody tr.st-failed .reason").strip()
     shot(page, "documents")
     page.fill("#docs-filter", "xlsx")
-    page.wait_for_function("document.querySelectorAll('#docs tbody tr').length === 1")
+    expect(page.locator("#docs tbody tr")).to_have_count(1, timeout=60_000)  # no string predicates: CSP
     assert "1" in page.inner_text("#docs tbody tr td:nth-child(13)")  # in version 1
     page.click("#docs tbody tr .chunks-btn")
     page.wait_for_selector("#doc-chunks .chunk")
@@ -69,7 +70,7 @@ def test_console_documents_chunks_retrieval_feedback_keys(site, page, tmp_path: 
 
     # Retrieval test: hits with each score and the query's terms highlighted; the filter applied is shown.
     page.click("button[data-tab=retrieval]")
-    page.wait_for_function("document.querySelector('#rt-kb').value === 'docs'")
+    expect(page.locator("#rt-kb")).to_have_value("docs", timeout=60_000)
     page.fill("#rt-query", "报销 材料")
     page.select_option("#rt-mode", "hybrid")
     page.click("#rt-form button")
@@ -100,7 +101,7 @@ def test_console_documents_chunks_retrieval_feedback_keys(site, page, tmp_path: 
     page.click("button[data-tab=chat]")
     page.click("#new-chat")
     page.focus("#history")
-    page.wait_for_function("document.querySelector('#history').options.length > 1")
+    expect(page.locator("#history option").nth(1)).to_be_attached(timeout=60_000)
     page.select_option("#history", index=1)
     page.wait_for_selector(".msg.user")
     assert "报销需要什么材料" in page.inner_text("#messages")

@@ -13,7 +13,7 @@ from lore.api import create_app
 from lore.api.uploads import MAX_PARTS
 from lore.config import load_settings
 from lore.engine import Lore
-from tests.api.conftest import Keys, auth, sse_events
+from tests.api.conftest import Keys, auth, build_and_wait, sse_events
 from tests.conftest import EXAMPLES
 
 
@@ -134,9 +134,9 @@ def test_build_activate_rollback_report(admin_client: tuple[TestClient, Lore], r
     client, _ = admin_client
     client.post("/api/kbs", json={"name": "v"})
     _upload(client, "v", ("policy.md", b"# Policy\n\nRemote work is allowed two days per week.\n"))
-    r = client.post("/api/kbs/v/builds", json={"activate": True, "description": "first"})
-    assert r.status_code == 200, r.text
-    assert r.json()["version"]["seq"] == 1 and r.json()["version"]["active"]
+    job = build_and_wait(client, "v", {"activate": True, "description": "first"})
+    assert job["status"] == "succeeded", job
+    assert job["result"]["version"]["seq"] == 1 and job["result"]["version"]["active"]
     _upload(client, "v", ("policy.md", b"# Policy\n\nRemote work is allowed three days per week.\n"))
     r = client.post("/api/kbs/v/builds/stream", json={"quality_gate": True})
     events = sse_events(r.text)
@@ -173,8 +173,8 @@ def test_build_stamps_the_builders_tenant(admin_client: tuple[TestClient, Lore])
     _, other_admin = lore.catalog.create_api_key("acme", ["admin"], datasets=["hr"])
     client.post("/api/kbs", json={"name": "acme"}, headers=auth(acme_admin))
     _upload(client, "acme", ("faq.csv", (EXAMPLES / "faq.csv").read_bytes()), key=acme_admin)
-    r = client.post("/api/kbs/acme/builds", json={"activate": True}, headers=auth(acme_admin))
-    assert r.status_code == 200, r.text
+    job = build_and_wait(client, "acme", {"activate": True}, auth(acme_admin))
+    assert job["status"] == "succeeded", job
 
     def hits(key: str) -> list[str]:
         r = client.post("/api/search", json={"kb": "acme", "query": "refund window"}, headers=auth(key))
@@ -185,6 +185,6 @@ def test_build_stamps_the_builders_tenant(admin_client: tuple[TestClient, Lore])
     # KB "acme" now holds acme's chunks: only acme's own admins write to it
     _upload(client, "acme", ("policy.md", b"# Policy\n\nRemote work is allowed two days per week.\n"),
             key=acme_admin)
-    client.post("/api/kbs/acme/builds", json={"activate": True}, headers=auth(other_admin))
+    assert build_and_wait(client, "acme", {"activate": True}, auth(other_admin))["status"] == "succeeded"
     r = client.post("/api/search", json={"kb": "acme", "query": "remote work days"}, headers=auth(other_admin))
     assert {h["file"] for h in r.json()["hits"]} == {"policy.md"}  # dataset "hr" from the builder's key

@@ -1,4 +1,4 @@
-"""Tenant, role and key isolation through the real app: originals, restricted chunks, traces and sessions,
+"""Tenant, role and key isolation through the real app, on SQLite, PostgreSQL and MariaDB catalogs: originals, restricted chunks, traces and sessions,
 writes to shared knowledge bases, datasets, server-path symlinks and secrets in logs."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from websockets.sync.client import connect
 from lore.api import create_app
 from lore.config import load_settings
 from lore.engine import Lore
-from tests.api.conftest import auth, free_port, sse_events
+from tests.api.conftest import auth, build_and_wait, free_port, sse_events
 
 SECRET = b"# Secret\n\nThe launch code is NG-7731 for project nightingale.\n"
 
@@ -48,11 +48,12 @@ class Env:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+def env(tmp_path_factory: pytest.TempPathFactory, module_db_url: str) -> Iterator[Env]:
     base = tmp_path_factory.mktemp("isolation")
     roots = base / "roots"
     roots.mkdir()
-    lore = Lore(load_settings(home=base / "home", api={"rate_limit_per_minute": 0, "ingest_roots": [roots]}))
+    lore = Lore(load_settings(home=base / "home", catalog_url=module_db_url,
+                              api={"rate_limit_per_minute": 0, "ingest_roots": [roots]}))
     lore.create_kb("hb", "shared")
     cat = lore.catalog
     keys = Keys(*(cat.create_api_key(tenant, roles, datasets)[1] for tenant, roles, datasets in (
@@ -285,7 +286,7 @@ def _new_kb_with_upload(env: Env, kb: str, name: str, content: bytes) -> None:
 def test_kbs_of_other_tenants_are_not_listed_or_described(env: Env) -> None:
     k, c = env.keys, env.client
     _new_kb_with_upload(env, "a_only", "plan.md", b"# Plan\n\nQ3 hiring plan: 12 people.\n")
-    assert c.post("/api/kbs/a_only/builds", json={"activate": True}, headers=auth(k.a_admin)).status_code == 200
+    assert build_and_wait(c, "a_only", {"activate": True}, auth(k.a_admin))["status"] == "succeeded"
 
     def names(key: str) -> set[str]:
         return {kb["name"] for kb in c.get("/api/kbs", headers=auth(key)).json()}
@@ -318,6 +319,6 @@ def test_an_upload_not_indexed_yet_belongs_to_its_uploader(env: Env) -> None:
     assert r.status_code == 409 and "draft.md" in r.json()["detail"]
     r = c.post("/api/kbs/pending/files", files={"file": ("draft.md", b"# B\n\nB's text.\n")}, headers=auth(k.b_admin))
     assert r.status_code == 409
-    r = c.post("/api/kbs/pending/builds", json={"activate": True}, headers=auth(k.a_admin))
-    assert r.status_code == 200, r.text
+    job = build_and_wait(c, "pending", {"activate": True}, auth(k.a_admin))
+    assert job["status"] == "succeeded", job
     assert c.get("/api/kbs/pending/files/draft.md", headers=auth(k.a_staff)).content == b"# Draft\n\nA's draft.\n"

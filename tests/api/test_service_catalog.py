@@ -1,8 +1,8 @@
-"""The service tables in the real SQLite catalog: keys, sessions, messages, feedback, traces."""
+"""The service tables on SQLite, PostgreSQL and MariaDB: keys, sessions, messages, feedback, traces."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import text
@@ -10,11 +10,13 @@ from sqlalchemy import text
 from lore.agent.rewrite import is_follow_up
 from lore.catalog import Catalog
 from lore.errors import LoreError, NotFoundError
+from tests.conftest import migrated
 
 
 @pytest.fixture()
-def cat(tmp_path: Path) -> Catalog:
-    return Catalog(f"sqlite:///{tmp_path / 'catalog.db'}")
+def cat(db_url: str) -> Iterator[Catalog]:
+    with Catalog(migrated(db_url)) as catalog:
+        yield catalog
 
 
 def test_keys_are_stored_hashed_and_revocable(cat: Catalog) -> None:

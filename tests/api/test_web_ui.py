@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from lore.api import create_app
 from lore.config import load_settings
@@ -41,7 +43,7 @@ def new_kb_with_files(page, name: str, files: list[Path]) -> None:  # type: igno
     page.click("button[data-tab=admin]")
     page.fill("#new-kb", name)
     page.click("#create-kb button")
-    page.wait_for_function(f"document.querySelector('#admin-kb').value === '{name}'")
+    expect(page.locator("#admin-kb")).to_have_value(name, timeout=60_000)  # no string predicates: CSP
     page.set_input_files("#files", [str(f) for f in files])
     page.click("#upload")
     page.wait_for_selector(f"#uploads tbody tr:nth-child({len(files)})")
@@ -56,7 +58,7 @@ def test_upload_build_ask_open_citation(site: tuple[str, str, Lore], page) -> No
     page.wait_for_selector("#preview .chunk")
     assert "VPN" in page.inner_text("#preview")
     page.click("#build")
-    page.wait_for_function("document.querySelector('#build-status').textContent === 'Done'")
+    expect(page.locator("#build-status")).to_have_text("Done", timeout=60_000)
     page.wait_for_selector("#versions tbody tr.active")
     assert page.inner_text("#versions tbody tr.active td:first-child") == "1"
 
@@ -97,7 +99,7 @@ def test_chinese_interface_and_refusal(site: tuple[str, str, Lore], page) -> Non
     assert page.get_attribute("#question", "placeholder") == "请输入问题…"
     new_kb_with_files(page, "zh", [EXAMPLES / "faq.csv"])
     page.click("#ingest")
-    page.wait_for_function("document.querySelector('#build-status').textContent === '完成'")
+    expect(page.locator("#build-status")).to_have_text("完成", timeout=60_000)
     page.click("button[data-tab=chat]")
     page.select_option("#chat-kb", "zh")
     page.fill("#question", "量子计算机的原理是什么？")
@@ -164,7 +166,7 @@ def test_preview_edit_and_commit_chunks(site: tuple[str, str, Lore], page) -> No
         if i != 2:
             page.check(f"#preview .chunk:nth-of-type({i}) .drop-chunk")
     page.click("#commit-chunks")
-    page.wait_for_function("document.querySelector('#toast').textContent.includes('committed')")
+    expect(page.locator("#toast")).to_contain_text("committed", timeout=60_000)
     assert page.inner_text("#toast") == "2 chunks committed"
     assert lore.catalog.count_chunks(lore.catalog.get_kb("edited").id) == 2
 
@@ -183,7 +185,7 @@ def test_deep_mode_question_from_the_browser(site: tuple[str, str, Lore], page) 
     lore.create_kb("hb")
     lore.ingest("hb", [EXAMPLES])
     sign_in(page, url, secret)
-    page.wait_for_function("[...document.querySelectorAll('#chat-kb option')].some((o) => o.value === 'hb')")
+    expect(page.locator("#chat-kb option", has_text=re.compile("^hb$"))).to_have_count(1, timeout=60_000)
     page.select_option("#chat-kb", "hb")
     page.check("#chat-deep")
     page.fill("#question", "对比LF-200和LF-500的保修期")

@@ -1,4 +1,4 @@
-"""Catalog tests on real SQLite files: migrations, knowledge bases, files, chunks and errors."""
+"""Catalog tests on SQLite, PostgreSQL and MariaDB: migrations, knowledge bases, files, chunks and errors."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from sqlalchemy import create_engine, inspect, text
 from lore.catalog import MIGRATIONS_DIR, Catalog, KnowledgeBase, alembic_config
 from lore.catalog.models import Base
 from lore.errors import LoreError, MissingDependencyError, NotFoundError
+from tests.conftest import migrated
 
 HEAD = ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
 KB_SETTINGS = {
@@ -32,8 +33,8 @@ def _url(path: Path) -> str:
 
 
 @pytest.fixture
-def catalog(tmp_path: Path) -> Iterator[Catalog]:
-    cat = Catalog(_url(tmp_path / "data" / "catalog.db"))
+def catalog(db_url: str) -> Iterator[Catalog]:
+    cat = Catalog(migrated(db_url))
     yield cat
     cat.close()
 
@@ -47,21 +48,29 @@ def _count(cat: Catalog, table: str) -> int:
         return int(conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
 
 
-def test_migrations_create_schema(catalog: Catalog, tmp_path: Path) -> None:
-    assert (tmp_path / "data" / "catalog.db").is_file()  # parent directory was created
+def test_migrations_create_schema(catalog: Catalog) -> None:
     insp = inspect(catalog.engine)
-    assert {"knowledge_bases", "files", "chunks", "alembic_version"} <= set(insp.get_table_names())
+    assert {"knowledge_bases", "files", "chunks", "jobs", "alembic_version"} <= set(insp.get_table_names())
     files_ix = {ix["name"]: ix for ix in insp.get_indexes("files")}
-    assert files_ix["ux_files_kb_id_path"]["column_names"] == ["kb_id", "path"]
-    assert files_ix["ux_files_kb_id_path"]["unique"]
+    assert files_ix["ux_files_kb_id_path_hash"]["column_names"] == ["kb_id", "path_hash"]
+    assert files_ix["ux_files_kb_id_path_hash"]["unique"]
+    assert "ux_files_kb_id_path" not in files_ix  # a 4096-character key: MySQL 8 refuses it
+    assert insp.get_pk_constraint("kb_version_files")["constrained_columns"] == ["kb_id", "seq", "path_hash"]
     chunks_ix = {ix["name"]: ix["column_names"] for ix in insp.get_indexes("chunks")}
     assert chunks_ix["ix_chunks_kb_id_chunk_id"] == ["kb_id", "chunk_id"]
     with catalog.engine.connect() as conn:
         assert conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == [HEAD]
-        assert conn.execute(text("PRAGMA journal_mode")).scalar_one() == "wal"
-        assert conn.execute(text("PRAGMA foreign_keys")).scalar_one() == 1
+        if catalog.engine.dialect.name == "sqlite":
+            assert conn.execute(text("PRAGMA journal_mode")).scalar_one() == "wal"
+            assert conn.execute(text("PRAGMA foreign_keys")).scalar_one() == 1
         # The migrations and the ORM models describe the same schema.
         assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
+
+
+def test_sqlite_catalog_makes_its_folder(tmp_path: Path) -> None:
+    with Catalog(_url(tmp_path / "data" / "catalog.db")) as cat:
+        assert cat.list_kbs() == []
+    assert (tmp_path / "data" / "catalog.db").is_file()
 
 
 def test_first_revision_is_numbered_0001() -> None:
@@ -70,8 +79,8 @@ def test_first_revision_is_numbered_0001() -> None:
     assert revisions[-1].down_revision is None
 
 
-def test_reopening_is_a_noop(tmp_path: Path) -> None:
-    url = _url(tmp_path / "catalog.db")
+def test_reopening_is_a_noop(db_url: str) -> None:
+    url = migrated(db_url)
     with Catalog(url) as cat:
         kb = _kb(cat)
     with Catalog(url) as cat:
@@ -198,8 +207,8 @@ def test_error_masks_password() -> None:
     assert isinstance(info.value, MissingDependencyError) or "cannot open catalog" in message
 
 
-def test_migrations_are_reversible_on_fresh_db(tmp_path: Path) -> None:
-    url = _url(tmp_path / "fresh.db")
+def test_migrations_are_reversible_on_fresh_db(db_url: str) -> None:
+    url = db_url
     command.upgrade(alembic_config(url=url), "head")
     engine = create_engine(url)
     try:
@@ -216,3 +225,5 @@ def test_migrations_are_reversible_on_fresh_db(tmp_path: Path) -> None:
         engine.dispose()
     with Catalog(url) as cat:  # a catalog opens a DB migrated outside it
         assert _kb(cat).name == "docs"
+        with pytest.raises(LoreError, match="already exists"):
+            _kb(cat)

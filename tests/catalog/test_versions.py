@@ -1,4 +1,5 @@
-"""Version tests on real SQLite files: migration 0002, seq allocation, activation, rollback, atomicity."""
+"""Version tests on SQLite, PostgreSQL and MariaDB: migration 0002 (SQLite), seq allocation, activation,
+rollback, atomicity."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from lore.catalog import VERSION_COUNTS, Catalog, KnowledgeBase, Version, Versio
 from lore.catalog.catalog import _sqlite_pragmas
 from lore.catalog.versions import VersionsMixin
 from lore.errors import LoreError, NotFoundError
+from tests.conftest import migrated
 
 KB_SETTINGS = {
     "embedding_provider": "local", "embedding_model": "e5-small", "embedding_dim": 384,
@@ -30,8 +32,8 @@ def _url(path: Path) -> str:
 
 
 @pytest.fixture
-def catalog(tmp_path: Path) -> Iterator[Catalog]:
-    cat = Catalog(_url(tmp_path / "catalog.db"))
+def catalog(db_url: str) -> Iterator[Catalog]:
+    cat = Catalog(migrated(db_url))
     yield cat
     cat.close()
 
@@ -129,8 +131,8 @@ def test_create_version_seq_is_monotonic_per_kb(catalog: Catalog, kb: KnowledgeB
     assert str(info.value) == f"knowledge base id '{kb.id}' has no version 9"
 
 
-def test_concurrent_creators_get_distinct_seqs(tmp_path: Path) -> None:
-    url = _url(tmp_path / "busy.db")
+def test_concurrent_creators_get_distinct_seqs(db_url: str) -> None:
+    url = migrated(db_url)
     with Catalog(url) as setup:
         kb_id = setup.create_kb("docs", **KB_SETTINGS).id  # type: ignore[arg-type]
     # One engine per worker, like separate processes; opened here because Alembic's upgrade keeps

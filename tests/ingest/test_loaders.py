@@ -49,7 +49,8 @@ def _write(path: Path, data: bytes | str) -> Path:
 
 
 def test_registry_knows_every_format() -> None:
-    office = {".pdf", ".docx", ".pptx", ".xlsx", ".csv", ".tsv"}
+    office = {".pdf", ".docx", ".pptx", ".xlsx", ".csv", ".tsv", ".doc", ".xls", ".ppt", ".rtf", ".odt"}
+    assert {".eml", ".png", ".jpg", ".jpeg"} <= set(supported_suffixes())
     text = {".txt", ".md", ".markdown", ".html", ".htm", ".jsonl"}
     assert office | text <= set(supported_suffixes())
     assert loader_for(Path("A.PDF")) is loader_for(Path("b.pdf"))

@@ -143,6 +143,10 @@ def test_chatchat_ocr_test_docx() -> None:
     (row,) = rows(doc)
     assert row.header == "我是表格1 | 我是表格2"
     assert row.text == "我是表格1: 我是表格3; 我是表格2: 我是表格4"
+    # The picture after the table holds text only OCR reads; with OCR off it is left out.
+    assert doc.ocr_pages == [1] and "English text" in doc.sections[-1].text
+    (off,) = load_file(FIXTURES / "chatchat_ocr_test.docx", ocr=False)
+    assert off.ocr_pages == [] and "English text" not in all_text(off)
 
 
 def test_docling_powerpoint_sample_pptx() -> None:
@@ -183,7 +187,11 @@ def test_markitdown_test_pptx() -> None:
 
 def test_chatchat_ocr_test_pptx() -> None:
     doc = load("chatchat_ocr_test.pptx")
-    assert doc.sections[0].slide == 1 and doc.sections[0].text == "我是文字"
+    first = doc.sections[0]
+    assert first.slide == 1 and first.text.startswith("我是文字\n")
+    assert "English text" in first.text and doc.ocr_pages == [1]  # the picture's text, read by OCR
+    (off,) = load_file(FIXTURES / "chatchat_ocr_test.pptx", ocr=False)
+    assert off.sections[0].text == "我是文字" and off.ocr_pages == []
     (row,) = rows(doc)
     assert (row.slide, row.text) == (1, "我是表格1: 我是表格3; 我是表格5: 我是表格4")
 

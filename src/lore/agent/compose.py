@@ -8,12 +8,13 @@ import time
 from typing import Any
 
 from lore.agent.state import DeepState, RunContext
-from lore.answer.citations import MARKER
+from lore.answer.citations import MARKER, renumber
 from lore.answer.consistency import disagreement_note
 from lore.answer.context import build_passages
 from lore.answer.evidence import Evidence
 from lore.answer.generators.base import GenerationError, Passage
 from lore.answer.pipeline import AskContext, Event, check, cite
+from lore.answer.rows import asked_cells, comparison_table
 from lore.lexical import is_chinese
 from lore.schema import Hit
 
@@ -54,7 +55,11 @@ def generate(ctx: RunContext, state: DeepState, covered: list[int]) -> tuple[str
     subs = state["sub_questions"]
     passages, by_sub = compose_passages(ctx, covered)
     text = ""
-    if ctx.generator.name == "extractive":
+    table = _comparison(ctx, state, covered, by_sub) if ctx.generator.name == "extractive" else None
+    if table:  # known whole before it is sent: numbered 1..k in reading order
+        text, passages = renumber(table, passages)
+        ctx.emit(Event("token", {"text": text}))
+    elif ctx.generator.name == "extractive":
         # Each part answered from its own passages, so one part's sentences never crowd out another's.
         seen: set[str] = set()
         sep = "" if is_chinese(question) else " "
@@ -82,6 +87,23 @@ def generate(ctx: RunContext, state: DeepState, covered: list[int]) -> tuple[str
     if not text.strip():
         raise GenerationError(f"{ctx.generator.name}: empty answer")
     return text.strip(), passages
+
+
+def _comparison(ctx: RunContext, state: DeepState, covered: list[int], by_sub: dict[int, list[Passage]]) -> str:
+    """A comparison whose every part is answered by a table row: a Markdown table of the compared
+    attributes, a citation per cell ("" otherwise)."""
+    if state["kind"] != "comparison" or len(covered) < 2:
+        return ""
+    rows = []
+    for i in covered:
+        sub = state["sub_questions"][i]
+        picked = ctx.generator.select(sub, by_sub[i]) if hasattr(ctx.generator, "select") else []
+        passage = next((p for p in by_sub[i] if picked and p.n == picked[0].passage), None)
+        asked = asked_cells(passage.text, sub) if passage is not None else None
+        if passage is None or asked is None or not asked[1]:
+            return ""
+        rows.append((asked[0] or sub.rstrip("？?"), asked[1], passage.n))
+    return comparison_table(rows, is_chinese(state["question"]))
 
 
 def not_covered_note(question: str, missing: list[str]) -> str:
@@ -144,11 +166,12 @@ def _overall_evidence(ctx: RunContext, n: int, covered: list[int]) -> Evidence:
     """Per-sub-question evidence combined: confidence is the mean over all parts (a missing part costs)."""
     evs = [ctx.evidence[i] for i in range(n) if i in ctx.evidence]
     if not evs:
-        return Evidence(0.0, False, 0.0, 0.0, 0.0, 0.0, 0, ["nothing retrieved"])
+        return Evidence(0.0, False, 0.0, 0.0, 0.0, 0.0, 0, reasons=["nothing retrieved"])
 
     def mean(name: str) -> float:
         return round(sum(getattr(e, name) for e in evs) / n, 3)
 
     reasons = [f"part {i + 1}: {r}" for i in range(n) if i in ctx.evidence for r in ctx.evidence[i].reasons]
     return Evidence(mean("confidence"), bool(covered), mean("coverage"), mean("key_coverage"),
-                    mean("similarity"), mean("agreement"), sum(e.supporting for e in evs), reasons)
+                    mean("similarity"), mean("agreement"), sum(e.supporting for e in evs), evs[0].threshold,
+                    reasons=reasons)

@@ -11,14 +11,15 @@ from lore.agent.rewrite import keyword_query
 from lore.agent.state import RunContext
 from lore.answer.consistency import check_consistency
 from lore.answer.context import build_passages
-from lore.answer.evidence import COS_FLOOR, judge_evidence
+from lore.answer.evidence import judge_evidence
 from lore.answer.generators.base import Passage
 from lore.answer.sentences import KEY_WEIGHT, coverage, token_weights
+from lore.embed.base import scaled_similarity
 from lore.embed.cache import embed_texts
 from lore.lexical import tokenize
 
 RELEVANT_COVERAGE = 0.3  # share of the sub-question's terms a passage holds to count as on topic
-RELEVANT_COSINE = COS_FLOOR + 0.06
+RELEVANT_SIMILARITY = 0.4  # dense similarity on the embedder's band (0 unrelated, 1 close paraphrase)
 MIN_COVERAGE = 0.3
 
 
@@ -37,12 +38,11 @@ def grade(ctx: RunContext, question: str, i: int, sub_question: str, round_: int
     vector = None
     if ctx.search.mode != "bm25":
         vector = embed_texts(r.embedder, [sub_question], "query", r.cache)[0]
-    evidence = judge_evidence(tokens, vector, passages, r.embedder, r.cache, a.evidence_threshold,
-                              a.key_term_coverage)
+    evidence = judge_evidence(sub_question, tokens, vector, passages, r.embedder, r.cache, a.evidence_threshold)
     ctx.evidence[i] = evidence
     relevant = [p.n for p in passages
                 if coverage(tokens, p.text) >= RELEVANT_COVERAGE
-                or (p.hit.dense_score or 0.0) >= RELEVANT_COSINE]
+                or scaled_similarity(r.embedder, p.hit.dense_score or 0.0) >= RELEVANT_SIMILARITY]
     # Retries give a borderline judgement more chances to pass by luck: offline, a part also needs
     # a top passage holding a good share of its terms.
     sufficient = evidence.sufficient and evidence.coverage >= MIN_COVERAGE

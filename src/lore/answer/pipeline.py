@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from lore.answer.citations import Citation, attach_missing, citations_for, clean_markers
+from lore.answer.citations import Citation, attach_missing, citations_for, clean_markers, renumber
 from lore.answer.consistency import Consistency, check_consistency, disagreement_note
 from lore.answer.context import build_passages
 from lore.answer.evidence import Evidence, judge_evidence
@@ -161,8 +161,8 @@ class AskPipeline:
 
     def judge(self, ctx: AskContext) -> None:
         r = self.retriever
-        ctx.evidence = judge_evidence(ctx.q_tokens, ctx.query_vector, ctx.passages, r.embedder, r.cache,
-                                      self.settings.evidence_threshold, self.settings.key_term_coverage)
+        ctx.evidence = judge_evidence(ctx.question, ctx.q_tokens, ctx.query_vector, ctx.passages, r.embedder,
+                                      r.cache, self.settings.evidence_threshold)
         if not ctx.evidence.sufficient:
             ctx.refused, ctx.route = True, "refused"
             ctx.answer = refusal_text(ctx.question, self.settings.support_contact)
@@ -170,6 +170,9 @@ class AskPipeline:
             ctx.consistency = check_consistency(ctx.question, ctx.passages)
 
     def generate(self, ctx: AskContext) -> Iterator[Event]:
+        if getattr(self.generator, "buffered", False):
+            yield from self._generate_buffered(ctx)
+            return
         started = time.perf_counter()
         parts = []
         for delta in self.generator.stream(ctx.question, ctx.passages, **self._profile_kwargs(ctx)):
@@ -181,6 +184,17 @@ class AskPipeline:
         ctx.timings_ms["generate"] = (time.perf_counter() - started) * 1000
         if not ctx.answer:
             raise GenerationError(f"{self.generator.name}: empty answer")
+
+    def _generate_buffered(self, ctx: AskContext) -> Iterator[Event]:
+        """A generator that knows its whole answer at once (extractive): its citations are renumbered
+        1..k in order before the text is sent."""
+        started = time.perf_counter()
+        text = "".join(self.generator.stream(ctx.question, ctx.passages, **self._profile_kwargs(ctx))).strip()
+        ctx.timings_ms["first_token"] = ctx.timings_ms["generate"] = (time.perf_counter() - started) * 1000
+        if not text:
+            raise GenerationError(f"{self.generator.name}: empty answer")
+        ctx.answer, ctx.passages = renumber(text, ctx.passages)
+        yield Event("token", {"text": ctx.answer})
 
     def cite(self, ctx: AskContext) -> None:
         cite(ctx)
@@ -239,8 +253,14 @@ def note_disagreement(ctx: AskContext) -> str:
     return note
 
 
+DEFAULT_CONTACT = AnswerSettings.model_fields["support_contact"].default
+DEFAULT_CONTACT_ZH = "知识库管理员"
+
+
 def refusal_text(question: str, contact: str) -> str:
-    """The refusal, in the question's language, with the support contact."""
+    """The refusal, in the question's language, with the support contact (the default one in Chinese
+    for a Chinese question)."""
     if is_chinese(question):
+        contact = DEFAULT_CONTACT_ZH if contact == DEFAULT_CONTACT else contact
         return f"知识库中没有找到能回答这个问题的内容。如需帮助，请联系：{contact}。"
     return f"The knowledge base does not cover this question. For help, contact {contact}."

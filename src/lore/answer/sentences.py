@@ -30,8 +30,14 @@ _CJK_WRAP = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")  # CJK text and full-wid
 KEY_WEIGHT = 0.6  # a token this informative is a key term of a question (names, codes, rare words)
 
 
+_HEADING_CHARS = 32  # a line this short that ends no sentence is a heading, not a wrapped line
+
+
 def _unwrap(text: str) -> str:
     def join(m: re.Match[str]) -> str:
+        line = text[text.rfind("\n", 0, m.start()) + 1 : m.start() + 1]
+        if len(line.strip()) <= _HEADING_CHARS:
+            return m.group(0)
         nxt = text[m.end()] if m.end() < len(text) else ""
         both_cjk = _CJK_WRAP.match(m.group(1)) and _CJK_WRAP.match(nxt)
         return m.group(1) + ("" if both_cjk else " ")
@@ -66,9 +72,14 @@ def token_weights(tokens: Iterable[str]) -> dict[str, float]:
     return {t: _weight(t) for t in tokens}
 
 
+def key_terms(query_tokens: Iterable[str], key_weight: float = KEY_WEIGHT) -> set[str]:
+    """The query's key tokens: names, codes, rare words (weight >= key_weight)."""
+    return {t for t, w in token_weights(query_tokens).items() if w >= key_weight}
+
+
 def key_coverage(query_tokens: Iterable[str], text: str, key_weight: float = KEY_WEIGHT) -> float:
     """Share of the query's key tokens (weight >= key_weight) found in `text`; 1.0 if it has none."""
-    keys = {t for t, w in token_weights(query_tokens).items() if w >= key_weight}
+    keys = key_terms(query_tokens, key_weight)
     if not keys:
         return 1.0
     present = token_set(text)

@@ -10,7 +10,7 @@ import numpy as np
 from lore.answer.citations import MARKER
 from lore.answer.generators.base import Passage
 from lore.answer.sentences import coverage, split_sentences
-from lore.embed.base import Embedder
+from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.lexical import tokenize
 
@@ -63,8 +63,9 @@ def _lift_by_similarity(checks: list[SentenceCheck], by_n: dict[int, Passage], e
     for check, vec in zip(todo, sents, strict=True):
         texts = [by_n[n].text for n in check.cited]
         pvecs = embed_texts(embedder, texts, "passage", cache)
-        sim = float(np.max(pvecs @ vec))
-        check.support = max(check.support, float(np.clip((sim - 0.80) / 0.12, 0.0, 1.0)))
+        sim = float(scaled_similarity(embedder, float(np.max(pvecs @ vec))))
+        # From 0.4 of the embedder's band (loosely related) to 0.9 (a close paraphrase).
+        check.support = max(check.support, float(np.clip((sim - 0.4) / 0.5, 0.0, 1.0)))
 
 
 def answer_confidence(evidence: float, checks: Sequence[SentenceCheck]) -> float:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
@@ -16,6 +18,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lore.api import ops
 from lore.api.deps import ServiceState, error_status
+from lore.api.jobs import Worker
+from lore.api.limits import MULTIPART_SLACK, BodyLimits
 from lore.api.logs import install_log_redaction
 from lore.api.ops import ServiceMiddleware
 from lore.api.preflight import preflight
@@ -29,12 +33,14 @@ from lore.api.routers import (
     kbs,
     keys,
     openai_compat,
+    passages,
     scenarios,
     search,
     sessions,
     traces,
     versions,
 )
+from lore.api.security import Hardening, error_response, validation_errors
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.state.ratelimit import make_rate_limiter
@@ -52,7 +58,15 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
         if run_preflight:
             for line in await run_in_threadpool(preflight, engine):
                 (log.warning if line.startswith("warning:") else log.info)("preflight: %s", line)
+        stop = threading.Event()
+        worker = None
+        if engine.settings.worker.in_process:  # queued builds run here; off when `lore worker`s run them
+            worker = threading.Thread(target=Worker(engine).loop, args=(stop,), name="lore-worker", daemon=True)
+            worker.start()
         yield
+        stop.set()
+        if worker is not None:
+            worker.join()  # a running build finishes (its lease would otherwise hold the KB for a while)
         if lore is None:  # the app made it, so the app closes it
             engine.close()
 
@@ -61,13 +75,20 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
                               "Every request needs `Authorization: Bearer <key>` (`lore keys create`).")
     install_log_redaction()
     app.state.service = ServiceState(engine, make_rate_limiter(engine.settings))
-    if engine.settings.api.cors_origins:
-        app.add_middleware(CORSMiddleware, allow_origins=engine.settings.api.cors_origins,
-                           allow_methods=["*"], allow_headers=["*"])
+    api = engine.settings.api
+    app.add_middleware(BodyLimits, body_bytes=int(api.max_body_mb * 1e6),
+                       upload_bytes=int(api.max_upload_mb * 1e6) + MULTIPART_SLACK)
+    if api.cors_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=api.cors_origins, allow_methods=["*"], allow_headers=["*"])
+    app.add_middleware(Hardening)  # outermost: its headers and generic 500 cover every response
 
     @app.exception_handler(LoreError)
     async def lore_error(request: Request, exc: LoreError) -> JSONResponse:
         return _error(request, error_status(exc), str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return validation_errors(request.url.path, exc.errors())
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -75,7 +96,7 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
 
     app.add_middleware(ServiceMiddleware)
     for module in (ops, kbs, documents, ingest, chunks, builds, versions, search, ask, feedback, sessions, traces,
-                   openai_compat, scenarios, keys):
+                   openai_compat, scenarios, keys, passages):
         app.include_router(module.router)
 
     if (WEB_DIR / "index.html").is_file():
@@ -89,9 +110,4 @@ def serve_app() -> FastAPI:
 
 
 def _error(request: Request, status: int, detail: object, headers: dict[str, str] | None = None) -> JSONResponse:
-    """`{"detail": ...}`, or OpenAI's `{"error": {...}}` shape under /v1 so OpenAI clients show the message."""
-    if request.url.path.startswith("/v1/"):
-        body: dict[str, object] = {"error": {"message": str(detail), "type": "lore_error", "code": status}}
-    else:
-        body = {"detail": detail}
-    return JSONResponse(body, status, headers=headers)
+    return error_response(request.url.path, status, detail, headers)

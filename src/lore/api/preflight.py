@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lore.catalog import SchemaError
 from lore.embed.cache import embed_texts
 from lore.engine import Lore
 from lore.errors import LoreError
@@ -24,7 +25,9 @@ def preflight(lore: Lore) -> list[str]:
     problems: list[str] = []
     try:
         kbs = lore.catalog.list_kbs()
-        passed.append(f"catalog: {len(kbs)} knowledge base(s)")
+        passed.append(f"catalog: {len(kbs)} knowledge base(s), schema at head")
+    except SchemaError as exc:
+        raise PreflightError(f"service cannot start: {exc}") from exc
     except Exception as exc:  # any failure here means no service
         raise PreflightError(f"service cannot start: catalog unreachable: {exc}") from exc
     try:

@@ -22,6 +22,7 @@ from lore.answer.pipeline import Event
 from lore.api.deps import Scope, ServiceState
 from lore.api.logs import TRACE_ID
 from lore.api.scenarios import ScenarioCall
+from lore.api.security import internal_message
 from lore.catalog.service import ChatSession
 from lore.engine import Lore
 from lore.errors import LoreError
@@ -121,10 +122,9 @@ async def ask_events(state: ServiceState, scope: Scope, plan: AskPlan) -> AsyncI
                 yield trace.event(event.type, event.data)
         except LoreError as exc:
             yield trace.event("error", {"message": str(exc)})
-        except Exception as exc:  # a fault mid-request is an error event with the trace id, never a hang
-            log.exception("trace %s failed", plan.trace_id)
-            yield trace.event("error", {"message": f"internal error ({type(exc).__name__}): {exc}",
-                                        "kind": "internal"})
+        except Exception:  # a fault mid-request is an error event with the trace id, never a hang
+            log.exception("trace %s failed", plan.trace_id)  # the details stay in the server log
+            yield trace.event("error", {"message": internal_message(plan.trace_id), "kind": "internal"})
     finally:
         if events is not None:
             events.close()  # the pipeline is suspended (next() is never abandoned mid-call), so this is safe

@@ -2,25 +2,28 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+import logging
 import re
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from types import FunctionType, TracebackType
+from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
-from alembic import command
-from alembic.config import Config
 from alembic.util import CommandError
 from sqlalchemy import Engine, create_engine, delete, event, func, insert, select, update
-from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from lore.catalog.jobs import JobsMixin
 from lore.catalog.manifests import ManifestsMixin
+from lore.catalog.migrate import check_schema, upgrade
 from lore.catalog.models import (
     FILE_STATUSES,
     ActivationRow,
@@ -35,26 +38,17 @@ from lore.catalog.models import (
     VersionRow,
 )
 from lore.catalog.service import ServiceMixin
+from lore.catalog.types import digest
 from lore.catalog.versions import VersionsMixin
+from lore.config import CatalogSettings
 from lore.errors import LoreError, MissingDependencyError, NotFoundError
 
-MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
-# Alembic's command API keeps module-global state: two upgrades in one process must not overlap.
-_UPGRADE_LOCK = threading.Lock()
+log = logging.getLogger("lore.catalog")
 _KB_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # (chunk_id, chunk_index, parent_id, document_id)
 ChunkRef = tuple[str, int, str | None, str | None]
-
-
-def alembic_config(*, connection: Connection | None = None, url: str | None = None) -> Config:
-    """An Alembic Config for the packaged migrations, bound to a connection or a URL."""
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    if url is not None:
-        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
-    if connection is not None:
-        config.attributes["connection"] = connection
-    return config
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def mask_url(url: str) -> str:
@@ -63,6 +57,11 @@ def mask_url(url: str) -> str:
         return make_url(url).render_as_string(hide_password=True)
     except Exception:  # noqa: BLE001 - an unparseable URL is still worth showing, masked by hand
         return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+def _file_key(kb_id: str, path: str) -> tuple[Any, ...]:
+    """The WHERE terms of one file: its KB and path digest (the unique key), and the path itself."""
+    return FileRow.kb_id == kb_id, FileRow.path_hash == digest(path), FileRow.path == path
 
 
 def _now() -> datetime:
@@ -82,35 +81,80 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
         cursor.close()
 
 
-def _create_engine(url: str) -> Engine:
+def open_engine(url: str, pool: CatalogSettings) -> Engine:
+    """An engine for the catalog URL with the configured pool (SQLite: WAL, foreign keys; its folder made)."""
     parsed = make_url(url)
+    options: dict[str, Any] = {"pool_pre_ping": pool.pool_pre_ping, "pool_recycle": pool.pool_recycle_s}
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database or ""
         if database and database != ":memory:" and not database.startswith("file:"):
             Path(database).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(parsed)
+    else:
+        options.update(pool_size=pool.pool_size, max_overflow=pool.max_overflow, pool_timeout=pool.pool_timeout_s)
+    try:
+        engine = create_engine(parsed, **options)
+    except ImportError as exc:
+        extra = {"psycopg": "lore-kb[postgres]", "psycopg2": "lore-kb[postgres]", "pymysql": "lore-kb[mysql]"}
+        hint = extra.get(exc.name or "", exc.name or "the database driver")
+        raise MissingDependencyError(f"cannot open catalog {mask_url(url)}: database driver missing ({exc}); "
+                                     f"install it with: pip install '{hint}'") from exc
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine
 
 
-class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin):
-    """Knowledge bases, files, chunk ids and versions; opening it migrates the schema to the newest revision."""
+def retry_once(method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[Any, P], R]:
+    """Run a catalog call again, once, when its connection was dropped (database restart, idle cut-off);
+    a call joining an outer transaction is left to that transaction's owner."""
 
-    def __init__(self, url: str) -> None:
-        self.url = url
+    @functools.wraps(method)
+    def call(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
+        if getattr(self._local, "session", None) is not None:
+            return method(self, *args, **kwargs)
         try:
-            self.engine = _create_engine(url)
-        except ImportError as exc:
-            hint = f"pip install {exc.name}" if exc.name else "pip install <the database driver>"
-            raise MissingDependencyError(
-                f"cannot open catalog {mask_url(url)}: database driver missing ({exc}); install it with: {hint}"
-            ) from exc
+            return method(self, *args, **kwargs)
+        except DBAPIError as exc:
+            if not exc.connection_invalidated:
+                raise
+            log.warning("catalog connection lost (%s); retrying once", type(exc.orig).__name__)
+            return method(self, *args, **kwargs)
+
+    return call
+
+
+def _with_retries(cls: type[R]) -> type[R]:
+    """Wrap every public method of the catalog (its mixins' included) in `retry_once`."""
+    for name in dir(cls):
+        value = inspect.getattr_static(cls, name)
+        if not name.startswith("_") and name not in ("transaction", "close") and isinstance(value, FunctionType):
+            setattr(cls, name, retry_once(value))
+    return cls
+
+
+@_with_retries
+class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin):
+    """Knowledge bases, files, chunk ids, versions and jobs in a database at this code's schema revision.
+
+    Opening it checks the revision; an embedded SQLite catalog is migrated on open (`auto_upgrade`),
+    a server database must be migrated first with `lore db upgrade` (or `Catalog.upgrade`)."""
+
+    def __init__(self, url: str, settings: CatalogSettings | None = None) -> None:
+        self.url = url
+        settings = settings or CatalogSettings()
+        try:
+            self.engine = open_engine(url, settings)
         except (SQLAlchemyError, OSError) as exc:
             raise LoreError(f"cannot open catalog {mask_url(url)}: {exc}") from exc
+        auto = settings.auto_upgrade == "always" or (
+            settings.auto_upgrade == "sqlite" and self.engine.dialect.name == "sqlite")
         try:
-            with _UPGRADE_LOCK, self.engine.begin() as conn:
-                command.upgrade(alembic_config(connection=conn), "head")
+            if auto:
+                upgrade(self.engine)
+            else:
+                check_schema(self.engine, mask_url(url))
+        except LoreError:
+            self.engine.dispose()
+            raise
         except (SQLAlchemyError, OSError, CommandError) as exc:
             self.engine.dispose()
             reason = getattr(exc, "orig", None) or exc
@@ -236,9 +280,9 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin):
         with self.transaction() as s:
             if s.get(KnowledgeBaseRow, kb_id) is None:
                 raise NotFoundError(f"knowledge base id '{kb_id}' not found")
-            row = s.scalar(select(FileRow).where(FileRow.kb_id == kb_id, FileRow.path == path))
+            row = s.scalar(select(FileRow).where(*_file_key(kb_id, path)))
             if row is None:
-                row = FileRow(id=_new_id(), kb_id=kb_id, path=path, created_at=now)
+                row = FileRow(id=_new_id(), kb_id=kb_id, path=path, path_hash=digest(path), created_at=now)
                 s.add(row)
             row.sha256, row.size, row.mtime, row.status, row.error = sha256, size, mtime, status, error
             row.chunk_count, row.document_count = chunk_count, document_count
@@ -251,7 +295,7 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin):
     def get_file(self, kb_id: str, path: str) -> FileRecord | None:
         """The record of one file, or None if it was never seen."""
         with self.transaction() as s:
-            row = s.scalar(select(FileRow).where(FileRow.kb_id == kb_id, FileRow.path == path))
+            row = s.scalar(select(FileRow).where(*_file_key(kb_id, path)))
             return None if row is None else FileRecord.from_row(row)
 
     def list_files(self, kb_id: str, status: FileStatus | None = None) -> list[FileRecord]:
@@ -265,7 +309,7 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin):
     def delete_file(self, kb_id: str, path: str) -> bool:
         """Remove a file record and its chunk rows; False if there was none."""
         with self.transaction() as s:
-            file_id = s.scalar(select(FileRow.id).where(FileRow.kb_id == kb_id, FileRow.path == path))
+            file_id = s.scalar(select(FileRow.id).where(*_file_key(kb_id, path)))
             if file_id is None:
                 return False
             s.execute(delete(ChunkRow).where(ChunkRow.file_id == file_id))

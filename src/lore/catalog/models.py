@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, ClassVar, Literal, get_args
 
 from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
-    DateTime,
-    Float,
     ForeignKey,
     Index,
     Integer,
@@ -19,9 +17,9 @@ from sqlalchemy import (
     String,
     Text,
 )
-from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-from sqlalchemy.types import TypeDecorator
+
+from lore.catalog.types import Digest, Float64, UTCDateTime
 
 FileStatus = Literal["ingested", "failed", "skipped", "unsupported", "empty"]
 FILE_STATUSES: tuple[str, ...] = get_args(FileStatus)
@@ -34,28 +32,6 @@ NAMING_CONVENTION = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
-
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """A timestamp stored in UTC and always read back timezone-aware (SQLite drops the zone)."""
-
-    impl = DateTime
-    cache_ok = True
-
-    def __init__(self) -> None:
-        super().__init__(timezone=True)
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError(f"naive datetime {value!r}: catalog timestamps must carry a timezone")
-        return value.astimezone(UTC)
-
-    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 class Base(DeclarativeBase):
@@ -90,14 +66,16 @@ class FileRow(Base):
     """One source file of a knowledge base and the outcome of its last ingest."""
 
     __tablename__ = "files"
-    __table_args__ = (Index("ux_files_kb_id_path", "kb_id", "path", unique=True),)
+    __table_args__ = (Index("ux_files_kb_id_path_hash", "kb_id", "path_hash", unique=True),)
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     kb_id: Mapped[str] = mapped_column(String(32), ForeignKey("knowledge_bases.id", ondelete="CASCADE"))
     path: Mapped[str] = mapped_column(String(4096))
+    # sha256 of path, the unique key (a 4096-character key is too long for MySQL); always set.
+    path_hash: Mapped[str | None] = mapped_column(Digest)
     sha256: Mapped[str] = mapped_column(String(64))
     size: Mapped[int] = mapped_column(BigInteger)
-    mtime: Mapped[float] = mapped_column(Float)
+    mtime: Mapped[float] = mapped_column(Float64)
     status: Mapped[str] = mapped_column(String(16))
     error: Mapped[str | None] = mapped_column(Text)
     chunk_count: Mapped[int] = mapped_column(Integer, default=0)
@@ -185,10 +163,11 @@ class VersionFileRow(Base):
         String(32), ForeignKey("knowledge_bases.id", ondelete="CASCADE"), primary_key=True
     )
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    path: Mapped[str] = mapped_column(String(1024), primary_key=True)
+    path: Mapped[str] = mapped_column(String(4096))
+    path_hash: Mapped[str] = mapped_column(Digest, primary_key=True)  # sha256 of path
     sha256: Mapped[str] = mapped_column(String(64))
     size: Mapped[int] = mapped_column(BigInteger)
-    mtime: Mapped[float] = mapped_column(Float)
+    mtime: Mapped[float] = mapped_column(Float64)
     chunk_count: Mapped[int] = mapped_column(Integer)
     change: Mapped[str] = mapped_column(String(16))  # added | changed | reused
     chunk_schema: Mapped[str] = mapped_column(String(64))
@@ -206,6 +185,9 @@ class BuildLockRow(Base):
     host: Mapped[str] = mapped_column(String(255))
     pid: Mapped[int] = mapped_column(Integer)
     acquired_at: Mapped[datetime]
+    token: Mapped[str | None] = mapped_column(String(32))  # the holder's; NULL for locks taken before 0006
+    # The holder renews it while it builds; once past, another builder takes the lock over.
+    lease_expires_at: Mapped[datetime | None]
 
 
 @dataclass(frozen=True, slots=True)

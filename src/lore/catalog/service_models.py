@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import CheckConstraint, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from lore.catalog.models import Base
+from lore.catalog.types import Float64, LongText
 
 
 class ApiKeyRow(Base):
@@ -55,7 +56,7 @@ class MessageRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     session_id: Mapped[str] = mapped_column(String(32), ForeignKey("chat_sessions.id", ondelete="CASCADE"))
     role: Mapped[str] = mapped_column(String(16))
-    content: Mapped[str] = mapped_column(Text)
+    content: Mapped[str] = mapped_column(LongText)
     query: Mapped[str | None] = mapped_column(Text)  # the standalone question actually searched
     trace_id: Mapped[str | None] = mapped_column(String(32))
     created_at: Mapped[datetime]
@@ -77,9 +78,9 @@ class FeedbackRow(Base):
     kb: Mapped[str] = mapped_column(String(64))
     rating: Mapped[int] = mapped_column(Integer)
     note: Mapped[str] = mapped_column(Text, default="")
-    question: Mapped[str] = mapped_column(Text, default="")
-    answer: Mapped[str] = mapped_column(Text, default="")
-    citations: Mapped[str] = mapped_column(Text, default="[]")  # JSON: chunk ids and files cited
+    question: Mapped[str] = mapped_column(LongText, default="")
+    answer: Mapped[str] = mapped_column(LongText, default="")
+    citations: Mapped[str] = mapped_column(LongText, default="[]")  # JSON: chunk ids and files cited
     created_at: Mapped[datetime]
 
 
@@ -96,12 +97,12 @@ class TraceRow(Base):
     kb: Mapped[str] = mapped_column(String(64))
     kb_version: Mapped[int | None] = mapped_column(Integer)
     transport: Mapped[str] = mapped_column(String(16))  # sse | websocket | openai
-    question: Mapped[str] = mapped_column(Text)
+    question: Mapped[str] = mapped_column(LongText)
     query: Mapped[str] = mapped_column(Text)  # the standalone question searched
     status: Mapped[str] = mapped_column(String(16))  # ok | error | cancelled
     route: Mapped[str | None] = mapped_column(String(32))
     error: Mapped[str | None] = mapped_column(Text)
-    first_token_ms: Mapped[float | None] = mapped_column(Float)
-    total_ms: Mapped[float] = mapped_column(Float)
-    data: Mapped[str] = mapped_column(Text)  # JSON: stages, timings, plan, hits, confidences, citations
+    first_token_ms: Mapped[float | None] = mapped_column(Float64)
+    total_ms: Mapped[float] = mapped_column(Float64)
+    data: Mapped[str] = mapped_column(LongText)  # JSON: stages, timings, plan, hits, confidences, citations
     created_at: Mapped[datetime]

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Iterator
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from lore.answer.pipeline import Event
+from lore.cli import remote
 from lore.cli.render import split_list, where
 from lore.engine import Lore
 from lore.errors import LoreError
@@ -38,33 +41,18 @@ def ask(
     session: Annotated[str | None, typer.Option("--session", help="Session id for follow-up questions.")] = None,
 ) -> None:
     """Answer a question from a knowledge base, with numbered citations."""
-    lore = Lore()
-    opts = SearchOptions.from_settings(lore.settings.retrieve, k)
-    if source:
-        opts.filter.sources = [source]
     try:
-        scope = _scope(lore, scenario, tenant, split_list(roles), split_list(datasets), version)
-        if kb is None and scenario is None:
-            raise LoreError("--kb: required unless --scenario is given")
-        events = lore.ask(kb, question, opts, version, scenario=scenario, scope=scope, mode=mode,
-                          rewrite=rewrite, session_id=session)
-        end = None
-        with console.status("thinking…", spinner="dots") if not as_json else contextlib.nullcontext() as status:
-            for event in events:
-                if event.type == "status" and mode == "deep" and not as_json:
-                    _print_round(event.data, status)
-                elif event.type == "status" and status is not None:
-                    status.update(f"[dim]{event.data['stage']}…[/]")
-                elif event.type == "token" and not as_json:
-                    if status is not None:
-                        status.stop()
-                        status = None
-                    console.print(event.data["text"], end="", markup=False, highlight=False)
-                elif event.type == "error":
-                    err.print(f"[bold red]error:[/] {event.data['message']}")
-                    raise typer.Exit(3)
-                elif event.type == "end":
-                    end = event.data
+        if (c := remote.client()) is not None:
+            if tenant is not None or roles is not None or datasets is not None:
+                raise remote.local_only("--tenant/--roles/--datasets")
+            if kb is None and scenario is None:
+                raise LoreError("--kb: required unless --scenario is given")
+            events = remote.ask_events(c, question, kb=kb, scenario=scenario, top_k=k, version=version,
+                                       source=source, mode=mode, rewrite=rewrite, session_id=session)
+        else:
+            events = _local_events(question, kb, k, version, scenario, tenant, roles, datasets, source, mode,
+                                   rewrite, session)
+        end = _show(events, as_json, mode)
     except LoreError as exc:
         err.print(f"[bold red]error:[/] {exc}")
         raise typer.Exit(2) from None
@@ -74,6 +62,42 @@ def ask(
         return
     console.print()
     _print_footer(end)
+
+
+def _local_events(question: str, kb: str | None, k: int, version: int | None, scenario: str | None,
+                  tenant: str | None, roles: str | None, datasets: str | None, source: str | None, mode: str,
+                  rewrite: str, session: str | None) -> Iterator[Event]:
+    lore = Lore()
+    opts = SearchOptions.from_settings(lore.settings.retrieve, k)
+    if source:
+        opts.filter.sources = [source]
+    scope = _scope(lore, scenario, tenant, split_list(roles), split_list(datasets), version)
+    if kb is None and scenario is None:
+        raise LoreError("--kb: required unless --scenario is given")
+    return lore.ask(kb, question, opts, version, scenario=scenario, scope=scope, mode=mode, rewrite=rewrite,
+                    session_id=session)
+
+
+def _show(events: Iterator[Event], as_json: bool, mode: str) -> dict | None:
+    """Print status, tokens as they come (not with --json); the `end` event's data."""
+    end = None
+    with console.status("thinking…", spinner="dots") if not as_json else contextlib.nullcontext() as status:
+        for event in events:
+            if event.type == "status" and mode == "deep" and not as_json:
+                _print_round(event.data, status)
+            elif event.type == "status" and status is not None:
+                status.update(f"[dim]{event.data['stage']}…[/]")
+            elif event.type == "token" and not as_json:
+                if status is not None:
+                    status.stop()
+                    status = None
+                console.print(event.data["text"], end="", markup=False, highlight=False)
+            elif event.type == "error":
+                err.print(f"[bold red]error:[/] {event.data['message']}")
+                raise typer.Exit(3)
+            elif event.type == "end":
+                end = event.data
+    return end
 
 
 def _print_round(data: dict, status: object) -> None:

@@ -13,12 +13,17 @@ from rich.console import Console
 from rich.table import Column, Table
 
 from lore.answer.pipeline import Event
+from lore.cli import remote
 from lore.cli.ask import ask
+from lore.cli.db import db_app
+from lore.cli.evaluate import eval_command
+from lore.cli.mcp import mcp
 from lore.cli.progress import RichIngestProgress
 from lore.cli.render import fail, where
 from lore.cli.scenario import scenario_app
-from lore.cli.service import badcases_app, keys_app, serve
-from lore.cli.versions import activate, build, diff, gc, report, rollback, unlock, versions
+from lore.cli.service import badcases_app, keys_app, serve, worker
+from lore.cli.versions import activate, build, calibrate, diff, gc, report, rollback, unlock, versions
+from lore.cli.web import fetch_sources, is_url
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.ingest.files import discover
@@ -34,15 +39,33 @@ kb_app = typer.Typer(help="Create, list and delete knowledge bases.", no_args_is
 app.add_typer(kb_app, name="kb")
 app.add_typer(scenario_app, name="scenario")
 app.add_typer(keys_app, name="keys")
+app.add_typer(db_app, name="db")
 app.add_typer(badcases_app, name="badcases")
 app.command()(serve)
+app.command()(worker)
 app.command()(ask)
-for _command in (build, versions, diff, activate, rollback, report, gc, unlock):
+app.command("eval")(eval_command)
+app.command()(mcp)
+for _command in (build, versions, diff, activate, rollback, report, gc, unlock, calibrate):
     app.command()(_command)
 console = Console()
 err = Console(stderr=True)
 
 KbOption = Annotated[str, typer.Option("--kb", help="Knowledge base name.")]
+
+
+@app.callback()
+def _connection(
+    ctx: typer.Context,
+    server: Annotated[str | None, typer.Option("--server", envvar="LORE_SERVER", show_envvar=True,
+                                               help="Run against this `lore serve` (URL) instead of locally.")] = None,
+    key: Annotated[str | None, typer.Option("--key", envvar="LORE_API_KEY", show_envvar=True,
+                                            help="API key for --server.")] = None,
+) -> None:
+    """Lore: enterprise knowledge-base search and answers, offline by default."""
+    remote.connection.server, remote.connection.key = server, key
+    if server and ctx.invoked_subcommand not in remote.COMMANDS:
+        fail(LoreError(f"lore {ctx.invoked_subcommand}: runs locally only; drop --server (or unset LORE_SERVER)"))
 
 
 def _lore() -> Lore:
@@ -53,6 +76,10 @@ def _lore() -> Lore:
 def kb_create(name: str, description: Annotated[str, typer.Option(help="What the KB holds.")] = "") -> None:
     """Create a knowledge base bound to the configured embedder and store."""
     try:
+        if (c := remote.client()) is not None:
+            kb_remote = c.create_kb(name, description)
+            console.print(f"created [bold]{kb_remote.name}[/] ({kb_remote.embedding_model}) on {c.base_url}")
+            return
         kb = _lore().create_kb(name, description)
     except LoreError as exc:
         fail(exc)
@@ -62,6 +89,11 @@ def kb_create(name: str, description: Annotated[str, typer.Option(help="What the
 @kb_app.command("list")
 def kb_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """List knowledge bases."""
+    if (c := remote.client()) is not None:
+        try:
+            return remote.kb_list(c, as_json)
+        except LoreError as exc:
+            fail(exc)
     lore = _lore()
     kbs = lore.catalog.list_kbs()
     if as_json:
@@ -84,20 +116,40 @@ def kb_delete(name: str, yes: Annotated[bool, typer.Option("--yes", help="Do not
     if not yes and not typer.confirm(f"Delete knowledge base {name!r} and its index?"):
         raise typer.Exit(1)
     try:
-        _lore().delete_kb(name)
+        if (c := remote.client()) is not None:
+            c.delete_kb(name)
+        else:
+            _lore().delete_kb(name)
     except LoreError as exc:
         fail(exc)
     console.print(f"deleted {name}")
 
 
 @app.command()
-def ingest(paths: Annotated[list[Path], typer.Argument(help="Files and folders.")], kb: KbOption) -> None:
-    """Ingest files and folders into a knowledge base (bad files are reported, the rest go in)."""
-    lore = _lore()
+def ingest(
+    kb: KbOption,
+    paths: Annotated[list[str] | None, typer.Argument(help="Files, folders and http(s) URLs.")] = None,
+    sitemap: Annotated[str | None, typer.Option(help="Ingest the pages this sitemap lists.")] = None,
+    prefix: Annotated[str | None, typer.Option(help="Follow only links starting with this (default: the "
+                                               "URL's folder).")] = None,
+    max_pages: Annotated[int, typer.Option(help="Stop a crawl after this many pages.")] = 100,
+) -> None:
+    """Ingest files, folders and web pages into a knowledge base (bad ones are reported, the rest go in)."""
+    inputs = paths or []
+    files = [Path(p) for p in inputs if not is_url(p)]
     try:
-        lore.catalog.get_kb(kb)
-        with RichIngestProgress(console, len(discover(paths))) as progress:
-            report = lore.ingest(kb, paths, progress)
+        if not inputs and not sitemap:
+            raise LoreError("give files, folders or URLs to ingest, or --sitemap URL")
+        if (c := remote.client()) is not None:
+            if sitemap or len(files) < len(inputs):
+                raise LoreError("web pages are ingested locally only; drop --server for URLs and --sitemap")
+            report = remote.ingest(c, kb, files)  # upload, then index those files on the server
+        else:
+            lore = _lore()
+            lore.catalog.get_kb(kb)
+            sources = fetch_sources(lore, kb, [p for p in inputs if is_url(p)], sitemap, prefix, max_pages, console)
+            with RichIngestProgress(console, len(discover(files)) + len(sources)) as progress:
+                report = lore.ingest(kb, files, progress, sources=sources)
     except LoreError as exc:
         fail(exc)
     print_report(report)
@@ -132,6 +184,11 @@ def search(
     """Search a knowledge base (dense, BM25 or hybrid)."""
     if mode not in ("dense", "bm25", "hybrid"):
         fail(LoreError(f"--mode: must be dense, bm25 or hybrid, not {mode!r}"))
+    if (c := remote.client()) is not None:
+        try:
+            return remote.search(c, kb, query, mode, k, version, as_json)
+        except LoreError as exc:
+            fail(exc)
     lore = _lore()
     opts = SearchOptions(mode=_mode(mode), recall_k=recall_k, top_k=k, rrf_k=lore.settings.retrieve.rrf_k,
                          min_score=lore.settings.retrieve.min_score)

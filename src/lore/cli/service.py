@@ -68,6 +68,36 @@ def serve(
         lore.close()
 
 
+def worker(
+    once: Annotated[bool, typer.Option("--once", help="Run at most one queued job, then exit.")] = False,
+) -> None:
+    """Run the build jobs the API queues (set worker.in_process = false on the API then); SIGTERM or
+    Ctrl-C stops after the running build."""
+    import signal
+    import threading
+
+    from lore.api.jobs import Worker
+
+    try:
+        lore = Lore()
+        runner = Worker(lore)
+        lore.catalog.list_kbs()  # the catalog opens and its schema is at head, or say why not
+    except LoreError as exc:
+        fail(exc)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    console.print(f"worker {runner.name}: waiting for build jobs (lease {runner.lease_s:g} s)")
+    try:
+        if once:
+            job = runner.run_once()
+            console.print("no job queued" if job is None else f"job {job.id}: {job.status.value}")
+        else:
+            runner.loop(stop)
+    finally:
+        lore.close()
+
+
 def _multiprocess_metrics() -> None:
     """Workers write Prometheus samples to a shared folder so /metrics adds up every process."""
     import os

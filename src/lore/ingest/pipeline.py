@@ -14,10 +14,11 @@ from typing import Any
 from lore.catalog import Catalog, FileRecord, KnowledgeBase
 from lore.embed.base import Embedder
 from lore.embed.cache import EmbeddingCache, embed_texts
-from lore.errors import LoadError
+from lore.errors import LoadError, LoadErrorKind
 from lore.ingest.chunking import Chunker, stable_id, text_units
 from lore.ingest.files import SourceFile, sha256_file
-from lore.ingest.loaders import load_file, loader_for
+from lore.ingest.loaders import load_file
+from lore.ingest.loaders.limits import FileLimits
 from lore.lexical import tokenize
 from lore.schema import Chunk, LoadedDocument
 from lore.store.base import VectorStore
@@ -76,6 +77,10 @@ class Progress:
     def file_done(self, result: FileResult) -> None: ...
 
 
+# A file's status from why it could not be read; encrypted, corrupt and no-text files are "failed".
+_STATUS = {LoadErrorKind.UNSUPPORTED: "unsupported", LoadErrorKind.EMPTY: "empty",
+           LoadErrorKind.TOO_LARGE: "too_large"}
+
 ChunkMetadata = Callable[[SourceFile], dict[str, Any]]
 """Chunk fields (tenant_id, source, ...) for a file's chunks, overriding the defaults."""
 CustomChunks = Callable[[SourceFile, str, "int | None"], "list[Chunk] | None"]
@@ -87,13 +92,14 @@ class IngestPipeline:
 
     def __init__(self, kb: KnowledgeBase, catalog: Catalog, store: VectorStore, embedder: Embedder,
                  chunker: Chunker, cache: EmbeddingCache | None, *, max_file_bytes: int,
-                 ocr: bool = True, progress: Progress | None = None, seq: int | None = None,
+                 ocr: bool = True, limits: FileLimits | None = None, progress: Progress | None = None,
+                 seq: int | None = None,
                  force: bool = False, chunk_metadata: ChunkMetadata | None = None,
                  custom_chunks: CustomChunks | None = None) -> None:
         self.kb, self.catalog, self.store, self.embedder = kb, catalog, store, embedder
         self.chunk_metadata, self.custom_chunks = chunk_metadata, custom_chunks
         self.chunker, self.cache, self.max_file_bytes = chunker, cache, max_file_bytes
-        self.ocr, self.seq, self.force = ocr, seq, force
+        self.ocr, self.limits, self.seq, self.force = ocr, limits, seq, force
         self.progress = progress or Progress()
 
     def run(self, files: list[SourceFile]) -> IngestReport:
@@ -131,12 +137,9 @@ class IngestPipeline:
                 prepared.chunks, prepared.index_texts = custom, [index_text(c) for c in custom]
                 return prepared if custom else self._fail(prepared, "empty", "no entries to index")
         try:
-            loader_for(source.path)
-            prepared.documents = load_file(source.path, ocr=self.ocr)
+            prepared.documents = load_file(source.path, ocr=self.ocr, limits=self.limits)
         except LoadError as exc:
-            status = "unsupported" if "unsupported file type" in exc.reason else (
-                "empty" if "empty" in exc.reason else "failed")
-            return self._fail(prepared, status, exc.reason)
+            return self._fail(prepared, _STATUS.get(exc.kind, "failed"), exc.reason)
         if _changed_since(source, stat.st_size, stat.st_mtime):
             return self._fail(prepared, "failed", "the file changed while it was being read; build again")
         self._chunk(prepared)

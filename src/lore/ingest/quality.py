@@ -91,10 +91,12 @@ def write_report(folder: Path, q: dict[str, Any]) -> None:
         lines += ["## re-indexed unchanged files", *[f"- `{r['file']}`: {r['why']}" for r in q["reindexed"]], ""]
     if q.get("comparison"):
         c = q["comparison"]
-        base = c["base"] or {"recall": float("nan"), "mrr": float("nan")}
+        base = c["base"] or {"recall": float("nan"), "mrr": float("nan"), "ndcg": float("nan")}
         lines += [f"## eval set ({c['questions']} questions, k={c['k']})", "| | active | candidate |", "|---|---|---|",
                   f"| Recall@{c['k']} | {base['recall']:.3f} | {c['candidate']['recall']:.3f} |",
-                  f"| MRR@{c['k']} | {base['mrr']:.3f} | {c['candidate']['mrr']:.3f} |", ""]
+                  f"| MRR@{c['k']} | {base['mrr']:.3f} | {c['candidate']['mrr']:.3f} |",
+                  f"| nDCG@{c['k']} | {base.get('ndcg', float('nan')):.3f} | {c['candidate'].get('ndcg', float('nan')):.3f} |",
+                  ""]
     if q["encoding_repairs"]:
         lines += ["## encoding repairs", *[f"- `{e['file']}`: read as {e['encoding']}" for e in q["encoding_repairs"]]]
     (folder / "quality.md").write_text("\n".join(lines) + "\n", encoding="utf-8")

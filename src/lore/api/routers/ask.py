@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
@@ -16,10 +18,13 @@ from starlette.types import Scope as AsgiScope
 
 from lore.api import scenarios
 from lore.api.deps import Caller, Scope, ServiceState, State, error_status, websocket_scope
+from lore.api.limits import Seq, check_text, text_problem
+from lore.api.security import internal_message
 from lore.api.stream import ask_events, prepare_ask
 from lore.errors import LoreError
 
 router = APIRouter(tags=["ask"])
+log = logging.getLogger("lore.api")
 
 
 class AskBody(BaseModel):
@@ -34,7 +39,7 @@ class AskBody(BaseModel):
     question: str = Field(description="The question, Chinese or English.")
     session_id: str | None = Field(default=None, description="Continue this session (follow-ups use it).")
     new_session: bool = Field(default=True, description="Open a session when no session_id is given.")
-    version: int | None = Field(default=None, description="Answer from this version (admin keys only).")
+    version: Seq | None = Field(default=None, description="Answer from this version (admin keys only).")
     top_k: int | None = Field(default=None, ge=1, le=50, description="Hits handed to context building.")
     mode: Literal["fast", "deep"] = Field(default="fast", description="deep: plan sub-questions, retrieve, "
                                           "grade and retry (at most 3 rounds); status events show each round.")
@@ -51,6 +56,10 @@ class AskBody(BaseModel):
 async def start_stream(state: ServiceState, scope: Scope, body: AskBody, transport: str,
                        history: list[str] | None = None) -> AsyncIterator[dict[str, Any]]:
     """Resolve the question (4xx errors raise here) and return its event stream."""
+    limit = state.lore.settings.answer.max_question_chars
+    check_text("question", body.question, limit)  # over the limit: never echoed, streamed or stored
+    for turn in history or []:
+        check_text("history", turn, limit)
     if body.version is not None and not scope.is_admin:
         raise HTTPException(403, "answering from a named version needs an API key with the 'admin' role")
     call = None
@@ -119,8 +128,14 @@ async def stream(websocket: WebSocket) -> None:
     await websocket.accept()
     try:
         while True:
-            raw = await websocket.receive_text()
-            await _answer_one(websocket, state, scope, raw)
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            if message.get("text") is None:  # a binary frame: say so, and keep the socket
+                await websocket.send_json({"event": "error", "data": {
+                    "message": "send each question as a JSON text frame, not a binary frame", "status": 400}})
+                continue
+            await _answer_one(websocket, state, scope, message["text"])
     except WebSocketDisconnect:
         return
 
@@ -132,6 +147,9 @@ async def _answer_one(websocket: WebSocket, state: ServiceState, scope: Scope, r
             "message": f"rate limit of {state.limiter.per_minute} requests/minute exceeded for this key",
             "status": 429, "retry_after": round(wait, 1)}})
         return
+    if problem := text_problem(raw.encode("utf-8", "surrogatepass")):
+        await websocket.send_json({"event": "error", "data": {"message": problem, "status": 422}})
+        return
     try:
         body = AskBody.model_validate_json(raw)
         events = await start_stream(state, scope, body, "websocket")
@@ -141,6 +159,12 @@ async def _answer_one(websocket: WebSocket, state: ServiceState, scope: Scope, r
         return
     except HTTPException as exc:
         await websocket.send_json({"event": "error", "data": {"message": exc.detail, "status": exc.status_code}})
+        return
+    except Exception:  # an unexpected fault answers this message; the socket stays usable
+        error_id = uuid.uuid4().hex
+        log.exception("error %s: websocket question failed", error_id)
+        await websocket.send_json({"event": "error", "data": {"message": internal_message(error_id),
+                                                              "status": 500, "trace_id": error_id}})
         return
     try:
         async for event in events:

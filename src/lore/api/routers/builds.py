@@ -1,102 +1,89 @@
-"""Versioned builds over HTTP: one request that returns the result, or the same as a progress stream."""
+"""Versioned builds over HTTP: queued as jobs (202 + job id) that a worker runs; progress and the result
+stream from the job's events, from any replica."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
-from starlette.responses import StreamingResponse
+from starlette.responses import JSONResponse, StreamingResponse
 
 from lore.api.deps import Admin, Scope, ServiceState, State
+from lore.api.jobs import queue_build
 from lore.api.routers.ask import sse
-from lore.api.routers.ingest import BuildBody, _sources, check_sources_write, report_json
-from lore.api.routers.versions import version_json
-from lore.errors import LoreError
-from lore.ingest.pipeline import FileResult, Progress
+from lore.api.routers.ingest import BuildBody, _sources, check_sources_write
+from lore.catalog import Job
+from lore.errors import NotFoundError
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
 
 
-def _run_build(state: ServiceState, kb: str, body: BuildBody, scope: Scope, inputs: list[Path],
-               progress: Progress | None = None) -> dict[str, Any]:
-    lore, stamp = state.lore, scope.chunk_stamp(body.dataset)
-    result = lore.build(kb, inputs, description=body.description, activate=body.activate,
-                        quality_gate=body.quality_gate, incremental_from=body.incremental_from, force=body.force,
-                        progress=progress, chunk_metadata=lambda _source: stamp)
-    return {"kb": kb, "version": version_json(lore, kb, result.version.seq), "removed": result.removed,
-            "gate_reasons": result.gate_reasons, **report_json(result.report)}
+def _queue(state: ServiceState, kb: str, body: BuildBody, scope: Scope) -> Job:
+    """Check the build's sources (403/409), its dataset stamp (400) and the KB's lock (409), then queue it."""
+    lore = state.lore
+    lore.catalog.get_kb(kb)
+    stamp = scope.chunk_stamp(body.dataset)
+    inputs = _sources(lore, kb, body)
+    check_sources_write(lore, kb, inputs, scope, replaces_all=True)
+    return queue_build(lore, kb, inputs, body.model_dump(), stamp)
 
 
-@router.post("/builds")
-async def build(kb: str, body: BuildBody, scope: Admin, state: State) -> dict[str, Any]:
-    """Build a new STAGED version of exactly the given sources, optionally gate and activate it (admin).
+@router.post("/builds", status_code=202, responses={
+    202: {"description": "The build is queued: `job` (poll `GET .../jobs/{id}` or stream its events)."},
+    409: {"description": "Another build of the knowledge base is running or queued."}})
+async def build(kb: str, body: BuildBody, scope: Admin, state: State) -> JSONResponse:
+    """Queue a build of a new STAGED version of exactly the given sources, optionally gated and activated (admin).
 
     New and changed files' chunks belong to the key's tenant (and its dataset, if it has exactly one).
     """
-    inputs = await run_in_threadpool(_inputs, state, kb, body, scope)
-    return await run_in_threadpool(_run_build, state, kb, body, scope, inputs)
+    job = await run_in_threadpool(_queue, state, kb, body, scope)
+    return JSONResponse({"kb": kb, "job": job.to_json()}, 202, headers={"Location": f"/api/kbs/{kb}/jobs/{job.id}"})
 
 
-def _inputs(state: ServiceState, kb: str, body: BuildBody, scope: Scope) -> list[Path]:
-    """The build's sources, once the caller may write them (403/409) and its dataset stamp is valid (400)."""
-    state.lore.catalog.get_kb(kb)
-    scope.chunk_stamp(body.dataset)
-    inputs = _sources(state.lore, kb, body)
-    check_sources_write(state.lore, kb, inputs, scope, replaces_all=True)
-    return inputs
+def _job(state: ServiceState, kb: str, job_id: str) -> Job:
+    record = state.lore.catalog.get_kb(kb)
+    job = state.lore.catalog.get_job(job_id)
+    if job.kb_id != record.id:
+        raise NotFoundError(f"job '{job_id}' not found in knowledge base '{kb}'")
+    return job
 
 
-class _QueueProgress(Progress):
-    """Build progress callbacks (worker thread) turned into events on the event loop's queue."""
+@router.get("/jobs/{job_id}")
+async def get_job(kb: str, job_id: str, scope: Admin, state: State) -> dict[str, Any]:
+    """A build job's status, and its result once it has finished (admin)."""
+    return (await run_in_threadpool(_job, state, kb, job_id)).to_json()
 
-    def __init__(self, put: Callable[[dict[str, Any]], None]) -> None:
-        self.put = put
 
-    def file_started(self, name: str, chunks: int) -> None:
-        self.put({"event": "status", "data": {"stage": "file", "file": name, "chunks": chunks}})
+async def _job_events(state: ServiceState, kb: str, job_id: str) -> AsyncIterator[str]:
+    """`start`, the job's `status` events as they are recorded, then `end` (the result) or `error`."""
+    yield sse({"event": "start", "data": {"kb": kb, "job": job_id}})
+    after = 0
+    while True:
+        events = await run_in_threadpool(state.lore.catalog.job_events, job_id, after)
+        for after, event in events:
+            yield sse(event)
+            if event["event"] in ("end", "error"):
+                return
+        if not events:
+            await asyncio.sleep(0.25)
 
-    def embedded(self, n: int) -> None:
-        self.put({"event": "status", "data": {"stage": "embedded", "chunks": n}})
 
-    def file_done(self, result: FileResult) -> None:
-        self.put({"event": "status", "data": {"stage": "file_done", "file": result.name, "status": result.status,
-                                              "chunks": result.chunks, "error": result.error}})
+@router.get("/jobs/{job_id}/events", response_class=StreamingResponse, responses={
+    200: {"content": {"text/event-stream": {}}, "description": "`status` per file, then `end` or `error`."}})
+async def job_events(kb: str, job_id: str, scope: Admin, state: State) -> StreamingResponse:
+    """A build job's progress as SSE, from its start (any replica can serve it)."""
+    await run_in_threadpool(_job, state, kb, job_id)
+    return StreamingResponse(_job_events(state, kb, job_id), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache"})
 
 
 @router.post("/builds/stream", response_class=StreamingResponse, responses={
     200: {"content": {"text/event-stream": {}}, "description": "`status` per file, then `end` or `error`."}})
 async def build_stream(kb: str, body: BuildBody, scope: Admin, state: State) -> StreamingResponse:
-    """The same build, streaming per-file progress as SSE; a client that leaves does not stop the build."""
-    inputs = await run_in_threadpool(_inputs, state, kb, body, scope)  # bad input is a 4xx before streaming
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-
-    def put(event: dict[str, Any]) -> None:
-        loop.call_soon_threadsafe(queue.put_nowait, event)
-
-    async def work() -> None:
-        try:
-            put({"event": "end", "data": await run_in_threadpool(
-                _run_build, state, kb, body, scope, inputs, _QueueProgress(put))})
-        except LoreError as exc:
-            put({"event": "error", "data": {"message": str(exc)}})
-        except Exception as exc:  # noqa: BLE001 - reported to the client as an error event
-            put({"event": "error", "data": {"message": f"internal error ({type(exc).__name__}): {exc}"}})
-
-    task = asyncio.create_task(work())
-    state.builds.add(task)  # a strong reference: the build finishes even if the client leaves
-    task.add_done_callback(state.builds.discard)
-
-    async def events() -> AsyncIterator[str]:
-        yield sse({"event": "start", "data": {"kb": kb}})
-        while True:
-            event = await queue.get()
-            yield sse(event)
-            if event["event"] in ("end", "error"):
-                return
-
-    return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    """Queue the same build and stream its progress as SSE; a client that leaves does not stop the build."""
+    job = await run_in_threadpool(_queue, state, kb, body, scope)  # bad input is a 4xx before streaming
+    return StreamingResponse(_job_events(state, kb, job.id), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Lore-Job": job.id})

@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from lore.api.access import check_file_writes, check_kb_write
 from lore.api.deps import Admin, State
+from lore.api.limits import PositiveInt
 from lore.api.routers.ingest import _uploaded, report_json
 from lore.catalog import KnowledgeBase
 from lore.ingest.chunking import stable_id
@@ -36,9 +37,9 @@ class ChunkIn(BaseModel):
                                     description="Context handed to answers; default: the text.")
     heading_path: list[str] = Field(default_factory=list)
     title: str | None = None
-    page: int | None = Field(default=None, ge=1)
+    page: PositiveInt | None = None
     sheet: str | None = None
-    row: int | None = Field(default=None, ge=1)
+    row: PositiveInt | None = None
     source_type: Literal["doc", "table_row"] = "doc"
 
     @field_validator("text")

@@ -14,16 +14,17 @@ from starlette.responses import FileResponse
 from lore.api.access import check_file_writes, check_kb_write, file_visible, may_write
 from lore.api.deps import Admin, Caller, Scope, State
 from lore.api.routers.kbs import uploads_dir
+from lore.api.security import original_response
 from lore.api.uploads import MultipartUpload, commit, safe_name, within_roots
 from lore.engine import Lore
 from lore.errors import LoadError
 from lore.ingest.chunking import Chunker
 from lore.ingest.files import discover, links_outside
 from lore.ingest.loaders import load_file
+from lore.ingest.loaders.limits import FileLimits
 from lore.ingest.pipeline import IngestReport, chunk_document
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
-_MULTIPART_SLACK = 64 * 1024  # boundaries and part headers on top of the file bytes
 
 
 @router.post("/files", status_code=201)
@@ -35,11 +36,7 @@ async def upload(kb: str, request: Request, scope: Admin, state: State) -> dict[
     lore = state.lore
     record = await run_in_threadpool(lore.catalog.get_kb, kb)
     await run_in_threadpool(check_kb_write, lore, record, scope)
-    limit = int(lore.settings.api.max_upload_mb * 1e6)
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit + _MULTIPART_SLACK:
-        raise HTTPException(413, f"upload: request of {int(declared) / 1e6:.1f} MB is over the limit of "
-                                 f"{limit / 1e6:g} MB per file")
+    limit = int(lore.settings.api.max_upload_mb * 1e6)  # per file; per request: `BodyLimits` counts the bytes
     folder = uploads_dir(lore, kb)
     folder.mkdir(parents=True, exist_ok=True)
     upload = MultipartUpload(folder, limit, request.headers.get("content-type", ""))
@@ -78,7 +75,7 @@ async def original(kb: str, name: str, scope: Caller, state: State) -> FileRespo
     """An uploaded original, so a citation can link to its document; only for callers who can read one of
     its chunks (or admins writing to the KB, for their tenant's own files); 404 otherwise."""
     path = await run_in_threadpool(_visible_upload, state.lore, kb, name, scope)
-    return FileResponse(path, filename=path.name)
+    return original_response(path)
 
 
 class PreviewBody(BaseModel):
@@ -98,7 +95,7 @@ async def preview(kb: str, body: PreviewBody, scope: Admin, state: State) -> dic
         record = lore.catalog.get_kb(kb)
         path = _visible_upload(lore, kb, body.file, scope)
         try:
-            docs = load_file(path, ocr=lore.settings.ingest.ocr)
+            docs = load_file(path, ocr=lore.settings.ingest.ocr, limits=FileLimits.from_settings(lore.settings.ingest))
         except LoadError as exc:
             raise HTTPException(422, f"{body.file}: {exc.reason}") from exc
         chunker = Chunker(lore.chunk_params)

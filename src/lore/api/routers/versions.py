@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from lore.api.access import check_kb_manager, check_kb_visible, check_kb_write
 from lore.api.deps import Admin, Caller, State
+from lore.api.limits import Seq
 from lore.catalog import Version
 from lore.engine import Lore
 
@@ -57,7 +58,7 @@ class ReasonBody(BaseModel):
 
 
 @router.post("/versions/{seq}/activate")
-async def activate(kb: str, seq: int, scope: Admin, state: State, body: ReasonBody | None = None
+async def activate(kb: str, seq: Seq, scope: Admin, state: State, body: ReasonBody | None = None
                    ) -> dict[str, Any]:
     """Serve version `seq` (admin; platform admin for a KB shared by tenants)."""
     def run() -> dict[str, Any]:
@@ -80,7 +81,7 @@ async def rollback(kb: str, scope: Admin, state: State, body: ReasonBody | None 
 
 
 @router.get("/versions/{seq}/report")
-async def report(kb: str, seq: int, scope: Caller, state: State) -> dict[str, Any]:
+async def report(kb: str, seq: Seq, scope: Caller, state: State) -> dict[str, Any]:
     """A version's quality report (it names every file: admins who may change the KB)."""
     def run() -> dict[str, Any]:
         record = state.lore.catalog.get_kb(kb)
@@ -94,7 +95,7 @@ async def report(kb: str, seq: int, scope: Caller, state: State) -> dict[str, An
 
 
 @router.get("/diff")
-async def diff(kb: str, base: int, candidate: int, scope: Caller, state: State) -> dict[str, Any]:
+async def diff(kb: str, base: Seq, candidate: Seq, scope: Caller, state: State) -> dict[str, Any]:
     """Files added, changed and removed from version `base` to `candidate` (with the configured eval set:
     retrieval quality of both); admins who may change the KB."""
     def run() -> dict[str, Any]:

@@ -1,69 +1,82 @@
-"""The loader protocol, the registry of loaders by file suffix, and shared helpers."""
+"""The loader protocol and the registry of loaders by file suffix: built-ins, and plugins that
+installed packages add through the `lore.loaders` entry-point group."""
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from lore.errors import LoadError
+from lore.errors import LoadError, LoadErrorKind
+from lore.ingest.loaders.limits import FileLimits, check_file
+from lore.registry import Registry
 from lore.schema import LoadedDocument
 
-Loader = Callable[..., list[LoadedDocument]]
-"""A loader reads one file (`loader(path)`, PDF also takes `ocr=`) and returns its documents
-(one, or many for record formats).
-
-It raises `LoadError(path, reason)` for a file it cannot read: corrupt, encrypted, empty,
-image-only with no OCR text.
-"""
-
-_LOADERS: dict[str, Loader] = {}
+ENTRY_POINT_GROUP = "lore.loaders"
 
 
-def register_loader(*suffixes: str) -> Callable[[Loader], Loader]:
-    """Decorator: register `fn` for the given lower-case suffixes (with the dot)."""
+@dataclass(frozen=True)
+class LoadOptions:
+    """What a loader may be told besides the path."""
 
-    def wrap(fn: Loader) -> Loader:
-        for suffix in suffixes:
-            _LOADERS[suffix.lower()] = fn
-        return fn
+    ocr: bool = True  # read text inside images (scanned pages, pictures in documents, image files)
 
-    return wrap
+
+class Loader(Protocol):
+    """Reads one file into its documents (one, or many for record formats and e-mail attachments).
+
+    A file it cannot read raises `LoadError(path, reason, kind)`; any other exception is reported
+    as a corrupt file.
+    """
+
+    def __call__(self, path: Path, options: LoadOptions, /) -> list[LoadedDocument]: ...
+
+
+_M = "lore.ingest.loaders."
+LOADERS: Registry[Loader] = Registry("loader", {
+    ".pdf": _M + "pdf:load_pdf", ".docx": _M + "docx:load_docx", ".pptx": _M + "pptx:load_pptx",
+    ".xlsx": _M + "table:load_xlsx", ".xlsm": _M + "table:load_xlsx", ".xls": _M + "xls:load_xls",
+    ".csv": _M + "table:load_csv", ".tsv": _M + "table:load_csv",
+    ".txt": _M + "text:load_txt", ".text": _M + "text:load_txt",
+    ".md": _M + "text:load_markdown", ".markdown": _M + "text:load_markdown",
+    ".html": _M + "html:load_html", ".htm": _M + "html:load_html", ".xhtml": _M + "html:load_html",
+    ".jsonl": _M + "jsonl:load_jsonl",
+    ".doc": _M + "office:load_doc", ".ppt": _M + "office:load_ppt",
+    ".rtf": _M + "office:load_rtf", ".odt": _M + "office:load_odt",
+    ".eml": _M + "email:load_eml",
+    ".png": _M + "image:load_image", ".jpg": _M + "image:load_image", ".jpeg": _M + "image:load_image",
+}, group=ENTRY_POINT_GROUP)  # fmt: skip
+
+
+def register_loader(suffix: str, loader: Loader) -> None:
+    """Register (or replace) the loader for a suffix such as ".foo" in this process."""
+    LOADERS.register(suffix.lower(), loader)
 
 
 def supported_suffixes() -> list[str]:
-    """Suffixes that have a loader."""
-    _import_builtin()
-    return sorted(_LOADERS)
+    """Suffixes that have a loader (built-in, registered or from an installed plugin)."""
+    return LOADERS.names()
 
 
 def loader_for(path: Path) -> Loader:
-    """The loader registered for `path`'s suffix, or a `LoadError` naming the file."""
-    _import_builtin()
-    loader = _LOADERS.get(path.suffix.lower())
+    """The loader for `path`'s suffix, or an `unsupported` `LoadError` naming the file."""
+    loader = LOADERS.find(path.suffix.lower())
     if loader is None:
-        raise LoadError(str(path), f"unsupported file type {path.suffix or '(none)'!r}")
+        raise LoadError(str(path), f"unsupported file type {path.suffix or '(none)'!r}", LoadErrorKind.UNSUPPORTED)
     return loader
 
 
-def load_file(path: Path, *, ocr: bool = True) -> list[LoadedDocument]:
-    """Load one file with its registered loader; any unexpected failure becomes a `LoadError`.
-
-    `ocr` reaches the loaders that take it (PDF); the others ignore it.
-    """
+def load_file(path: Path, *, ocr: bool = True, limits: FileLimits | None = None) -> list[LoadedDocument]:
+    """Load one file with its loader; any unexpected failure becomes a `corrupt` `LoadError`. `limits`
+    (default: the default limits) are checked before parsing: ZIP-based formats' size and entries, PDF pages."""
     loader = loader_for(path)
-    options = {"ocr": ocr} if "ocr" in inspect.signature(loader).parameters else {}
+    check_file(path, limits or FileLimits())
     try:
-        docs = loader(path, **options)
+        docs = loader(path, LoadOptions(ocr=ocr))
     except LoadError:
         raise
     except Exception as exc:  # a broken file must not stop the batch
         raise LoadError(str(path), f"cannot be read ({type(exc).__name__}: {exc})") from exc
     if not any(s.text.strip() for d in docs for s in d.sections):
-        raise LoadError(str(path), "no text found (empty file)")
+        raise LoadError(str(path), "no text found (empty file)", LoadErrorKind.EMPTY)
     return docs
-
-
-def _import_builtin() -> None:
-    # Importing the modules runs their @register_loader decorators.
-    from lore.ingest.loaders import builtin  # noqa: F401

@@ -9,17 +9,22 @@ from pathlib import Path
 from typing import Any
 
 from lore.errors import LoadError
-from lore.ingest.loaders.base import register_loader
+from lore.ingest.loaders import ocr
+from lore.ingest.loaders.base import LoadOptions
 from lore.ingest.loaders.table import MergedCell, merged_table_rows
 from lore.schema import LoadedDocument, Section
 
 _HEADING_STYLE = re.compile(r"^(?:heading|标题)\s*(\d)$", re.IGNORECASE)
 _W_NS = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_BLIP = "{http://schemas.openxmlformats.org/drawingml/2006/main}blip"
+_R_EMBED = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}embed"
 
 
-@register_loader(".docx")
-def load_docx(path: Path) -> list[LoadedDocument]:
-    """Text sections grouped under their heading path; each table row as a `table_row` section."""
+def load_docx(path: Path, options: LoadOptions) -> list[LoadedDocument]:
+    """Text sections grouped under their heading path; each table row as a `table_row` section.
+
+    Pictures in paragraphs are read by OCR (with `options.ocr`) where they stand.
+    """
     import docx
     from docx.opc.exceptions import PackageNotFoundError
     from docx.table import Table
@@ -32,6 +37,7 @@ def load_docx(path: Path) -> list[LoadedDocument]:
     stack: list[tuple[int, str]] = []  # open headings (level, title)
     lines: list[str] = []
     title = (document.core_properties.title or "").strip() or None
+    loaded = LoadedDocument(path=str(path), sections=sections, title=title)
 
     def path_now() -> list[str]:
         return [t for _, t in stack]
@@ -48,6 +54,8 @@ def load_docx(path: Path) -> list[LoadedDocument]:
             continue
         text = block.text.strip()
         style = (block.style.name or "").lower() if block.style is not None else ""
+        if options.ocr:
+            lines.extend(_picture_texts(block, document, loaded))
         if not text or style.startswith("toc"):  # table-of-contents entries repeat the headings
             continue
         level = _heading_level(block)
@@ -55,13 +63,28 @@ def load_docx(path: Path) -> list[LoadedDocument]:
             lines.append(f"- {text}" if "list" in style else text)
             continue
         flush()
-        if level == 0 and title is None:
-            title = text
+        if level == 0 and loaded.title is None:
+            loaded.title = text
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, text))
     flush()
-    return [LoadedDocument(path=str(path), sections=sections, title=title)]
+    return [loaded]
+
+
+def _picture_texts(paragraph: Any, document: Any, loaded: LoadedDocument) -> list[str]:
+    """OCR text of the pictures in a paragraph; each picture with text is counted in `loaded.ocr_pages`."""
+    texts = []
+    for blip in paragraph._p.iter(_BLIP):
+        part = document.part.related_parts.get(blip.get(_R_EMBED, ""))
+        if part is None or not hasattr(part, "blob"):
+            continue
+        number = len(loaded.ocr_pages) + 1
+        text = ocr.ocr_picture(part.blob, loaded.warnings, f"picture {number}")
+        if text:
+            loaded.ocr_pages.append(number)
+            texts.append(text)
+    return texts
 
 
 def _body_blocks(parent: Any, document: Any) -> Iterator[Any]:

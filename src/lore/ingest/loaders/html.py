@@ -8,7 +8,7 @@ from typing import Any
 
 from bs4 import BeautifulSoup, Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
 
-from lore.ingest.loaders.base import register_loader
+from lore.ingest.loaders.base import LoadOptions
 from lore.ingest.loaders.encoding import decode_bytes
 from lore.ingest.loaders.table import MergedCell, merged_table_rows
 from lore.schema import LoadedDocument, Section
@@ -24,12 +24,16 @@ _SKIP_STRINGS = (Comment, Declaration, Doctype, ProcessingInstruction)
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
 
-@register_loader(".html", ".htm", ".xhtml")
-def load_html(path: Path) -> list[LoadedDocument]:
+def load_html(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     """Visible text split at headings; scripts, styles and navigation dropped."""
     data = path.read_bytes()
     declared = _META_CHARSET.search(data[:4096])
     text, encoding = decode_bytes(data, str(path), declared.group(1).decode("ascii") if declared else None)
+    return [html_document(text, str(path), encoding)]
+
+
+def html_document(text: str, path: str, encoding: str | None = None) -> LoadedDocument:
+    """An HTML text as a document: sections under its headings, tables as rows."""
     soup = BeautifulSoup(text, "lxml")
     title = soup.title.get_text(" ", strip=True) if soup.title else None
     for tag in soup(_DROP):
@@ -39,7 +43,7 @@ def load_html(path: Path) -> list[LoadedDocument]:
     walker = _Walker()
     walker.walk(soup.body or soup)
     walker.flush()
-    return [LoadedDocument(path=str(path), sections=walker.sections, title=title or None, encoding=encoding)]
+    return LoadedDocument(path=path, sections=walker.sections, title=title or None, encoding=encoding)
 
 
 class _Walker:

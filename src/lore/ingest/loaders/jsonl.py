@@ -6,13 +6,12 @@ import json
 from pathlib import Path
 
 from lore.errors import LoadError
-from lore.ingest.loaders.base import register_loader
+from lore.ingest.loaders.base import LoadOptions
 from lore.ingest.loaders.encoding import read_text
 from lore.schema import LoadedDocument, Section
 
 
-@register_loader(".jsonl")
-def load_jsonl(path: Path) -> list[LoadedDocument]:
+def load_jsonl(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     """Each record becomes a document with `document_id=_id`, `title`, and one section of its text."""
     text, encoding = read_text(path)
     file = str(path)

@@ -1,4 +1,4 @@
-"""OCR of rendered PDF pages or page regions with RapidOCR (offline weights, loaded once per process)."""
+"""OCR of rendered PDF pages, page regions and pictures with RapidOCR (offline weights, loaded once per process)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,10 @@ OCR_DPI = 200
 # Safety cap for huge pages (RapidOCR itself shrinks input to 2000 px; rendering a bit above
 # that and letting it downscale read the journal fixture better than rendering at 2000).
 MAX_SIDE_PX = 3000
+
+# Pictures smaller than this on either side are icons and bullets, not text worth OCR.
+MIN_IMAGE_SIDE_PX = 24
+MAX_IMAGE_PIXELS = 80_000_000  # a decoded picture larger than this is refused, not rendered
 
 Box = tuple[float, float, float, float, str]  # x0, y0, x1, y1, text
 
@@ -43,6 +47,36 @@ def ocr_region(page: pymupdf.Page, clip: pymupdf.Rect | None = None) -> str:
         return ""
     rgb = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width, 3)
     return ocr_image(np.ascontiguousarray(rgb[:, :, ::-1]))  # RapidOCR takes arrays as BGR
+
+
+def ocr_image_bytes(data: bytes, min_side: int = MIN_IMAGE_SIDE_PX) -> str:
+    """Text of an encoded image (PNG, JPEG, GIF, BMP, TIFF...); "" for icons smaller than `min_side`.
+
+    Raises ValueError for bytes that are not an image PyMuPDF can decode (e.g. EMF/WMF drawings).
+    """
+    try:
+        pix = pymupdf.Pixmap(data)
+    except Exception as exc:
+        raise ValueError(f"not a decodable image ({exc})") from exc
+    if min(pix.width, pix.height) < min_side:
+        return ""
+    if pix.width * pix.height > MAX_IMAGE_PIXELS:
+        raise ValueError(f"image of {pix.width}x{pix.height} pixels is over the {MAX_IMAGE_PIXELS:,} limit")
+    if pix.alpha:
+        pix = pymupdf.Pixmap(pix, 0)
+    if pix.colorspace is None or pix.colorspace.n != 3:
+        pix = pymupdf.Pixmap(pymupdf.csRGB, pix)
+    rgb = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width, pix.n)[:, :, :3]
+    return ocr_image(np.ascontiguousarray(rgb[:, :, ::-1]))
+
+
+def ocr_picture(data: bytes, warnings: list[str], where: str) -> str:
+    """Text of a picture inside a document; a picture that cannot be read adds a warning instead."""
+    try:
+        return ocr_image_bytes(data)
+    except Exception as exc:  # noqa: BLE001 - one bad picture must not lose the document
+        warnings.append(f"{where}: picture not read ({exc})")
+        return ""
 
 
 def ocr_image(bgr: np.ndarray) -> str:

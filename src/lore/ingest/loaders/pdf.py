@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pymupdf
 
-from lore.errors import LoadError
+from lore.errors import LoadError, LoadErrorKind
 from lore.ingest.loaders import ocr as ocr_mod
-from lore.ingest.loaders.base import register_loader
+from lore.ingest.loaders.base import LoadOptions
 from lore.schema import LoadedDocument, Section
 
 # A page is "image-only" when its text layer has fewer visible characters than this and it shows
@@ -25,18 +25,17 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # glyphs without Unicode (bu
 _TEXT_FLAGS = (pymupdf.TEXTFLAGS_TEXT & ~pymupdf.TEXT_PRESERVE_LIGATURES) | pymupdf.TEXT_DEHYPHENATE
 
 
-@register_loader(".pdf")
-def load_pdf(path: Path, ocr: bool = True) -> list[LoadedDocument]:
-    """Read a PDF; `ocr=False` skips OCR and records a warning for each image-only page."""
+def load_pdf(path: Path, options: LoadOptions) -> list[LoadedDocument]:
+    """Read a PDF; `options.ocr=False` skips OCR and records a warning for each image-only page."""
     try:
         doc = pymupdf.open(path, filetype="pdf")
     except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:
         raise LoadError(str(path), f"not a valid PDF ({exc})") from exc
     with doc:
         if doc.needs_pass:
-            raise LoadError(str(path), "encrypted PDF (password required)")
+            raise LoadError(str(path), "encrypted PDF (password required)", LoadErrorKind.ENCRYPTED)
         if doc.page_count == 0:
-            raise LoadError(str(path), "PDF has no pages")
+            raise LoadError(str(path), "PDF has no pages", LoadErrorKind.EMPTY)
         loaded = LoadedDocument(path=str(path), sections=[], title=(doc.metadata or {}).get("title") or None)
         outline = _Outline(doc)
         image_only = 0
@@ -45,7 +44,7 @@ def load_pdf(path: Path, ocr: bool = True) -> list[LoadedDocument]:
             text, regions = _text_and_image_regions(page)
             if regions:
                 image_only += 1
-                if ocr:
+                if options.ocr:
                     try:
                         text = _ocr_page(page, regions)
                     except Exception as exc:  # noqa: BLE001 - one bad page must not lose the others
@@ -60,11 +59,11 @@ def load_pdf(path: Path, ocr: bool = True) -> list[LoadedDocument]:
             if text:
                 loaded.sections.append(Section(text=text, page=number, heading_path=heading_path))
     if not loaded.sections:
-        if image_only and ocr:
-            raise LoadError(str(path), "image-only PDF and OCR found no text")
+        if image_only and options.ocr:
+            raise LoadError(str(path), "image-only PDF and OCR found no text", LoadErrorKind.NO_TEXT)
         if image_only:
-            raise LoadError(str(path), "image-only PDF (OCR disabled)")
-        raise LoadError(str(path), "no text found (the PDF has no text layer)")
+            raise LoadError(str(path), "image-only PDF (OCR disabled)", LoadErrorKind.NO_TEXT)
+        raise LoadError(str(path), "no text found (the PDF has no text layer)", LoadErrorKind.NO_TEXT)
     return [loaded]
 
 

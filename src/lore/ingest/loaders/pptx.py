@@ -7,16 +7,19 @@ from pathlib import Path
 from typing import Any
 
 from lore.errors import LoadError
-from lore.ingest.loaders.base import register_loader
+from lore.ingest.loaders import ocr
+from lore.ingest.loaders.base import LoadOptions
 from lore.ingest.loaders.table import MergedCell, merged_table_rows
 from lore.schema import LoadedDocument, Section
 
 _ROW_TOLERANCE_EMU = 228600  # a quarter inch
 
 
-@register_loader(".pptx")
-def load_pptx(path: Path) -> list[LoadedDocument]:
-    """Slide text from every shape (groups and placeholders included), the title as heading, notes last."""
+def load_pptx(path: Path, options: LoadOptions) -> list[LoadedDocument]:
+    """Slide text from every shape (groups and placeholders included), the title as heading, notes last.
+
+    Pictures are read by OCR (with `options.ocr`); slides with picture text are listed in `ocr_pages`.
+    """
     import pptx
     from pptx.exc import PackageNotFoundError
 
@@ -25,6 +28,8 @@ def load_pptx(path: Path) -> list[LoadedDocument]:
     except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
         raise LoadError(str(path), f"not a valid .pptx (corrupt or not a zip package: {exc})") from exc
     sections: list[Section] = []
+    loaded = LoadedDocument(path=str(path), sections=sections,
+                            title=(presentation.core_properties.title or "").strip() or None)
     for number, slide in enumerate(presentation.slides, start=1):
         title_shape = slide.shapes.title
         title = _clean(title_shape.text_frame.text) if title_shape is not None else ""
@@ -35,6 +40,11 @@ def load_pptx(path: Path) -> list[LoadedDocument]:
             if title_shape is not None and shape.shape_id == title_shape.shape_id:
                 continue
             _collect(shape, texts, tables, number, heading)
+        if options.ocr:
+            pictures = [t for t in (_picture_text(s, loaded, number) for s in _pictures(slide.shapes)) if t]
+            texts.extend(pictures)
+            if pictures:
+                loaded.ocr_pages.append(number)
         if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
             notes = slide.notes_slide.notes_text_frame.text.strip()
             if notes:
@@ -42,8 +52,29 @@ def load_pptx(path: Path) -> list[LoadedDocument]:
         if texts:
             sections.append(Section(text="\n".join(texts), slide=number, heading_path=heading))
         sections.extend(tables)
-    title = (presentation.core_properties.title or "").strip() or None
-    return [LoadedDocument(path=str(path), sections=sections, title=title)]
+    return [loaded]
+
+
+def _pictures(shapes: Any) -> list[Any]:
+    """Picture shapes in reading order, inside groups too."""
+    from pptx.shapes.group import GroupShape
+    from pptx.shapes.picture import Picture
+
+    found: list[Any] = []
+    for shape in _reading_order(shapes):
+        if isinstance(shape, GroupShape):
+            found.extend(_pictures(shape.shapes))
+        elif isinstance(shape, Picture):
+            found.append(shape)
+    return found
+
+
+def _picture_text(picture: Any, loaded: LoadedDocument, slide: int) -> str:
+    try:
+        blob = picture.image.blob
+    except (AttributeError, KeyError, ValueError):  # linked, not embedded
+        return ""
+    return ocr.ocr_picture(blob, loaded.warnings, f"slide {slide}")
 
 
 def _collect(shape: Any, texts: list[str], tables: list[Section], slide: int, heading: list[str]) -> None:

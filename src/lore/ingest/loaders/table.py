@@ -23,8 +23,8 @@ import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from lore.errors import LoadError
-from lore.ingest.loaders.base import register_loader
+from lore.errors import LoadError, LoadErrorKind
+from lore.ingest.loaders.base import LoadOptions
 from lore.ingest.loaders.encoding import read_text
 from lore.schema import LoadedDocument, Section
 
@@ -36,8 +36,7 @@ _NUMBER = re.compile(r"[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?%?")
 _MAX_HEADER_ROWS = 3
 
 
-@register_loader(".csv", ".tsv")
-def load_csv(path: Path) -> list[LoadedDocument]:
+def load_csv(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     """A delimited text file as one sheet named after the file stem."""
     text, encoding = read_text(path)
     delimiter = "\t" if path.suffix.lower() == ".tsv" else _sniff_delimiter(text)
@@ -47,8 +46,7 @@ def load_csv(path: Path) -> list[LoadedDocument]:
     return [LoadedDocument(path=str(path), sections=sections, encoding=encoding)]
 
 
-@register_loader(".xlsx", ".xlsm")
-def load_xlsx(path: Path) -> list[LoadedDocument]:
+def load_xlsx(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     """Every worksheet of a workbook (cached formula values, not formulas); empty sheets skipped."""
     import openpyxl
     from openpyxl.utils.exceptions import InvalidFileException
@@ -63,12 +61,12 @@ def load_xlsx(path: Path) -> list[LoadedDocument]:
             if not hasattr(ws, "iter_rows"):  # chartsheets hold no cells
                 continue
             ws.reset_dimensions()  # some writers store a wrong used range; read what is there
-            grid = [[_format(v) for v in row] for row in ws.iter_rows(values_only=True)]
+            grid = [[format_cell(v) for v in row] for row in ws.iter_rows(values_only=True)]
             sections.extend(table_sections(grid, ws.title))
     finally:
         wb.close()
     if not sections:
-        raise LoadError(str(path), "workbook has no data (every sheet is empty)")
+        raise LoadError(str(path), "workbook has no data (every sheet is empty)", LoadErrorKind.EMPTY)
     return [LoadedDocument(path=str(path), sections=sections)]
 
 
@@ -206,7 +204,8 @@ def _sniff_delimiter(text: str) -> str:
         return ","
 
 
-def _format(value: object) -> str:
+def format_cell(value: object) -> str:
+    """A cell value as text: whole floats without ".0", dates in ISO form, booleans as TRUE/FALSE."""
     if value is None:
         return ""
     if isinstance(value, bool):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from lore.ingest.loaders.base import register_loader
+from lore.ingest.loaders.base import LoadOptions
 from lore.ingest.loaders.encoding import read_text
 from lore.schema import LoadedDocument, Section
 
@@ -13,16 +13,14 @@ _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
-@register_loader(".txt", ".text")
-def load_txt(path: Path) -> list[LoadedDocument]:
+def load_txt(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     """The whole file as one section; chunking splits it later."""
     text, encoding = read_text(path)
     sections = [Section(text=text.strip())] if text.strip() else []
     return [LoadedDocument(path=str(path), sections=sections, encoding=encoding)]
 
 
-@register_loader(".md", ".markdown")
-def load_markdown(path: Path) -> list[LoadedDocument]:
+def load_markdown(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     """One section per heading; `heading_path` holds the titles from the root heading down."""
     text, encoding = read_text(path)
     sections = split_markdown(text)

@@ -114,7 +114,8 @@ async function openPassage(c, kb) {
   try {
     const r = await fetch(`/api/kbs/${encodeURIComponent(kb)}/files/${encodeURIComponent(name)}`, {headers: headers()});
     if (r.ok) {
-      link.href = URL.createObjectURL(await r.blob());
+      // Inert bytes: whatever the file is (HTML, SVG), it never renders as a page of this origin.
+      link.href = URL.createObjectURL(new Blob([await r.arrayBuffer()], {type: "application/octet-stream"}));
       link.download = name;
       link.classList.remove("hidden");
     }
@@ -422,10 +423,13 @@ function showTab(name) {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  $("#key").value = localStorage.getItem("lore.key") || "";
+  // The key lives in this tab's sessionStorage only (gone when the tab closes, never shared with other
+  // tabs); a key an older version kept in localStorage is removed.
+  localStorage.removeItem("lore.key");
+  $("#key").value = sessionStorage.getItem("lore.key") || "";
   applyLang();
   $("#lang").addEventListener("click", () => { lang = lang === "zh" ? "en" : "zh"; localStorage.setItem("lore.lang", lang); applyLang(); });
-  $("#key").addEventListener("change", () => { localStorage.setItem("lore.key", $("#key").value.trim()); loadPickers(); });
+  $("#key").addEventListener("change", () => { sessionStorage.setItem("lore.key", $("#key").value.trim()); loadPickers(); });
   document.querySelectorAll(".tab").forEach((b) => b.addEventListener("click", () => showTab(b.dataset.tab)));
   $("#ask-form").addEventListener("submit", (e) => {
     e.preventDefault();

@@ -12,6 +12,9 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from lore.catalog import ddl
+from lore.catalog.types import Float64, timestamp_type
+
 revision: str = "0001"
 down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
@@ -20,14 +23,14 @@ depends_on: str | Sequence[str] | None = None
 
 def _timestamps() -> list[sa.Column[object]]:
     return [
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("created_at", timestamp_type(), nullable=False),
+        sa.Column("updated_at", timestamp_type(), nullable=False),
     ]
 
 
 def upgrade() -> None:
-    """Create the knowledge_bases, files and chunks tables."""
-    op.create_table(
+    """Create the knowledge_bases, files and chunks tables (each step skipped if already done)."""
+    ddl.create_table(
         "knowledge_bases",
         sa.Column("id", sa.String(32), nullable=False),
         sa.Column("name", sa.String(64), nullable=False),
@@ -41,14 +44,14 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_knowledge_bases"),
         sa.UniqueConstraint("name", name="uq_knowledge_bases_name"),
     )
-    op.create_table(
+    ddl.create_table(
         "files",
         sa.Column("id", sa.String(32), nullable=False),
         sa.Column("kb_id", sa.String(32), nullable=False),
         sa.Column("path", sa.String(4096), nullable=False),
         sa.Column("sha256", sa.String(64), nullable=False),
         sa.Column("size", sa.BigInteger(), nullable=False),
-        sa.Column("mtime", sa.Float(), nullable=False),
+        sa.Column("mtime", Float64, nullable=False),
         sa.Column("status", sa.String(16), nullable=False),
         sa.Column("error", sa.Text(), nullable=True),
         sa.Column("chunk_count", sa.Integer(), nullable=False),
@@ -61,8 +64,9 @@ def upgrade() -> None:
             ["kb_id"], ["knowledge_bases.id"], name="fk_files_kb_id_knowledge_bases", ondelete="CASCADE"
         ),
     )
-    op.create_index("ux_files_kb_id_path", "files", ["kb_id", "path"], unique=True)
-    op.create_table(
+    if ddl.dialect() != "mysql":  # too long a key for MySQL; 0006 keys files by a digest of the path
+        ddl.create_index("ux_files_kb_id_path", "files", ["kb_id", "path"], unique=True)
+    ddl.create_table(
         "chunks",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
         sa.Column("kb_id", sa.String(32), nullable=False),
@@ -77,15 +81,12 @@ def upgrade() -> None:
         ),
         sa.ForeignKeyConstraint(["file_id"], ["files.id"], name="fk_chunks_file_id_files", ondelete="CASCADE"),
     )
-    op.create_index("ix_chunks_kb_id_chunk_id", "chunks", ["kb_id", "chunk_id"])
-    op.create_index("ix_chunks_file_id", "chunks", ["file_id"])
+    ddl.create_index("ix_chunks_kb_id_chunk_id", "chunks", ["kb_id", "chunk_id"])
+    ddl.create_index("ix_chunks_file_id", "chunks", ["file_id"])
 
 
 def downgrade() -> None:
     """Drop everything upgrade() created, children first."""
-    op.drop_index("ix_chunks_file_id", table_name="chunks")
-    op.drop_index("ix_chunks_kb_id_chunk_id", table_name="chunks")
     op.drop_table("chunks")
-    op.drop_index("ux_files_kb_id_path", table_name="files")
     op.drop_table("files")
     op.drop_table("knowledge_bases")

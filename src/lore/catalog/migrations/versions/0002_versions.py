@@ -12,6 +12,9 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from lore.catalog import ddl
+from lore.catalog.types import timestamp_type
+
 revision: str = "0002"
 down_revision: str | None = "0001"
 branch_labels: str | Sequence[str] | None = None
@@ -22,11 +25,10 @@ _COUNTS = ("files_added", "files_changed", "files_removed", "files_reused", "chu
 
 def upgrade() -> None:
     """Add active_seq/cache_epoch to knowledge_bases and create the version and activation tables."""
-    # recreate="never": plain ALTER TABLE ... ADD COLUMN keeps every existing row in place.
-    with op.batch_alter_table("knowledge_bases", recreate="never") as batch:
-        batch.add_column(sa.Column("active_seq", sa.Integer(), nullable=True))
-        batch.add_column(sa.Column("cache_epoch", sa.Integer(), nullable=False, server_default="0"))
-    op.create_table(
+    # Plain ALTER TABLE ... ADD COLUMN keeps every existing row in place.
+    ddl.add_columns("knowledge_bases", sa.Column("active_seq", sa.Integer(), nullable=True),
+                    sa.Column("cache_epoch", sa.Integer(), nullable=False, server_default="0"))
+    ddl.create_table(
         "kb_versions",
         sa.Column("kb_id", sa.String(32), nullable=False),
         sa.Column("seq", sa.Integer(), autoincrement=False, nullable=False),
@@ -38,9 +40,9 @@ def upgrade() -> None:
         sa.Column("base_seq", sa.Integer(), nullable=True),
         sa.Column("gate_passed", sa.Boolean(), nullable=True),
         sa.Column("gate_report", sa.Text(), nullable=True),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
-        sa.Column("activated_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("created_at", timestamp_type(), nullable=False),
+        sa.Column("finished_at", timestamp_type(), nullable=True),
+        sa.Column("activated_at", timestamp_type(), nullable=True),
         sa.PrimaryKeyConstraint("kb_id", "seq", name="pk_kb_versions"),
         sa.ForeignKeyConstraint(
             ["kb_id"], ["knowledge_bases.id"], name="fk_kb_versions_kb_id_knowledge_bases", ondelete="CASCADE"
@@ -49,7 +51,7 @@ def upgrade() -> None:
             "status IN ('staged', 'active', 'retired', 'failed')", name="ck_kb_versions_status"
         ),
     )
-    op.create_table(
+    ddl.create_table(
         "kb_activations",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
         sa.Column("kb_id", sa.String(32), nullable=False),
@@ -57,19 +59,18 @@ def upgrade() -> None:
         sa.Column("to_seq", sa.Integer(), nullable=False),
         sa.Column("actor", sa.String(64), nullable=False),
         sa.Column("reason", sa.Text(), nullable=False),
-        sa.Column("at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("at", timestamp_type(), nullable=False),
         sa.PrimaryKeyConstraint("id", name="pk_kb_activations"),
         sa.ForeignKeyConstraint(
             ["kb_id"], ["knowledge_bases.id"], name="fk_kb_activations_kb_id_knowledge_bases",
             ondelete="CASCADE",
         ),
     )
-    op.create_index("ix_kb_activations_kb_id", "kb_activations", ["kb_id"])
+    ddl.create_index("ix_kb_activations_kb_id", "kb_activations", ["kb_id"])
 
 
 def downgrade() -> None:
     """Drop the version tables and the two knowledge_bases columns, keeping every 0001 row."""
-    op.drop_index("ix_kb_activations_kb_id", table_name="kb_activations")
     op.drop_table("kb_activations")
     op.drop_table("kb_versions")
     # recreate="never": native DROP COLUMN (SQLite >= 3.35). Recreating knowledge_bases instead would

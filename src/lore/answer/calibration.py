@@ -1,0 +1,179 @@
+"""Per-knowledge-base calibration of the refusal threshold on P(answerable).
+
+Positives are questions made from the KB's own passages (a sentence's leading part turned into a
+question) or, when given, an eval set's questions; negatives are a shipped pool of generic off-topic
+questions in Chinese and English (and eval-set lines marked `"answerable": false`). The threshold is the
+lowest one that keeps both error rates within 5% (else the one minimising the worse of the two); with
+generated positives (they share more words with their passage than real questions do) it stays between
+the model's default and `MAX_SHIFT` above it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from lore.answer.context import build_passages
+from lore.answer.evidence import EvidenceModel, default_model, evidence_features
+from lore.answer.sentences import split_sentences
+from lore.config import AnswerSettings
+from lore.embed.cache import embed_texts
+from lore.errors import LoreError
+from lore.ingest.chunking import text_units
+from lore.lexical import is_chinese, tokenize
+from lore.retrieve.search import Retriever, SearchOptions
+from lore.schema import Chunk
+
+POOL_PATH = Path(__file__).with_name("offtopic_pool.txt")
+FILE_NAME = "calibration.json"
+MAX_SHIFT = 0.15
+MAX_GENERATED = 60
+
+
+@dataclass
+class Calibration:
+    """A KB version's refusal threshold and the error rates expected at it."""
+
+    threshold: float
+    model_threshold: float
+    false_refusal: float  # share of answerable questions refused at the threshold
+    offtopic_answered: float  # share of off-topic questions answered at the threshold
+    answerable: int
+    offtopic: int
+    source: str  # "generated" or "eval set"
+    version: int | None = None
+    created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def offtopic_pool() -> list[str]:
+    """The shipped generic off-topic questions (both languages)."""
+    lines = POOL_PATH.read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def generate_questions(chunks: Sequence[Chunk], limit: int = MAX_GENERATED) -> list[str]:
+    """One question per passage (hash-sampled): the leading part of its most specific sentence,
+    ended with a question word in the passage's language."""
+    chosen = sorted(chunks, key=lambda c: hashlib.sha1(c.chunk_id.encode()).hexdigest())
+    out: list[str] = []
+    for chunk in chosen:
+        sentences = [s for s in split_sentences(chunk.text) if 8 <= text_units(s) <= 120 and not s.endswith(("?", "？"))]
+        if not sentences:
+            continue
+        sentence = max(sentences, key=lambda s: (len(set(re.findall(r"\w+", s))), -abs(text_units(s) - 40)))
+        out.append(_as_question(sentence))
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _as_question(sentence: str) -> str:
+    text = re.sub(r"\s+", " ", sentence).strip().rstrip("。.！!；;：:")
+    if is_chinese(text):
+        head = text[: max(6, int(len(text) * 0.6))]
+        return f"{head}是什么？"
+    words = text.split(" ")
+    return "What about " + " ".join(words[: max(4, int(len(words) * 0.6))]) + "?"
+
+
+def scorer(retriever: Retriever, options: SearchOptions, settings: AnswerSettings,
+           model: EvidenceModel | None = None) -> Callable[[str], float]:
+    """`score(question) -> P(answerable)` the way the ask pipeline judges evidence."""
+    model = model or default_model()
+
+    def score(question: str) -> float:
+        hits = retriever.search(question, options)
+        passages = build_passages(hits, max_passages=settings.max_passages, budget_units=settings.context_budget)
+        if not passages:
+            return 0.0
+        vector = embed_texts(retriever.embedder, [question], "query", retriever.cache)[0]
+        features = evidence_features(question, tokenize(question), vector, passages, retriever.embedder,
+                                     retriever.cache)
+        return model.probability(features)
+
+    return score
+
+
+def read_eval_set(path: Path) -> list[tuple[str, bool]]:
+    """(question, answerable) from JSONL lines `{"question": ..., "answerable": true|false}` (lines
+    without `answerable`, e.g. a retrieval eval set's, are answerable)."""
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise LoreError(f"{path}:{n}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict) or not str(row.get("question", "")).strip():
+            raise LoreError(f"{path}:{n}: needs a non-empty \"question\"")
+        out.append((str(row["question"]).strip(), bool(row.get("answerable", True))))
+    if not any(ok for _, ok in out):
+        raise LoreError(f"{path}: no answerable question to calibrate on")
+    return out
+
+
+def choose_threshold(positive: Sequence[float], negative: Sequence[float],
+                     target: float = 0.05) -> tuple[float, float, float]:
+    """(threshold, false refusals, off-topic answered): the lowest threshold at which both rates are
+    within `target` (answer as much as the off-topic questions allow), else the one minimising the
+    worse of the two."""
+    grid = [round(0.05 + 0.01 * i, 2) for i in range(91)]
+    rates = [(_share(positive, lambda p, t=t: p < t), _share(negative, lambda p, t=t: p >= t)) for t in grid]
+    within = [i for i, (fr, fa) in enumerate(rates) if fr <= target and fa <= target]
+    if within:
+        i = within[0]
+    else:
+        worst = [max(r) for r in rates]
+        i = worst.index(min(worst))
+    return grid[i], rates[i][0], rates[i][1]
+
+
+def _share(values: Sequence[float], test: Callable[[float], bool]) -> float:
+    return round(sum(map(test, values)) / len(values), 4) if values else 0.0
+
+
+def calibrate(score: Callable[[str], float], chunks: Sequence[Chunk], *,
+              eval_questions: Sequence[tuple[str, bool]] = (), model: EvidenceModel | None = None,
+              version: int | None = None) -> Calibration:
+    """Fit the threshold with `score(question) -> P(answerable)` on this KB."""
+    model = model or default_model()
+    if eval_questions:
+        positives = [q for q, ok in eval_questions if ok]
+        negatives = [q for q, ok in eval_questions if not ok] + offtopic_pool()
+        source = "eval set"
+    else:
+        positives, negatives, source = generate_questions(chunks), offtopic_pool(), "generated"
+    pos = [score(q) for q in positives]
+    neg = [score(q) for q in negatives]
+    t, _, _ = choose_threshold(pos, neg)
+    if source == "generated":
+        # Generated questions are easier than real ones: they may raise the threshold (off-topic questions
+        # look more answerable on this KB), never lower it below the one chosen on held-out dev questions.
+        t = round(min(max(t, model.threshold), model.threshold + MAX_SHIFT), 2)
+    return Calibration(t, model.threshold, _share(pos, lambda p: p < t), _share(neg, lambda p: p >= t),
+                       len(pos), len(neg), source, version)
+
+
+def save(calibration: Calibration, folder: Path) -> Path:
+    """Write `calibration.json` into the version's report folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / FILE_NAME
+    path.write_text(json.dumps(calibration.to_json(), indent=2), encoding="utf-8")
+    return path
+
+
+def load(folder: Path) -> Calibration | None:
+    """The stored calibration of a version's report folder, if any."""
+    path = folder / FILE_NAME
+    if not path.exists():
+        return None
+    return Calibration(**json.loads(path.read_text(encoding="utf-8")))

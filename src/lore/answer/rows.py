@@ -1,0 +1,115 @@
+"""Table rows and FAQ rows as answers: the answer cell of an FAQ row, the asked column of a table row
+read as "column: value" in the question's language."""
+
+from __future__ import annotations
+
+import re
+
+from lore.answer.sentences import coverage
+from lore.lexical import is_chinese, tokenize
+
+_CELL = re.compile(r"^\s*([^:：;；\n]{1,60}?)\s*[:：]\s+(.+?)\s*$", re.DOTALL)
+_QUESTION_COL = re.compile(r"^(?:question|questions|q|问题|问|标准问题|提问|faq)$", re.IGNORECASE)
+_ANSWER_COL = re.compile(r"^(?:answer|answers|a|答案|答|回答|标准答案|答复|reply)$", re.IGNORECASE)
+_UNIT = re.compile(r"\s*[（(]([^()（）]{1,12})[)）]\s*$")
+# A unit written in a column name, said the question's way.
+_UNITS_ZH = {"months": "个月", "month": "个月", "days": "天", "day": "天", "years": "年", "year": "年",
+             "hours": "小时", "usd": "美元", "cny": "元", "rmb": "元", "yuan": "元", "kg": "kg", "%": "%"}
+_UNITS_EN = {"个月": "months", "月": "months", "天": "days", "日": "days", "年": "years", "小时": "hours",
+             "元": "yuan", "美元": "USD", "usd": "USD"}
+
+
+def cells(text: str) -> list[tuple[str, str]]:
+    """("column", "value") pairs of a row read as "a: 1; b: 2"; [] when the text is no such row."""
+    pieces = re.split(r";\s+(?=[^:：;]{1,60}[:：]\s)", text.strip())
+    out = []
+    for piece in pieces:
+        m = _CELL.match(piece)
+        if not m:
+            return []
+        out.append((m.group(1).strip(), m.group(2).strip()))
+    return out
+
+
+def faq_cells(text: str) -> tuple[str, str] | None:
+    """(question cell, answer cell) of an FAQ-shaped row (question and answer columns), else None."""
+    row = cells(text)
+    questions = [v for n, v in row if _QUESTION_COL.match(n)]
+    answers = [v for n, v in row if _ANSWER_COL.match(n)]
+    return (questions[0], answers[0]) if questions and answers else None
+
+
+def read_row(text: str, question: str) -> str | None:
+    """The asked column(s) of a table row as "column: value", led by the row's subject, in the
+    question's language; None when no column name matches the question."""
+    asked = asked_cells(text, question)
+    if asked is None:
+        return None
+    subject, pairs = asked
+    zh = is_chinese(question)
+    parts = [f"{name}{'：' if zh else ': '}{value}" for name, value in pairs]
+    body = "；".join(parts) if zh else "; ".join(parts)
+    if subject:
+        space = " " if subject[-1:].isascii() else ""
+        return f"{subject}{space}的{body}" if zh else f"{subject} — {body}"
+    return body
+
+
+def asked_cells(text: str, question: str) -> tuple[str | None, list[tuple[str, str]]] | None:
+    """(the row's subject, [(column, value with unit)]) for the column(s) the question asks about, in
+    the question's language; None when the text is no row or no column name matches."""
+    row = cells(text)
+    if len(row) < 2:
+        return None
+    q_tokens = tokenize(question)
+    # Columns whose name the question names, not whose value it already states (the row's subject).
+    scored = [(coverage(tokenize(name), question) + coverage(q_tokens, name), i) for i, (name, value) in enumerate(row)
+              if not _stated(value, question)]
+    scored = [(s, i) for s, i in scored if s > 0]
+    if not scored:
+        return None
+    best = max(s for s, _ in scored)
+    asked = [i for s, i in scored if s >= 0.8 * best][:2]
+    subject = next((v for n, v in row if _stated(v, question) or any(t in v.lower() for t in _codes(question))),
+                   None)
+    zh = is_chinese(question)
+    pairs = [_render(row[i][0], row[i][1], zh) for i in asked]
+    if subject is not None and any(subject == row[i][1] for i in asked):
+        subject = None
+    return subject, pairs
+
+
+def _stated(value: str, question: str) -> bool:
+    """Whether the question states this cell's value as a whole word ("LF-500 Mover"; not "500")."""
+    return bool(re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", question, re.IGNORECASE))
+
+
+def _codes(question: str) -> list[str]:
+    return [c.lower() for c in re.findall(r"[A-Za-z]+-?\d+[A-Za-z]*", question)]
+
+
+def _render(name: str, value: str, zh: bool) -> tuple[str, str]:
+    unit = ""
+    m = _UNIT.search(name)
+    if m:
+        raw = m.group(1).strip()
+        table = _UNITS_ZH if zh else _UNITS_EN
+        unit = table.get(raw.lower(), table.get(raw, raw))
+        name = name[: m.start()].strip()
+    if zh and " / " in name:  # bilingual headers ("Warranty / 保修期"): the Chinese half
+        name = next((p for p in name.split(" / ") if is_chinese(p)), name)
+    space = "" if unit in ("%",) else " "
+    return name, f"{value}{space + unit if unit else ''}"
+
+
+def comparison_table(rows: list[tuple[str, list[tuple[str, str]], int]], zh: bool) -> str:
+    """A Markdown table: one line per compared item, one column per attribute, each cell cited
+    `[n]`; `rows` are (item, [(attribute, value)], passage number)."""
+    attributes = list(dict.fromkeys(a for _, pairs, _ in rows for a, _ in pairs))
+    head = "项目" if zh else "Item"
+    lines = [f"| {head} | " + " | ".join(attributes) + " |", "|" + "---|" * (len(attributes) + 1)]
+    for item, pairs, n in rows:
+        values = dict(pairs)
+        cells_ = [f"{values[a]}[{n}]" if a in values else "–" for a in attributes]
+        lines.append(f"| {item} | " + " | ".join(cells_) + " |")
+    return "\n".join(lines)

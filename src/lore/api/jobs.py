@@ -1,0 +1,117 @@
+"""Build jobs: the API queues a build in the catalog; a worker (`lore worker`, or the service itself
+when `worker.in_process`) claims it, heartbeats, runs it and records progress events and the result."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+from lore.api.deps import error_status
+from lore.api.routers.ingest import report_json
+from lore.api.routers.versions import version_json
+from lore.api.security import internal_message
+from lore.catalog import BuildLockedError, Job
+from lore.engine import Lore
+from lore.errors import LoreError
+from lore.ingest.pipeline import FileResult, Progress
+
+log = logging.getLogger("lore.worker")
+BUILD_OPTIONS = ("description", "activate", "quality_gate", "incremental_from", "force")
+
+
+def queue_build(lore: Lore, kb: str, inputs: list[Path], options: dict[str, Any], stamp: dict[str, str]) -> Job:
+    """Queue a build of exactly `inputs`; `BuildLockedError` (409) while another build holds or awaits the KB."""
+    record = lore.catalog.get_kb(kb)
+    holder = lore.catalog.build_lock_holder(record.id)
+    if holder is not None and not (holder.lease_expired() or holder.held_by_dead_local_process()):
+        raise BuildLockedError(f"another build of knowledge base {kb!r} is running (host {holder.host}, "
+                               f"pid {holder.pid}, since {holder.acquired_at:%Y-%m-%d %H:%M:%S} UTC)")
+    payload = {"kb": kb, "inputs": [str(p) for p in inputs], "chunk_stamp": stamp,
+               **{name: options[name] for name in BUILD_OPTIONS}}
+    return lore.catalog.enqueue_job("build", record.id, payload, kb_name=kb, lease_s=lore.settings.worker.lease_s)
+
+
+class JobProgress(Progress):
+    """Per-file build progress written as the job's events, which any replica can stream."""
+
+    def __init__(self, lore: Lore, job_id: str) -> None:
+        self.catalog, self.job_id = lore.catalog, job_id
+
+    def _put(self, data: dict[str, Any]) -> None:
+        try:
+            self.catalog.add_job_event(self.job_id, {"event": "status", "data": data})
+        except Exception:  # progress is best effort; the build itself goes on
+            log.warning("could not record progress of job %s", self.job_id, exc_info=True)
+
+    def file_started(self, name: str, chunks: int) -> None:
+        self._put({"stage": "file", "file": name, "chunks": chunks})
+
+    def embedded(self, n: int) -> None:
+        self._put({"stage": "embedded", "chunks": n})
+
+    def file_done(self, result: FileResult) -> None:
+        self._put({"stage": "file_done", "file": result.name, "status": result.status, "chunks": result.chunks,
+                   "error": result.error})
+
+
+def run_build(lore: Lore, job: Job) -> dict[str, Any]:
+    """Run a queued build in this process; returns the result the API reports."""
+    p, stamp = job.payload, job.payload["chunk_stamp"]
+    result = lore.build(p["kb"], [Path(x) for x in p["inputs"]], progress=JobProgress(lore, job.id),
+                        chunk_metadata=lambda _source: stamp, **{name: p[name] for name in BUILD_OPTIONS})
+    return {"kb": p["kb"], "version": version_json(lore, p["kb"], result.version.seq), "removed": result.removed,
+            "gate_reasons": result.gate_reasons, **report_json(result.report)}
+
+
+class Worker:
+    """Claims queued jobs one at a time and runs them; fails jobs whose worker stopped heartbeating."""
+
+    def __init__(self, lore: Lore, name: str | None = None) -> None:
+        self.lore = lore
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}"
+        self.lease_s = lore.settings.worker.lease_s
+
+    def run_once(self) -> Job | None:
+        """Reap stale jobs, then claim and run the oldest queued one; None when nothing is queued."""
+        catalog = self.lore.catalog
+        catalog.reap_jobs(self.lease_s)
+        job = catalog.claim_job(self.name)
+        if job is None:
+            return None
+        log.info("job %s: building %s", job.id, job.payload.get("kb"))
+        catalog.add_job_event(job.id, {"event": "status", "data": {"stage": "started", "worker": self.name}})
+        stop = threading.Event()
+        beat = threading.Thread(target=self._heartbeat, args=(job.id, stop), daemon=True)
+        beat.start()
+        try:
+            return catalog.finish_job(job.id, result=run_build(self.lore, job))
+        except LoreError as exc:
+            return catalog.finish_job(job.id, error=str(exc), error_status=error_status(exc))
+        except Exception:
+            log.exception("error %s: build job failed", job.id)  # the details stay in the server log
+            return catalog.finish_job(job.id, error=internal_message(job.id), error_status=500)
+        finally:
+            stop.set()
+            beat.join()
+
+    def _heartbeat(self, job_id: str, stop: threading.Event) -> None:
+        while not stop.wait(self.lease_s / 3):
+            try:
+                self.lore.catalog.heartbeat_job(job_id, self.name)
+            except Exception:  # a database hiccup: the next beat tries again
+                log.warning("job %s: heartbeat failed", job_id, exc_info=True)
+
+    def loop(self, stop: threading.Event) -> None:
+        """Run jobs until `stop` is set (a running build finishes first); idle, poll every `worker.poll_s`."""
+        while not stop.is_set():
+            try:
+                job = self.run_once()
+            except Exception:  # the catalog is unreachable for now: keep serving, try again
+                log.warning("worker %s: could not look for jobs", self.name, exc_info=True)
+                job = None
+            if job is None:
+                stop.wait(self.lore.settings.worker.poll_s)

@@ -1,0 +1,93 @@
+"""One passage by id and one indexed file's text, read under the caller's scope (for agents and citations).
+
+A chunk is returned only when a search by the same key could have found it: the store counts the
+chunk's document under the caller's filter (tenant, datasets, visibility, roles), and the chunk is
+valid at the version read (the active one; another only for admin keys, as in search).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from fastapi import APIRouter, HTTPException
+from starlette.concurrency import run_in_threadpool
+
+from lore.api.deps import Caller, Scope, State
+from lore.catalog import KnowledgeBase
+from lore.engine import Lore
+from lore.schema import Chunk
+
+router = APIRouter(prefix="/api/kbs/{kb}", tags=["search"])
+
+
+def _valid_at(chunk: Chunk, seq: int | None) -> bool:
+    return seq is None or (chunk.valid_from_seq <= seq and (chunk.valid_to_seq == 0 or chunk.valid_to_seq > seq))
+
+
+def readable(lore: Lore, kb: KnowledgeBase, scope: Scope, chunks: list[Chunk], version: int | None
+             ) -> tuple[list[Chunk], int | None]:
+    """The chunks the caller reads at the version (active unless named), and that version's number."""
+    if version is not None and not scope.is_admin:
+        raise HTTPException(403, "reading a named version needs an API key with the 'admin' role")
+    flt = lore.scoped(kb, scope.options(lore), version).filter
+    seq = flt.version_seq
+    documents = sorted({c.document_id for c in chunks if _valid_at(c, seq)})
+    store = lore.store(kb)
+    allowed = {d for d in documents if store.count(replace(flt, document_ids=[d])) > 0}
+    return [c for c in chunks if c.document_id in allowed and _valid_at(c, seq)], seq
+
+
+def _where(c: Chunk) -> dict[str, Any]:
+    return {"file": c.file_path, "page": c.page, "slide": c.slide, "sheet": c.sheet, "row": c.row,
+            "heading_path": list(c.heading_path)}
+
+
+def _chunks_at(lore: Lore, kb: KnowledgeBase, file: str, seq: int) -> list[Chunk]:
+    """A file's chunks as version `seq` sees them, from what each build up to it wrote (when a newer build
+    changed the file, the catalog lists only that build's chunks)."""
+    store = lore.store(kb)
+    ids = [i for s in range(1, seq + 1) for i in store.ids_valid_from(s)]
+    return [c for c in store.get(ids) if c.file_path == file and _valid_at(c, seq)] if ids else []
+
+
+@router.get("/passages/{chunk_id}")
+async def get_passage(kb: str, chunk_id: str, scope: Caller, state: State, version: int | None = None
+                      ) -> dict[str, Any]:
+    """A passage (a search hit's or citation's `chunk_id`) with its parent text and location; 404 when the
+    caller could not have found it."""
+    def run() -> dict[str, Any]:
+        lore = state.lore
+        record = lore.catalog.get_kb(kb)
+        chunks, seq = readable(lore, record, scope, lore.store(record).get([chunk_id]), version)
+        if not chunks:
+            raise HTTPException(404, f"passage {chunk_id!r} not found in knowledge base '{kb}'")
+        c = chunks[0]
+        return {"kb": kb, "chunk_id": c.chunk_id, "document_id": c.document_id, **_where(c), "text": c.text,
+                "parent_text": c.parent_text, "source_type": c.source_type, "version": seq}
+    return await run_in_threadpool(run)
+
+
+@router.get("/document")
+async def get_document(kb: str, file: str, scope: Caller, state: State, version: int | None = None
+                       ) -> dict[str, Any]:
+    """An indexed file's text as the caller may read it, section by section (its passages' parent texts in
+    order, each with its location); 404 when the caller reads none of it."""
+    def run() -> dict[str, Any]:
+        lore = state.lore
+        record = lore.catalog.get_kb(kb)
+        entry = lore.catalog.get_file(record.id, file)
+        ids = lore.catalog.file_chunk_ids(entry.id) if entry is not None else []
+        chunks, seq = readable(lore, record, scope, lore.store(record).get(ids) if ids else [], version)
+        if not chunks and entry is not None and seq is not None:  # the catalog lists the newest build's chunks
+            chunks, seq = readable(lore, record, scope, _chunks_at(lore, record, file, seq), version)
+        if not chunks:
+            raise HTTPException(404, f"document {file!r} not found in knowledge base '{kb}'")
+        sections, seen = [], set()
+        for c in sorted(chunks, key=lambda c: c.chunk_index):
+            if c.parent_id not in seen:
+                seen.add(c.parent_id)
+                sections.append({**_where(c), "text": c.parent_text})
+        return {"kb": kb, "file": file, "document_id": chunks[0].document_id, "version": seq,
+                "text": "\n\n".join(s["text"] for s in sections), "sections": sections}
+    return await run_in_threadpool(run)

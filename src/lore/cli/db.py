@@ -1,0 +1,64 @@
+"""`lore db upgrade` and `lore db current`: the catalog's schema migrations as an explicit step."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from sqlalchemy.exc import SQLAlchemyError
+
+from lore.catalog import head_revision, mask_url
+from lore.catalog.catalog import open_engine
+from lore.catalog.migrate import current_revision, upgrade
+from lore.cli.render import fail
+from lore.config import load_settings
+from lore.errors import LoreError
+
+console = Console()
+db_app = typer.Typer(help="The catalog database: migrate its schema, show its revision.", no_args_is_help=True)
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Migrate the catalog to this version's schema (once, under a database-wide lock; safe to repeat)."""
+    settings = load_settings()
+    url = settings.resolved_catalog_url
+    try:
+        engine = open_engine(url, settings.catalog)
+        try:
+            before, after = upgrade(engine)
+        finally:
+            engine.dispose()
+    except SQLAlchemyError as exc:
+        fail(LoreError(f"cannot migrate catalog {mask_url(url)}: {getattr(exc, 'orig', None) or exc}"))
+    except LoreError as exc:
+        fail(exc)
+    if before == after:
+        console.print(f"catalog {mask_url(url)} is at revision {after} (head); nothing to do")
+    else:
+        console.print(f"catalog {mask_url(url)} migrated from {before or 'empty'} to {after}")
+
+
+@db_app.command("current")
+def db_current(
+    check: Annotated[bool, typer.Option("--check", help="Exit 1 unless the schema is at head.")] = False,
+) -> None:
+    """Print the catalog's schema revision and this version's head revision."""
+    settings = load_settings()
+    url = settings.resolved_catalog_url
+    try:
+        engine = open_engine(url, settings.catalog)
+        try:
+            current = current_revision(engine)
+        finally:
+            engine.dispose()
+    except SQLAlchemyError as exc:
+        fail(LoreError(f"cannot read catalog {mask_url(url)}: {getattr(exc, 'orig', None) or exc}"))
+    except LoreError as exc:
+        fail(exc)
+    head = head_revision()
+    state = "at head" if current == head else "behind: run `lore db upgrade`"
+    console.print(f"catalog {mask_url(url)}: revision {current or 'none'}, head {head} ({state})")
+    if check and current != head:
+        raise typer.Exit(1)

@@ -1,0 +1,209 @@
+"""Web pages as sources: fetch pages (links followed within a prefix, or a sitemap's list), honour
+robots.txt, keep each page's main text (trafilatura) as a Markdown file named by its URL.
+
+Re-fetching is conditional (ETag / Last-Modified), and the ingest pipeline skips a page whose
+extracted text has the same hash as before, so a second crawl of an unchanged site indexes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mimetypes
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urldefrag, urlsplit
+from urllib.robotparser import RobotFileParser
+
+import httpx
+import lxml.html
+from lxml import etree
+
+from lore.errors import LoadError, LoreError
+from lore.ingest.files import SourceFile
+from lore.ingest.loaders.encoding import decode_bytes
+
+USER_AGENT = "LoreBot/0.1 (+knowledge-base ingest)"
+_HTML = ("text/html", "application/xhtml+xml")
+_SITEMAP_NS = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
+
+
+@dataclass
+class Crawl:
+    """What a crawl found: pages to ingest (named by URL) and URLs refused with the reason."""
+
+    sources: list[SourceFile] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    unchanged: int = 0  # pages answered 304 Not Modified
+
+
+class WebCrawler:
+    """Fetches pages into `cache_dir` (one file per URL plus `pages.json` with validators and links)."""
+
+    def __init__(self, cache_dir: Path, *, max_pages: int = 100, max_bytes: int = 20_000_000,
+                 timeout_s: float = 20.0, user_agent: str = USER_AGENT) -> None:
+        self.cache_dir, self.max_pages, self.max_bytes, self.user_agent = cache_dir, max_pages, max_bytes, user_agent
+        self.client = httpx.Client(timeout=timeout_s, follow_redirects=True, headers={"User-Agent": user_agent})
+        self._robots: dict[str, RobotFileParser] = {}
+        self._state_file = cache_dir / "pages.json"
+        self._state: dict[str, dict[str, object]] = (
+            json.loads(self._state_file.read_text(encoding="utf-8")) if self._state_file.is_file() else {})
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self.client.close()
+
+    def crawl(self, start: str, prefix: str | None = None) -> Crawl:
+        """Breadth-first from `start`, following links that begin with `prefix` (default: the start
+        URL's folder), until `max_pages` pages are fetched."""
+        start = _clean(start)
+        if prefix is None:
+            parts = urlsplit(start)
+            prefix = f"{parts.scheme}://{parts.netloc}{parts.path.rsplit('/', 1)[0]}/"
+        return self._visit([start], prefix, follow=True)
+
+    def sitemap(self, url: str, prefix: str | None = None) -> Crawl:
+        """The pages a sitemap (or sitemap index) lists, optionally only those under `prefix`."""
+        urls = [u for u in self._sitemap_urls(_clean(url), depth=0) if prefix is None or u.startswith(prefix)]
+        return self._visit(urls, prefix or "", follow=False)
+
+    def _visit(self, queue_start: list[str], prefix: str, follow: bool) -> Crawl:
+        crawl = Crawl()
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        queue, seen = deque(queue_start), set(queue_start)
+        try:
+            while queue and len(crawl.sources) < self.max_pages:
+                url = queue.popleft()
+                try:
+                    source, links = self._page(url, crawl)
+                except LoreError as exc:
+                    crawl.refused.append((url, str(exc)))
+                    continue
+                if source is not None:
+                    crawl.sources.append(source)
+                for link in links if follow else []:
+                    if link.startswith(prefix) and link not in seen:
+                        seen.add(link)
+                        queue.append(link)
+        finally:
+            self._state_file.write_text(json.dumps(self._state, indent=1), encoding="utf-8")
+        if queue:
+            crawl.refused.extend((u, f"page limit of {self.max_pages} reached") for u in queue)
+        return crawl
+
+    def _page(self, url: str, crawl: Crawl) -> tuple[SourceFile | None, list[str]]:
+        """Fetch one page (conditionally) and save its main text; returns the source and its links."""
+        if not self._allowed(url):
+            raise LoreError("disallowed by robots.txt")
+        known = self._state.get(url, {})
+        cached = self.cache_dir / str(known.get("file", ""))
+        headers = {}
+        if known.get("file") and cached.is_file():
+            headers = {k: str(v) for k, v in (("If-None-Match", known.get("etag")),
+                                                ("If-Modified-Since", known.get("last_modified"))) if v}
+        body, response = self._get(url, headers)
+        if response.status_code == 304 and headers:
+            crawl.unchanged += 1
+            return SourceFile(cached, url), [str(u) for u in known.get("links", [])]  # type: ignore[union-attr]
+        if response.status_code != 200:
+            raise LoreError(f"HTTP {response.status_code}")
+        ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        links: list[str] = []
+        if ctype in _HTML or (not ctype and url.endswith((".html", ".htm"))):
+            text, _ = decode_bytes(body, url, response.charset_encoding)
+            page, links, index = _main_text(text, url)
+            if not index:
+                return None, links
+            name, data = _name(url, ".md" if page else ".html"), (page or text).encode("utf-8")
+        else:
+            suffix = Path(urlsplit(url).path).suffix.lower() or mimetypes.guess_extension(ctype) or ".bin"
+            name, data = _name(url, suffix), body
+        (self.cache_dir / name).write_bytes(data)
+        self._state[url] = {"file": name, "etag": response.headers.get("etag"),
+                            "last_modified": response.headers.get("last-modified"), "links": links}
+        return SourceFile(self.cache_dir / name, url), links
+
+    def _get(self, url: str, headers: dict[str, str]) -> tuple[bytes, httpx.Response]:
+        try:
+            with self.client.stream("GET", url, headers=headers) as response:
+                chunks, size = [], 0
+                for chunk in response.iter_bytes():
+                    size += len(chunk)
+                    if size > self.max_bytes:
+                        raise LoreError(f"larger than {self.max_bytes / 1e6:g} MB")
+                    chunks.append(chunk)
+                return b"".join(chunks), response
+        except httpx.HTTPError as exc:
+            raise LoreError(f"cannot fetch ({type(exc).__name__}: {exc})") from exc
+
+    def _allowed(self, url: str) -> bool:
+        parts = urlsplit(url)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        robots = self._robots.get(origin)
+        if robots is None:
+            robots = self._robots[origin] = RobotFileParser(origin + "/robots.txt")
+            try:
+                response = self.client.get(origin + "/robots.txt")
+            except httpx.HTTPError:
+                response = None
+            if response is not None and response.status_code in (401, 403):
+                robots.disallow_all = True
+            elif response is not None and response.status_code == 200:
+                robots.parse(response.text.splitlines())
+            else:
+                robots.allow_all = True
+        return robots.can_fetch(self.user_agent, url)
+
+    def _sitemap_urls(self, url: str, depth: int) -> list[str]:
+        body, response = self._get(url, {})
+        if response.status_code != 200:
+            raise LoreError(f"sitemap {url}: HTTP {response.status_code}")
+        try:
+            root = etree.fromstring(body, parser=etree.XMLParser(resolve_entities=False, no_network=True))
+        except etree.XMLSyntaxError as exc:
+            raise LoreError(f"sitemap {url}: not XML ({exc})") from exc
+        locs = [_clean(el.text.strip()) for el in root.iter(f"{_SITEMAP_NS}loc") if el.text and el.text.strip()]
+        if root.tag == f"{_SITEMAP_NS}sitemapindex" and depth < 3:
+            return [u for sub in locs for u in self._sitemap_urls(sub, depth + 1)]
+        return list(dict.fromkeys(locs))
+
+
+def _main_text(html: str, url: str) -> tuple[str | None, list[str], bool]:
+    """(the page's main text as Markdown or None, its links, whether robots meta lets it be indexed)."""
+    import trafilatura
+
+    try:
+        doc = lxml.html.document_fromstring(html)
+    except (etree.ParserError, ValueError):
+        return None, [], True
+    robots = " ".join(m.get("content", "") for m in doc.xpath("//meta[@name='robots']")).lower()
+    links = []
+    if "nofollow" not in robots:
+        doc.make_links_absolute(url, resolve_base_href=True, handle_failures="discard")
+        links = list(dict.fromkeys(_clean(link) for el, attr, link, _ in doc.iterlinks()
+                                   if el.tag == "a" and attr == "href" and link.startswith(("http://", "https://"))))
+    text = trafilatura.extract(html, url=url, output_format="markdown", include_tables=True,
+                               include_links=False, include_comments=False, favor_recall=True)
+    if text:
+        meta = trafilatura.extract_metadata(html, default_url=url)
+        title = (meta.title or "").strip() if meta else ""
+        if title and not text.lstrip().startswith("# "):
+            text = f"# {title}\n\n{text}"
+    return text, links, "noindex" not in robots
+
+
+def _clean(url: str) -> str:
+    return urldefrag(url.strip())[0]
+
+
+def _name(url: str, suffix: str) -> str:
+    return hashlib.sha256(url.encode("utf-8")).hexdigest()[:24] + suffix
+
+
+def check_url(url: str) -> str:
+    """`url` if it is an http(s) URL with a host, else a LoadError naming it."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise LoadError(url, "not an http(s) URL")
+    return url

@@ -1,0 +1,1 @@
+"""Lore where its users already work: MCP tools, LangChain and LlamaIndex retrievers."""

