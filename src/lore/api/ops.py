@@ -69,18 +69,13 @@ def readiness(lore: Lore) -> dict[str, str]:
 
 def migrations_status(lore: Lore) -> str:
     """"ok" when the catalog's schema revision is the newest migration, else which revision it is at."""
-    from alembic.runtime.migration import MigrationContext
-    from alembic.script import ScriptDirectory
-
-    from lore.catalog.catalog import alembic_config
+    from lore.catalog.migrate import current_revision, head_revision
 
     try:
-        heads = set(ScriptDirectory.from_config(alembic_config()).get_heads())
-        with lore.catalog.engine.connect() as conn:
-            current = set(MigrationContext.configure(conn).get_current_heads())
+        current, head = current_revision(lore.catalog.engine), head_revision()
     except Exception as exc:  # noqa: BLE001 - reported, not raised
         return f"unknown ({type(exc).__name__})"
-    return "ok" if current == heads else f"at {sorted(current) or 'none'}, head is {sorted(heads)}: run lore db upgrade"
+    return "ok" if current == head else f"at {current or 'none'}, head is {head}: run lore db upgrade"
 
 
 class ServiceMiddleware:
