@@ -118,12 +118,12 @@ class AsyncLoreClient:
         body = {**calls.sources(files, paths, dataset), "description": description, "activate": activate,
                 "quality_gate": quality_gate, "force": force,
                 "incremental_from": incremental_from}
-        if progress is None:
-            return await self._run(calls.build(kb, body))
-        async for event in self._stream(calls.build(kb, body, stream=True)):
+        # the server queues a build as a job (202); its event stream carries the progress and the result
+        async for event in self._stream(calls.build(kb, body)):
             if event.event in ("end", "error"):
                 return calls.finish_build(kb, event)
-            progress(event)
+            if progress is not None:
+                progress(event)
         raise LoreAPIError(0, "the build stream ended without an 'end' event")
 
     async def versions(self, kb: str) -> list[Version]:

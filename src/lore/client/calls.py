@@ -163,8 +163,9 @@ def ingest(kb: str, body: dict[str, Any]) -> Call[IngestResult]:
     return Call("POST", kb_path(kb, "/ingest"), IngestResult.from_json, json=body)
 
 
-def build(kb: str, body: dict[str, Any], stream: bool = False) -> Call[IngestResult]:
-    return Call("POST", kb_path(kb, "/builds/stream" if stream else "/builds"), IngestResult.from_json, json=body)
+def build(kb: str, body: dict[str, Any]) -> Call[IngestResult]:
+    """A build, queued as a job whose events (progress, then the result) stream back."""
+    return Call("POST", kb_path(kb, "/builds/stream"), IngestResult.from_json, json=body)
 
 
 def versions(kb: str) -> Call[list[Version]]:
