@@ -113,16 +113,17 @@ class LoreClient:
               description: str = "", activate: bool = False, quality_gate: bool = False, force: bool = False,
               dataset: str | None = None, incremental_from: str = "latest", progress: BuildProgress | None = None
               ) -> IngestResult:
-        """Build a new version of exactly these sources; with `progress`, per-file events stream in."""
+        """Build a new version of exactly these sources (a server job, followed to its end); `progress` gets
+        each per-file `status` event."""
         body = {**calls.sources(files, paths, dataset), "description": description, "activate": activate,
                 "quality_gate": quality_gate, "force": force,
                 "incremental_from": incremental_from}
-        if progress is None:
-            return self._run(calls.build(kb, body))
+        # builds run as server-side jobs: the streamed form returns the result when the job ends
         for event in self._stream(calls.build(kb, body, stream=True)):
             if event.event in ("end", "error"):
                 return calls.finish_build(kb, event)
-            progress(event)
+            if progress is not None:
+                progress(event)
         raise LoreAPIError(0, "the build stream ended without an 'end' event")
 
     def versions(self, kb: str) -> list[Version]:

@@ -18,13 +18,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from lore.api.deps import RateLimiter, ServiceState, authenticate, bearer, error_status
 from lore.api.deps import Scope as Caller
+from lore.api.deps import ServiceState, authenticate, bearer, error_status
 from lore.api.routers import kbs, passages
 from lore.api.routers import search as search_api
 from lore.api.routers.ask import AskBody, start_stream
 from lore.engine import Lore
 from lore.errors import LoreError
+from lore.state.ratelimit import make_rate_limiter
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -51,7 +52,7 @@ def _tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
 
 def service_state(lore: Lore) -> ServiceState:
     """What the tools share, as the HTTP API's handlers do (the per-key rate limit included)."""
-    return ServiceState(lore, RateLimiter(lore.settings.api.rate_limit_per_minute))
+    return ServiceState(lore, make_rate_limiter(lore.settings))
 
 
 def build_server(state: ServiceState, api_key: str | None = None) -> MCPServer:
