@@ -114,7 +114,8 @@ class AsyncLoreClient:
               description: str = "", activate: bool = False, quality_gate: bool = False, force: bool = False,
               dataset: str | None = None, incremental_from: str = "latest", progress: BuildProgress | None = None
               ) -> IngestResult:
-        """Build a new version of exactly these sources; with `progress`, per-file events stream in."""
+        """Build a new version of exactly these sources (a server job, followed to its end); `progress` gets
+        each per-file `status` event."""
         body = {**calls.sources(files, paths, dataset), "description": description, "activate": activate,
                 "quality_gate": quality_gate, "force": force,
                 "incremental_from": incremental_from}
