@@ -23,7 +23,6 @@ import pytest
 
 from lore.config import load_settings
 from lore.engine import Lore
-from tests.api.conftest import build_and_wait
 from tests.conftest import EXAMPLES
 from tests.servers import (
     BIN,
@@ -90,6 +89,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 "LORE_STORE__BACKEND": "milvus", "LORE_STORE__URI": milvus.uri, "LORE_STORE__TIMEOUT_S": "20",
                 "LORE_REDIS__URL": REDIS_URL, "LORE_REDIS__PREFIX": prefix,
                 "LORE_STORAGE__DIR": str(tmp / "shared"), "LORE_API__RATE_LIMIT_PER_MINUTE": str(LIMIT)}
+        # The migration job of the deployment: once, before any replica starts.
+        subprocess.run([str(BIN / "lore"), "db", "upgrade"], env={**env, "LORE_HOME": str(tmp / "migrate")},
+                       check=True, capture_output=True)
         admin_lore = Lore(load_settings(home=tmp / "admin", store={"backend": "milvus", "uri": milvus.uri},
                                         catalog_url=catalog))
         admin_lore.create_kb("hb")
@@ -109,6 +111,21 @@ def _stop(replica: Replica) -> None:
         replica.proc.wait(30)
     except subprocess.TimeoutExpired:
         replica.proc.kill()
+
+
+def build_and_wait(client: httpx.Client, kb: str, body: dict, headers: dict[str, str]) -> dict:
+    """Queue a build and poll its job once a second (the admin key is under the rate limit too)."""
+    r = client.post(f"/api/kbs/{kb}/builds", json=body, headers=headers)
+    assert r.status_code == 202, r.text
+    job = r.json()["job"]
+    deadline = time.monotonic() + 300
+    while job["status"] not in ("succeeded", "failed"):
+        assert time.monotonic() < deadline, job
+        time.sleep(1.0)
+        r = client.get(f"/api/kbs/{kb}/jobs/{job['id']}", headers=headers)
+        assert r.status_code == 200, r.text
+        job = r.json()
+    return job
 
 
 def _auth(key: str) -> dict[str, str]:
