@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, WebSocket
@@ -70,9 +70,14 @@ class Scope:
         return SearchFilter(tenant_ids=[self.key.tenant_id], dataset_ids=self.key.datasets,
                             visibility=self.visibility(), roles=list(self.key.roles))
 
-    def options(self, lore: Lore, top_k: int | None = None) -> SearchOptions:
-        """Configured search options bounded to this caller's scope."""
-        return SearchOptions.from_settings(lore.settings.retrieve, top_k, self.search_filter())
+    def options(self, lore: Lore, top_k: int | None = None, rerank: bool | None = None) -> SearchOptions:
+        """Configured search options bounded to this caller's scope; `rerank` True/False overrides
+        whether the configured reranker runs (True with none configured is a 400)."""
+        opts = SearchOptions.from_settings(lore.settings.retrieve, top_k, self.search_filter(),
+                                           rerank=lore.settings.rerank)
+        if rerank and lore.settings.rerank.provider == "none":
+            raise HTTPException(400, "rerank: no reranker is configured ([rerank] provider = \"none\")")
+        return opts if rerank is None else replace(opts, rerank=rerank)
 
 
 def error_status(exc: LoreError) -> int:

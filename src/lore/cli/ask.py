@@ -39,7 +39,7 @@ def ask(
 ) -> None:
     """Answer a question from a knowledge base, with numbered citations."""
     lore = Lore()
-    opts = SearchOptions.from_settings(lore.settings.retrieve, k)
+    opts = SearchOptions.from_settings(lore.settings.retrieve, k, rerank=lore.settings.rerank)
     if source:
         opts.filter.sources = [source]
     try:
