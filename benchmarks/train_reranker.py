@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -45,7 +46,7 @@ SUBSETS = {
 }
 
 
-def candidates(dataset_dir: Path, split: str, home: Path) -> tuple[list[str], list[np.ndarray], list[np.ndarray],
+def candidates(dataset_dir: Path, split: str, home: Path, query_filter: str = "") -> tuple[list[str], list[np.ndarray], list[np.ndarray],
                                                                   list[list[str]], dict]:
     """(query ids, feature matrices, chunk labels, chunk document ids, qrels) for every query of the split."""
     data = load_beir(dataset_dir, split)
@@ -54,7 +55,7 @@ def candidates(dataset_dir: Path, split: str, home: Path) -> tuple[list[str], li
     retriever = lore.retriever(kb)
     opts = SearchOptions(mode="hybrid", recall_k=RERANK_K, top_k=RERANK_K, rerank=False)
     qids, xs, ys, docs = [], [], [], []
-    for qid in sorted(data.queries):
+    for qid in sorted(q for q in data.queries if re.search(query_filter, q)):
         hits = retriever.search(data.queries[qid], opts)[:RERANK_K]
         if not hits:
             continue
@@ -117,12 +118,13 @@ def main() -> None:
     p.add_argument("--split", default="train", help="a TRAIN split (queries_<split>.jsonl, qrels_<split>.tsv)")
     p.add_argument("--home", default="benchmarks/.cache")
     p.add_argument("--out", default=str(DEFAULT_MODEL), help="model file (.txt; its .json is written beside it)")
+    p.add_argument("--query-filter", default="", help="only query ids matching this regex")
     p.add_argument("--ablation", action="store_true", help="also cross-validate feature subsets")
     args = p.parse_args()
-    if args.split == "test":
-        raise SystemExit("refusing to train on a test split")
+    if args.split == "test" and not args.query_filter:
+        raise SystemExit("refusing to train on a whole test split (name the training queries with --query-filter)")
     started = time.perf_counter()
-    qids, xs, ys, docs, qrels = candidates(Path(args.dataset), args.split, Path(args.home))
+    qids, xs, ys, docs, qrels = candidates(Path(args.dataset), args.split, Path(args.home), args.query_filter)
     print(f"{len(qids)} queries, {sum(len(y) for y in ys)} candidates, "
           f"{sum(bool(y.any()) for y in ys)} with a relevant candidate ({time.perf_counter() - started:.0f}s)")
     first_stage = doc_ndcg([-np.arange(len(y), dtype=np.float64) for y in ys], docs, qids, qrels)
@@ -139,10 +141,11 @@ def main() -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(booster.model_to_string(), encoding="utf-8")
-    qrels_file = Path(args.dataset) / f"qrels_{args.split}.tsv"
+    qrels_file = Path(args.dataset) / ("qrels.tsv" if args.split == "test" else f"qrels_{args.split}.tsv")
     meta = {"features": FEATURES, "calibration": [a, b], "trees": cv["rounds"], "params": PARAMS,
             "lightgbm": lightgbm.__version__, "rerank_k": RERANK_K,
             "trained_on": {"dataset": Path(args.dataset).name, "split": args.split, "queries": len(qids),
+                           "query_filter": args.query_filter,
                            "qrels_sha256": hashlib.sha256(qrels_file.read_bytes()).hexdigest()},
             "cv_doc_ndcg@10": {"first_stage": round(first_stage, 4),
                                **{k: round(v["ndcg"], 4) for k, v in results.items()}}}

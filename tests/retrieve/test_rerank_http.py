@@ -62,7 +62,7 @@ def test_cohere_shape_through_the_engine_reorders_by_the_servers_scores(lore: Lo
     assert path == "/v1/rerank" and body["model"] == "bge-reranker-v2-m3" and body["top_n"] == len(body["documents"])
     expected = sorted(overlap(QUERY, d) for d in body["documents"])[::-1]
     assert [h.rerank_score for h in hits] == expected[: len(hits)]
-    assert set(h.chunk.chunk_id for h in hits) == set(first_stage(lore))
+    assert {h.chunk.chunk_id for h in hits} == set(first_stage(lore))
     assert events and events[0].provider == "http" and events[0].candidates == len(body["documents"])
     assert events[0].note == "" and events[0].ms > 0
 

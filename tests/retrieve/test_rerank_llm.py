@@ -4,13 +4,12 @@ how many are scored, and unusable replies keep the first-stage order with a note
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
-from http.server import BaseHTTPRequestHandler
 
 from lore.config import load_settings
 from lore.engine import Lore

@@ -81,7 +81,7 @@ class Retriever:
         A failing or invalid reranker keeps the first-stage order; either way the report is published."""
         assert self.reranker is not None
         head, tail = list(hits[:rerank_k]), list(hits[rerank_k:])
-        started, notes = time.perf_counter(), []
+        started, cpu, notes = time.perf_counter(), time.thread_time(), []
         token = RERANK_NOTE.set(notes)
         try:
             ranked = self.reranker.rerank(query, head)
@@ -93,7 +93,7 @@ class Retriever:
             RERANK_NOTE.reset(token)
         note = "; ".join(notes)
         info = RerankInfo(getattr(self.reranker, "name", type(self.reranker).__name__), len(head),
-                          (time.perf_counter() - started) * 1000, note)
+                          (time.perf_counter() - started) * 1000, note, (time.thread_time() - cpu) * 1000)
         self.last_rerank = info
         report(info)
         return [*ranked, *tail]

@@ -26,6 +26,7 @@ class RerankInfo:
     candidates: int
     ms: float
     note: str = ""
+    cpu_ms: float = 0.0  # this thread's CPU time: what the rerank costs apart from waiting (busy hosts, endpoints)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"provider": self.provider, "candidates": self.candidates, "ms": round(self.ms, 1)}

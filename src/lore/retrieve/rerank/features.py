@@ -5,13 +5,18 @@ between corpora, languages and score scales."""
 
 from __future__ import annotations
 
+import itertools
 import math
+import re
+import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
+import Stemmer
 
-from lore.lexical import is_chinese, tokenize
+from lore.lexical import CJK, is_chinese
+from lore.lexical.tokenize import STOP_WORDS
 from lore.schema import Hit
 
 DEPTH = 50  # first-stage ranks beyond this count as "not in that list" (the default recall depth)
@@ -24,9 +29,32 @@ FEATURES = [
 ]
 
 
+_RUNS = re.compile(rf"([{CJK}]+)|([^\W_{CJK}]+)")
+_STEM = Stemmer.Stemmer("english")
+
+
 @lru_cache(maxsize=8192)
 def _tokens(text: str) -> tuple[str, ...]:
-    return tuple(tokenize(text))
+    """Matching terms, cheap enough for 50 candidates and their parents per query: CJK runs as character
+    bigrams (no dictionary segmentation), other words lower-cased, stop words dropped, stemmed."""
+    out: list[str] = []
+    words: list[int] = []
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    for cjk, word in _RUNS.findall(text.lower()):
+        if cjk:
+            out.extend(map(str.__add__, cjk[:-1], cjk[1:]) if len(cjk) > 1 else (cjk,))
+        elif word not in STOP_WORDS:
+            words.append(len(out))
+            out.append(word)
+    for i, stem in zip(words, _STEM.stemWords([out[i] for i in words]), strict=True):
+        out[i] = stem
+    return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def _term_set(text: str) -> frozenset[str]:
+    return frozenset(_tokens(text))
 
 
 def _z(values: np.ndarray) -> np.ndarray:
@@ -71,7 +99,8 @@ def candidate_features(query: str, hits: Sequence[Hit]) -> np.ndarray:
     b_rank = np.array([h.bm25_rank if not np.isnan(bm25[i]) else np.nan for i, h in enumerate(hits)], dtype=np.float64)
     rrf = np.nan_to_num(1 / (RRF_K + d_rank), nan=0.0) + np.nan_to_num(1 / (RRF_K + b_rank), nan=0.0)
     body = [_tokens(h.chunk.text) for h in hits]
-    df: dict[str, int] = {t: sum(t in set(b) for b in body) for t in q_terms}
+    body_sets = [set(b) for b in body]
+    df: dict[str, int] = {t: sum(t in b for b in body_sets) for t in q_terms}
     idf = {t: math.log((n + 1) / (df[t] + 0.5)) for t in q_terms}
     idf_total = sum(idf.values()) or 1.0
     rows = np.full((n, len(FEATURES)), np.nan, dtype=np.float64)
@@ -86,19 +115,19 @@ def candidate_features(query: str, hits: Sequence[Hit]) -> np.ndarray:
     rows[:, col["bm25_rank"]] = b_rank
     rows[:, col["rrf"]] = rrf * RRF_K
     rows[:, col["fused_rank"]] = np.arange(1, n + 1)
-    bigrams = set(zip(q_terms, q_terms[1:], strict=False)) if len(q_terms) > 1 else set()
+    bigrams = set(itertools.pairwise(q_terms)) if len(q_terms) > 1 else set()
     doc_terms: dict[str, set[str]] = {}
     for i, (h, toks) in enumerate(zip(hits, body, strict=True)):
-        tset = set(toks) & q_set
+        tset = body_sets[i] & q_set
         doc_terms.setdefault(h.chunk.document_id, set()).update(tset)
         rows[i, col["cover"]] = len(tset) / len(q_set) if q_set else np.nan
         rows[i, col["cover_idf"]] = sum(idf[t] for t in tset) / idf_total
         head = " ".join([h.chunk.title or "", *h.chunk.heading_path])
         rows[i, col["title_cover"]] = len(set(_tokens(head)) & q_set) / len(q_set) if q_set and head.strip() else np.nan
-        parent = set(_tokens(h.chunk.parent_text)) & q_set if h.chunk.parent_text else tset
+        parent = _term_set(h.chunk.parent_text) & q_set if h.chunk.parent_text else tset
         rows[i, col["parent_cover_idf"]] = sum(idf[t] for t in parent) / idf_total
         if bigrams:
-            rows[i, col["bigram"]] = len(bigrams & set(zip(toks, toks[1:], strict=False))) / len(bigrams)
+            rows[i, col["bigram"]] = len(bigrams & set(itertools.pairwise(toks))) / len(bigrams)
         positions: dict[str, list[int]] = {}
         for p, t in enumerate(toks):
             if t in q_set:
