@@ -6,7 +6,11 @@ when its document is (the split's qrels). LightGBM lambdarank; the number of tre
 cross-validation over the train queries, the [0, 1] calibration (Platt) is fitted on out-of-fold scores.
 The test split is never read.
 
-    python benchmarks/train_reranker.py --dataset ../shared/datasets/scifact --split train [--ablation]
+    python benchmarks/train_reranker.py --train ../shared/datasets/scifact:train [--train DIR:SPLIT:REGEX ...]
+        [--ablation]
+
+Each `--train` names a BEIR folder, its split and optionally a regex over query ids (e.g. the articles
+kept for training when the rest of a set is held out for evaluation).
 """
 
 from __future__ import annotations
@@ -114,17 +118,24 @@ def platt(raw: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--dataset", default="../shared/datasets/scifact")
-    p.add_argument("--split", default="train", help="a TRAIN split (queries_<split>.jsonl, qrels_<split>.tsv)")
+    p.add_argument("--train", action="append", required=True, help="DIR[:SPLIT[:REGEX]] (split default: train)")
     p.add_argument("--home", default="benchmarks/.cache")
     p.add_argument("--out", default=str(DEFAULT_MODEL), help="model file (.txt; its .json is written beside it)")
-    p.add_argument("--query-filter", default="", help="only query ids matching this regex")
     p.add_argument("--ablation", action="store_true", help="also cross-validate feature subsets")
     args = p.parse_args()
-    if args.split == "test" and not args.query_filter:
-        raise SystemExit("refusing to train on a whole test split (name the training queries with --query-filter)")
+    sources = [(spec.split(":") + ["train", ""])[:3] for spec in args.train]
     started = time.perf_counter()
-    qids, xs, ys, docs, qrels = candidates(Path(args.dataset), args.split, Path(args.home), args.query_filter)
+    qids, xs, ys, docs, qrels = [], [], [], [], {}
+    for folder, split, regex in sources:
+        if split == "test" and not regex:
+            raise SystemExit(f"{folder}: refusing to train on a whole test split (give a query-id regex)")
+        got = candidates(Path(folder), split, Path(args.home), regex)
+        name = Path(folder).name
+        qids += [f"{name}/{q}" for q in got[0]]
+        xs += got[1]
+        ys += got[2]
+        docs += got[3]
+        qrels.update({f"{name}/{q}": r for q, r in got[4].items()})
     print(f"{len(qids)} queries, {sum(len(y) for y in ys)} candidates, "
           f"{sum(bool(y.any()) for y in ys)} with a relevant candidate ({time.perf_counter() - started:.0f}s)")
     first_stage = doc_ndcg([-np.arange(len(y), dtype=np.float64) for y in ys], docs, qids, qrels)
@@ -135,18 +146,28 @@ def main() -> None:
         results[name] = cv
         print(f"5-fold CV, {name}: doc nDCG@10 {cv['ndcg']:.4f} ({cv['rounds']} trees)")
     cv = results["all features"]
+    for folder, _, _ in sources:
+        name = Path(folder).name
+        idx = [i for i, q in enumerate(qids) if q.startswith(name + "/")]
+        base = doc_ndcg([-np.arange(len(ys[i]), dtype=np.float64) for i in idx], [docs[i] for i in idx],
+                        [qids[i] for i in idx], qrels)
+        ltr = doc_ndcg([cv["oof"][i] for i in idx], [docs[i] for i in idx], [qids[i] for i in idx], qrels)
+        print(f"  {name}: first stage {base:.4f} -> out-of-fold ltr {ltr:.4f} ({len(idx)} queries)")
     booster = lightgbm.train(PARAMS, _dataset(xs, ys, [i for i in range(len(qids)) if ys[i].any()],
                                               list(range(len(FEATURES)))), num_boost_round=cv["rounds"])
     a, b = platt(np.concatenate(cv["oof"]), np.concatenate(ys))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(booster.model_to_string(), encoding="utf-8")
-    qrels_file = Path(args.dataset) / ("qrels.tsv" if args.split == "test" else f"qrels_{args.split}.tsv")
+    def qrels_sha(folder: str, split: str) -> str:
+        path = Path(folder) / ("qrels.tsv" if split == "test" else f"qrels_{split}.tsv")
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
     meta = {"features": FEATURES, "calibration": [a, b], "trees": cv["rounds"], "params": PARAMS,
             "lightgbm": lightgbm.__version__, "rerank_k": RERANK_K,
-            "trained_on": {"dataset": Path(args.dataset).name, "split": args.split, "queries": len(qids),
-                           "query_filter": args.query_filter,
-                           "qrels_sha256": hashlib.sha256(qrels_file.read_bytes()).hexdigest()},
+            "trained_on": [{"dataset": Path(f).name, "split": s, "query_ids": r or "all",
+                            "queries": sum(q.startswith(Path(f).name + "/") for q in qids),
+                            "qrels_sha256": qrels_sha(f, s)} for f, s, r in sources],
             "cv_doc_ndcg@10": {"first_stage": round(first_stage, 4),
                                **{k: round(v["ndcg"], 4) for k, v in results.items()}}}
     out.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
