@@ -4,6 +4,7 @@ first-stage order with a note."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -105,3 +106,22 @@ def test_failures_keep_the_first_stage_order_with_a_note(lore: Lore, server: Rer
     assert all(h.rerank_score is None for h in hits)
     assert r.last_rerank is not None and "first-stage order kept" in r.last_rerank.note
     assert reason in r.last_rerank.note
+
+
+def test_cli_search_rerank_flags(hb_home: Path, server: RerankServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from lore.cli.main import app
+
+    runner = CliRunner()
+    monkeypatch.setenv("LORE_HOME", str(hb_home))
+    args = ["search", QUERY, "--kb", "hb", "--json", "-k", "3"]
+    refused = runner.invoke(app, [*args, "--rerank"])
+    assert refused.exit_code != 0 and "no reranker configured" in refused.output
+    monkeypatch.setenv("LORE_RERANK__PROVIDER", "http")
+    monkeypatch.setenv("LORE_RERANK__BASE_URL", server.base + "/v1")
+    on = json.loads(runner.invoke(app, [*args, "--rerank", "--rerank-k", "5"]).output)
+    assert on["rerank"]["provider"] == "http" and on["rerank"]["candidates"] == 5
+    assert all(h["rerank_score"] is not None for h in on["hits"])
+    off = json.loads(runner.invoke(app, [*args, "--no-rerank"]).output)
+    assert off["rerank"] is None and all(h["rerank_score"] is None for h in off["hits"])
