@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install browser demo test lint bench clean
+.PHONY: install browser demo test lint bench screenshots clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -17,11 +17,13 @@ install: $(STAMP)
 demo: install
 	LORE_HOME=.lore/demo $(BIN)/lore demo
 
-# The browser tests drive Debian's chromium through Playwright (no browser download).
+# The browser tests drive Debian's chromium through Playwright (no browser download); CJK fonts so
+# Chinese renders in screenshots.
 browser:
-	@command -v chromium >/dev/null 2>&1 || { echo "installing Debian's chromium for the browser tests"; \
+	@{ command -v chromium >/dev/null 2>&1 && fc-list 2>/dev/null | grep -qi wenquanyi; } || { \
+	  echo "installing Debian's chromium and CJK fonts for the browser tests"; \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium fonts-wqy-zenhei; }
 
 test: install browser
 	$(BIN)/pytest -q -n 2 --dist loadfile
@@ -31,6 +33,10 @@ lint: install
 
 bench: install
 	$(BIN)/python benchmarks/retrieval.py --dataset ../shared/datasets/scifact
+
+# A PNG of every console panel into docs/ (the browser test of the console, with screenshots on).
+screenshots: install browser
+	LORE_SCREENSHOTS=docs $(BIN)/pytest -q tests/api/test_console_ui.py
 
 clean:
 	rm -rf $(VENV) .lore

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import threading
 import time
@@ -15,12 +16,14 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from playwright import sync_api
 
 from lore.api import create_app
 from lore.config import load_settings
 from lore.engine import Lore
 from tests.conftest import EXAMPLES
 
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SECRET_B = "# Project Nightingale\n\nProject Nightingale uses launch code NG-7731 and ships on 12 March.\n"
 
 
@@ -137,3 +140,14 @@ def iter_sse(lines: Iterable[str]) -> Iterator[tuple[str, dict]]:
 def sse_events(text: str) -> list[tuple[str, dict]]:
     """(event, data) pairs of a whole SSE body."""
     return list(iter_sse(text.splitlines()))
+
+
+@pytest.fixture()
+def page(site: tuple[str, str, Lore]) -> Iterator[object]:
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        context = browser.new_context(locale="en-US", accept_downloads=True)
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        yield page
+        browser.close()

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright import sync_api
 
 from lore.api import create_app
 from lore.config import load_settings
 from lore.engine import Lore
 from lore.scenario.build import build_scenario
 from lore.scenario.config import Scenarios
-from tests.api.conftest import LiveServer
+from tests.api.conftest import CHROMIUM, LiveServer
 from tests.conftest import EXAMPLES
 from tests.scenario.conftest import copy_scenarios, scenario_lore
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 if CHROMIUM is None:  # `make test` installs it; a missing browser must not pass silently
     pytest.fail("chromium not found: install it with `apt-get install -y chromium` (make test does)",
@@ -32,17 +28,6 @@ def site(tmp_path: Path) -> Iterator[tuple[str, str, Lore]]:
     with LiveServer(create_app(lore)) as server:
         yield server.url, secret, lore
     lore.close()
-
-
-@pytest.fixture()
-def page(site: tuple[str, str, Lore]) -> Iterator[object]:
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        context = browser.new_context(locale="en-US", accept_downloads=True)
-        page = context.new_page()
-        page.set_default_timeout(60_000)
-        yield page
-        browser.close()
 
 
 def sign_in(page, url: str, secret: str) -> None:  # type: ignore[no-untyped-def]

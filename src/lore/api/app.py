@@ -21,9 +21,11 @@ from lore.api.routers import (
     ask,
     builds,
     chunks,
+    documents,
     feedback,
     ingest,
     kbs,
+    keys,
     openai_compat,
     scenarios,
     search,
@@ -68,8 +70,8 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return _error(request, exc.status_code, exc.detail, exc.headers)
 
-    for module in (kbs, ingest, chunks, builds, versions, search, ask, feedback, sessions, traces, openai_compat,
-                   scenarios):
+    for module in (kbs, documents, ingest, chunks, builds, versions, search, ask, feedback, sessions, traces,
+                   openai_compat, scenarios, keys):
         app.include_router(module.router)
 
     @app.get("/api/health", tags=["service"])

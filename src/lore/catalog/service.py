@@ -115,6 +115,12 @@ class Feedback:
                    note=row.note, question=row.question, answer=row.answer,
                    citations=json.loads(row.citations), created_at=row.created_at)
 
+    def as_badcase(self) -> dict[str, Any]:
+        """This answer as one line of the bad-case eval set (`lore badcases export`, the console's export)."""
+        return {"question": self.question, "kb": self.kb, "bad_answer": self.answer, "note": self.note,
+                "cited_files": sorted({c["file"] for c in self.citations if c.get("file")}),
+                "trace_id": self.trace_id, "tenant_id": self.tenant_id, "created_at": self.created_at.isoformat()}
+
 
 @dataclass(frozen=True, slots=True)
 class Trace:

@@ -100,9 +100,5 @@ def badcases_export(
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as fh:
         for f in rows:
-            fh.write(json.dumps({
-                "question": f.question, "kb": f.kb, "bad_answer": f.answer, "note": f.note,
-                "cited_files": sorted({c["file"] for c in f.citations if c.get("file")}),
-                "trace_id": f.trace_id, "tenant_id": f.tenant_id, "created_at": f.created_at.isoformat(),
-            }, ensure_ascii=False) + "\n")
+            fh.write(json.dumps(f.as_badcase(), ensure_ascii=False) + "\n")
     console.print(f"wrote {len(rows)} bad case(s) to {out}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException
@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from lore.api.deps import Caller, State
+from lore.lexical import tokenize
 from lore.retrieve.rerank import RERANK_EVENTS, RerankInfo
 
 router = APIRouter(tags=["search"])
@@ -31,7 +32,7 @@ class SearchBody(BaseModel):
 
 @router.post("/api/search")
 async def search(body: SearchBody, scope: Caller, state: State) -> dict[str, Any]:
-    """Hits, best first, with file/page/sheet/row and scores."""
+    """Hits, best first, with file/page/sheet/row and scores; the query's terms and the filter applied."""
     if body.version is not None and not scope.is_admin:
         raise HTTPException(403, "searching a named version needs an API key with the 'admin' role")
     options = scope.options(state.lore, body.top_k, body.rerank)
@@ -39,7 +40,8 @@ async def search(body: SearchBody, scope: Caller, state: State) -> dict[str, Any
         options = replace(options, mode=body.mode)
     events: list[RerankInfo] = []
     hits = await run_in_threadpool(_search, state, body, options, events)
-    return {"kb": body.kb, "query": body.query, "hits": [h.to_json() for h in hits],
+    return {"kb": body.kb, "query": body.query, "terms": sorted(set(tokenize(body.query))),
+            "filter": asdict(options.filter), "hits": [h.to_json() for h in hits],
             "rerank": events[-1].to_json() if events else None}
 
 

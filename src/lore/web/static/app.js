@@ -240,7 +240,7 @@ async function ask(question) {
 
 async function loadKbs() {
   const kbs = await api("/api/kbs");
-  for (const sel of [$("#chat-kb"), $("#admin-kb")]) {
+  for (const sel of document.querySelectorAll("select.kb-picker")) {
     const keep = sel.value;
     sel.innerHTML = kbs.map((k) => `<option>${esc(k.name)}</option>`).join("");
     if (kbs.some((k) => k.name === keep)) sel.value = keep;
@@ -288,7 +288,7 @@ async function loadAdmin() {
     <td>${x.active || x.status === "failed" ? "" : `<button class="act" data-seq="${x.seq}">${esc(t("activate"))}</button>`}
     <button class="rep" data-seq="${x.seq}">${esc(t("report"))}</button>
     ${x.seq > 1 ? `<button class="dif" data-seq="${x.seq}">${esc(t("diff"))}</button>` : ""}</td></tr>`).join("");
-  const show = (obj) => { const el = $("#report"); el.textContent = JSON.stringify(obj, null, 2); el.classList.remove("hidden"); };
+  const show = (obj) => { const el = $("#report"); el.innerHTML = renderValue(obj); el.classList.remove("hidden"); };
   document.querySelectorAll(".act").forEach((b) => b.addEventListener("click", () => run(async () => {
     await api(`/api/kbs/${encodeURIComponent(kb)}/versions/${b.dataset.seq}/activate`, {method: "POST", body: "{}"});
   })));
@@ -379,8 +379,8 @@ async function build(unversioned) {
       }
     }
     const el = $("#build-result");
-    el.textContent = JSON.stringify({version: r.version, counts: r.counts, gate_reasons: r.gate_reasons,
-      files: r.files.map((f) => `${f.name}: ${f.status}${f.error ? ` (${f.error})` : ""}`)}, null, 2);
+    el.innerHTML = renderValue({version: r.version?.seq, status: r.version?.status, counts: r.counts,
+      gate_reasons: r.gate_reasons, files: r.files.map((f) => ({file: f.name, status: f.status, reason: f.error}))});
     el.classList.remove("hidden");
     status.textContent = t("done");
     await loadAdmin();
