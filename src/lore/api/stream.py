@@ -65,7 +65,8 @@ class AskPlan:
 def prepare_ask(lore: Lore, scope: Grant, *, kb: str, question: str, transport: str,
                 session_id: str | None = None, new_session: bool = True, version: int | None = None,
                 history: list[str] | None = None, top_k: int | None = None, source: str | None = None,
-                scenario: ScenarioCall | None = None, mode: str = "fast", query_rewrite: str = "off") -> AskPlan:
+                scenario: ScenarioCall | None = None, mode: str = "fast", query_rewrite: str = "off",
+                rerank: bool | None = None) -> AskPlan:
     """Resolve a question before streaming (blocking: run it in the threadpool).
 
     With `scenario`, `kb` is the scenario's KB and the search is bounded by the scenario scope instead.
@@ -87,7 +88,7 @@ def prepare_ask(lore: Lore, scope: Grant, *, kb: str, question: str, transport: 
     if history and scenario is not None and Router(scenario.scenario).route(question).direct:
         history = []  # a greeting, thanks, hand-off or out-of-scope question stands alone: never rewrite it
     made = standalone_question(question, [{"role": "user", "content": q} for q in (history or [])[-6:]], lore.llm)
-    options = search_options(lore, scope, top_k)
+    options = search_options(lore, scope, top_k, rerank)
     if scenario is not None:  # the scenario scope bounds the filter inside Lore.ask; start from an open one
         options = replace(options, filter=SearchFilter())
     if source is not None:
@@ -179,6 +180,9 @@ class _TraceBuilder:
             # Deep mode's rounds: which round and sub-question, the grade and the verdict stay in the trace.
             detail = {k: data[k] for k in ("round", "sub_question", "query", "sufficient", "verdict", "cached",
                                            "hits", "route", "notes") if k in data}
+            if data.get("stage") == "rerank":  # the reranker's own report: who, how many candidates, how long
+                detail.update({k: data[k] for k in ("provider", "candidates", "note") if k in data})
+                detail["rerank_ms"] = data.get("ms")
             self.stages.append({"stage": data.get("stage"), "at_ms": now, **detail})
         elif kind == "token" and self.first_token_ms is None:
             self.first_token_ms = now

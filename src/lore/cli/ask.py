@@ -68,7 +68,7 @@ def _local_events(question: str, kb: str | None, k: int, version: int | None, sc
                   tenant: str | None, roles: str | None, datasets: str | None, source: str | None, mode: str,
                   rewrite: str, session: str | None) -> Iterator[Event]:
     lore = Lore()
-    opts = SearchOptions.from_settings(lore.settings.retrieve, k)
+    opts = SearchOptions.from_settings(lore.settings.retrieve, k, rerank=lore.settings.rerank)
     if source:
         opts.filter.sources = [source]
     scope = _scope(lore, scenario, tenant, split_list(roles), split_list(datasets), version)

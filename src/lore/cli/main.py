@@ -189,8 +189,12 @@ def search(
     recall_k: Annotated[int, typer.Option(help="Candidates recalled before rerank/cut.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     version: Annotated[int | None, typer.Option("--version", help="Search this version (default: active).")] = None,
+    rerank: Annotated[bool | None, typer.Option("--rerank/--no-rerank",
+                                                help="Re-score candidates with [rerank] provider (default: "
+                                                     "as configured).")] = None,
+    rerank_k: Annotated[int | None, typer.Option(help="Candidates re-scored (default: [rerank] rerank_k).")] = None,
 ) -> None:
-    """Search a knowledge base (dense, BM25 or hybrid)."""
+    """Search a knowledge base (dense, BM25 or hybrid), then rerank the top candidates."""
     if mode not in ("dense", "bm25", "hybrid"):
         fail(LoreError(f"--mode: must be dense, bm25 or hybrid, not {mode!r}"))
     if (c := remote.client()) is not None:
@@ -199,20 +203,29 @@ def search(
         except LoreError as exc:
             fail(exc)
     lore = _lore()
+    r = lore.settings.rerank
+    if rerank and r.provider == "none":
+        fail(LoreError("--rerank: no reranker configured ([rerank] provider = \"none\")"))
     opts = SearchOptions(mode=_mode(mode), recall_k=recall_k, top_k=k, rrf_k=lore.settings.retrieve.rrf_k,
-                         min_score=lore.settings.retrieve.min_score)
+                         min_score=lore.settings.retrieve.min_score,
+                         rerank=r.provider != "none" if rerank is None else rerank, rerank_k=rerank_k or r.rerank_k)
     try:
-        hits = lore.search(kb, query, opts, version)
+        retriever = lore.retriever(kb)
+        hits = retriever.search(query, lore.scoped(kb, opts, version))
     except LoreError as exc:
         fail(exc)
+    info = retriever.last_rerank.to_json() if retriever.last_rerank else None
     if as_json:
-        print(json.dumps({"query": query, "kb": kb, "mode": mode, "hits": [h.to_json() for h in hits]},
-                         ensure_ascii=False, indent=2))
+        print(json.dumps({"query": query, "kb": kb, "mode": mode, "rerank": info,
+                          "hits": [h.to_json() for h in hits]}, ensure_ascii=False, indent=2))
         return
     table = Table("#", "score", "where", "text")
     for i, h in enumerate(hits, 1):
         table.add_row(str(i), f"{h.score:.4f}", where(h.to_json()), h.chunk.text[:160].replace("\n", " "))
     console.print(table)
+    if info:
+        console.print(f"rerank: {info['provider']}, {info['candidates']} candidates, {info['ms']} ms"
+                      + (f" ({info['note']})" if info.get("note") else ""))
 
 
 def _mode(mode: str) -> SearchMode:

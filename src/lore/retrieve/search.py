@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import re
+import time
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from lore.config import RetrieveSettings
+from lore.config import RerankSettings, RetrieveSettings
 from lore.embed.base import Embedder
 from lore.embed.cache import EmbeddingCache, embed_texts
+from lore.errors import LoreError
 from lore.lexical import tokenize
+from lore.retrieve.rerank.base import RERANK_NOTE, RerankInfo, report
 from lore.schema import Hit, SearchFilter, SearchMode
 from lore.store.base import StoreQuery, VectorStore
 
 
 class Reranker(Protocol):
-    """Re-scores candidates for a query (a local cross-encoder or a `/rerank` endpoint)."""
+    """Re-scores candidates for a query (the offline learned model, a `/rerank` endpoint, the chat LLM).
+    Raises LoreError when it cannot; the retriever then keeps the first-stage order with a note."""
+
+    name: str
 
     def rerank(self, query: str, hits: Sequence[Hit]) -> list[Hit]:
         """Return the hits re-ordered best first, with `score` replaced by the reranker's."""
@@ -26,7 +32,7 @@ class Reranker(Protocol):
 @dataclass
 class SearchOptions:
     """How one search runs: mode, recall depth, returned hits, RRF constant, score floor, and whether a
-    configured reranker re-scores the candidates (a retrieval plan may skip it for short questions)."""
+    configured reranker re-scores the first `rerank_k` candidates (a retrieval plan may skip it)."""
 
     mode: SearchMode = "hybrid"
     recall_k: int = 50
@@ -35,12 +41,17 @@ class SearchOptions:
     min_score: float = 0.0
     filter: SearchFilter = field(default_factory=SearchFilter)
     rerank: bool = True
+    rerank_k: int = 50
 
     @classmethod
-    def from_settings(cls, r: RetrieveSettings, top_k: int | None = None,
-                      filter: SearchFilter | None = None) -> SearchOptions:
-        """The configured defaults (`[retrieve]`), with another `top_k` or filter if given."""
-        return cls(r.mode, r.recall_k, top_k or r.top_k, r.rrf_k, r.min_score, filter or SearchFilter())
+    def from_settings(cls, r: RetrieveSettings, top_k: int | None = None, filter: SearchFilter | None = None,
+                      rerank: RerankSettings | None = None) -> SearchOptions:
+        """The configured defaults (`[retrieve]`, and `[rerank]`'s depths when given), with another
+        `top_k` or filter if given."""
+        on = rerank is not None and rerank.provider != "none"
+        keep = top_k or (rerank.top_k if on and rerank and rerank.top_k else r.top_k)
+        return cls(r.mode, r.recall_k, keep, r.rrf_k, r.min_score, filter or SearchFilter(), on,
+                   rerank.rerank_k if rerank else cls.rerank_k)
 
 
 class Retriever:
@@ -49,6 +60,7 @@ class Retriever:
     def __init__(self, store: VectorStore, embedder: Embedder, cache: EmbeddingCache | None = None,
                  reranker: Reranker | None = None) -> None:
         self.store, self.embedder, self.cache, self.reranker = store, embedder, cache, reranker
+        self.last_rerank: RerankInfo | None = None
 
     def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
         """Hits for `query`, best first, at most `top_k`, none below `min_score`."""
@@ -60,9 +72,31 @@ class Retriever:
         k = max(opts.recall_k, opts.top_k)
         hits = self.store.search(StoreQuery(opts.mode, k, vector, tokens, opts.filter, opts.rrf_k))
         if self.reranker is not None and opts.rerank and hits:
-            hits = self.reranker.rerank(query, hits)
-        hits = [h for h in dedupe(hits) if h.score >= opts.min_score]
+            hits = self.rerank(query, hits, opts.rerank_k)
+        hits = [h for h in dedupe(hits) if h.score >= opts.min_score or h.rerank_score is not None]
         return hits[: opts.top_k]
+
+    def rerank(self, query: str, hits: Sequence[Hit], rerank_k: int) -> list[Hit]:
+        """The first `rerank_k` hits re-scored by the reranker, the rest after them in first-stage order.
+        A failing or invalid reranker keeps the first-stage order; either way the report is published."""
+        assert self.reranker is not None
+        head, tail = list(hits[:rerank_k]), list(hits[rerank_k:])
+        started, cpu, notes = time.perf_counter(), time.thread_time(), []
+        token = RERANK_NOTE.set(notes)
+        try:
+            ranked = self.reranker.rerank(query, head)
+            if sorted(h.chunk.chunk_id for h in ranked) != sorted(h.chunk.chunk_id for h in head):
+                raise LoreError("the reranker returned other candidates than it was given")
+        except LoreError as exc:
+            ranked, notes = head, [*notes, f"rerank failed, first-stage order kept: {exc}"]
+        finally:
+            RERANK_NOTE.reset(token)
+        note = "; ".join(notes)
+        info = RerankInfo(getattr(self.reranker, "name", type(self.reranker).__name__), len(head),
+                          (time.perf_counter() - started) * 1000, note, (time.thread_time() - cpu) * 1000)
+        self.last_rerank = info
+        report(info)
+        return [*ranked, *tail]
 
 
 def dedupe(hits: Sequence[Hit]) -> list[Hit]:

@@ -98,6 +98,7 @@ class ScenarioRuntime:
             max_passages=max_passages,
             context_budget=budget,
             faq_threshold=self.settings.faq_direct_threshold,
+            rerank=ctx.search.rerank,
         )
         ctx.profile, ctx.plan = profile, plan
         ctx.max_passages, ctx.context_budget = plan.max_passages, plan.context_budget
@@ -137,7 +138,7 @@ class ScenarioRuntime:
     def _faq_exact(self, ctx: AskContext, retriever: Retriever) -> None:
         """A lexical lookup (no embedding, no generation) for an FAQ question equal to the question."""
         key = normalise(ctx.question)
-        opts = SearchOptions("bm25", 20, 20, filter=narrow(ctx.search.filter, source_types=["faq"]))
+        opts = SearchOptions("bm25", 20, 20, filter=narrow(ctx.search.filter, source_types=["faq"]), rerank=False)
         for hit in retriever.search(ctx.question, opts):
             if normalise(hit.chunk.text) == key:
                 self._answer_with_faq(ctx, hit, 1.0, "faq_exact")
@@ -204,7 +205,8 @@ class ScenarioRuntime:
         plan: RetrievalPlan = ctx.plan
         if ctx.search.mode != "bm25":
             ctx.query_vector = embed_texts(retriever.embedder, [ctx.question], "query", retriever.cache)[0]
-        base = replace(ctx.search, top_k=plan.doc_k, recall_k=max(plan.recall_k, plan.doc_k), rerank=plan.rerank)
+        base = replace(ctx.search, top_k=plan.doc_k, recall_k=max(plan.recall_k, plan.doc_k),
+                       rerank=plan.rerank and ctx.search.rerank)  # a request may switch reranking off
         source = ctx.extra["source"]
         hits: list[Hit] = []
         if source["ids"]:

@@ -110,12 +110,14 @@ def make_plan(
     max_passages: int,
     context_budget: int,
     faq_threshold: float,
+    rerank: bool = False,
 ) -> RetrievalPlan:
-    """Start from the configured defaults and adjust them by the question's features."""
+    """Start from the configured defaults (`rerank`: whether a configured reranker runs by default) and
+    adjust them by the question's features."""
     units = text_units(question)
     table = is_table_question(question, intent)
     p = RetrievalPlan(
-        5, doc_k, recall_k, False, faq_threshold, max_passages, context_budget, table
+        5, doc_k, recall_k, rerank, faq_threshold, max_passages, context_budget, table
     )
     if units <= 12:
         p.doc_k, p.max_passages = min(doc_k, 6), min(max_passages, 4)

@@ -44,6 +44,8 @@ class AskBody(BaseModel):
     top_k: int | None = Field(default=None, ge=1, le=50, description="Hits handed to context building.")
     mode: Literal["fast", "deep"] = Field(default="fast", description="deep: plan sub-questions, retrieve, "
                                           "grade and retry (at most 3 rounds); status events show each round.")
+    rerank: bool | None = Field(default=None, description="false: no reranking; true/absent: the configured "
+                                "reranker where the retrieval plan uses it.")
     rewrite: Literal["off", "on", "hyde"] = Field(default="off", description="Search query variants (fast mode); "
                                                   "LLM steps are skipped with a note when no LLM is configured.")
 
@@ -72,7 +74,7 @@ async def start_stream(state: ServiceState, scope: Grant, body: AskBody, transpo
             prepare_ask, state.lore, scope, kb=kb, question=body.question, transport=transport,
             session_id=body.session_id, new_session=body.new_session, version=body.version,
             history=history, top_k=body.top_k, source=body.source, scenario=call, mode=body.mode,
-            query_rewrite=body.rewrite)
+            query_rewrite=body.rewrite, rerank=body.rerank)
     except LoreError as exc:
         raise HTTPException(error_status(exc), str(exc)) from exc
     return ask_events(state, scope, plan)

@@ -1,0 +1,91 @@
+"""What every reranker shares: the plug-in registry, the calibrated score, the report of one rerank
+(provider, candidates, ms, note) and where reports are collected for traces and status events."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
+from typing import Any
+
+from lore.errors import LoreError
+from lore.registry import Registry
+from lore.schema import Hit
+
+
+class RerankError(LoreError):
+    """The reranker could not score the candidates; the caller keeps the first-stage order."""
+
+
+@dataclass
+class RerankInfo:
+    """One rerank: who scored how many candidates in how long, and why the order was kept if it was."""
+
+    provider: str
+    candidates: int
+    ms: float
+    note: str = ""
+    cpu_ms: float = 0.0  # this thread's CPU time: what the rerank costs apart from waiting (busy hosts, endpoints)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"provider": self.provider, "candidates": self.candidates, "ms": round(self.ms, 1)}
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+RERANK_EVENTS: ContextVar[list[RerankInfo] | None] = ContextVar("lore_rerank_events", default=None)
+"""Set to a list to collect this context's reranks (the engine turns them into `status` events)."""
+
+
+RERANK_NOTE: ContextVar[list[str] | None] = ContextVar("lore_rerank_note", default=None)
+
+
+def note(text: str) -> None:
+    """A reranker's remark on the rerank in progress (e.g. a budget cut); it lands in the report."""
+    sink = RERANK_NOTE.get()
+    if sink is not None:
+        sink.append(text)
+
+
+def report(info: RerankInfo) -> None:
+    """Hand one rerank's report to whoever collects them in this context."""
+    sink = RERANK_EVENTS.get()
+    if sink is not None:
+        sink.append(info)
+
+
+def sigmoid(x: float) -> float:
+    """Logistic function, safe for large |x|."""
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def to_unit(scores: Sequence[float]) -> list[float]:
+    """Scores already in [0, 1] (Cohere, Jina, TEI's default) stay; raw logits go through a sigmoid."""
+    if all(0.0 <= s <= 1.0 for s in scores):
+        return [float(s) for s in scores]
+    return [sigmoid(float(s)) for s in scores]
+
+
+def reorder(hits: Sequence[Hit], scores: Sequence[float], unit: Sequence[float] | None = None) -> list[Hit]:
+    """Hits sorted by `scores` (ties keep first-stage order), each carrying its [0, 1] score as
+    `rerank_score` and `score`."""
+    unit = list(unit) if unit is not None else to_unit(scores)
+    order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))
+    return [replace(hits[i], score=unit[i], rerank_score=unit[i]) for i in order]
+
+
+RerankerFactory = Callable[..., Any]
+"""(settings: RerankSettings, **deps) -> Reranker; deps: `llm` (a chat client or None)."""
+
+RERANKERS: Registry[RerankerFactory] = Registry("rerank.provider", {
+    "ltr": "lore.retrieve.rerank.learned:from_settings",
+    "http": "lore.retrieve.rerank.http:from_settings",
+    "llm": "lore.retrieve.rerank.llm:from_settings",
+})
+
+
+def register_reranker(name: str, factory: RerankerFactory) -> None:
+    """Register a reranker plug-in the same way the built-in ones are."""
+    RERANKERS.register(name, factory)

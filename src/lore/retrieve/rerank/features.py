@@ -1,0 +1,150 @@
+"""Features of first-stage candidates for the learned reranker: dense/BM25 scores and ranks relative to
+the candidate list, query-term coverage (chunk, title, parent), proximity, chunk position and
+document-level aggregation. Everything is relative to the query's own list, so the model carries over
+between corpora, languages and score scales."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+import Stemmer
+
+from lore.lexical import CJK, is_chinese
+from lore.lexical.tokenize import STOP_WORDS
+from lore.schema import Hit
+
+DEPTH = 50  # first-stage ranks beyond this count as "not in that list" (the default recall depth)
+RRF_K = 60
+
+FEATURES = [
+    "dense", "dense_gap", "dense_z", "dense_rank", "bm25_ratio", "bm25_z", "bm25_rank", "rrf", "fused_rank",
+    "cover", "cover_idf", "title_cover", "parent_cover_idf", "bigram", "span", "chunk_index", "chunk_len",
+    "doc_chunks", "doc_dense_max", "doc_bm25_max", "doc_rrf_sum", "doc_cover_idf", "q_len", "zh",
+]
+
+
+_RUNS = re.compile(rf"([{CJK}]+)|([^\W_{CJK}]+)")
+_STEM = Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=8192)
+def _tokens(text: str) -> tuple[str, ...]:
+    """Matching terms, cheap enough for 50 candidates and their parents per query: CJK runs as character
+    bigrams (no dictionary segmentation), other words lower-cased, stop words dropped, stemmed."""
+    out: list[str] = []
+    words: list[int] = []
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    for cjk, word in _RUNS.findall(text.lower()):
+        if cjk:
+            out.extend(map(str.__add__, cjk[:-1], cjk[1:]) if len(cjk) > 1 else (cjk,))
+        elif word not in STOP_WORDS:
+            words.append(len(out))
+            out.append(word)
+    for i, stem in zip(words, _STEM.stemWords([out[i] for i in words]), strict=True):
+        out[i] = stem
+    return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def _term_set(text: str) -> frozenset[str]:
+    return frozenset(_tokens(text))
+
+
+def _z(values: np.ndarray) -> np.ndarray:
+    ok = ~np.isnan(values)
+    out = np.full_like(values, np.nan)
+    if ok.sum() > 1:
+        v = values[ok]
+        out[ok] = (v - v.mean()) / (v.std() + 1e-6)
+    elif ok.any():
+        out[ok] = 0.0
+    return out
+
+
+def _span(positions: dict[str, list[int]]) -> float:
+    """Shortest window (in tokens) holding one occurrence of every matched term, over matched terms."""
+    if len(positions) < 2:
+        return 1.0 if positions else math.nan
+    events = sorted((p, t) for t, ps in positions.items() for p in ps)
+    need, count, best, left = len(positions), {}, math.inf, 0
+    for right, (pos, term) in enumerate(events):
+        count[term] = count.get(term, 0) + 1
+        while len(count) == need:
+            best = min(best, pos - events[left][0] + 1)
+            lt = events[left][1]
+            count[lt] -= 1
+            if not count[lt]:
+                del count[lt]
+            left += 1
+    return best / need
+
+
+def candidate_features(query: str, hits: Sequence[Hit]) -> np.ndarray:
+    """A (len(hits), len(FEATURES)) float32 matrix; NaN where a feature does not apply."""
+    n = len(hits)
+    q_terms = list(dict.fromkeys(_tokens(query)))
+    q_set = set(q_terms)
+    dense = np.array([h.dense_score if h.dense_score is not None and (h.dense_rank or 0) <= DEPTH else np.nan
+                      for h in hits], dtype=np.float64)
+    bm25 = np.array([h.bm25_score if h.bm25_score is not None and (h.bm25_rank or 0) <= DEPTH else np.nan
+                     for h in hits], dtype=np.float64)
+    d_rank = np.array([h.dense_rank if not np.isnan(dense[i]) else np.nan for i, h in enumerate(hits)], dtype=np.float64)
+    b_rank = np.array([h.bm25_rank if not np.isnan(bm25[i]) else np.nan for i, h in enumerate(hits)], dtype=np.float64)
+    rrf = np.nan_to_num(1 / (RRF_K + d_rank), nan=0.0) + np.nan_to_num(1 / (RRF_K + b_rank), nan=0.0)
+    body = [_tokens(h.chunk.text) for h in hits]
+    body_sets = [set(b) for b in body]
+    df: dict[str, int] = {t: sum(t in b for b in body_sets) for t in q_terms}
+    idf = {t: math.log((n + 1) / (df[t] + 0.5)) for t in q_terms}
+    idf_total = sum(idf.values()) or 1.0
+    rows = np.full((n, len(FEATURES)), np.nan, dtype=np.float64)
+    col = {name: i for i, name in enumerate(FEATURES)}
+    bm_max = np.nanmax(bm25) if not np.all(np.isnan(bm25)) else np.nan
+    rows[:, col["dense"]] = dense
+    rows[:, col["dense_gap"]] = dense - (np.nanmax(dense) if not np.all(np.isnan(dense)) else np.nan)
+    rows[:, col["dense_z"]] = _z(dense)
+    rows[:, col["dense_rank"]] = d_rank
+    rows[:, col["bm25_ratio"]] = bm25 / bm_max if bm_max and bm_max > 0 else np.nan
+    rows[:, col["bm25_z"]] = _z(bm25)
+    rows[:, col["bm25_rank"]] = b_rank
+    rows[:, col["rrf"]] = rrf * RRF_K
+    rows[:, col["fused_rank"]] = np.arange(1, n + 1)
+    bigrams = set(itertools.pairwise(q_terms)) if len(q_terms) > 1 else set()
+    doc_terms: dict[str, set[str]] = {}
+    for i, (h, toks) in enumerate(zip(hits, body, strict=True)):
+        tset = body_sets[i] & q_set
+        doc_terms.setdefault(h.chunk.document_id, set()).update(tset)
+        rows[i, col["cover"]] = len(tset) / len(q_set) if q_set else np.nan
+        rows[i, col["cover_idf"]] = sum(idf[t] for t in tset) / idf_total
+        head = " ".join([h.chunk.title or "", *h.chunk.heading_path])
+        rows[i, col["title_cover"]] = len(set(_tokens(head)) & q_set) / len(q_set) if q_set and head.strip() else np.nan
+        parent = _term_set(h.chunk.parent_text) & q_set if h.chunk.parent_text else tset
+        rows[i, col["parent_cover_idf"]] = sum(idf[t] for t in parent) / idf_total
+        if bigrams:
+            rows[i, col["bigram"]] = len(bigrams & set(itertools.pairwise(toks))) / len(bigrams)
+        positions: dict[str, list[int]] = {}
+        for p, t in enumerate(toks):
+            if t in q_set:
+                positions.setdefault(t, []).append(p)
+        rows[i, col["span"]] = _span(positions)
+        rows[i, col["chunk_index"]] = h.chunk.chunk_index
+        rows[i, col["chunk_len"]] = len(toks)
+    docs = [h.chunk.document_id for h in hits]
+    for doc in set(docs):
+        idx = [i for i, d in enumerate(docs) if d == doc]
+        rows[idx, col["doc_chunks"]] = len(idx)
+        sub = dense[idx]
+        rows[idx, col["doc_dense_max"]] = np.nanmax(sub) if not np.all(np.isnan(sub)) else np.nan
+        sub = rows[idx, col["bm25_ratio"]]
+        rows[idx, col["doc_bm25_max"]] = np.nanmax(sub) if not np.all(np.isnan(sub)) else np.nan
+        rows[idx, col["doc_rrf_sum"]] = rrf[idx].sum() * RRF_K
+        rows[idx, col["doc_cover_idf"]] = sum(idf[t] for t in doc_terms[doc]) / idf_total
+    rows[:, col["q_len"]] = len(q_terms)
+    rows[:, col["zh"]] = float(is_chinese(query))
+    return rows.astype(np.float32)
