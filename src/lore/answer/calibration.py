@@ -24,6 +24,7 @@ from lore.answer.sentences import split_sentences
 from lore.config import AnswerSettings
 from lore.embed.cache import embed_texts
 from lore.errors import LoreError
+from lore.eval.compare import question_rows
 from lore.ingest.chunking import text_units
 from lore.lexical import is_chinese, tokenize
 from lore.retrieve.search import Retriever, SearchOptions
@@ -105,17 +106,7 @@ def scorer(retriever: Retriever, options: SearchOptions, settings: AnswerSetting
 def read_eval_set(path: Path) -> list[tuple[str, bool]]:
     """(question, answerable) from JSONL lines `{"question": ..., "answerable": true|false}` (lines
     without `answerable`, e.g. a retrieval eval set's, are answerable)."""
-    out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise LoreError(f"{path}:{n}: not JSON ({exc.msg})") from None
-        if not isinstance(row, dict) or not str(row.get("question", "")).strip():
-            raise LoreError(f"{path}:{n}: needs a non-empty \"question\"")
-        out.append((str(row["question"]).strip(), bool(row.get("answerable", True))))
+    out = [(str(row["question"]).strip(), bool(row.get("answerable", True))) for _, row in question_rows(path)]
     if not any(ok for _, ok in out):
         raise LoreError(f"{path}: no answerable question to calibrate on")
     return out

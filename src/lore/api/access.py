@@ -13,7 +13,7 @@ from typing import Any
 from lore.catalog import Catalog, KnowledgeBase
 from lore.catalog.service import ChatSession, Trace
 from lore.engine import Lore
-from lore.errors import NotFoundError
+from lore.errors import LoreError, NotFoundError
 from lore.grant import Grant
 from lore.policy import Action, Kind, Resource, absent, can, check
 
@@ -129,10 +129,16 @@ def unreadable_citations(lore: Lore, grant: Grant, trace: Trace) -> set[str]:
     asked = trace.data.get("grant")
     if asked and grant.covers(Grant.from_json(asked)):
         return set()
+    return set(ids) - readable_chunk_ids(lore, grant, trace.kb, ids)
+
+
+def readable_chunk_ids(lore: Lore, grant: Grant, kb_name: str, ids: Iterable[str]) -> set[str]:
+    """The chunk ids (cited by a trace or feedback) that the grant reads in the KB, each chunk as stored;
+    none when the KB is gone or hidden from the grant."""
+    ids = sorted(set(ids))
     try:
-        kb = require_kb(lore, grant, trace.kb)
-    except NotFoundError:
-        return set(ids)
+        kb = require_kb(lore, grant, kb_name)
+    except LoreError:  # deleted since, or not the reader's to see
+        return set()
     flt = replace(grant.to_filter(), version_seq=None)
-    readable = {c.chunk_id for c in lore.store(kb).get(ids) if flt.matches(c)}
-    return set(ids) - readable
+    return {c.chunk_id for c in lore.store(kb).get(ids) if flt.matches(c)} if ids else set()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,12 +40,8 @@ class EvalQuestion:
         return None
 
 
-def load_eval_set(path: Path) -> list[EvalQuestion]:
-    """Read a JSONL eval set of {"question", "files": [...]} / {"documents": [...]} lines, optionally with
-    "contains": [...] (phrases the answer holds), or {"question", "refuse": true} for off-topic ones."""
-    if not path.is_file():
-        raise LoreError(f"{path}: eval set not found")
-    questions = []
+def question_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of each non-blank JSONL line holding a non-empty "question"; else LoreError."""
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
@@ -55,6 +51,16 @@ def load_eval_set(path: Path) -> list[EvalQuestion]:
             raise LoreError(f"{path}:{n}: not JSON ({exc.msg})") from None
         if not isinstance(row, dict) or not str(row.get("question", "")).strip():
             raise LoreError(f"{path}:{n}: needs a non-empty \"question\"")
+        yield n, row
+
+
+def load_eval_set(path: Path) -> list[EvalQuestion]:
+    """Read a JSONL eval set of {"question", "files": [...]} / {"documents": [...]} lines, optionally with
+    "contains": [...] (phrases the answer holds), or {"question", "refuse": true} for off-topic ones."""
+    if not path.is_file():
+        raise LoreError(f"{path}: eval set not found")
+    questions = []
+    for n, row in question_rows(path):
         files, docs, contains = row.get("files", []), row.get("documents", []), row.get("contains", [])
         refuse = row.get("refuse", False) is True
         if not isinstance(files, list) or not isinstance(docs, list) or not (files or docs or refuse):

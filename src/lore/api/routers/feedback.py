@@ -10,11 +10,9 @@ from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import trace_resource
+from lore.api.access import readable_chunk_ids, trace_resource
 from lore.api.deps import Caller, State
 from lore.catalog.service import Feedback
-from lore.engine import Lore
-from lore.errors import LoreError
 from lore.grant import Grant
 from lore.policy import Action, Kind, Resource, check
 
@@ -40,18 +38,6 @@ async def feedback(body: FeedbackBody, scope: Caller, state: State) -> dict[str,
                                                rating=body.rating, note=body.note)
     fb = await run_in_threadpool(run)
     return {"id": fb.id, "trace_id": fb.trace_id, "rating": fb.rating, "kb": fb.kb}
-
-
-def _readable_chunks(lore: Lore, kb: str, chunk_ids: set[str], scope: Grant) -> set[str]:
-    """The chunks among `chunk_ids` that the caller's own grant reads in `kb` (each chunk as stored)."""
-    if not chunk_ids:
-        return set()
-    try:
-        store = lore.store(lore.catalog.get_kb(kb))
-    except LoreError:  # the KB was deleted since: nothing of it is readable
-        return set()
-    flt = scope.to_filter()
-    return {c.chunk_id for c in store.get(sorted(chunk_ids)) if flt.matches(c)}
 
 
 def _review(scope: Grant) -> None:
@@ -80,7 +66,7 @@ async def list_feedback(scope: Caller, state: State, kb: str | None = None,
         out = []
         for f in reversed(rows):
             ids = {c["chunk_id"] for c in f.citations if c.get("chunk_id")}
-            out.append(_redacted(f, _readable_chunks(state.lore, f.kb, ids, scope)))
+            out.append(_redacted(f, readable_chunk_ids(state.lore, scope, f.kb, ids)))
         return out
     return await run_in_threadpool(run)
 
@@ -95,7 +81,7 @@ async def export_feedback(scope: Caller, state: State, kb: str | None = None) ->
         for f in rows:  # an answer built on a passage the caller may not read is withheld, as in the list
             ids = {c["chunk_id"] for c in f.citations if c.get("chunk_id")}
             case = f.as_badcase()
-            if ids - _readable_chunks(state.lore, f.kb, ids, scope):
+            if ids - readable_chunk_ids(state.lore, scope, f.kb, ids):
                 case["bad_answer"] = None
             lines.append(json.dumps(case, ensure_ascii=False) + "\n")
         return "".join(lines)
