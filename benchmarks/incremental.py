@@ -37,7 +37,7 @@ def write_parts(docs: list[dict], folder: Path, files: int) -> list[Path]:
     per = max(1, len(docs) // files)
     paths = []
     for i in range(files):
-        part = docs[i * per:(i + 1) * per] if i < files - 1 else docs[i * per:]
+        part = docs[i * per : (i + 1) * per] if i < files - 1 else docs[i * per :]
         path = folder / f"part_{i:04d}.jsonl"
         path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in part), encoding="utf-8")
         paths.append(path)
@@ -63,7 +63,9 @@ def ranked(lore: Lore, queries: list[str], mode: str) -> list[list[tuple]]:
     out = []
     for q in queries:
         hits = lore.search("kb", q, SearchOptions(mode, 50, 20))
-        keyed = sorted((-round(h.score, 4), h.chunk.file_path, h.chunk.chunk_index, h.chunk.text) for h in hits)
+        keyed = sorted(
+            (-round(h.score, 4), h.chunk.file_path, h.chunk.chunk_index, h.chunk.text) for h in hits
+        )
         out.append(keyed[:10])
     return out
 
@@ -81,9 +83,13 @@ def main() -> None:
     lines = (args.dataset / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
     n_change = max(1, args.files // 100)
     docs = [json.loads(x) for x in lines[: args.docs + n_change * max(1, args.docs // args.files)]]
-    base, extra = docs[: args.docs], docs[args.docs:]
-    queries = [json.loads(x)["text"] for x in
-               (args.dataset / "queries_train.jsonl").read_text(encoding="utf-8").splitlines()[: args.queries]]
+    base, extra = docs[: args.docs], docs[args.docs :]
+    queries = [
+        json.loads(x)["text"]
+        for x in (args.dataset / "queries_train.jsonl")
+        .read_text(encoding="utf-8")
+        .splitlines()[: args.queries]
+    ]
     shutil.rmtree(args.work, ignore_errors=True)  # a fresh embedding cache: the full build is honest
     src = args.work / "src"
     paths = write_parts(base, src, args.files)
@@ -104,12 +110,16 @@ def main() -> None:
     per = max(1, len(extra) // n_change)
     for i in range(n_change):
         (src / f"added_{i:04d}.jsonl").write_text(
-            "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in extra[i * per:(i + 1) * per]), encoding="utf-8")
+            "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in extra[i * per : (i + 1) * per]),
+            encoding="utf-8",
+        )
     onepct = timed_build(lore, src, "1% changed, deleted, added")
 
     scratch = Lore(load_settings(home=args.work / "scratch"))
     scratch.create_kb("kb")
-    scratch.cache = lore.cache  # scratch is only for equality: share the embeddings (one live cache, no file copy)
+    scratch.cache = (
+        lore.cache
+    )  # scratch is only for equality: share the embeddings (one live cache, no file copy)
     timed_build(scratch, src, "scratch")
     differing = {}
     for mode in ("dense", "bm25"):
@@ -117,18 +127,36 @@ def main() -> None:
         differing[mode] = sum(x != y for x, y in zip(a, b, strict=True))
     equal = not any(differing.values())
 
-    table = Table(title=f"Incremental builds — {len(base)} docs in {args.files} files; change = {n_change} files each "
-                        "changed / deleted / added")
+    table = Table(
+        title=f"Incremental builds — {len(base)} docs in {args.files} files; change = {n_change} files each "
+        "changed / deleted / added"
+    )
     for col in ("build", "seconds", "× full", "embedded", "chunks written"):
         table.add_column(col, justify="right" if col != "build" else "left")
-    for label, (sec, emb, written) in (("full (baseline)", full), ("no change", nochange), ("1% change", onepct)):
+    for label, (sec, emb, written) in (
+        ("full (baseline)", full),
+        ("no change", nochange),
+        ("1% change", onepct),
+    ):
         table.add_row(label, f"{sec:.2f}", f"{sec / full[0]:.3f}", str(emb), str(written))
     console.print(table)
-    console.print(f"equal to a from-scratch build on {len(queries)} queries (dense and BM25 top-10, scores to 4 "
-                  f"places): {'yes' if equal else f'NO (queries that differ: {differing})'}")
-    out = {"docs": len(base), "files": args.files, "full_s": full[0], "nochange_s": nochange[0], "onepct_s": onepct[0],
-           "nochange_embedded": nochange[1], "onepct_embedded": onepct[1], "onepct_written": onepct[2],
-           "full_embedded": full[1], "equal_to_scratch": equal, "queries_compared": len(queries)}
+    console.print(
+        f"equal to a from-scratch build on {len(queries)} queries (dense and BM25 top-10, scores to 4 "
+        f"places): {'yes' if equal else f'NO (queries that differ: {differing})'}"
+    )
+    out = {
+        "docs": len(base),
+        "files": args.files,
+        "full_s": full[0],
+        "nochange_s": nochange[0],
+        "onepct_s": onepct[0],
+        "nochange_embedded": nochange[1],
+        "onepct_embedded": onepct[1],
+        "onepct_written": onepct[2],
+        "full_embedded": full[1],
+        "equal_to_scratch": equal,
+        "queries_compared": len(queries),
+    }
     if args.json_out:
         args.json_out.write_text(json.dumps(out, indent=2), encoding="utf-8")
     lore.close()

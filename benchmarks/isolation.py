@@ -385,16 +385,33 @@ def main() -> None:
     for t, n, p, r in sweep(results):
         t3.add_row(f"{t:.2f}", str(n), f"{p:.3f}", f"{r:.3f}")
     console.print(t3)
-    t4 = Table("case", "requests", "leaks", "baseline / control", title="Shared KB and scenario (HTTP, one policy)")
-    t4.add_row("shared KB: scoped searches", str(shared["queries"]), f"[bold]{shared['leaks']}[/] of {shared['hits']} hits",
-               f"{shared['baseline_cross_tenant']} cross-tenant hits unfiltered (200 queries)")
-    t4.add_row("shared KB: original downloads", str(shared["downloads"]), f"[bold]{shared['download_leaks']}[/]",
-               f"{shared['ms_per_request']} ms/request")
-    t4.add_row("shared KB: BM25 scores of acme's hits", str(shared["bm25_compared"]),
-               f"[bold]{shared['bm25_moved']}[/] moved by globex's documents", "KB of acme's documents alone")
-    t4.add_row("scenario allowing restricted: asks", str(scen["asks"]),
-               f"[bold]{scen['employee_leaks']}[/] employee answers with a restricted passage",
-               f"{scen['admin_answers_with_restricted']} admin answers with one")
+    t4 = Table(
+        "case", "requests", "leaks", "baseline / control", title="Shared KB and scenario (HTTP, one policy)"
+    )
+    t4.add_row(
+        "shared KB: scoped searches",
+        str(shared["queries"]),
+        f"[bold]{shared['leaks']}[/] of {shared['hits']} hits",
+        f"{shared['baseline_cross_tenant']} cross-tenant hits unfiltered (200 queries)",
+    )
+    t4.add_row(
+        "shared KB: original downloads",
+        str(shared["downloads"]),
+        f"[bold]{shared['download_leaks']}[/]",
+        f"{shared['ms_per_request']} ms/request",
+    )
+    t4.add_row(
+        "shared KB: BM25 scores of acme's hits",
+        str(shared["bm25_compared"]),
+        f"[bold]{shared['bm25_moved']}[/] moved by globex's documents",
+        "KB of acme's documents alone",
+    )
+    t4.add_row(
+        "scenario allowing restricted: asks",
+        str(scen["asks"]),
+        f"[bold]{scen['employee_leaks']}[/] employee answers with a restricted passage",
+        f"{scen['admin_answers_with_restricted']} admin answers with one",
+    )
     console.print(t4)
     misses = [
         r

@@ -41,20 +41,36 @@ def _docs(folder: Path, tenant: str, rng: random.Random) -> dict[str, dict[str, 
         vis = ["public", "internal", "restricted"][i % 3]
         roles = ["manager"] if i % 4 == 0 else []
         name = f"{tenant}_{i}.jsonl"
-        (folder / name).write_text(json.dumps({"_id": str(i), "title": f"{words[0]} {i}",
-                                               "text": f"{' '.join(words)} policy number {i} of the company."})
-                                   + "\n", encoding="utf-8")
-        meta[name] = {"tenant_id": tenant, "dataset_id": "ds2" if i % 5 == 0 else "main", "visibility": vis,
-                      "allowed_roles": roles}
+        (folder / name).write_text(
+            json.dumps(
+                {
+                    "_id": str(i),
+                    "title": f"{words[0]} {i}",
+                    "text": f"{' '.join(words)} policy number {i} of the company.",
+                }
+            )
+            + "\n",
+            encoding="utf-8",
+        )
+        meta[name] = {
+            "tenant_id": tenant,
+            "dataset_id": "ds2" if i % 5 == 0 else "main",
+            "visibility": vis,
+            "allowed_roles": roles,
+        }
     return meta
 
 
-def _allowed(chunk: dict[str, Any], meta: dict[str, Any], tenant: str, roles: list[str],
-             datasets: list[str] | None) -> bool:
+def _allowed(
+    chunk: dict[str, Any], meta: dict[str, Any], tenant: str, roles: list[str], datasets: list[str] | None
+) -> bool:
     m = meta[chunk["file"]]
-    return (m["tenant_id"] == tenant and (datasets is None or m["dataset_id"] in datasets)
-            and (m["visibility"] != "restricted" or "admin" in roles)
-            and (not m["allowed_roles"] or bool(set(m["allowed_roles"]) & set(roles))))
+    return (
+        m["tenant_id"] == tenant
+        and (datasets is None or m["dataset_id"] in datasets)
+        and (m["visibility"] != "restricted" or "admin" in roles)
+        and (not m["allowed_roles"] or bool(set(m["allowed_roles"]) & set(roles)))
+    )
 
 
 def run_shared(work: Path, queries: int, seed: int) -> dict[str, Any]:
@@ -72,18 +88,32 @@ def run_shared(work: Path, queries: int, seed: int) -> dict[str, Any]:
             m = _docs(folder, t, random.Random(f"{seed}{t}"))
             meta.update(m)
             lore.ingest(kb, [folder / n for n in m], chunk_metadata=lambda s, m=m: m[s.name])
-    keys = {(t, r, tuple(d or ())): (lore.catalog.create_api_key(t, [r], d)[1], [r], d)
-            for t in TENANTS for r, d in KEYS}
-    out = {"queries": 0, "hits": 0, "leaks": 0, "downloads": 0, "download_leaks": 0, "baseline_cross_tenant": 0,
-           "bm25_compared": 0, "bm25_moved": 0}
+    keys = {
+        (t, r, tuple(d or ())): (lore.catalog.create_api_key(t, [r], d)[1], [r], d)
+        for t in TENANTS
+        for r, d in KEYS
+    }
+    out = {
+        "queries": 0,
+        "hits": 0,
+        "leaks": 0,
+        "downloads": 0,
+        "download_leaks": 0,
+        "baseline_cross_tenant": 0,
+        "bm25_compared": 0,
+        "bm25_moved": 0,
+    }
     t0 = time.perf_counter()
     with TestClient(create_app(lore, run_preflight=False)) as client:
         for _ in range(queries):
             (tenant, _, _), (secret, roles, datasets) = rng.choice(list(keys.items()))
             q = " ".join(rng.sample(WORDS, 2))
             mode = rng.choice(["dense", "bm25", "hybrid"])
-            r = client.post("/api/search", headers={"Authorization": f"Bearer {secret}"},
-                            json={"kb": "shared", "query": q, "top_k": 20, "mode": mode})
+            r = client.post(
+                "/api/search",
+                headers={"Authorization": f"Bearer {secret}"},
+                json={"kb": "shared", "query": q, "top_k": 20, "mode": mode},
+            )
             hits = r.json()["hits"]
             out["queries"] += 1
             out["hits"] += len(hits)
@@ -95,7 +125,8 @@ def run_shared(work: Path, queries: int, seed: int) -> dict[str, Any]:
                 r = client.get(f"/api/kbs/shared/files/{name}", headers={"Authorization": f"Bearer {secret}"})
                 out["downloads"] += 1
                 out["download_leaks"] += r.status_code == 200 and not _allowed(
-                    {"file": name}, meta, tenant, roles, datasets)
+                    {"file": name}, meta, tenant, roles, datasets
+                )
     elapsed = time.perf_counter() - t0
     for _ in range(200):  # baseline: the operator's unfiltered view crosses tenants
         hits = lore.search("shared", " ".join(rng.sample(WORDS, 2)), SearchOptions(top_k=20))
@@ -124,12 +155,17 @@ def run_scenario(work: Path, scenarios: Path, asks: int, seed: int) -> dict[str,
         '[access]\ntenants = ["acme"]\ndatasets = ["main"]\nroles = ["employee", "admin"]\n'
         'default_roles = ["employee"]\nvisibility = ["public", "internal", "restricted"]\n'
         '[[sources]]\nid = "board"\nlabel = "Board"\npatterns = ["board"]\nvisibility = "restricted"\n',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     for i, word in enumerate(WORDS):
         (folder / "data" / "board" / f"{word}.md").write_text(
-            f"# Board {word}\n\nThe board decided the {word} budget code is SECRET{i}X.\n", encoding="utf-8")
-    lore = Lore(load_settings(home=work / "scn_home", api={"rate_limit_per_minute": 0},
-                              scenario={"scenarios_dir": root}))
+            f"# Board {word}\n\nThe board decided the {word} budget code is SECRET{i}X.\n", encoding="utf-8"
+        )
+    lore = Lore(
+        load_settings(
+            home=work / "scn_home", api={"rate_limit_per_minute": 0}, scenario={"scenarios_dir": root}
+        )
+    )
     build_scenario(lore, Scenarios(root).get("acc"), activate=True)
     employee = lore.catalog.create_api_key("acme", ["employee"])[1]
     admin = lore.catalog.create_api_key("acme", ["admin"])[1]
@@ -138,9 +174,15 @@ def run_scenario(work: Path, scenarios: Path, asks: int, seed: int) -> dict[str,
         for i in range(asks):
             word = rng.choice(WORDS)
             secret = admin if i % 2 else employee
-            r = client.post("/api/ask", headers={"Authorization": f"Bearer {secret}"}, json={
-                "scenario": "acc", "question": f"What budget code did the board decide for {word}?",
-                "new_session": False})
+            r = client.post(
+                "/api/ask",
+                headers={"Authorization": f"Bearer {secret}"},
+                json={
+                    "scenario": "acc",
+                    "question": f"What budget code did the board decide for {word}?",
+                    "new_session": False,
+                },
+            )
             out["asks"] += 1
             found = "SECRET" in r.text
             if secret == employee:

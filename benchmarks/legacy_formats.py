@@ -26,16 +26,24 @@ MORE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "more"
 PHRASES = {
     "docling_legacy_sample.doc": ["Enjoy summer warmth", "Calories per portion", "Let’s swim"],
     "poi_61490.doc": ["下面是表格3x3", "章节1的内容，一段话", "居中的大标题"],
-    "wordextractor_test11.doc": ["这是一个用来测试nodejs解析Word文档", "This is a test for parsing the Word file in node."],
+    "wordextractor_test11.doc": [
+        "这是一个用来测试nodejs解析Word文档",
+        "This is a test for parsing the Word file in node.",
+    ],
     "unstructured_tests-example.xls": ["Bagpipes are awesome.", "Question Format Abbreviations"],
     "poi_44235.xls": ["还原利润表", "房地产贷款利息收入", "个人活期存款利息支出"],
-    "docling_legacy_sample.ppt": ["A merged with B", "A rectangle shape with this text inside.",
-                                  "Some notes on the second slide."],
+    "docling_legacy_sample.ppt": [
+        "A merged with B",
+        "A rectangle shape with this text inside.",
+        "Some notes on the second slide.",
+    ],
 }
 
 
 def lore_text(path: Path) -> str:
-    return "\n".join(" / ".join([*s.heading_path, s.text]) for d in load_file(path, ocr=False) for s in d.sections)
+    return "\n".join(
+        " / ".join([*s.heading_path, s.text]) for d in load_file(path, ocr=False) for s in d.sections
+    )
 
 
 def command(*args: str) -> Callable[[Path], str]:
@@ -44,6 +52,7 @@ def command(*args: str) -> Callable[[Path], str]:
         if out.returncode:
             raise RuntimeError(out.stderr.decode("utf-8", "replace").strip()[:80] or f"exit {out.returncode}")
         return out.stdout.decode("utf-8", "replace")
+
     return run
 
 
@@ -55,12 +64,20 @@ def libreoffice_xlsx(path: Path) -> str:
 
 def readers(suffix: str) -> list[tuple[str, Callable[[Path], str]]]:
     found = {name: shutil.which(name) for name in ("antiword", "catdoc", "catppt", "xls2csv")}
-    lore = ("Lore (LibreOffice -> .docx)" if suffix == ".doc" else
-            "Lore (LibreOffice -> .pptx)" if suffix == ".ppt" else "Lore (xlrd)")
+    lore = (
+        "Lore (LibreOffice -> .docx)"
+        if suffix == ".doc"
+        else "Lore (LibreOffice -> .pptx)"
+        if suffix == ".ppt"
+        else "Lore (xlrd)"
+    )
     out: list[tuple[str, Callable[[Path], str]]] = [(lore, lore_text)]
     if suffix == ".doc":
-        out += [(n, command(*a)) for n, a in (("antiword", ("antiword", "-m", "UTF-8.txt")),
-                                               ("catdoc", ("catdoc", "-d", "utf-8"))) if found[n]]
+        out += [
+            (n, command(*a))
+            for n, a in (("antiword", ("antiword", "-m", "UTF-8.txt")), ("catdoc", ("catdoc", "-d", "utf-8")))
+            if found[n]
+        ]
     if suffix == ".ppt" and found["catppt"]:
         out.append(("catppt", command("catppt", "-d", "utf-8")))
     if suffix == ".xls":

@@ -33,10 +33,15 @@ DOCX = ROOT / "examples" / "handbook" / "travel_policy.docx"
 def zip_bomb(inflated_mb: int) -> bytes:
     """The sample DOCX with its document part padded by `inflated_mb` MB of XML whitespace."""
     out = io.BytesIO()
-    with zipfile.ZipFile(DOCX) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as dst:
+    with (
+        zipfile.ZipFile(DOCX) as src,
+        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as dst,
+    ):
         for item in src.infolist():
             data = src.read(item)
-            if item.filename == "word/document.xml":  # whitespace between two elements: valid XML, parsed whole
+            if (
+                item.filename == "word/document.xml"
+            ):  # whitespace between two elements: valid XML, parsed whole
                 head, sep, tail = data.partition(b"<w:body>")
                 with dst.open(item.filename, "w", force_zip64=True) as part:
                     part.write(head + sep)
@@ -60,8 +65,13 @@ def run(home: Path, key: str, env_extra: dict[str, str]) -> tuple[int, float, fl
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "LORE_HOME": str(home), **env_extra}
-    server = subprocess.Popen([str(Path(sys.executable).parent / "lore"), "serve", "--port", str(port)], env=env,
-                              cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "lore"), "serve", "--port", str(port)],
+        env=env,
+        cwd=home,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_healthy(url, server)
         headers = {"Authorization": f"Bearer {key}"}
@@ -94,10 +104,16 @@ def main() -> int:
         (home / "uploads" / "lim" / "bomb.docx").write_bytes(bomb)
         shutil.copy(DOCX, home / "uploads" / "lim" / DOCX.name)
         print(f"bomb.docx: {len(bomb) / 1e3:.0f} KB, inflates to {args.inflate_mb} MB\n")
-        print("| server | status | seconds | peak RSS after warm-up (MB) | peak RSS after the bomb (MB) | answer |\n|---|---|---|---|---|---|")
-        for name, env in [("limits off (baseline: before)", {"LORE_INGEST__MAX_UNZIPPED_MB": "100000",
-                                                             "LORE_INGEST__MAX_ZIP_RATIO": "1000000"}),
-                          ("default limits", {})]:
+        print(
+            "| server | status | seconds | peak RSS after warm-up (MB) | peak RSS after the bomb (MB) | answer |\n|---|---|---|---|---|---|"
+        )
+        for name, env in [
+            (
+                "limits off (baseline: before)",
+                {"LORE_INGEST__MAX_UNZIPPED_MB": "100000", "LORE_INGEST__MAX_ZIP_RATIO": "1000000"},
+            ),
+            ("default limits", {}),
+        ]:
             status, seconds, before, peak, detail = run(home, key, env)
             print(f"| {name} | {status} | {seconds:.2f} | {before:.0f} | {peak:.0f} | {detail} |")
         return 0

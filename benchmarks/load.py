@@ -40,8 +40,13 @@ from lore.eval.metrics import percentile
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "handbook"
 QUESTIONS = [
-    "What is the refund window?", "报销需要什么材料？", "LF-200 的保修期多久？", "一线城市住宿上限是多少？",
-    "How many days per week can I work remotely?", "年假有几天？怎么申请？", "如何重置 VPN 密码？",
+    "What is the refund window?",
+    "报销需要什么材料？",
+    "LF-200 的保修期多久？",
+    "一线城市住宿上限是多少？",
+    "How many days per week can I work remotely?",
+    "年假有几天？怎么申请？",
+    "如何重置 VPN 密码？",
     "Who won the 1998 World Cup?",  # refused: the pipeline's other path
 ]
 
@@ -57,11 +62,15 @@ class Stats:
 
     def row(self) -> dict[str, float | int]:
         n = len(self.end_ms)
-        return {"requests": n, "errors": len(self.errors), "rps": round(n / self.seconds, 2) if self.seconds else 0,
-                "p50_first_ms": round(percentile(self.first_ms, 50), 1) if n else 0,
-                "p95_first_ms": round(percentile(self.first_ms, 95), 1) if n else 0,
-                "p50_end_ms": round(percentile(self.end_ms, 50), 1) if n else 0,
-                "p95_end_ms": round(percentile(self.end_ms, 95), 1) if n else 0}
+        return {
+            "requests": n,
+            "errors": len(self.errors),
+            "rps": round(n / self.seconds, 2) if self.seconds else 0,
+            "p50_first_ms": round(percentile(self.first_ms, 50), 1) if n else 0,
+            "p95_first_ms": round(percentile(self.first_ms, 95), 1) if n else 0,
+            "p50_end_ms": round(percentile(self.end_ms, 50), 1) if n else 0,
+            "p95_end_ms": round(percentile(self.end_ms, 95), 1) if n else 0,
+        }
 
 
 def question(counter: itertools.count) -> str:
@@ -71,12 +80,15 @@ def question(counter: itertools.count) -> str:
 
 
 async def sse_client(url: str, key: str, stop: float, stats: Stats, counter: itertools.count) -> None:
-    async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=300) as http:
+    async with httpx.AsyncClient(
+        base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=300
+    ) as http:
         while time.perf_counter() < stop:
             t0, first, last = time.perf_counter(), None, None
             try:
-                async with http.stream("POST", "/api/ask", json={"kb": "hb", "question": question(counter),
-                                                                 "new_session": False}) as r:
+                async with http.stream(
+                    "POST", "/api/ask", json={"kb": "hb", "question": question(counter), "new_session": False}
+                ) as r:
                     if r.status_code != 200:
                         stats.errors.append(f"sse HTTP {r.status_code}")
                         continue
@@ -92,9 +104,12 @@ async def sse_client(url: str, key: str, stop: float, stats: Stats, counter: ite
 
 async def ws_client(url: str, key: str, stop: float, stats: Stats, counter: itertools.count) -> None:
     try:
-        async with websockets.connect(url.replace("http", "ws", 1) + "/api/stream",
-                                      additional_headers={"Authorization": f"Bearer {key}"},
-                                      open_timeout=60, max_size=None) as ws:
+        async with websockets.connect(
+            url.replace("http", "ws", 1) + "/api/stream",
+            additional_headers={"Authorization": f"Bearer {key}"},
+            open_timeout=60,
+            max_size=None,
+        ) as ws:
             while time.perf_counter() < stop:
                 t0, first, last = time.perf_counter(), None, None
                 await ws.send(json.dumps({"kb": "hb", "question": question(counter), "new_session": False}))
@@ -119,8 +134,12 @@ async def run_load(urls: list[str], key: str, clients: int, seconds: float, tran
     stop = time.perf_counter() + seconds
     started = time.perf_counter()
     kinds = [transports[i % len(transports)] for i in range(clients)]
-    await asyncio.gather(*[(sse_client if k == "sse" else ws_client)(urls[i % len(urls)], key, stop, stats, counter)
-                           for i, k in enumerate(kinds)])
+    await asyncio.gather(
+        *[
+            (sse_client if k == "sse" else ws_client)(urls[i % len(urls)], key, stop, stats, counter)
+            for i, k in enumerate(kinds)
+        ]
+    )
     stats.seconds = time.perf_counter() - started
     return stats
 
@@ -140,23 +159,46 @@ def direct_baseline(lore: Lore, seconds: float) -> Stats:
 
 
 def start_server(home: Path, port: int, extra_env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("LORE_")}, "LORE_HOME": str(home),
-           "LORE_API__RATE_LIMIT_PER_MINUTE": "0", "LORE_CONFIG": str(home / "none.toml"),
-           "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1"), **(extra_env or {})}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("LORE_")},
+        "LORE_HOME": str(home),
+        "LORE_API__RATE_LIMIT_PER_MINUTE": "0",
+        "LORE_CONFIG": str(home / "none.toml"),
+        "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1"),
+        **(extra_env or {}),
+    }
     lore_bin = Path(sys.executable).with_name("lore")
-    return subprocess.Popen([str(lore_bin), "serve", "--host", "127.0.0.1", "--port", str(port)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [str(lore_bin), "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
-def servers(stack: ExitStack, work: Path, backend: str, catalog: str, redis_url: str, port: int) -> dict[str, str]:
+def servers(
+    stack: ExitStack, work: Path, backend: str, catalog: str, redis_url: str, port: int
+) -> dict[str, str]:
     """LORE_* settings for the chosen servers, starting a Milvus server / making a PostgreSQL database."""
     env = {"LORE_STORAGE__DIR": str(work / "files")}
     if backend == "milvus":
         milvus_port = port + 100
         log = (work / "milvus.log").open("wb")
-        proc = subprocess.Popen([str(Path(sys.executable).with_name("milvus-lite")), "server", "--data-dir",
-                                 str(work / "milvus"), "--host", "127.0.0.1", "--port", str(milvus_port)],
-                                stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [
+                str(Path(sys.executable).with_name("milvus-lite")),
+                "server",
+                "--data-dir",
+                str(work / "milvus"),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(milvus_port),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         stack.callback(lambda: (proc.terminate(), proc.wait(30), log.close()))
         wait_port(milvus_port)
         env |= {"LORE_STORE__BACKEND": "milvus", "LORE_STORE__URI": f"http://127.0.0.1:{milvus_port}"}
@@ -212,13 +254,17 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=60)
     p.add_argument("--transport", choices=["both", "sse", "websocket"], default="both")
     p.add_argument("--baseline-seconds", type=float, default=10)
-    p.add_argument("--warmup-seconds", type=float, default=10, help="unrecorded load first (warms every cache)")
+    p.add_argument(
+        "--warmup-seconds", type=float, default=10, help="unrecorded load first (warms every cache)"
+    )
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--json-out", default="")
     p.add_argument("--replicas", type=int, default=1, help="lore serve processes (each its own home)")
     p.add_argument("--backend", choices=["embedded", "milvus"], default="embedded")
     p.add_argument("--catalog", choices=["sqlite", "postgresql"], default="sqlite")
-    p.add_argument("--redis", default="", help="Redis URL (default with --replicas > 1: redis://127.0.0.1:6379/0)")
+    p.add_argument(
+        "--redis", default="", help="Redis URL (default with --replicas > 1: redis://127.0.0.1:6379/0)"
+    )
     args = p.parse_args()
     redis_url = args.redis or ("redis://127.0.0.1:6379/0" if args.replicas > 1 else "")
 
@@ -226,8 +272,11 @@ def main() -> None:
     with ExitStack() as stack:
         stack.callback(shutil.rmtree, work, True)
         env = servers(stack, work, args.backend, args.catalog, redis_url, args.port)
-        overrides = {"catalog_url": env.get("LORE_CATALOG_URL", ""), "storage": {"dir": str(work / "files")},
-                     "store": {"backend": args.backend, "uri": env.get("LORE_STORE__URI", "")}}
+        overrides = {
+            "catalog_url": env.get("LORE_CATALOG_URL", ""),
+            "storage": {"dir": str(work / "files")},
+            "store": {"backend": args.backend, "uri": env.get("LORE_STORE__URI", "")},
+        }
         lore = Lore(load_settings(home=work / "home0", **overrides))  # type: ignore[arg-type]
         lore.create_kb("hb")
         lore.ingest("hb", [EXAMPLES])
@@ -246,42 +295,85 @@ def main() -> None:
         if args.warmup_seconds > 0:  # so neither measured run pays for cold caches the other one warmed
             asyncio.run(run_load(urls, key, 4 * len(urls), args.warmup_seconds, ["sse"]))
         one = asyncio.run(run_load(urls[:1], key, 1, args.baseline_seconds, ["sse"]))
-        single = asyncio.run(run_load(urls[:1], key, args.clients, args.seconds, transports)) \
-            if args.replicas > 1 else None
+        single = (
+            asyncio.run(run_load(urls[:1], key, args.clients, args.seconds, transports))
+            if args.replicas > 1
+            else None
+        )
         load = asyncio.run(run_load(urls, key, args.clients, args.seconds, transports))
 
     where = f"{args.backend} store, {args.catalog} catalog" + (", Redis" if redis_url else "")
     rows = [("Lore.ask in-process, 1 at a time (baseline)", 1, direct), ("HTTP SSE, 1 client", 1, one)]
     if single is not None:
         rows.append((f"HTTP {'+'.join(transports)}, {args.clients} clients, 1 replica", args.clients, single))
-    rows.append((f"HTTP {'+'.join(transports)}, {args.clients} clients, {args.replicas} replica(s)", args.clients,
-                 load))
-    table = Table("run", "clients", "requests", "errors", "req/s", "p50 first ms", "p95 first ms",
-                  "p50 end ms", "p95 end ms", "p50 end vs baseline",
-                  title=f"load: {args.seconds:g} s, extractive, {where}")
+    rows.append(
+        (
+            f"HTTP {'+'.join(transports)}, {args.clients} clients, {args.replicas} replica(s)",
+            args.clients,
+            load,
+        )
+    )
+    table = Table(
+        "run",
+        "clients",
+        "requests",
+        "errors",
+        "req/s",
+        "p50 first ms",
+        "p95 first ms",
+        "p50 end ms",
+        "p95 end ms",
+        "p50 end vs baseline",
+        title=f"load: {args.seconds:g} s, extractive, {where}",
+    )
     base = direct.row()["p50_end_ms"] or 1
     for name, clients, stats in rows:
         r = stats.row()
-        table.add_row(name, str(clients), str(r["requests"]), str(r["errors"]), f"{r['rps']:.1f}",
-                      f"{r['p50_first_ms']:.0f}", f"{r['p95_first_ms']:.0f}", f"{r['p50_end_ms']:.0f}",
-                      f"{r['p95_end_ms']:.0f}", f"{r['p50_end_ms'] / base:.1f}x")
+        table.add_row(
+            name,
+            str(clients),
+            str(r["requests"]),
+            str(r["errors"]),
+            f"{r['rps']:.1f}",
+            f"{r['p50_first_ms']:.0f}",
+            f"{r['p95_first_ms']:.0f}",
+            f"{r['p50_end_ms']:.0f}",
+            f"{r['p95_end_ms']:.0f}",
+            f"{r['p50_end_ms'] / base:.1f}x",
+        )
     Console(width=200).print(table)
-    print("\n| run | clients | requests | errors | req/s | p50 first ms | p95 first ms | p50 end ms | p95 end ms |")
+    print(
+        "\n| run | clients | requests | errors | req/s | p50 first ms | p95 first ms | p50 end ms | p95 end ms |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for name, clients, stats in rows:
         r = stats.row()
-        print(f"| {name} | {clients} | {r['requests']} | {r['errors']} | {r['rps']:.1f} | {r['p50_first_ms']:.0f} | "
-              f"{r['p95_first_ms']:.0f} | {r['p50_end_ms']:.0f} | {r['p95_end_ms']:.0f} |")
+        print(
+            f"| {name} | {clients} | {r['requests']} | {r['errors']} | {r['rps']:.1f} | {r['p50_first_ms']:.0f} | "
+            f"{r['p95_first_ms']:.0f} | {r['p50_end_ms']:.0f} | {r['p95_end_ms']:.0f} |"
+        )
     if load.errors:
         Console(stderr=True).print(f"errors (first 5): {load.errors[:5]}")
     if args.json_out:
         out = Path(args.json_out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({**load.row(), "clients": args.clients, "seconds": args.seconds,
-                                   "replicas": args.replicas, "backend": args.backend, "catalog": args.catalog,
-                                   "single_replica": single.row() if single else None,
-                                   "transports": transports, "baseline_direct": direct.row(),
-                                   "baseline_one_client": one.row()}, indent=2))
+        out.write_text(
+            json.dumps(
+                {
+                    **load.row(),
+                    "clients": args.clients,
+                    "seconds": args.seconds,
+                    "replicas": args.replicas,
+                    "backend": args.backend,
+                    "catalog": args.catalog,
+                    "single_replica": single.row() if single else None,
+                    "transports": transports,
+                    "baseline_direct": direct.row(),
+                    "baseline_one_client": one.row(),
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

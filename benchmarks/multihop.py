@@ -59,8 +59,11 @@ HANDBOOK = [
     ("病假需要什么证明，另外出差住宿标准是多少？", ["病假证明", "每晚不超过"], ["病假证明", "600"]),
     ("对比LF-200和LF-500的保修期", ["LF-200 Picker", "LF-500 Mover"], ["24", "24"]),
     ("LF-200和LF-500的载重分别是多少？", ["LF-200 Picker", "LF-500 Mover"], ["15", "500"]),
-    ("What is the refund window, and how many days per week can I work remotely?",
-     ["within 30 days", "2 days per week"], ["30 days", "2 days"]),
+    (
+        "What is the refund window, and how many days per week can I work remotely?",
+        ["within 30 days", "2 days per week"],
+        ["30 days", "2 days"],
+    ),
     ("How long must passwords be? Who is the CEO?", ["12 characters", "Lin Haoran"], ["12", "Lin Haoran"]),
     ("工资每月几号发放？访客如何连接办公室 Wi-Fi？", ["每月 10 日", "LF-Guest"], ["10 日", "LF-Guest"]),
     ("Compare the warranty of LF-200 and LF-500", ["LF-200 Picker", "LF-500 Mover"], ["24", "24"]),
@@ -83,9 +86,15 @@ def main() -> None:
     p.add_argument("--comparisons", type=int, default=50)
     p.add_argument("--triples", type=int, default=50, help="three CMRC questions joined into one")
     p.add_argument("--scifact", default=str(REPO.parent / "shared/datasets/scifact"))
-    p.add_argument("--scifact-pairs", type=int, default=300, help="pairs of SciFact training claims (0: none)")
-    p.add_argument("--scifact-docs", type=int, default=0,
-                   help="a SciFact subset KB: every gold abstract plus sampled distractors (0: the whole corpus)")
+    p.add_argument(
+        "--scifact-pairs", type=int, default=300, help="pairs of SciFact training claims (0: none)"
+    )
+    p.add_argument(
+        "--scifact-docs",
+        type=int,
+        default=0,
+        help="a SciFact subset KB: every gold abstract plus sampled distractors (0: the whole corpus)",
+    )
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--backend", default="embedded")
     p.add_argument("--home", default="benchmarks/.cache")
@@ -115,14 +124,20 @@ def main() -> None:
     results = {m: _run(m, questions) for m in modes}
     _print(results, questions)
     if args.json_out:
-        out = {"questions": len(questions),
-               "fast_recall_all": results["fast"]["recall_all"],
-               "deep_recall_all": results["deep"]["recall_all"],
-               "deep_rounds_mean": results["deep"]["rounds_mean"], "fast_p50_ms": results["fast"]["p50_ms"],
-               "deep_p50_ms": results["deep"]["p50_ms"], "modes": results,
-               "by_source": {m: r["by_source"] for m, r in results.items()},
-               "sets": {s: _headline(results["fast"]["by_source"][s], results["deep"]["by_source"][s])
-                        for s in results["fast"]["by_source"]}}
+        out = {
+            "questions": len(questions),
+            "fast_recall_all": results["fast"]["recall_all"],
+            "deep_recall_all": results["deep"]["recall_all"],
+            "deep_rounds_mean": results["deep"]["rounds_mean"],
+            "fast_p50_ms": results["fast"]["p50_ms"],
+            "deep_p50_ms": results["deep"]["p50_ms"],
+            "modes": results,
+            "by_source": {m: r["by_source"] for m, r in results.items()},
+            "sets": {
+                s: _headline(results["fast"]["by_source"][s], results["deep"]["by_source"][s])
+                for s in results["fast"]["by_source"]
+            },
+        }
         Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json_out).write_text(json.dumps(out, ensure_ascii=False, indent=2), encoding="utf-8")
 
@@ -151,8 +166,9 @@ def _kb(corpus: Path, args: argparse.Namespace) -> tuple[Lore, str]:
     return lore, kb
 
 
-def _cmrc_questions(dataset: Path, subset: Path, args: argparse.Namespace,
-                    rng: random.Random) -> list[Question]:
+def _cmrc_questions(
+    dataset: Path, subset: Path, args: argparse.Namespace, rng: random.Random
+) -> list[Question]:
     docs = {}
     for line in (subset / "corpus.jsonl").open(encoding="utf-8"):
         row = json.loads(line)
@@ -167,8 +183,11 @@ def _cmrc_questions(dataset: Path, subset: Path, args: argparse.Namespace,
             by_doc.setdefault(doc, []).append(qid)
     doc_ids = sorted(by_doc)
     out = []
-    joins = [lambda a, b: f"{a}{b}", lambda a, b: f"{a.rstrip('？?')}，另外{b}",
-             lambda a, b: f"{a.rstrip('？?')}；{b}"]
+    joins = [
+        lambda a, b: f"{a}{b}",
+        lambda a, b: f"{a.rstrip('？?')}，另外{b}",
+        lambda a, b: f"{a.rstrip('？?')}；{b}",
+    ]
     for k in range(args.pairs):
         d1, d2 = rng.sample(doc_ids, 2)
         q1, q2 = rng.choice(by_doc[d1]), rng.choice(by_doc[d2])
@@ -232,7 +251,9 @@ def _scifact(dataset: Path, args: argparse.Namespace) -> tuple[Path, list[Questi
     if args.scifact_docs <= 0 or args.scifact_docs >= len(rows):
         return dataset, out
     if args.scifact_docs < len(needed):
-        raise SystemExit(f"--scifact-docs {args.scifact_docs}: the {len(pairs)} pairs need {len(needed)} abstracts")
+        raise SystemExit(
+            f"--scifact-docs {args.scifact_docs}: the {len(pairs)} pairs need {len(needed)} abstracts"
+        )
     others = [i for i, r in enumerate(rows) if r["_id"] not in needed]
     keep = {i for i, r in enumerate(rows) if r["_id"] in needed}
     keep |= set(rng.sample(others, min(len(others), args.scifact_docs - len(keep))))
@@ -250,12 +271,16 @@ def _lower(claim: str) -> str:
     — lowered only when the rest of the word is lower-case letters."""
     word = claim.split(" ", 1)[0]
     head = word.split("-", 1)[0]
-    return claim[0].lower() + claim[1:] if head.isalpha() and (len(head) == 1 or head[1:].islower()) else claim
+    return (
+        claim[0].lower() + claim[1:] if head.isalpha() and (len(head) == 1 or head[1:].islower()) else claim
+    )
 
 
 def _handbook_questions() -> list[Question]:
-    return [Question(q, "handbook", [_contains(s) for s in needed], [[a] for a in answers])
-            for q, needed, answers in HANDBOOK]
+    return [
+        Question(q, "handbook", [_contains(s) for s in needed], [[a] for a in answers])
+        for q, needed, answers in HANDBOOK
+    ]
 
 
 def _doc(doc_id: str) -> Callable[[Chunk], bool]:
@@ -294,12 +319,14 @@ def _ask_all(mode: str, questions: list[tuple[Lore, str, Question]]) -> list[dic
         if mode == "fast" or end.get("mode") == "fast":  # (deep routes simple questions to the fast path)
             # The fast pipeline's search (its top_k hits are the first of these 50: same recall depth).
             wide = lore.retriever(kb).search(q.text, replace(opts, top_k=50))
-            hits = wide[:opts.top_k]
+            hits = wide[: opts.top_k]
             a = lore.settings.answer
             top = [h.chunk for h in hits[:10]]
             deeper = [h.chunk for h in wide]
-            context = [p.hit.chunk for p in build_passages(hits, max_passages=a.max_passages,
-                                                           budget_units=a.context_budget)]
+            context = [
+                p.hit.chunk
+                for p in build_passages(hits, max_passages=a.max_passages, budget_units=a.context_budget)
+            ]
         else:
             top = store.get([c["chunk_id"] for c in end["candidates"]][:10])
             deeper = store.get([c["chunk_id"] for c in end["candidates"]])
@@ -308,13 +335,21 @@ def _ask_all(mode: str, questions: list[tuple[Lore, str, Question]]) -> list[dic
         answer = _norm(re.sub(r"\[\d+\]", "", end["answer"])) if not end["refused"] else ""
         parts = [any(_norm(g) in answer for g in golds) for golds in q.answers]
         found = sum(any(test(c) for c in top) for test in q.needed) / len(q.needed)
-        rows.append({"source": q.source, "recall_all": _all(q, top), "recall_docs": _all(q, _first_docs(deeper, 10)),
-                     "recall_part": found,
-                     "context_all": _all(q, context),
-                     "cited_all": _all(q, cited), "answered_all": all(parts) if parts else None,
-                     "rounds": end.get("rounds", 0), "ms": ms,
-                     "flagged": end.get("consistent") is False
-                     or any(s.get("consistent") is False for s in end.get("sub_questions", []))})
+        rows.append(
+            {
+                "source": q.source,
+                "recall_all": _all(q, top),
+                "recall_docs": _all(q, _first_docs(deeper, 10)),
+                "recall_part": found,
+                "context_all": _all(q, context),
+                "cited_all": _all(q, cited),
+                "answered_all": all(parts) if parts else None,
+                "rounds": end.get("rounds", 0),
+                "ms": ms,
+                "flagged": end.get("consistent") is False
+                or any(s.get("consistent") is False for s in end.get("sub_questions", [])),
+            }
+        )
     return rows
 
 
@@ -337,8 +372,13 @@ def _deep(lore: Lore, kb: str, mode: str) -> DeepPipeline:
     settings = lore.settings
     if mode == "deep+llm":
         base = os.environ["LORE_LLM_BASE_URL"]
-        settings = settings.model_copy(update={"answer": settings.answer.model_copy(update={
-            "llm_base_url": base, "llm_model": os.environ.get("LORE_LLM_MODEL", "default")})})
+        settings = settings.model_copy(
+            update={
+                "answer": settings.answer.model_copy(
+                    update={"llm_base_url": base, "llm_model": os.environ.get("LORE_LLM_MODEL", "default")}
+                )
+            }
+        )
         generator = get_generator("openai", model=settings.answer.llm_model, base_url=base)
         return DeepPipeline(lore.retriever(kb), generator, settings, llm=llm_from_settings(settings.answer))
     return DeepPipeline(lore.retriever(kb), lore.generator(kb), settings)
@@ -358,15 +398,19 @@ def _summary(rows: list[dict]) -> dict:
         answered = [r["answered_all"] for r in sel if r["answered_all"] is not None]
         flagged = [r["flagged"] for r in sel if r["flagged"] is not None]
         times = [r["ms"] for r in sel]
-        return {"n": len(sel), "recall_all": round(sum(r["recall_all"] for r in sel) / len(sel), 4),
-                "recall_docs": round(sum(r["recall_docs"] for r in sel) / len(sel), 4),
-                "recall_part": round(sum(r["recall_part"] for r in sel) / len(sel), 4),
-                "context_all": round(sum(r["context_all"] for r in sel) / len(sel), 4),
-                "cited_all": round(sum(r["cited_all"] for r in sel) / len(sel), 4),
-                "answered_all": round(sum(answered) / len(answered), 4) if answered else None,
-                "flagged": round(sum(flagged) / len(flagged), 4) if flagged else None,
-                "rounds_mean": round(sum(r["rounds"] for r in sel) / len(sel), 3),
-                "p50_ms": round(percentile(times, 50), 1), "p95_ms": round(percentile(times, 95), 1)}
+        return {
+            "n": len(sel),
+            "recall_all": round(sum(r["recall_all"] for r in sel) / len(sel), 4),
+            "recall_docs": round(sum(r["recall_docs"] for r in sel) / len(sel), 4),
+            "recall_part": round(sum(r["recall_part"] for r in sel) / len(sel), 4),
+            "context_all": round(sum(r["context_all"] for r in sel) / len(sel), 4),
+            "cited_all": round(sum(r["cited_all"] for r in sel) / len(sel), 4),
+            "answered_all": round(sum(answered) / len(answered), 4) if answered else None,
+            "flagged": round(sum(flagged) / len(flagged), 4) if flagged else None,
+            "rounds_mean": round(sum(r["rounds"] for r in sel) / len(sel), 3),
+            "p50_ms": round(percentile(times, 50), 1),
+            "p95_ms": round(percentile(times, 95), 1),
+        }
 
     out = agg(rows)
     sources = sorted({r["source"] for r in rows})
@@ -376,8 +420,14 @@ def _summary(rows: list[dict]) -> dict:
 
 def _headline(fast: dict, deep: dict) -> dict:
     """The issue's figures for one set of questions."""
-    return {"questions": fast["n"], "fast_recall_all": fast["recall_all"], "deep_recall_all": deep["recall_all"],
-            "deep_rounds_mean": deep["rounds_mean"], "fast_p50_ms": fast["p50_ms"], "deep_p50_ms": deep["p50_ms"]}
+    return {
+        "questions": fast["n"],
+        "fast_recall_all": fast["recall_all"],
+        "deep_recall_all": deep["recall_all"],
+        "deep_rounds_mean": deep["rounds_mean"],
+        "fast_p50_ms": fast["p50_ms"],
+        "deep_p50_ms": deep["p50_ms"],
+    }
 
 
 def _norm(text: str) -> str:
@@ -386,26 +436,45 @@ def _norm(text: str) -> str:
 
 
 def _print(results: dict, questions: list) -> None:
-    cols = ["recall_all", "recall_docs", "recall_part", "context_all", "cited_all", "answered_all", "flagged",
-            "rounds_mean", "p50_ms", "p95_ms"]
+    cols = [
+        "recall_all",
+        "recall_docs",
+        "recall_part",
+        "context_all",
+        "cited_all",
+        "answered_all",
+        "flagged",
+        "rounds_mean",
+        "p50_ms",
+        "p95_ms",
+    ]
     table = Table(title=f"multi-part questions: {len(questions)}")
     for c in ["mode", "questions", *cols]:
         table.add_column(c, justify="right")
     for mode, r in results.items():
         for source, s in [("all", r), *r["by_source"].items()]:
-            table.add_row(f"{mode} / {source}", str(s["n"]),
-                          *(_cell(s[c], c) for c in cols))
+            table.add_row(f"{mode} / {source}", str(s["n"]), *(_cell(s[c], c) for c in cols))
     console = Console(width=190)
     console.print(table)
-    target = Table(title="target: deep finds all needed passages (Recall@10) >= 20 points more often than fast")
+    target = Table(
+        title="target: deep finds all needed passages (Recall@10) >= 20 points more often than fast"
+    )
     for c in ["set", "questions", "fast recall_all", "deep recall_all", "gain (points)", "target met"]:
         target.add_column(c, justify="right")
     fast, deep = results["fast"], results["deep"]
-    for source, f, d in [("all", fast, deep), *((s, fast["by_source"][s], deep["by_source"][s])
-                                                 for s in fast["by_source"])]:
+    for source, f, d in [
+        ("all", fast, deep),
+        *((s, fast["by_source"][s], deep["by_source"][s]) for s in fast["by_source"]),
+    ]:
         gain = round(100 * (d["recall_all"] - f["recall_all"]), 6)  # 0.75 - 0.55 is 19.999… in floats
-        target.add_row(source, str(f["n"]), f"{f['recall_all']:.3f}", f"{d['recall_all']:.3f}", f"{gain:+.1f}",
-                       "yes" if gain >= 20 else "no")
+        target.add_row(
+            source,
+            str(f["n"]),
+            f"{f['recall_all']:.3f}",
+            f"{d['recall_all']:.3f}",
+            f"{gain:+.1f}",
+            "yes" if gain >= 20 else "no",
+        )
     console.print(target)
 
 

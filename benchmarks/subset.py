@@ -29,12 +29,16 @@ def subset(src: Path, n: int, root: Path) -> Path:
     lines = (src / "qrels.tsv").read_text(encoding="utf-8").splitlines()
     qrels = [line for line in lines[1:] if line.split("\t")[1] in keep]
     qids = {line.split("\t")[0] for line in qrels}
-    (tmp / "corpus.jsonl").write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in corpus[:n]),
-                                      encoding="utf-8")
+    (tmp / "corpus.jsonl").write_text(
+        "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in corpus[:n]), encoding="utf-8"
+    )
     (tmp / "qrels.tsv").write_text("\n".join([lines[0], *qrels]) + "\n", encoding="utf-8")
     for name in ("queries.jsonl", "answers.jsonl"):
-        rows = [line for line in (src / name).open(encoding="utf-8") if line.strip()
-                and json.loads(line)["_id"] in qids]
+        rows = [
+            line
+            for line in (src / name).open(encoding="utf-8")
+            if line.strip() and json.loads(line)["_id"] in qids
+        ]
         (tmp / name).write_text("".join(rows), encoding="utf-8")
     tmp.rename(out)
     return out

@@ -99,18 +99,30 @@ def make_corpus(n: int, seed: int) -> Corpus:
     chunks = []
     for i in range(n):
         group = range(i - i % 4, min(i - i % 4 + 4, n))
-        chunks.append(Chunk(
-            chunk_id=f"c{i:07d}", text=texts[i], parent_id=f"p{i // 4:07d}",
-            parent_text="\n".join(texts[j] for j in group), kb_id="bench", document_id=f"d{i // 20:06d}",
-            file_path=f"docs/d{i // 20:06d}.md", file_sha256=f"{i // 20:064x}", chunk_index=i % 20,
-            chunk_schema="synthetic-v1", embedding_model="synthetic-384", tenant_id=f"tenant-{tenant[i]:02d}",
-            dataset_id=f"dataset-{dataset[i]}", visibility=str(visibility[i]),
-            allowed_roles=[f"role-{r}" for r in np.flatnonzero(roles[i])],
-            valid_from_seq=int(valid_from[i]), valid_to_seq=int(valid_to[i]),
-        ))
+        chunks.append(
+            Chunk(
+                chunk_id=f"c{i:07d}",
+                text=texts[i],
+                parent_id=f"p{i // 4:07d}",
+                parent_text="\n".join(texts[j] for j in group),
+                kb_id="bench",
+                document_id=f"d{i // 20:06d}",
+                file_path=f"docs/d{i // 20:06d}.md",
+                file_sha256=f"{i // 20:064x}",
+                chunk_index=i % 20,
+                chunk_schema="synthetic-v1",
+                embedding_model="synthetic-384",
+                tenant_id=f"tenant-{tenant[i]:02d}",
+                dataset_id=f"dataset-{dataset[i]}",
+                visibility=str(visibility[i]),
+                allowed_roles=[f"role-{r}" for r in np.flatnonzero(roles[i])],
+                valid_from_seq=int(valid_from[i]),
+                valid_to_seq=int(valid_to[i]),
+            )
+        )
     seq = FILTER.version_seq or 0
     want_roles = [int(r.split("-")[1]) for r in FILTER.roles or []]
-    mask = (tenant == int((FILTER.tenant_ids or ["tenant-0"])[0].split("-")[1]))
+    mask = tenant == int((FILTER.tenant_ids or ["tenant-0"])[0].split("-")[1])
     mask &= ~roles.any(axis=1) | roles[:, want_roles].any(axis=1)
     mask &= (valid_from <= seq) & ((valid_to == 0) | (valid_to > seq))
     return Corpus(chunks, tokens, vectors, mask, vocab[:30])
@@ -123,13 +135,17 @@ def make_queries(corpus: Corpus, n_rows: int, count: int, seed: int) -> list[Que
     for r in rng.integers(0, n_rows, count):
         vec = _normalise(corpus.vectors[r] + QUERY_NOISE * rng.standard_normal(DIM, dtype=np.float32))
         own = list(dict.fromkeys(corpus.tokens[r]))
-        words = [own[i] for i in rng.choice(len(own), size=min(len(own), int(rng.integers(3, 7))), replace=False)]
+        words = [
+            own[i] for i in rng.choice(len(own), size=min(len(own), int(rng.integers(3, 7))), replace=False)
+        ]
         frequent = corpus.frequent[int(rng.integers(0, len(corpus.frequent)))]
         out.append(Query(vec, list(dict.fromkeys([*words, frequent]))))
     return out
 
 
-def _timed(fn: Callable[[Query], Any], queries: Sequence[Query], warmup: Sequence[Query]) -> tuple[dict, list]:
+def _timed(
+    fn: Callable[[Query], Any], queries: Sequence[Query], warmup: Sequence[Query]
+) -> tuple[dict, list]:
     for q in warmup:
         fn(q)
     lat, results = [], []
@@ -162,7 +178,10 @@ def _rrf(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
 
 
 def _recall(found: Sequence[np.ndarray | list[int]], exact: Sequence[np.ndarray], k: int = 10) -> float:
-    got = [len(set(map(int, f[:k])) & set(map(int, e[:k]))) / max(min(k, len(e)), 1) for f, e in zip(found, exact)]
+    got = [
+        len(set(map(int, f[:k])) & set(map(int, e[:k]))) / max(min(k, len(e)), 1)
+        for f, e in zip(found, exact)
+    ]
     return float(np.mean(got)) if got else 0.0
 
 
@@ -170,8 +189,16 @@ def _positions(hits: list[Hit]) -> list[int]:
     return [int(h.chunk.chunk_id[1:]) for h in hits]
 
 
-def bench_store(backend: str, corpus: Corpus, n_rows: int, queries: list[Query], warmup: list[Query],
-                workdir: Path, batch: int, bm25_scores: Callable[[Query], np.ndarray] | None) -> dict:
+def bench_store(
+    backend: str,
+    corpus: Corpus,
+    n_rows: int,
+    queries: list[Query],
+    warmup: list[Query],
+    workdir: Path,
+    batch: int,
+    bm25_scores: Callable[[Query], np.ndarray] | None,
+) -> dict:
     """Insert `n_rows` rows into a fresh store, reopen it, then time every search mode."""
     folder = Path(tempfile.mkdtemp(prefix=f"{backend}-", dir=workdir))
     try:
@@ -204,11 +231,18 @@ def bench_store(backend: str, corpus: Corpus, n_rows: int, queries: list[Query],
     vectors, mask = corpus.vectors[:n_rows], corpus.mask[:n_rows]
     idx = np.flatnonzero(mask)
     result = {
-        "n": n_rows, "queries": len(queries), "insert_s": insert_s, "insert_rows_per_s": n_rows / insert_s,
-        "load_s": load_s, "selectivity": float(mask.mean()), "modes": modes,
+        "n": n_rows,
+        "queries": len(queries),
+        "insert_s": insert_s,
+        "insert_rows_per_s": n_rows / insert_s,
+        "load_s": load_s,
+        "selectivity": float(mask.mean()),
+        "modes": modes,
         "dense_recall@10": _recall(found["dense"], [_exact_dense(vectors, None, q, 10) for q in queries]),
         "filtered_recall@10": _recall(found["f_dense"], [_exact_dense(vectors, idx, q, 10) for q in queries]),
-        "filter_violations": sum(not mask[p] for name in ("f_dense", "f_hybrid") for r in found[name] for p in r),
+        "filter_violations": sum(
+            not mask[p] for name in ("f_dense", "f_hybrid") for r in found[name] for p in r
+        ),
         "bm25_recall@10_vs_bm25s": None,
     }
     if bm25_scores is not None:  # tie-aware: a hit counts if bm25s scores it at least as high as its 10th
@@ -245,24 +279,45 @@ def bench_baselines(corpus: Corpus, queries: list[Query], warmup: list[Query]) -
         "f_hybrid": lambda q: _rrf(_exact_dense(vectors, idx, q, 50), lexical(q, 50, weights), 50),
     }
     modes = {name: _timed(fn, queries, warmup)[0] for name, fn in runs.items()}
-    out = {"numpy_exact": {"dense": modes["dense"], "f_dense": modes["f_dense"]},
-           "bm25s": {"bm25": modes["bm25"], "build_s": build_s, "rows_per_s": len(corpus.chunks) / build_s},
-           "numpy_bm25s_rrf": {"hybrid": modes["hybrid"], "f_hybrid": modes["f_hybrid"]}}
+    out = {
+        "numpy_exact": {"dense": modes["dense"], "f_dense": modes["f_dense"]},
+        "bm25s": {"bm25": modes["bm25"], "build_s": build_s, "rows_per_s": len(corpus.chunks) / build_s},
+        "numpy_bm25s_rrf": {"hybrid": modes["hybrid"], "f_hybrid": modes["f_hybrid"]},
+    }
     return out, retriever
 
 
-def run_synthetic(n: int, backends: list[str], queries: int, out_dir: Path, seed: int = 0, *,
-                  milvus_n: int | None = None, milvus_queries: int | None = 20, warmup: int = 5,
-                  batch: int = 5000) -> dict:
+def run_synthetic(
+    n: int,
+    backends: list[str],
+    queries: int,
+    out_dir: Path,
+    seed: int = 0,
+    *,
+    milvus_n: int | None = None,
+    milvus_queries: int | None = 20,
+    warmup: int = 5,
+    batch: int = 5000,
+) -> dict:
     """Run the whole benchmark, print its table and return the report (stores live under `out_dir`)."""
     t0 = time.perf_counter()
     corpus = make_corpus(n, seed)
-    print(f"generated {n} chunks in {time.perf_counter() - t0:.1f} s; selectivity {corpus.mask.mean():.4f}",
-          flush=True)
+    print(
+        f"generated {n} chunks in {time.perf_counter() - t0:.1f} s; selectivity {corpus.mask.mean():.4f}",
+        flush=True,
+    )
     all_q = make_queries(corpus, n, warmup + queries, seed)
     baselines, retriever = bench_baselines(corpus, all_q[warmup:], all_q[:warmup])
-    report: dict[str, Any] = {"n": n, "seed": seed, "queries": queries, "selectivity": float(corpus.mask.mean()),
-                              "filter": FILTER.__dict__, "backends": {}, "baselines": baselines, "machine": _machine()}
+    report: dict[str, Any] = {
+        "n": n,
+        "seed": seed,
+        "queries": queries,
+        "selectivity": float(corpus.mask.mean()),
+        "filter": FILTER.__dict__,
+        "backends": {},
+        "baselines": baselines,
+        "machine": _machine(),
+    }
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     for backend in backends:
         rows = min(n, milvus_n or n) if backend == "milvus" else n
@@ -273,13 +328,23 @@ def run_synthetic(n: int, backends: list[str], queries: int, out_dir: Path, seed
             return retriever.get_scores(q.tokens)
 
         print(f"{backend}: inserting {rows} rows, {count} queries per mode", flush=True)
-        report["backends"][backend] = bench_store(backend, corpus, rows, qs[warmup:], qs[:warmup], Path(out_dir),
-                                                  batch, scores if rows == n else None)
+        report["backends"][backend] = bench_store(
+            backend,
+            corpus,
+            rows,
+            qs[warmup:],
+            qs[:warmup],
+            Path(out_dir),
+            batch,
+            scores if rows == n else None,
+        )
     emb, rrf_base = report["backends"].get("embedded"), baselines["numpy_bm25s_rrf"]["hybrid"]["p50"]
     if emb:
         parts = baselines["numpy_exact"]["dense"]["p50"] + baselines["bm25s"]["bm25"]["p50"]
-        report["ratios"] = {"embedded_hybrid_p50_over_rrf_baseline_p50": emb["modes"]["hybrid"]["p50"] / rrf_base,
-                            "embedded_hybrid_p50_over_dense_plus_bm25s_p50": emb["modes"]["hybrid"]["p50"] / parts}
+        report["ratios"] = {
+            "embedded_hybrid_p50_over_rrf_baseline_p50": emb["modes"]["hybrid"]["p50"] / rrf_base,
+            "embedded_hybrid_p50_over_dense_plus_bm25s_p50": emb["modes"]["hybrid"]["p50"] / parts,
+        }
     print_table(report)
     return report
 
@@ -296,28 +361,88 @@ def _pair(stats: dict | None) -> str:
 
 def print_table(report: dict) -> None:
     """One row per backend and per baseline; latencies as p50 / p95 in ms."""
-    table = Table(title=f"Store latency, synthetic chunks (ms p50 / p95), filter selectivity "
-                        f"{report['selectivity']:.2%}")
-    for col in ("backend", "N", "Q", "insert rows/s", "open/load s", "dense k10", "bm25 k10", "hybrid k50",
-                "filt dense k10", "filt hybrid k50", "filt recall@10", "dense recall@10"):
+    table = Table(
+        title=f"Store latency, synthetic chunks (ms p50 / p95), filter selectivity "
+        f"{report['selectivity']:.2%}"
+    )
+    for col in (
+        "backend",
+        "N",
+        "Q",
+        "insert rows/s",
+        "open/load s",
+        "dense k10",
+        "bm25 k10",
+        "hybrid k50",
+        "filt dense k10",
+        "filt hybrid k50",
+        "filt recall@10",
+        "dense recall@10",
+    ):
         table.add_column(col, justify="left" if col == "backend" else "right")
     for name, b in report["backends"].items():
         m = b["modes"]
-        table.add_row(name, str(b["n"]), str(b["queries"]), f"{b['insert_rows_per_s']:,.0f}", f"{b['load_s']:.2f}",
-                      *(_pair(m[k]) for k in MODES), f"{b['filtered_recall@10']:.3f}", f"{b['dense_recall@10']:.3f}")
+        table.add_row(
+            name,
+            str(b["n"]),
+            str(b["queries"]),
+            f"{b['insert_rows_per_s']:,.0f}",
+            f"{b['load_s']:.2f}",
+            *(_pair(m[k]) for k in MODES),
+            f"{b['filtered_recall@10']:.3f}",
+            f"{b['dense_recall@10']:.3f}",
+        )
     base, n, q = report["baselines"], str(report["n"]), str(report["queries"])
-    table.add_row("numpy exact", n, q, "-", "-", _pair(base["numpy_exact"]["dense"]), "-", "-",
-                  _pair(base["numpy_exact"]["f_dense"]), "-", "1.000", "1.000")
-    table.add_row("bm25s", n, q, f"{base['bm25s']['rows_per_s']:,.0f}", f"{base['bm25s']['build_s']:.2f}", "-",
-                  _pair(base["bm25s"]["bm25"]), "-", "-", "-", "-", "-")
-    table.add_row("numpy+bm25s RRF", n, q, "-", "-", "-", "-", _pair(base["numpy_bm25s_rrf"]["hybrid"]), "-",
-                  _pair(base["numpy_bm25s_rrf"]["f_hybrid"]), "-", "-")
+    table.add_row(
+        "numpy exact",
+        n,
+        q,
+        "-",
+        "-",
+        _pair(base["numpy_exact"]["dense"]),
+        "-",
+        "-",
+        _pair(base["numpy_exact"]["f_dense"]),
+        "-",
+        "1.000",
+        "1.000",
+    )
+    table.add_row(
+        "bm25s",
+        n,
+        q,
+        f"{base['bm25s']['rows_per_s']:,.0f}",
+        f"{base['bm25s']['build_s']:.2f}",
+        "-",
+        _pair(base["bm25s"]["bm25"]),
+        "-",
+        "-",
+        "-",
+        "-",
+        "-",
+    )
+    table.add_row(
+        "numpy+bm25s RRF",
+        n,
+        q,
+        "-",
+        "-",
+        "-",
+        "-",
+        _pair(base["numpy_bm25s_rrf"]["hybrid"]),
+        "-",
+        _pair(base["numpy_bm25s_rrf"]["f_hybrid"]),
+        "-",
+        "-",
+    )
     console = Console(width=200)
     console.print(table)
     for name, b in report["backends"].items():
-        console.print(f"{name}: N={b['n']}, selectivity {b['selectivity']:.2%}, insert {b['insert_s']:.1f} s, "
-                      f"filter violations {b['filter_violations']}, "
-                      f"bm25 recall@10 vs bm25s (tie-aware) {b['bm25_recall@10_vs_bm25s']}")
+        console.print(
+            f"{name}: N={b['n']}, selectivity {b['selectivity']:.2%}, insert {b['insert_s']:.1f} s, "
+            f"filter violations {b['filter_violations']}, "
+            f"bm25 recall@10 vs bm25s (tie-aware) {b['bm25_recall@10_vs_bm25s']}"
+        )
     console.print(f"machine: {report['machine']}")
     for key, value in report.get("ratios", {}).items():
         console.print(f"{key}: {value:.2f}")
@@ -332,13 +457,23 @@ def main() -> None:
     p.add_argument("--milvus-queries", type=int, default=20, help="cap the timed queries on milvus (0 = all)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--batch", type=int, default=5000, help="rows per upsert")
-    p.add_argument("--out-dir", default="benchmarks/out/synthetic-stores", help="where the temporary stores live")
+    p.add_argument(
+        "--out-dir", default="benchmarks/out/synthetic-stores", help="where the temporary stores live"
+    )
     p.add_argument("--json-out", default="")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args()
-    report = run_synthetic(a.n, [b for b in a.backends.split(",") if b], a.queries, Path(a.out_dir), a.seed,
-                           milvus_n=a.milvus_n or None, milvus_queries=a.milvus_queries or None,
-                           warmup=a.warmup, batch=a.batch)
+    report = run_synthetic(
+        a.n,
+        [b for b in a.backends.split(",") if b],
+        a.queries,
+        Path(a.out_dir),
+        a.seed,
+        milvus_n=a.milvus_n or None,
+        milvus_queries=a.milvus_queries or None,
+        warmup=a.warmup,
+        batch=a.batch,
+    )
     if a.json_out:
         Path(a.json_out).parent.mkdir(parents=True, exist_ok=True)
         Path(a.json_out).write_text(json.dumps(report, indent=2, default=float), encoding="utf-8")

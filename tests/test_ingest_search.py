@@ -120,7 +120,11 @@ def test_changed_file_replaces_its_chunks_and_bad_files_touch_nothing(tmp_path: 
     (docs / "notes.xyz").write_text("unsupported")
     report = lore.ingest("kb1", [docs])
     status = {f.name: f.status for f in report.files}
-    assert status == {"docs/broken.pdf": "failed", "docs/notes.xyz": "unsupported", "docs/policy.md": "ingested"}
+    assert status == {
+        "docs/broken.pdf": "failed",
+        "docs/notes.xyz": "unsupported",
+        "docs/policy.md": "ingested",
+    }
     assert "broken.pdf" in next(f for f in report.files if f.status == "failed").name
     texts = [h.chunk.text for h in lore.search("kb1", "annual leave days")]
     assert any("12 days" in t for t in texts) and not any("5 days" in t for t in texts)
@@ -145,8 +149,12 @@ def test_too_large_file_is_reported(tmp_path: Path) -> None:
 def test_other_embedder_on_existing_kb_is_a_clear_error(tmp_path: Path) -> None:
     home = tmp_path / "home"
     Lore(load_settings(home=home)).create_kb("kb3")
-    other = Lore(load_settings(home=home, embed={"provider": "openai", "model": "m", "dim": 8,
-                                                 "base_url": "http://127.0.0.1:9/v1"}))
+    other = Lore(
+        load_settings(
+            home=home,
+            embed={"provider": "openai", "model": "m", "dim": 8, "base_url": "http://127.0.0.1:9/v1"},
+        )
+    )
     with pytest.raises(EmbeddingMismatchError, match="kb3"):
         other.embedder(other.catalog.get_kb("kb3"))
 

@@ -27,7 +27,9 @@ def test_build_activate_change_rollback_and_time_travel(tmp_path: Path, db_url: 
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "leave.md").write_text("# Leave\n\nAnnual leave is 5 days per year.\n", encoding="utf-8")
-    (docs / "vpn.md").write_text("# VPN\n\nReset the VPN password on the self-service portal.\n", encoding="utf-8")
+    (docs / "vpn.md").write_text(
+        "# VPN\n\nReset the VPN password on the self-service portal.\n", encoding="utf-8"
+    )
     (docs / "old.md").write_text("# Parking\n\nParking permits cost 20 euros per month.\n", encoding="utf-8")
 
     v1 = lore.build("kb", [docs], description="first", activate=True).version
@@ -39,8 +41,14 @@ def test_build_activate_change_rollback_and_time_travel(tmp_path: Path, db_url: 
     result = lore.build("kb", [docs], description="second")
     v2 = result.version
     assert v2.status.value == "staged" and v2.base_seq == 1
-    assert v2.counts == {"files_added": 1, "files_changed": 1, "files_removed": 1, "files_reused": 1,
-                         "chunks_embedded": 2, "chunks_reused": 1}
+    assert v2.counts == {
+        "files_added": 1,
+        "files_changed": 1,
+        "files_removed": 1,
+        "files_reused": 1,
+        "chunks_embedded": 2,
+        "chunks_reused": 1,
+    }
     assert result.removed == ["docs/old.md"]
 
     # Queries read the active version until the staged one is activated.
@@ -88,11 +96,22 @@ def test_cli_build_versions_activate_rollback(cli_kb: tuple[CliRunner, Path]) ->
     assert runner.invoke(app, ["build", "--kb", "hb", "--source", str(docs)]).exit_code == 0
     rows = json.loads(runner.invoke(app, ["versions", "--kb", "hb", "--json"]).output)
     assert [(r["seq"], r["status"], r["active"]) for r in rows] == [(1, "ACTIVE", True), (2, "STAGED", False)]
-    assert {"files_added", "files_changed", "files_removed", "files_reused", "chunks_embedded",
-            "chunks_reused", "gate_passed"} <= set(rows[0])
-    hit = json.loads(runner.invoke(app, ["search", "refund window", "--kb", "hb", "--json"]).output)["hits"][0]
+    assert {
+        "files_added",
+        "files_changed",
+        "files_removed",
+        "files_reused",
+        "chunks_embedded",
+        "chunks_reused",
+        "gate_passed",
+    } <= set(rows[0])
+    hit = json.loads(runner.invoke(app, ["search", "refund window", "--kb", "hb", "--json"]).output)["hits"][
+        0
+    ]
     assert "30 days" in hit["text"]
-    v2 = json.loads(runner.invoke(app, ["search", "refund window", "--kb", "hb", "--json", "--version", "2"]).output)
+    v2 = json.loads(
+        runner.invoke(app, ["search", "refund window", "--kb", "hb", "--json", "--version", "2"]).output
+    )
     assert "45 days" in v2["hits"][0]["text"]
     assert runner.invoke(app, ["activate", "--kb", "hb", "2"]).exit_code == 0
     assert runner.invoke(app, ["rollback", "--kb", "hb"]).exit_code == 0
@@ -100,7 +119,8 @@ def test_cli_build_versions_activate_rollback(cli_kb: tuple[CliRunner, Path]) ->
 
 
 def test_quality_gate_fails_a_bad_build_and_keeps_the_active_version(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "home"
     monkeypatch.setenv("LORE_HOME", str(home))
     runner = CliRunner()
@@ -121,8 +141,13 @@ def test_quality_gate_fails_a_bad_build_and_keeps_the_active_version(
     bad = runner.invoke(app, ["build", "--kb", "hb", "--source", str(docs), "--quality-gate", "--activate"])
     assert bad.exit_code == 1 and "quality gate" in bad.output and "3 of 4 files failed" in bad.output
     rows = json.loads(runner.invoke(app, ["versions", "--kb", "hb", "--json"]).output)
-    assert [(r["seq"], r["status"], r["gate_passed"]) for r in rows] == [(1, "ACTIVE", True), (2, "FAILED", False)]
-    hit = json.loads(runner.invoke(app, ["search", "refund window", "--kb", "hb", "--json"]).output)["hits"][0]
+    assert [(r["seq"], r["status"], r["gate_passed"]) for r in rows] == [
+        (1, "ACTIVE", True),
+        (2, "FAILED", False),
+    ]
+    hit = json.loads(runner.invoke(app, ["search", "refund window", "--kb", "hb", "--json"]).output)["hits"][
+        0
+    ]
     assert "30 days" in hit["text"]  # the active version still serves
     md = runner.invoke(app, ["report", "--kb", "hb", "2"])
     assert md.exit_code == 0 and "FAILED" in md.output and "broken0.pdf" in md.output
@@ -130,7 +155,8 @@ def test_quality_gate_fails_a_bad_build_and_keeps_the_active_version(
 
 
 def test_a_build_killed_midway_changes_nothing_people_see_and_the_next_build_is_clean(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     lore = Lore(load_settings(home=tmp_path / "home"))
     lore.create_kb("kb")
     docs = tmp_path / "docs"
@@ -174,23 +200,49 @@ def test_a_build_killed_midway_changes_nothing_people_see_and_the_next_build_is_
 
 def test_cli_flags_from_the_release_workflow(cli_kb: tuple[CliRunner, Path]) -> None:
     runner, docs = cli_kb
-    first = ["build", "--kb", "hb", "--source", str(docs), "--new-version", "--quality-gate", "--activate",
-             "-m", "weekly refresh"]
+    first = [
+        "build",
+        "--kb",
+        "hb",
+        "--source",
+        str(docs),
+        "--new-version",
+        "--quality-gate",
+        "--activate",
+        "-m",
+        "weekly refresh",
+    ]
     assert runner.invoke(app, first).exit_code == 0
-    staged = ["build", "--kb", "hb", "--source", str(docs), "--new-version"]  # v2, not activated: latest != active
+    staged = [
+        "build",
+        "--kb",
+        "hb",
+        "--source",
+        str(docs),
+        "--new-version",
+    ]  # v2, not activated: latest != active
     assert runner.invoke(app, staged).exit_code == 0
-    again = runner.invoke(app, ["build", "--kb", "hb", "--source", str(docs), "--new-version",
-                                "--incremental-from", "active"])
+    again = runner.invoke(
+        app, ["build", "--kb", "hb", "--source", str(docs), "--new-version", "--incremental-from", "active"]
+    )
     assert again.exit_code == 0 and "files_reused=1" in again.output.replace("\n", "")
     forced = runner.invoke(app, ["build", "--kb", "hb", "--source", str(docs), "--force"])
     assert forced.exit_code == 0 and "files_changed=1" in forced.output.replace("\n", "")
     rows = json.loads(runner.invoke(app, ["versions", "--kb", "hb", "--json"]).output)
     assert [r["seq"] for r in rows] == [1, 2, 3, 4] and rows[0]["description"] == "weekly refresh"
     assert [r["base_seq"] for r in rows[1:3]] == [1, 1]  # v3 grew from the active v1, not from the latest v2
-    answer = json.loads(runner.invoke(app, ["ask", "What is the refund window?", "--kb", "hb", "--json",
-                                            "--version", "3"]).output)
+    answer = json.loads(
+        runner.invoke(
+            app, ["ask", "What is the refund window?", "--kb", "hb", "--json", "--version", "3"]
+        ).output
+    )
     assert "30 days" in answer["answer"]
-    assert runner.invoke(app, ["build", "--kb", "hb", "--source", str(docs), "--incremental-from", "x"]).exit_code == 2
+    assert (
+        runner.invoke(
+            app, ["build", "--kb", "hb", "--source", str(docs), "--incremental-from", "x"]
+        ).exit_code
+        == 2
+    )
 
 
 def test_kill_9_during_a_build(tmp_path: Path) -> None:
@@ -209,17 +261,24 @@ def test_kill_9_during_a_build(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     for i in range(40):
-        (docs / f"policy{i:02d}.md").write_text(f"# Policy {i}\n\nRule {i}: the limit is {i} units.\n", encoding="utf-8")
+        (docs / f"policy{i:02d}.md").write_text(
+            f"# Policy {i}\n\nRule {i}: the limit is {i} units.\n", encoding="utf-8"
+        )
     lore.build("kb", [docs], activate=True)
     before = [h.chunk.text for h in lore.search("kb", "Rule 7 limit units", SearchOptions(top_k=3))]
     lore.close()
     for i in range(40):
         (docs / f"policy{i:02d}.md").write_text(
-            f"# Policy {i}\n\nRule {i}: the limit is now {i * 10} units, revised.\n", encoding="utf-8")
+            f"# Policy {i}\n\nRule {i}: the limit is now {i * 10} units, revised.\n", encoding="utf-8"
+        )
 
     env = {**os.environ, "LORE_HOME": str(home)}
-    proc = subprocess.Popen([sys.executable, "-m", "lore.cli.main", "build", "--kb", "kb", "--source", str(docs)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lore.cli.main", "build", "--kb", "kb", "--source", str(docs)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     store_file = next((home / "store" / "embedded").glob("*.sqlite"))
     deadline = time.monotonic() + 120
     written = 0
@@ -274,15 +333,22 @@ def test_build_lock_of_a_dead_process_is_taken_over_and_a_remote_one_is_not(tmp_
     lore = Lore(load_settings(home=tmp_path / "home"))
     kb = lore.create_kb("kb")
     (tmp_path / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True, capture_output=True,
-                          text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], check=True, capture_output=True, text=True
+    )
     with lore.catalog.transaction() as s:  # a build on this host that was killed
-        s.execute(insert(BuildLockRow).values(kb_id=kb.id, host=socket.gethostname(), pid=int(dead.stdout),
-                                              acquired_at=datetime.now(UTC)))
+        s.execute(
+            insert(BuildLockRow).values(
+                kb_id=kb.id, host=socket.gethostname(), pid=int(dead.stdout), acquired_at=datetime.now(UTC)
+            )
+        )
     assert lore.build("kb", [tmp_path / "a.md"]).version.seq == 1
     with lore.catalog.transaction() as s:  # a build on another machine: only `lore unlock` clears it
-        s.execute(insert(BuildLockRow).values(kb_id=kb.id, host="builder-2.example", pid=4242,
-                                              acquired_at=datetime.now(UTC)))
+        s.execute(
+            insert(BuildLockRow).values(
+                kb_id=kb.id, host="builder-2.example", pid=4242, acquired_at=datetime.now(UTC)
+            )
+        )
     with pytest.raises(LoreError, match="builder-2.example.*lore unlock --kb kb"):
         lore.build("kb", [tmp_path / "a.md"])
     assert lore.catalog.release_build_lock(kb.id)
@@ -304,7 +370,13 @@ def test_build_lock_whose_pid_was_reused_after_a_restart_is_taken_over(tmp_path:
     # A lock taken a day ago by "this pid": the process now holding the pid started later, so the
     # lock's owner is gone (a container restart hands out the same pids again).
     with lore.catalog.transaction() as s:
-        s.execute(insert(BuildLockRow).values(kb_id=kb.id, host=socket.gethostname(), pid=os.getpid(),
-                                              acquired_at=datetime.now(UTC) - timedelta(days=1)))
+        s.execute(
+            insert(BuildLockRow).values(
+                kb_id=kb.id,
+                host=socket.gethostname(),
+                pid=os.getpid(),
+                acquired_at=datetime.now(UTC) - timedelta(days=1),
+            )
+        )
     assert lore.build("kb", [tmp_path / "a.md"]).version.seq == 1
     lore.close()

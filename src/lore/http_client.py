@@ -39,8 +39,9 @@ def transport_failure(where: str, exc: httpx.TransportError) -> TransientError:
     return TransientError(f"{where}: connection failed: {exc or type(exc).__name__}")
 
 
-def status_failure(where: str, response: httpx.Response, body: str, error: type[LoreError],
-                   cap_s: float) -> LoreError:
+def status_failure(
+    where: str, response: httpx.Response, body: str, error: type[LoreError], cap_s: float
+) -> LoreError:
     """A non-200 reply: 429 and 5xx are transient (retried, honouring Retry-After), the rest `error`."""
     message = f"{where}: HTTP {response.status_code}: {body[:SNIPPET].strip() or response.reason_phrase}"
     if response.status_code == 429 or response.status_code >= 500:
@@ -48,8 +49,15 @@ def status_failure(where: str, response: httpx.Response, body: str, error: type[
     return error(message)
 
 
-def with_retries(fn: Callable[[Any], T], arg: Any, *, max_retries: int, backoff_s: float, cap_s: float,
-                 error: type[LoreError]) -> T:
+def with_retries(
+    fn: Callable[[Any], T],
+    arg: Any,
+    *,
+    max_retries: int,
+    backoff_s: float,
+    cap_s: float,
+    error: type[LoreError],
+) -> T:
     """Call `fn(arg)`, retrying TransientError with exponential backoff (or Retry-After);
     when attempts run out, raise `error` with the last reason."""
 
@@ -59,8 +67,9 @@ def with_retries(fn: Callable[[Any], T], arg: Any, *, max_retries: int, backoff_
             return exc.retry_after
         return min(backoff_s * 2 ** (state.attempt_number - 1), cap_s)
 
-    retrying = Retrying(retry=retry_if_exception_type(TransientError), stop=stop_after_attempt(max_retries + 1),
-                        wait=wait)
+    retrying = Retrying(
+        retry=retry_if_exception_type(TransientError), stop=stop_after_attempt(max_retries + 1), wait=wait
+    )
     try:
         return retrying(fn, arg)
     except RetryError as exc:

@@ -58,7 +58,9 @@ class Resource:
 
     kind: Kind
     name: str = ""
-    tenants: frozenset[str] = frozenset()  # who may see it: KB owner + shared tenants; file owner; trace tenant
+    tenants: frozenset[str] = (
+        frozenset()
+    )  # who may see it: KB owner + shared tenants; file owner; trace tenant
     owners: frozenset[str] = frozenset()  # whose content a change touches: KB owner + every file's owner
     key_id: str | None = None  # trace, session, feedback: the key that made it
     indexed: bool = False  # file: it has chunks (then reading it needs reading one of them)
@@ -81,8 +83,9 @@ _OWN = {Kind.TRACE, Kind.SESSION, Kind.FEEDBACK}
 
 def absent(resource: Resource) -> str:
     """The message of a missing resource: the same for one that exists but is not the caller's."""
-    label = {Kind.KB: "knowledge base", Kind.FILE: "file", Kind.UPLOAD: "upload", Kind.KEY: "api key"}.get(resource.kind,
-                                                                                        str(resource.kind))
+    label = {Kind.KB: "knowledge base", Kind.FILE: "file", Kind.UPLOAD: "upload", Kind.KEY: "api key"}.get(
+        resource.kind, str(resource.kind)
+    )
     return f"{label} '{resource.name}' not found"
 
 
@@ -114,21 +117,41 @@ def decide(grant: Grant, action: Action, resource: Resource) -> Decision:
         return _OK
     others = resource.owners - {grant.tenant}
     if action is Action.WRITE_FILE:
-        return _OK if not others else Decision(
-            False, 409, f"file '{resource.name}' belongs to another tenant; it cannot be replaced or removed by "
-                        f"tenant '{grant.tenant}'")
+        return (
+            _OK
+            if not others
+            else Decision(
+                False,
+                409,
+                f"file '{resource.name}' belongs to another tenant; it cannot be replaced or removed by "
+                f"tenant '{grant.tenant}'",
+            )
+        )
     if action is Action.UPLOAD:
-        return _OK if not others or grant.is_platform_admin or grant.key_id is None else Decision(
-            False, 403, f"knowledge base '{resource.name}' holds other tenants' documents: adding files needs "
-                        f"an API key with the '{PLATFORM_ADMIN_ROLE}' role")
+        return (
+            _OK
+            if not others or grant.is_platform_admin or grant.key_id is None
+            else Decision(
+                False,
+                403,
+                f"knowledge base '{resource.name}' holds other tenants' documents: adding files needs "
+                f"an API key with the '{PLATFORM_ADMIN_ROLE}' role",
+            )
+        )
     if action in _KB_WIDE:
         if action is Action.SHARE and grant.key_id is not None and grant.tenant not in resource.owners:
             return _forbidden("the knowledge base's owner tenant")
         if others and grant.key_id is not None:
-            return Decision(False, 403, f"knowledge base '{resource.name}' holds other tenants' documents: "
-                                        f"{action.value} needs write rights on all of them")
+            return Decision(
+                False,
+                403,
+                f"knowledge base '{resource.name}' holds other tenants' documents: "
+                f"{action.value} needs write rights on all of them",
+            )
         return _OK
-    return _forbidden("a grant this policy does not know")  # an action this table does not list is never allowed
+    return _forbidden(
+        "a grant this policy does not know"
+    )  # an action this table does not list is never allowed
 
 
 def _forbidden(needs: str) -> Decision:

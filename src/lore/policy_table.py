@@ -16,11 +16,22 @@ _KBS = {  # ownership situations of a knowledge base
     "KB shared with it, others' files in it": Resource(Kind.KB, "kb", frozenset({O, T}), frozenset({O, T})),
     "another tenant's KB": Resource(Kind.KB, "kb", frozenset({O}), frozenset({O})),
 }
-_KB_ACTIONS = (Action.LIST, Action.READ, Action.READ_VERSION, Action.UPLOAD, Action.BUILD, Action.ACTIVATE,
-               Action.ROLLBACK, Action.DELETE, Action.REPORT, Action.SHARE)
+_KB_ACTIONS = (
+    Action.LIST,
+    Action.READ,
+    Action.READ_VERSION,
+    Action.UPLOAD,
+    Action.BUILD,
+    Action.ACTIVATE,
+    Action.ROLLBACK,
+    Action.DELETE,
+    Action.REPORT,
+    Action.SHARE,
+)
 _FILES = {
-    "own file, a chunk it reads": Resource(Kind.FILE, "f", frozenset({T}), frozenset({T}), indexed=True,
-                                           readable=True),
+    "own file, a chunk it reads": Resource(
+        Kind.FILE, "f", frozenset({T}), frozenset({T}), indexed=True, readable=True
+    ),
     "own file, no chunk it reads": Resource(Kind.FILE, "f", frozenset({T}), frozenset({T}), indexed=True),
     "own upload, not indexed": Resource(Kind.FILE, "f", frozenset({T}), frozenset({T})),
     "another tenant's file": Resource(Kind.FILE, "f", frozenset({O}), frozenset({O}), indexed=True),
@@ -50,15 +61,34 @@ def policy_table() -> str:
     """Markdown: action x ownership x role -> yes, or the HTTP status of the refusal."""
     head = "| action | resource | " + " | ".join(_KEYS) + " |"
     rule = "|" + "---|" * (2 + len(_KEYS))
-    own_key = {"employee": _KEYS["employee"], "admin": Grant.of_key("k1", T, ["admin"], None),
-               "platform admin": Grant.of_key("k1", T, ["admin", "platform-admin"], None)}
-    lines = [head, rule, *_rows(_KBS, _KB_ACTIONS, _KEYS), *_rows(_FILES, (Action.DOWNLOAD, Action.WRITE_FILE), _KEYS),
-             *_rows(_TRACES, (Action.READ_TRACE,), own_key),
-             *_rows({"its tenant's API keys": Resource(Kind.KEY, tenants=frozenset({T})),
-                     "another tenant's key": Resource(Kind.KEY, tenants=frozenset({O}))}, (Action.MANAGE_KEYS,), _KEYS),
-             *_rows({"its tenant's audit log": Resource(Kind.AUDIT, tenants=frozenset({T}))}, (Action.AUDIT,), _KEYS),
-             *_rows({"its tenant's feedback": Resource(Kind.FEEDBACK, tenants=frozenset({T}))}, (Action.REVIEW,),
-                    _KEYS)]
+    own_key = {
+        "employee": _KEYS["employee"],
+        "admin": Grant.of_key("k1", T, ["admin"], None),
+        "platform admin": Grant.of_key("k1", T, ["admin", "platform-admin"], None),
+    }
+    lines = [
+        head,
+        rule,
+        *_rows(_KBS, _KB_ACTIONS, _KEYS),
+        *_rows(_FILES, (Action.DOWNLOAD, Action.WRITE_FILE), _KEYS),
+        *_rows(_TRACES, (Action.READ_TRACE,), own_key),
+        *_rows(
+            {
+                "its tenant's API keys": Resource(Kind.KEY, tenants=frozenset({T})),
+                "another tenant's key": Resource(Kind.KEY, tenants=frozenset({O})),
+            },
+            (Action.MANAGE_KEYS,),
+            _KEYS,
+        ),
+        *_rows(
+            {"its tenant's audit log": Resource(Kind.AUDIT, tenants=frozenset({T}))}, (Action.AUDIT,), _KEYS
+        ),
+        *_rows(
+            {"its tenant's feedback": Resource(Kind.FEEDBACK, tenants=frozenset({T}))},
+            (Action.REVIEW,),
+            _KEYS,
+        ),
+    ]
     return "\n".join(lines)
 
 

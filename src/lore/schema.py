@@ -97,8 +97,14 @@ class SearchFilter:
 
     def matches(self, c: Chunk) -> bool:
         """True if the chunk passes this filter (the same test the stores run inside their queries)."""
-        fields = ((self.tenant_ids, c.tenant_id), (self.dataset_ids, c.dataset_id), (self.visibility, c.visibility),
-                  (self.source_types, c.source_type), (self.sources, c.source), (self.document_ids, c.document_id))
+        fields = (
+            (self.tenant_ids, c.tenant_id),
+            (self.dataset_ids, c.dataset_id),
+            (self.visibility, c.visibility),
+            (self.source_types, c.source_type),
+            (self.sources, c.source),
+            (self.document_ids, c.document_id),
+        )
         if any(wanted is not None and value not in wanted for wanted, value in fields):
             return False
         if self.roles is not None and c.allowed_roles and not set(c.allowed_roles) & set(self.roles):
@@ -117,7 +123,9 @@ class Hit:
     bm25_score: float | None = None
     dense_rank: int | None = None
     bm25_rank: int | None = None
-    rerank_score: float | None = None  # the reranker's score calibrated to [0, 1], when one re-scored this hit
+    rerank_score: float | None = (
+        None  # the reranker's score calibrated to [0, 1], when one re-scored this hit
+    )
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready view with location fields flattened for the CLI and API."""

@@ -24,8 +24,14 @@ def test_readme_policy_table_is_generated_from_the_policy() -> None:
 
 def test_a_scenario_narrows_a_key_never_widens_it() -> None:
     employee = Grant.of_key("k", "acme", ["employee"], None)
-    scenario = Grant("acme", ("hr", "pay"), ("public", "internal", "restricted"), ("employee", "manager"),
-                     scenario="hr", time_travel=True)
+    scenario = Grant(
+        "acme",
+        ("hr", "pay"),
+        ("public", "internal", "restricted"),
+        ("employee", "manager"),
+        scenario="hr",
+        time_travel=True,
+    )
     narrowed = employee.narrow(scenario)
     assert narrowed.visibility == ("public", "internal") and narrowed.roles == ("employee",)
     assert narrowed.datasets == ("hr", "pay") and narrowed.scenario == "hr" and not narrowed.time_travel
@@ -46,7 +52,9 @@ def test_foreign_is_absent_and_refusals_raise_the_right_error() -> None:
     with pytest.raises(ForbiddenError):
         check(admin, Action.ACTIVATE, shared)
     with pytest.raises(ConflictError):
-        check(admin, Action.WRITE_FILE, Resource(Kind.FILE, "f", frozenset({"bluefin"}), frozenset({"bluefin"})))
+        check(
+            admin, Action.WRITE_FILE, Resource(Kind.FILE, "f", frozenset({"bluefin"}), frozenset({"bluefin"}))
+        )
     operator = Grant("acme")  # the local CLI: no key
     assert decide(operator, Action.MANAGE_KEYS, Resource(Kind.KEY)).allowed
 

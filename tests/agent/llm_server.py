@@ -12,12 +12,19 @@ __all__ = ["FakeServer", "completion", "json_completion", "serve", "system_promp
 
 def completion(content: str, total_tokens: int | None = 40) -> Action:
     """A plain `chat.completion` reply with `content` (and usage, unless None)."""
-    body: dict[str, Any] = {"id": "c1", "object": "chat.completion",
-                            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                         "finish_reason": "stop"}]}
+    body: dict[str, Any] = {
+        "id": "c1",
+        "object": "chat.completion",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        ],
+    }
     if total_tokens is not None:
-        body["usage"] = {"prompt_tokens": total_tokens // 2, "completion_tokens": total_tokens // 2,
-                         "total_tokens": total_tokens}
+        body["usage"] = {
+            "prompt_tokens": total_tokens // 2,
+            "completion_tokens": total_tokens // 2,
+            "total_tokens": total_tokens,
+        }
     return reply(200, body)
 
 

@@ -54,8 +54,12 @@ def test_deep_mode_in_a_scenario_keeps_routing_and_faq(tmp_path: Path) -> None:
     # Scenario questions with query rewriting, and a multi-part scenario question in deep mode.
     for rewrite in ("on", "hyde"):
         end = finish(list(lore.ask(None, "一线城市出差住宿每晚最多多少钱？", scenario="hr", rewrite=rewrite)))
-        assert "600" in end["answer"] and end["rewrite"]["mode"] == rewrite  # not served the other mode's search
-    both = finish(list(lore.ask(None, "一线城市出差住宿每晚最多多少钱？试用期多长？", scenario="hr", mode="deep")))
+        assert (
+            "600" in end["answer"] and end["rewrite"]["mode"] == rewrite
+        )  # not served the other mode's search
+    both = finish(
+        list(lore.ask(None, "一线城市出差住宿每晚最多多少钱？试用期多长？", scenario="hr", mode="deep"))
+    )
     assert both["mode"] == "deep" and len(both["sub_questions"]) == 2 and "600" in both["answer"]
     lore.close()
 
@@ -66,7 +70,9 @@ def test_cli_deep_mode_prints_the_plan_and_rounds(hb_home: Path, monkeypatch: py
     out = runner.invoke(app, ["ask", "LF-200和LF-500的载重分别是多少？", "--kb", "hb", "--mode", "deep"])
     assert out.exit_code == 0, out.output
     assert "plan" in out.output and "round 1 retrieve" in out.output and "verdict" in out.output
-    as_json = runner.invoke(app, ["ask", "What is the refund window?", "--kb", "hb", "--rewrite", "on", "--json"])
+    as_json = runner.invoke(
+        app, ["ask", "What is the refund window?", "--kb", "hb", "--rewrite", "on", "--json"]
+    )
     assert as_json.exit_code == 0 and json.loads(as_json.stdout)["refused"] is False
     bad = runner.invoke(app, ["ask", "x", "--kb", "hb", "--mode", "slow"])
     assert bad.exit_code == 2 and "mode" in bad.output

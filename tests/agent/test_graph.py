@@ -74,7 +74,9 @@ def test_missing_part_retries_to_the_round_limit_then_says_what_is_not_covered(l
     assert len(queries) == 3 and len(set(queries)) == 3  # every round searched something new
     assert [v["verdict"] for v in statuses(events, "verdict")] == ["retry", "retry", "rounds exhausted"]
     assert end["not_covered"] == ["公司的股票代码是多少？"] and not end["refused"]
-    assert "发票原件" in end["answer"] and "知识库中没有找到以下内容：「公司的股票代码是多少」" in end["answer"]
+    assert (
+        "发票原件" in end["answer"] and "知识库中没有找到以下内容：「公司的股票代码是多少」" in end["answer"]
+    )
     assert end["evidence_confidence"] < 0.9  # a missing part costs confidence
 
 
@@ -105,7 +107,9 @@ def test_search_scope_bounds_every_sub_question(lore: Lore) -> None:
     assert chunks and {c.source_type for c in chunks} == {"table_row"}
     assert "LF-Guest" in end["answer"] and "10 日" in end["answer"]
     none = SearchFilter(tenant_ids=["someone-else"])
-    end = finish(list(deep(lore).run("工资每月几号发放？访客如何连接办公室 Wi-Fi？", opts(lore, filter=none))))
+    end = finish(
+        list(deep(lore).run("工资每月几号发放？访客如何连接办公室 Wi-Fi？", opts(lore, filter=none)))
+    )
     assert end["refused"] and end["candidates"] == []
 
 
@@ -134,7 +138,10 @@ def test_bad_question_is_an_error_event(lore: Lore) -> None:
 
 def test_caller_history_overrides_the_session_and_sessions_stay_short(lore: Lore) -> None:
     pipeline = deep(lore)
-    given = [{"role": "user", "content": "LF-200的保修期多久？"}, {"role": "assistant", "content": "24 个月。"}]
+    given = [
+        {"role": "user", "content": "LF-200的保修期多久？"},
+        {"role": "assistant", "content": "24 个月。"},
+    ]
     events = list(pipeline.run("那LF-500呢？", opts(lore), history=given))
     assert "保修期" in statuses(events, "understand")[0]["standalone"]
     for k in range(12):
@@ -146,8 +153,14 @@ def test_caller_history_overrides_the_session_and_sessions_stay_short(lore: Lore
 def test_semantic_cache_serves_repeat_rounds_only_within_scope(lore: Lore) -> None:
     cache = SemanticCache(threshold=0.97)
     kb = lore.catalog.get_kb("hb")
-    pipeline = DeepPipeline(lore.retriever("hb"), lore.generator("hb"), lore.settings, semantic_cache=cache,
-                            cache_epoch=lore.catalog.cache_epoch(kb.id), namespace=kb.id)
+    pipeline = DeepPipeline(
+        lore.retriever("hb"),
+        lore.generator("hb"),
+        lore.settings,
+        semantic_cache=cache,
+        cache_epoch=lore.catalog.cache_epoch(kb.id),
+        namespace=kb.id,
+    )
     q = "报销需要什么材料？年假怎么申请？"
     first = list(pipeline.run(q, opts(lore)))
     again = list(pipeline.run(q, opts(lore)))

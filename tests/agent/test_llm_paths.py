@@ -39,24 +39,42 @@ def run(lore: Lore, p: DeepPipeline, question: str = Q, **kw: object) -> tuple[l
 
 
 def test_llm_plan_and_grades_are_used(lore: Lore, server: FakeServer) -> None:
-    server.script = [json_completion({"kind": "multi-hop", "sub_questions": ["报销材料有哪些？", "如何申请年假？"],
-                                      "reasoning": "two facts"}),
-                     json_completion(GOOD_GRADE), json_completion(GOOD_GRADE)]
+    server.script = [
+        json_completion(
+            {
+                "kind": "multi-hop",
+                "sub_questions": ["报销材料有哪些？", "如何申请年假？"],
+                "reasoning": "two facts",
+            }
+        ),
+        json_completion(GOOD_GRADE),
+        json_completion(GOOD_GRADE),
+    ]
     events, end = run(lore, pipeline(lore, server))
-    assert end["plan"]["source"] == "llm" and [s["question"] for s in end["sub_questions"]] == \
-        ["报销材料有哪些？", "如何申请年假？"]
+    assert end["plan"]["source"] == "llm" and [s["question"] for s in end["sub_questions"]] == [
+        "报销材料有哪些？",
+        "如何申请年假？",
+    ]
     grades = statuses(events, "grade")
     assert [g["source"] for g in grades] == ["llm", "llm"] and all(g["consistent"] for g in grades)
     assert "Plan retrieval" in system_prompts(server)[0] and "Grade passages" in system_prompts(server)[1]
-    assert "<passage n=\"1\">" in server.requests[1]["messages"][1]["content"]
+    assert '<passage n="1">' in server.requests[1]["messages"][1]["content"]
     assert server.requests[0]["stream"] is False and end["budget"]["tokens_used"] == 120
 
 
 def test_llm_grade_of_inconsistent_passages_is_noted_in_the_answer(lore: Lore, server: FakeServer) -> None:
     clash = {**GOOD_GRADE, "consistent": False, "reason": "two passages give different lists"}
-    server.script = [json_completion({"kind": "multi-hop", "sub_questions": ["报销材料有哪些？", "如何申请年假？"],
-                                      "reasoning": "two facts"}),
-                     json_completion(clash), json_completion(GOOD_GRADE)]
+    server.script = [
+        json_completion(
+            {
+                "kind": "multi-hop",
+                "sub_questions": ["报销材料有哪些？", "如何申请年假？"],
+                "reasoning": "two facts",
+            }
+        ),
+        json_completion(clash),
+        json_completion(GOOD_GRADE),
+    ]
     events, end = run(lore, pipeline(lore, server))
     first, second = end["sub_questions"]
     assert first["consistent"] is False and first["conflicts"] == [] and second["consistent"] is True
@@ -65,9 +83,12 @@ def test_llm_grade_of_inconsistent_passages_is_noted_in_the_answer(lore: Lore, s
 
 
 def test_invalid_plan_is_retried_once_then_rules_decide(lore: Lore, server: FakeServer) -> None:
-    server.script = [completion("I think there are two questions here."),
-                     json_completion({"kind": "several", "sub_questions": []}),
-                     json_completion(GOOD_GRADE), json_completion(GOOD_GRADE)]
+    server.script = [
+        completion("I think there are two questions here."),
+        json_completion({"kind": "several", "sub_questions": []}),
+        json_completion(GOOD_GRADE),
+        json_completion(GOOD_GRADE),
+    ]
     events, end = run(lore, pipeline(lore, server))
     plan = statuses(events, "plan")[0]
     assert plan["source"] == "rules" and plan["sub_questions"] == ["报销需要什么材料？", "年假怎么申请？"]
@@ -81,8 +102,12 @@ def test_invalid_plan_is_retried_once_then_rules_decide(lore: Lore, server: Fake
 
 def test_invalid_then_valid_plan(lore: Lore, server: FakeServer) -> None:
     good = {"kind": "comparison", "sub_questions": ["LF-200的载重", "LF-500的载重"], "reasoning": "compare"}
-    server.script = [completion("```json\n{\"kind\": \"comparison\"}\n```"), json_completion(good),
-                     json_completion(GOOD_GRADE), json_completion(GOOD_GRADE)]
+    server.script = [
+        completion('```json\n{"kind": "comparison"}\n```'),
+        json_completion(good),
+        json_completion(GOOD_GRADE),
+        json_completion(GOOD_GRADE),
+    ]
     events, end = run(lore, pipeline(lore, server), "LF-200和LF-500哪个载重大？")
     plan = statuses(events, "plan")[0]
     assert plan["source"] == "llm" and len(plan["notes"]) == 1 and "sub_questions" in plan["notes"][0]
@@ -90,8 +115,12 @@ def test_invalid_then_valid_plan(lore: Lore, server: FakeServer) -> None:
 
 
 def test_invalid_grade_falls_back_to_score_thresholds(lore: Lore, server: FakeServer) -> None:
-    server.script = [json_completion({"kind": "multi-hop", "sub_questions": ["报销需要什么材料？", "年假怎么申请？"]}),
-                     completion("yes"), json_completion({"sufficient": "maybe"}), json_completion(GOOD_GRADE)]
+    server.script = [
+        json_completion({"kind": "multi-hop", "sub_questions": ["报销需要什么材料？", "年假怎么申请？"]}),
+        completion("yes"),
+        json_completion({"sufficient": "maybe"}),
+        json_completion(GOOD_GRADE),
+    ]
     events, end = run(lore, pipeline(lore, server))
     grades = statuses(events, "grade")
     assert grades[0]["source"] == "rules" and grades[0]["sufficient"]
@@ -101,12 +130,23 @@ def test_invalid_grade_falls_back_to_score_thresholds(lore: Lore, server: FakeSe
 
 def test_llm_grade_suggests_the_next_query(lore: Lore, server: FakeServer) -> None:
     not_yet = {"relevant": [], "sufficient": False, "missing": "年假 申请 流程 OA", "reason": "about pay"}
-    server.script = [json_completion({"kind": "multi-hop", "sub_questions": ["报销需要什么材料？", "年假怎么申请？"]}),
-                     json_completion(GOOD_GRADE), json_completion(not_yet), json_completion(GOOD_GRADE)]
+    server.script = [
+        json_completion({"kind": "multi-hop", "sub_questions": ["报销需要什么材料？", "年假怎么申请？"]}),
+        json_completion(GOOD_GRADE),
+        json_completion(not_yet),
+        json_completion(GOOD_GRADE),
+    ]
     events, end = run(lore, pipeline(lore, server))
     rewrite = statuses(events, "rewrite")
-    assert rewrite == [{"stage": "rewrite", "round": 2, "sub_question": 1, "query": "年假 申请 流程 OA",
-                        "strategy": "llm suggestion"}]
+    assert rewrite == [
+        {
+            "stage": "rewrite",
+            "round": 2,
+            "sub_question": 1,
+            "query": "年假 申请 流程 OA",
+            "strategy": "llm suggestion",
+        }
+    ]
     assert end["rounds"] == 2 and end["sub_questions"][1]["query"] == "年假 申请 流程 OA"
     assert len(server.requests) == 4  # plan, two grades in round 1, one in round 2
 
@@ -129,8 +169,10 @@ def test_follow_up_rewritten_by_the_llm(lore: Lore, server: FakeServer) -> None:
     p = pipeline(lore, server)
     server.script = [json_completion({"kind": "simple", "sub_questions": ["LF-200的保修期多久？"]})]
     run(lore, p, "LF-200的保修期多久？", session_id="t")
-    server.script = [completion("LF-500的保修期多久？"),
-                     json_completion({"kind": "simple", "sub_questions": ["LF-500的保修期多久？"]})]
+    server.script = [
+        completion("LF-500的保修期多久？"),
+        json_completion({"kind": "simple", "sub_questions": ["LF-500的保修期多久？"]}),
+    ]
     events, end = run(lore, p, "那LF-500呢？", session_id="t")
     assert statuses(events, "understand")[0]["standalone"] == "LF-500的保修期多久？"
     assert "LF-200的保修期多久？" in server.requests[1]["messages"][1]["content"]  # history was sent
@@ -145,30 +187,45 @@ def llm_answering(lore: Lore, server: FakeServer) -> DeepPipeline:
 
 
 def test_llm_generation_answers_every_part_from_all_passages(lore: Lore, server: FakeServer) -> None:
-    server.script = [json_completion({"kind": "multi-hop", "sub_questions": ["报销需要什么材料？", "年假怎么申请？"]}),
-                     json_completion(GOOD_GRADE), json_completion(GOOD_GRADE),
-                     answer("报销须提交发票原件、费用明细单和审批单[1]。", "年假在 OA 系统中申请[2]。")]
+    server.script = [
+        json_completion({"kind": "multi-hop", "sub_questions": ["报销需要什么材料？", "年假怎么申请？"]}),
+        json_completion(GOOD_GRADE),
+        json_completion(GOOD_GRADE),
+        answer("报销须提交发票原件、费用明细单和审批单[1]。", "年假在 OA 系统中申请[2]。"),
+    ]
     events, end = run(lore, llm_answering(lore, server))
     prompt = server.requests[-1]["messages"][1]["content"]
-    assert "Answer each part:\n1. 报销需要什么材料？\n2. 年假怎么申请？" in prompt and '<passage n="2">' in prompt
+    assert (
+        "Answer each part:\n1. 报销需要什么材料？\n2. 年假怎么申请？" in prompt
+        and '<passage n="2">' in prompt
+    )
     assert server.requests[-1]["stream"] is True
-    assert [t.data["text"] for t in events if t.type == "token"] == \
-        ["报销须提交发票原件、费用明细单和审批单[1]。", "年假在 OA 系统中申请[2]。"]
+    assert [t.data["text"] for t in events if t.type == "token"] == [
+        "报销须提交发票原件、费用明细单和审批单[1]。",
+        "年假在 OA 系统中申请[2]。",
+    ]
     assert [c["n"] for c in end["citations"]] == [1, 2] and not end["refused"]
     assert end["citations"][0]["text"] != end["citations"][1]["text"]
 
 
 def test_llm_saying_not_covered_is_a_refusal(lore: Lore, server: FakeServer) -> None:
-    server.script = [json_completion({"kind": "multi-hop", "sub_questions": ["报销需要什么材料？", "年假怎么申请？"]}),
-                     json_completion(GOOD_GRADE), json_completion(GOOD_GRADE), answer(NOT_COVERED)]
+    server.script = [
+        json_completion({"kind": "multi-hop", "sub_questions": ["报销需要什么材料？", "年假怎么申请？"]}),
+        json_completion(GOOD_GRADE),
+        json_completion(GOOD_GRADE),
+        answer(NOT_COVERED),
+    ]
     _, end = run(lore, llm_answering(lore, server))
     assert end["refused"] and end["citations"] == [] and "知识库中没有找到" in end["answer"]
 
 
 def test_generation_failure_is_an_error_event(lore: Lore, server: FakeServer) -> None:
-    server.script = [json_completion({"kind": "multi-hop", "sub_questions": ["报销需要什么材料？", "年假怎么申请？"]}),
-                     json_completion(GOOD_GRADE), json_completion(GOOD_GRADE),
-                     reply(400, {"error": "bad model"})]
+    server.script = [
+        json_completion({"kind": "multi-hop", "sub_questions": ["报销需要什么材料？", "年假怎么申请？"]}),
+        json_completion(GOOD_GRADE),
+        json_completion(GOOD_GRADE),
+        reply(400, {"error": "bad model"}),
+    ]
     _, end = run(lore, llm_answering(lore, server))
     assert end["stage"] == "generate" and "HTTP 400" in end["message"] and end["trace_id"]
 
@@ -179,8 +236,13 @@ def test_a_client_that_leaves_stops_the_loop_and_its_llm_calls(lore: Lore, serve
 
     def held_plan(h) -> None:  # type: ignore[no-untyped-def]
         server.gate.wait(10)  # the plan call is in flight when the client goes away
-        json_completion({"kind": "multi-hop", "sub_questions": ["报销材料有哪些？", "如何申请年假？"],
-                         "reasoning": "two facts"})(h)
+        json_completion(
+            {
+                "kind": "multi-hop",
+                "sub_questions": ["报销材料有哪些？", "如何申请年假？"],
+                "reasoning": "two facts",
+            }
+        )(h)
 
     server.script = [held_plan, json_completion(GOOD_GRADE), json_completion(GOOD_GRADE)]
     events = pipeline(lore, server).run(Q, lore.scoped("hb", SearchOptions()))

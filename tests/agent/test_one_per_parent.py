@@ -7,13 +7,32 @@ from lore.schema import Chunk, Hit
 
 
 def hit(chunk_id: str, parent: str, score: float) -> Hit:
-    return Hit(Chunk(chunk_id=chunk_id, text=chunk_id, parent_id=parent, parent_text=parent, kb_id="kb",
-                     document_id="d", file_path="f.md", file_sha256="0" * 64, chunk_index=0, chunk_schema="s",
-                     embedding_model="m"), score)
+    return Hit(
+        Chunk(
+            chunk_id=chunk_id,
+            text=chunk_id,
+            parent_id=parent,
+            parent_text=parent,
+            kb_id="kb",
+            document_id="d",
+            file_path="f.md",
+            file_sha256="0" * 64,
+            chunk_index=0,
+            chunk_schema="s",
+            embedding_model="m",
+        ),
+        score,
+    )
 
 
 def test_keeps_the_best_hit_of_each_parent_in_rank_order() -> None:
-    hits = [hit("a1", "A", 0.9), hit("a2", "A", 0.8), hit("b1", "B", 0.7), hit("a3", "A", 0.6), hit("c1", "C", 0.5)]
+    hits = [
+        hit("a1", "A", 0.9),
+        hit("a2", "A", 0.8),
+        hit("b1", "B", 0.7),
+        hit("a3", "A", 0.6),
+        hit("c1", "C", 0.5),
+    ]
     assert [h.chunk.chunk_id for h in one_per_parent(hits, 10)] == ["a1", "b1", "c1"]
     assert [h.chunk.chunk_id for h in one_per_parent(hits, 2)] == ["a1", "b1"]
     assert one_per_parent([], 5) == []

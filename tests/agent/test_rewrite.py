@@ -23,14 +23,21 @@ from lore.schema import Chunk, Hit
 from tests.agent.conftest import finish
 from tests.agent.llm_server import completion, json_completion, serve
 
-HISTORY = [{"role": "user", "content": "LF-200 的保修期多久？"}, {"role": "assistant", "content": "24 个月[1]。"}]
+HISTORY = [
+    {"role": "user", "content": "LF-200 的保修期多久？"},
+    {"role": "assistant", "content": "24 个月[1]。"},
+]
 
 
-@pytest.mark.parametrize(("question", "keywords"), [
-    ("LF-200 的保修期多久？", "LF-200 保修期"), ("报销需要什么材料？", "报销 材料"),
-    ("What is the refund window for the LF-200?", "LF-200 refund window"),
-    ("How do I reset my VPN password?", "reset VPN password"),
-])
+@pytest.mark.parametrize(
+    ("question", "keywords"),
+    [
+        ("LF-200 的保修期多久？", "LF-200 保修期"),
+        ("报销需要什么材料？", "报销 材料"),
+        ("What is the refund window for the LF-200?", "LF-200 refund window"),
+        ("How do I reset my VPN password?", "reset VPN password"),
+    ],
+)
 def test_keyword_query(question: str, keywords: str) -> None:
     assert keyword_query(question) == keywords
 
@@ -42,10 +49,15 @@ def test_off_is_the_question_as_asked() -> None:
 
 def test_offline_on_and_hyde_skip_llm_steps_with_notes() -> None:
     on = rewrite_query("那LF-500呢？", "on", history=HISTORY)
-    assert [(v.kind, v.text) for v in on.variants] == [("original", "那LF-500呢？"), ("history", "LF-500 的保修期多久？ 那LF-500呢？"),
-                                                       ("keywords", "LF-500")]
-    assert on.notes == ["standalone rewrite skipped: no LLM configured (the previous question carried over instead)",
-                        "multi-query skipped: no LLM configured"]
+    assert [(v.kind, v.text) for v in on.variants] == [
+        ("original", "那LF-500呢？"),
+        ("history", "LF-500 的保修期多久？ 那LF-500呢？"),
+        ("keywords", "LF-500"),
+    ]
+    assert on.notes == [
+        "standalone rewrite skipped: no LLM configured (the previous question carried over instead)",
+        "multi-query skipped: no LLM configured",
+    ]
     hyde = rewrite_query("What is the refund window?", "hyde")
     assert [v.kind for v in hyde.variants] == ["original", "keywords"]
     assert hyde.notes == ["HyDE skipped: no LLM configured"]
@@ -63,32 +75,54 @@ def test_rule_standalone_only_for_follow_ups() -> None:
     assert rule("报销呢？", []) == ("报销呢？", "none")
     assert rule("年假有几天？", HISTORY) == ("年假有几天？", "none")  # short, but a question of its own
     assert rule("它能延长吗？", HISTORY) == ("LF-200 的保修期多久？ 它能延长吗？", "rule")
-    assert rule("那LF-500呢？", HISTORY) == ("LF-500 的保修期多久？ 那LF-500呢？", "rule")  # LF-500 replaces LF-200
-    assert rule("What about LF-300?", [{"role": "user", "content": "LF-200 warranty length?"}]) == \
-        ("LF-300 warranty length? What about LF-300?", "rule")
-    one = standalone_question("那LF-500呢？", HISTORY, one_question=True)  # deep mode: no split at the old "？"
+    assert rule("那LF-500呢？", HISTORY) == (
+        "LF-500 的保修期多久？ 那LF-500呢？",
+        "rule",
+    )  # LF-500 replaces LF-200
+    assert rule("What about LF-300?", [{"role": "user", "content": "LF-200 warranty length?"}]) == (
+        "LF-300 warranty length? What about LF-300?",
+        "rule",
+    )
+    one = standalone_question(
+        "那LF-500呢？", HISTORY, one_question=True
+    )  # deep mode: no split at the old "？"
     assert one.query == "LF-500 的保修期多久 那LF-500呢？"
 
 
 def test_llm_standalone_takes_the_first_line_and_falls_back_to_rules() -> None:
     with serve() as server:
         llm = ChatLLM(model="m", base_url=server.url, max_retries=0)
-        server.script = [completion("LF-200 的保修期可以延长吗？\nThe user asks about extending it."),
-                         completion("x" * 500)]
+        server.script = [
+            completion("LF-200 的保修期可以延长吗？\nThe user asks about extending it."),
+            completion("x" * 500),
+        ]
         made = standalone_question("它能延长吗？", HISTORY, llm)
         assert (made.query, made.method) == ("LF-200 的保修期可以延长吗？", "llm")
         made = standalone_question("它能延长吗？", HISTORY, llm)  # an overlong reply: the rule instead
-        assert (made.query, made.method, made.note) == ("LF-200 的保修期多久？ 它能延长吗？", "rule",
-                                                        "LLM rewrite was empty or too long")
+        assert (made.query, made.method, made.note) == (
+            "LF-200 的保修期多久？ 它能延长吗？",
+            "rule",
+            "LLM rewrite was empty or too long",
+        )
 
 
-@pytest.mark.parametrize(("question", "follows"), [
-    ("Can it be extended?", True), ("What about LF-300?", True), ("and their warranty?", True),
-    ("那可以延长吗？", True), ("病假呢？", True), ("上述规定适用于实习生吗？", True), ("延长", True),
-    ("Is it true that the LF-200 has a 24-month warranty?", False), ("Is there a limit on hotel costs?", False),
-    ("It is possible to work remotely on Fridays?", False), ("年假有几天？", False),
-    ("What is the refund window for hardware orders?", False),
-])
+@pytest.mark.parametrize(
+    ("question", "follows"),
+    [
+        ("Can it be extended?", True),
+        ("What about LF-300?", True),
+        ("and their warranty?", True),
+        ("那可以延长吗？", True),
+        ("病假呢？", True),
+        ("上述规定适用于实习生吗？", True),
+        ("延长", True),
+        ("Is it true that the LF-200 has a 24-month warranty?", False),
+        ("Is there a limit on hotel costs?", False),
+        ("It is possible to work remotely on Fridays?", False),
+        ("年假有几天？", False),
+        ("What is the refund window for hardware orders?", False),
+    ],
+)
 def test_follow_up_detection(question: str, follows: bool) -> None:
     assert is_follow_up(question) is follows
 
@@ -96,14 +130,19 @@ def test_follow_up_detection(question: str, follows: bool) -> None:
 def test_llm_on_and_hyde_variants() -> None:
     with serve() as server:
         llm = ChatLLM(model="m", base_url=server.url, max_retries=0)
-        server.script = [completion("LF-500 的保修期多久？"),
-                         completion("not json"),
-                         json_completion({"queries": ["LF-500 warranty months", "LF-500 保修"]})]
+        server.script = [
+            completion("LF-500 的保修期多久？"),
+            completion("not json"),
+            json_completion({"queries": ["LF-500 warranty months", "LF-500 保修"]}),
+        ]
         on = rewrite_query("那LF-500呢？", "on", history=HISTORY, llm=llm)
         assert [(v.kind, v.text) for v in on.variants] == [
-            ("original", "那LF-500呢？"), ("standalone", "LF-500 的保修期多久？"),
-            ("multi_query", "LF-500 warranty months"), ("multi_query", "LF-500 保修"),
-            ("keywords", "LF-500 保修期")]
+            ("original", "那LF-500呢？"),
+            ("standalone", "LF-500 的保修期多久？"),
+            ("multi_query", "LF-500 warranty months"),
+            ("multi_query", "LF-500 保修"),
+            ("keywords", "LF-500 保修期"),
+        ]
         assert len(on.notes) == 1
         assert on.notes[0].startswith("Variants: invalid reply on attempt 1 (reply: Invalid JSON")
         server.script = [completion("Hardware may be returned within 30 days of delivery for a full refund.")]
@@ -127,16 +166,31 @@ def test_variants_are_searched_in_scope_and_merged_by_chunk_id(lore: Lore) -> No
 
 def test_rewriting_retriever_is_a_drop_in_for_the_fast_pipeline(lore: Lore) -> None:
     r = RewritingRetriever(lore.retriever("hb"), "on", history=HISTORY)
-    end = finish(list(AskPipeline(r, lore.generator("hb"), lore.settings.answer)
-                      .run("那LF-500呢？", lore.scoped("hb", SearchOptions()))))
+    end = finish(
+        list(
+            AskPipeline(r, lore.generator("hb"), lore.settings.answer).run(
+                "那LF-500呢？", lore.scoped("hb", SearchOptions())
+            )
+        )
+    )
     assert r.last is not None and [v.kind for v in r.last.variants] == ["original", "history", "keywords"]
     assert "LF-500" in end["answer"] and not end["refused"]
 
 
 def _hit(chunk_id: str, parent_id: str) -> Hit:
-    chunk = Chunk(chunk_id=chunk_id, text=chunk_id, parent_id=parent_id, parent_text=parent_id, kb_id="kb",
-                  document_id=parent_id, file_path="f.md", file_sha256="0", chunk_index=0, chunk_schema="s",
-                  embedding_model="m")
+    chunk = Chunk(
+        chunk_id=chunk_id,
+        text=chunk_id,
+        parent_id=parent_id,
+        parent_text=parent_id,
+        kb_id="kb",
+        document_id=parent_id,
+        file_path="f.md",
+        file_sha256="0",
+        chunk_index=0,
+        chunk_schema="s",
+        embedding_model="m",
+    )
     return Hit(chunk, 1.0)
 
 

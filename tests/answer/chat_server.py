@@ -100,5 +100,3 @@ def serve() -> Iterator[FakeServer]:
     state.gate.set()
     httpd.shutdown()
     httpd.server_close()
-
-

@@ -26,7 +26,8 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (docs / f.name).write_bytes(f.read_bytes())
     (docs / "security_note.md").write_text(
         f"# Badge policy\n\nVisitor badges must be returned at reception before leaving. {INJECTION}\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     lore = Lore(load_settings(home=home))
     lore.create_kb("hb")
     assert lore.ingest("hb", [docs]).count("ingested") == 6
@@ -64,12 +65,33 @@ def test_chinese_answer_is_extracted_and_cited(lore: Lore) -> None:
 def test_english_answer_and_json_shape(lore: Lore) -> None:
     _, end = run(lore, "What is the refund window?")
     assert "30 days" in end["answer"] and not end["refused"]
-    assert {"answer", "citations", "route", "refused", "evidence_confidence", "answer_confidence",
-            "timings_ms", "trace_id"} <= set(end)
-    assert {"prepare", "retrieve", "context", "evidence", "generate", "cite", "verify"} <= set(end["timings_ms"])
+    assert {
+        "answer",
+        "citations",
+        "route",
+        "refused",
+        "evidence_confidence",
+        "answer_confidence",
+        "timings_ms",
+        "trace_id",
+    } <= set(end)
+    assert {"prepare", "retrieve", "context", "evidence", "generate", "cite", "verify"} <= set(
+        end["timings_ms"]
+    )
     c = end["citations"][0]
-    assert {"n", "chunk_id", "document_id", "file", "page", "sheet", "row", "slide", "heading_path", "text",
-            "scores"} <= set(c)
+    assert {
+        "n",
+        "chunk_id",
+        "document_id",
+        "file",
+        "page",
+        "sheet",
+        "row",
+        "slide",
+        "heading_path",
+        "text",
+        "scores",
+    } <= set(c)
     assert 0 < end["evidence_confidence"] <= 1 and 0 < end["answer_confidence"] <= 1
 
 
@@ -95,8 +117,12 @@ def test_empty_or_overlong_question_is_an_error_event(lore: Lore, question: str)
 
 
 def _llm_lore(home: Path, url: str) -> Lore:
-    return Lore(load_settings(home=home, answer={"generator": "openai", "llm_base_url": url,
-                                                 "llm_model": "test-llm", "llm_timeout_s": 2}))
+    return Lore(
+        load_settings(
+            home=home,
+            answer={"generator": "openai", "llm_base_url": url, "llm_model": "test-llm", "llm_timeout_s": 2},
+        )
+    )
 
 
 @pytest.fixture()
@@ -106,8 +132,13 @@ def llm() -> Iterator[FakeServer]:
 
 
 def test_llm_answer_markers_are_checked_and_attached(home: Path, llm: FakeServer) -> None:
-    llm.script = [answer("报销须提交发票原件、费用明细单和审批单[1]。", "另见第九条[9]。",
-                         "报销时须提交以下三项材料：发票原件、费用明细单、审批单。")]
+    llm.script = [
+        answer(
+            "报销须提交发票原件、费用明细单和审批单[1]。",
+            "另见第九条[9]。",
+            "报销时须提交以下三项材料：发票原件、费用明细单、审批单。",
+        )
+    ]
     lore = _llm_lore(home, llm.url)
     _, end = run(lore, "报销需要什么材料？")
     assert "[9]" not in end["answer"]  # points at no passage: stripped
@@ -143,8 +174,11 @@ def test_injected_instructions_reach_the_model_only_as_quoted_passage(home: Path
     assert "HACKED" not in system["content"]
     block = re.search(r'<passage n="(\d+)">\n(.*?)\n</passage>', user["content"], re.DOTALL)
     assert block and INJECTION in user["content"]
-    inside = [b for b in re.findall(r'<passage n="\d+">\n(.*?)\n</passage>', user["content"], re.DOTALL)
-              if INJECTION in b]
+    inside = [
+        b
+        for b in re.findall(r'<passage n="\d+">\n(.*?)\n</passage>', user["content"], re.DOTALL)
+        if INJECTION in b
+    ]
     assert inside, "the injected text must sit inside a passage block"
     assert "passages" in system["content"].lower() and "instruction" in system["content"].lower()
     assert "HACKED" not in end["answer"]

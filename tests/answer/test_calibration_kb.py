@@ -62,14 +62,25 @@ def test_a_pinned_threshold_wins(built: tuple[Path, Path]) -> None:
         lore.close()
 
 
-def test_cli_calibrate_with_an_eval_set_prints_the_rates(built: tuple[Path, Path], tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_calibrate_with_an_eval_set_prints_the_rates(
+    built: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("LORE_HOME", str(built[0]))
     evals = tmp_path / "eval.jsonl"
-    evals.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in [
-        {"question": "报销需要什么材料？"}, {"question": "年假有几天？"}, {"question": "What is the refund window?"},
-        {"question": "How do I reset my VPN password?"}, {"question": "谁赢得了 1998 年世界杯？", "answerable": False},
-    ]) + "\n", encoding="utf-8")
+    evals.write_text(
+        "\n".join(
+            json.dumps(r, ensure_ascii=False)
+            for r in [
+                {"question": "报销需要什么材料？"},
+                {"question": "年假有几天？"},
+                {"question": "What is the refund window?"},
+                {"question": "How do I reset my VPN password?"},
+                {"question": "谁赢得了 1998 年世界杯？", "answerable": False},
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     result = CliRunner().invoke(app, ["calibrate", "--kb", "hb", "--eval", str(evals)])
     assert result.exit_code == 0, result.output
     assert "expected false refusals" in result.output and "off-topic refused" in result.output
@@ -86,7 +97,10 @@ def test_demo_answers_read_as_answers(lore: Lore) -> None:
     assert refund["answer"].startswith("Hardware can be returned for a full refund within 30 days")
     assert "question:" not in refund["answer"]
     assert refund["answer"].count("within 30 days of delivery") == 1  # said once...
-    assert {c["file"].rsplit("/", 1)[-1] for c in refund["citations"]} >= {"faq.csv", "product_sheet.pdf"}  # ...cited twice
+    assert {c["file"].rsplit("/", 1)[-1] for c in refund["citations"]} >= {
+        "faq.csv",
+        "product_sheet.pdf",
+    }  # ...cited twice
     warranty = ask(lore, "LF-500的保修期是多久？")
     assert warranty["answer"].startswith("LF-500 Mover 的保修期：24 个月[1]")
     assert warranty["citations"][0]["file"].endswith("price_list.xlsx")

@@ -16,23 +16,45 @@ from lore.schema import Chunk, Hit
 
 
 def chunk(cid: str, text: str, parent: str | None = None, **kw: object) -> Chunk:
-    return Chunk(chunk_id=cid, text=text, parent_id=f"p-{parent or cid}", parent_text=parent or text,
-                 kb_id="kb", document_id=f"d-{cid}", file_path=f"{cid}.md", file_sha256="0" * 64,
-                 chunk_index=0, chunk_schema="s", embedding_model="m", **kw)
+    return Chunk(
+        chunk_id=cid,
+        text=text,
+        parent_id=f"p-{parent or cid}",
+        parent_text=parent or text,
+        kb_id="kb",
+        document_id=f"d-{cid}",
+        file_path=f"{cid}.md",
+        file_sha256="0" * 64,
+        chunk_index=0,
+        chunk_schema="s",
+        embedding_model="m",
+        **kw,
+    )
 
 
-P = [Passage(1, "Refunds are accepted within 30 days of delivery. Shipping is free.", [Hit(chunk("a", "x"), 1.0)]),
-     Passage(2, "年假每年 5 天。申请须提前三个工作日。", [Hit(chunk("b", "y", page=3), 0.5)])]
+P = [
+    Passage(
+        1, "Refunds are accepted within 30 days of delivery. Shipping is free.", [Hit(chunk("a", "x"), 1.0)]
+    ),
+    Passage(2, "年假每年 5 天。申请须提前三个工作日。", [Hit(chunk("b", "y", page=3), 0.5)]),
+]
 
 
 def test_split_sentences_cjk_latin_and_markers() -> None:
     assert split_sentences("年假每年 5 天。[2]申请须提前三天！Next one. Done?") == [
-        "年假每年 5 天。[2]", "申请须提前三天！", "Next one.", "Done?"]
+        "年假每年 5 天。[2]",
+        "申请须提前三天！",
+        "Next one.",
+        "Done?",
+    ]
     assert split_sentences("question: Why?; answer: Because.") == ["question: Why?; answer: Because."]
 
 
 def test_markers_pointing_nowhere_are_removed() -> None:
-    assert clean_markers("Refunds within 30 days [1][7]. Free [2].", P) == "Refunds within 30 days [1]. Free [2]."
+    assert (
+        clean_markers("Refunds within 30 days [1][7]. Free [2].", P)
+        == "Refunds within 30 days [1]. Free [2]."
+    )
 
 
 def test_uncited_sentences_get_the_passage_that_holds_them() -> None:
@@ -58,8 +80,12 @@ def test_verify_flags_unsupported_and_confidence_drops() -> None:
 
 def test_context_merges_children_of_one_parent_and_respects_budget() -> None:
     parent = "Leave policy. " * 10
-    hits = [Hit(chunk("c1", "Leave", parent), 1.0), Hit(chunk("c2", "policy", parent), 0.9),
-            Hit(chunk("c3", "other text"), 0.8), Hit(chunk("c4", "x" * 3000), 0.7)]
+    hits = [
+        Hit(chunk("c1", "Leave", parent), 1.0),
+        Hit(chunk("c2", "policy", parent), 0.9),
+        Hit(chunk("c3", "other text"), 0.8),
+        Hit(chunk("c4", "x" * 3000), 0.7),
+    ]
     passages = build_passages(hits, budget_units=200)
     assert [p.n for p in passages] == [1, 2]  # c1+c2 share a parent; c4 does not fit
     assert len(passages[0].hits) == 2 and passages[0].text == parent

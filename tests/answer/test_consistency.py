@@ -16,9 +16,9 @@ from tests.agent.conftest import finish, statuses
 
 POLICIES = {
     "travel_2023.md": "# 差旅制度（2023 版）\n\n国内出差住宿标准：一线城市每晚不超过 500 元。\n\n"
-                      "出差伙食补助每天 100 元，凭行程单报销。\n",
+    "出差伙食补助每天 100 元，凭行程单报销。\n",
     "travel_2024.md": "# 差旅制度（2024 版）\n\n国内出差住宿标准：一线城市每晚不超过 600 元。\n\n"
-                      "出差伙食补助每天 100 元，凭行程单报销。\n",
+    "出差伙食补助每天 100 元，凭行程单报销。\n",
     "leave.md": "# 休假制度\n\n年假需提前 3 个工作日在 OA 系统提交申请，由直属主管审批。\n",
 }
 
@@ -43,14 +43,20 @@ def ask(lore: Lore, question: str) -> tuple[dict, list]:
     return finish(events), events
 
 
-@pytest.mark.parametrize(("sentence", "expected"), [
-    ("国内出差住宿标准：每晚不超过 1,200 元。", {"元": {1200.0}}),
-    ("LF-200 Picker 载重 15 kg，保修 24 个月", {"kg": {15.0}, "月": {24.0}}),  # the code's 200 is no figure
-    ("自 2024年起，年假 5 天；满 10 年的 10 天", {"天": {5.0, 10.0}, "年": {10.0}}),  # 2024年 is a date
-    ("Passwords must be 12 characters and change every 90 days", {"字符": {12.0}, "天": {90.0}}),
-    ("价格 ¥300 或 $45", {"元": {300.0}, "usd": {45.0}}),
-    ("ISO9001 认证与 5G 网络", {}),
-])
+@pytest.mark.parametrize(
+    ("sentence", "expected"),
+    [
+        ("国内出差住宿标准：每晚不超过 1,200 元。", {"元": {1200.0}}),
+        (
+            "LF-200 Picker 载重 15 kg，保修 24 个月",
+            {"kg": {15.0}, "月": {24.0}},
+        ),  # the code's 200 is no figure
+        ("自 2024年起，年假 5 天；满 10 年的 10 天", {"天": {5.0, 10.0}, "年": {10.0}}),  # 2024年 is a date
+        ("Passwords must be 12 characters and change every 90 days", {"字符": {12.0}, "天": {90.0}}),
+        ("价格 ¥300 或 $45", {"元": {300.0}, "usd": {45.0}}),
+        ("ISO9001 认证与 5G 网络", {}),
+    ],
+)
 def test_figures_keep_numbers_with_units_only(sentence: str, expected: dict) -> None:
     assert figures(sentence) == expected
 

@@ -63,8 +63,12 @@ def keys(api_home: Path) -> Keys:
     cat = lore.catalog
     revoked = cat.create_api_key("default", ["staff"])
     cat.revoke_api_key(revoked[0].id)
-    keys = Keys(cat.create_api_key("default", ["admin"])[1], cat.create_api_key("default", ["staff"])[1],
-                cat.create_api_key("tenant-b", ["staff"])[1], revoked[1])
+    keys = Keys(
+        cat.create_api_key("default", ["admin"])[1],
+        cat.create_api_key("default", ["staff"])[1],
+        cat.create_api_key("tenant-b", ["staff"])[1],
+        revoked[1],
+    )
     lore.close()
     return keys
 
@@ -104,8 +108,9 @@ class LiveServer:
     def __init__(self, app: FastAPI) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    ws="websockets-sansio"))
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", ws="websockets-sansio")
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> Self:
@@ -143,8 +148,9 @@ def sse_events(text: str) -> list[tuple[str, dict]]:
     return list(iter_sse(text.splitlines()))
 
 
-def build_and_wait(client: TestClient, kb: str, body: dict, headers: dict[str, str] | None = None,
-                   timeout: float = 120.0) -> dict:
+def build_and_wait(
+    client: TestClient, kb: str, body: dict, headers: dict[str, str] | None = None, timeout: float = 120.0
+) -> dict:
     """POST a build (202 + job), then poll the job until it has finished; returns the job's JSON."""
     r = client.post(f"/api/kbs/{kb}/builds", json=body, headers=headers or {})
     assert r.status_code == 202, r.text

@@ -22,8 +22,12 @@ from tests.api.conftest import auth, sse_events
 
 A, B = "acme", "bluefin"
 # canary -> (tenant, dataset, visibility, allowed roles); file names are <tenant letter>_<kind>.md
-KINDS = {"public": ("main", "internal", []), "restricted": ("main", "restricted", []),
-         "manager": ("main", "internal", ["manager"]), "ds2": ("ds2", "internal", [])}
+KINDS = {
+    "public": ("main", "internal", []),
+    "restricted": ("main", "restricted", []),
+    "manager": ("main", "internal", ["manager"]),
+    "ds2": ("ds2", "internal", []),
+}
 
 
 def canary(tenant: str, kind: str) -> str:
@@ -96,7 +100,10 @@ def readable(c: Caller) -> set[str]:
 
 
 ALL_CANARIES = {canary(t, k) for t in (A, B) for k in (*KINDS, "upload", "shared")} | {
-    canary(A, "faq"), canary(A, "faq_mgr"), canary(A, "scn_restricted")}
+    canary(A, "faq"),
+    canary(A, "faq_mgr"),
+    canary(A, "scn_restricted"),
+}
 SEES = {"ka": {A}, "kb": {B}, "shared": {A, B}, "nokb": set()}  # who may see each KB
 OWNERS = {"ka": {A}, "kb": {B}, "shared": {A, B}, "nokb": set()}  # whose content each KB holds
 
@@ -114,8 +121,9 @@ class World:
     def headers(self, c: Caller) -> dict[str, str]:
         return auth(self.secrets[c.name]) if c.name in self.secrets else {}
 
-    def fresh_kb(self, owner: str, upload: str | None = None, shared: tuple[str, ...] = (),
-                 versioned: bool = False) -> str:
+    def fresh_kb(
+        self, owner: str, upload: str | None = None, shared: tuple[str, ...] = (), versioned: bool = False
+    ) -> str:
         """A throwaway KB for one destructive cell."""
         name = f"t{next(self.counter)}"
         kb = self.lore.create_kb(name, owner_tenant=owner)
@@ -127,13 +135,16 @@ class World:
             (folder / upload).write_text("# Harmless\n\nA harmless note about parking.\n", encoding="utf-8")
             self.lore.catalog.claim_files(kb.id, [upload], owner)
             if versioned:
-                self.lore.build(name, [folder / upload], activate=True,
-                                chunk_metadata=lambda _s: {"tenant_id": owner})
+                self.lore.build(
+                    name, [folder / upload], activate=True, chunk_metadata=lambda _s: {"tenant_id": owner}
+                )
         return name
 
 
 def _doc(tenant: str, kind: str) -> str:
-    return f"# {kind} notes of {tenant}\n\nThe canary code of the {kind} document is {canary(tenant, kind)}.\n"
+    return (
+        f"# {kind} notes of {tenant}\n\nThe canary code of the {kind} document is {canary(tenant, kind)}.\n"
+    )
 
 
 def build_world(lore: Lore, client: TestClient, scenarios_dir: Path) -> World:
@@ -142,8 +153,9 @@ def build_world(lore: Lore, client: TestClient, scenarios_dir: Path) -> World:
     for c in CALLERS:
         if c.tenant is None:
             continue
-        key, secret = lore.catalog.create_api_key(c.tenant, list(c.roles), None if c.datasets is None
-                                                  else list(c.datasets))
+        key, secret = lore.catalog.create_api_key(
+            c.tenant, list(c.roles), None if c.datasets is None else list(c.datasets)
+        )
         if c.revoked:
             lore.catalog.revoke_api_key(key.id)
         secrets[c.name] = secret
@@ -157,12 +169,19 @@ def build_world(lore: Lore, client: TestClient, scenarios_dir: Path) -> World:
         for kind, (dataset, visibility, roles) in KINDS.items():
             name = f"{tenant[0]}_{kind}.md"
             (folder / name).write_text(_doc(tenant, kind), encoding="utf-8")
-            meta[name] = {"tenant_id": tenant, "dataset_id": dataset, "visibility": visibility,
-                          "allowed_roles": roles}
+            meta[name] = {
+                "tenant_id": tenant,
+                "dataset_id": dataset,
+                "visibility": visibility,
+                "allowed_roles": roles,
+            }
         lore.build(kb, sorted(folder.iterdir()), activate=True, chunk_metadata=lambda s, m=meta: m[s.name])
         admin = next(c for c in CALLERS if c.tenant == tenant and c.admin and c.datasets is None)
-        r = client.post(f"/api/kbs/{kb}/files", headers=world.headers(admin),
-                        files={"file": (f"{tenant[0]}_upload.md", _doc(tenant, "upload").encode())})
+        r = client.post(
+            f"/api/kbs/{kb}/files",
+            headers=world.headers(admin),
+            files={"file": (f"{tenant[0]}_upload.md", _doc(tenant, "upload").encode())},
+        )
         assert r.status_code == 201, r.text
     # The shared KB: owned by A, shared with B; both tenants' JSONL records carry _id 1 (finding 2).
     shared = lore.create_kb("shared", owner_tenant=A)
@@ -171,22 +190,41 @@ def build_world(lore: Lore, client: TestClient, scenarios_dir: Path) -> World:
     folder.mkdir(parents=True)
     for tenant in (A, B):
         path = folder / f"{tenant[0]}_rec.jsonl"
-        path.write_text(json.dumps({"_id": "1", "title": f"{tenant} record",
-                                    "text": f"The canary code of the shared record is {canary(tenant, 'shared')}."})
-                        + "\n", encoding="utf-8")
-        lore.ingest("shared", [path], chunk_metadata=lambda _s, t=tenant: {"tenant_id": t, "dataset_id": "main"})
+        path.write_text(
+            json.dumps(
+                {
+                    "_id": "1",
+                    "title": f"{tenant} record",
+                    "text": f"The canary code of the shared record is {canary(tenant, 'shared')}.",
+                }
+            )
+            + "\n",
+            encoding="utf-8",
+        )
+        lore.ingest(
+            "shared", [path], chunk_metadata=lambda _s, t=tenant: {"tenant_id": t, "dataset_id": "main"}
+        )
     _scenario(lore, scenarios_dir)
-    for label, caller, kb, kind in (("mgr", "owner_manager", "ka", "manager"), ("adm", "owner_admin", "ka", "restricted"),
-                                    ("b", "other_employee", "kb", "public")):
+    for label, caller, kb, kind in (
+        ("mgr", "owner_manager", "ka", "manager"),
+        ("adm", "owner_admin", "ka", "restricted"),
+        ("b", "other_employee", "kb", "public"),
+    ):
         c = next(x for x in CALLERS if x.name == caller)
-        r = client.post("/api/ask", headers=world.headers(c),
-                        json={"kb": kb, "question": f"What is the canary code of the {kind} document?"})
+        r = client.post(
+            "/api/ask",
+            headers=world.headers(c),
+            json={"kb": kb, "question": f"What is the canary code of the {kind} document?"},
+        )
         events = sse_events(r.text)
         assert canary(c.tenant or "", kind) in r.text, r.text  # the asker itself reads it
         world.traces[label] = (events[-1][1]["trace_id"], events[0][1]["session_id"])
     owner_admin = next(x for x in CALLERS if x.name == "owner_admin")
-    r = client.post("/api/ask", headers=world.headers(owner_admin),  # the scenario reaches its restricted source
-                    json={"scenario": "ahr", "question": "What is the canary code of the board minutes?"})
+    r = client.post(
+        "/api/ask",
+        headers=world.headers(owner_admin),  # the scenario reaches its restricted source
+        json={"scenario": "ahr", "question": "What is the canary code of the board minutes?"},
+    )
     assert canary(A, "scn_restricted") in r.text, r.text
     return world
 
@@ -196,7 +234,8 @@ def _scenario(lore: Lore, root: Path) -> None:
     folder = root / "ahr"
     (folder / "data" / "board").mkdir(parents=True)
     (folder / "data" / "policy").mkdir(parents=True)
-    (folder / "scenario.toml").write_text("""id = "ahr"
+    (folder / "scenario.toml").write_text(
+        """id = "ahr"
 name = "Acme help desk"
 domain = "hr"
 description = "matrix scenario"
@@ -221,16 +260,22 @@ visibility = "restricted"
 id = "policy"
 label = "Policy"
 patterns = ["policy"]
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     (folder / "data" / "board" / "board.md").write_text(
-        f"# Board\n\nThe canary code of the board minutes is {canary(A, 'scn_restricted')}.\n", encoding="utf-8")
-    (folder / "data" / "policy" / "policy.md").write_text("# Policy\n\nThe office opens at nine.\n",
-                                                          encoding="utf-8")
+        f"# Board\n\nThe canary code of the board minutes is {canary(A, 'scn_restricted')}.\n",
+        encoding="utf-8",
+    )
+    (folder / "data" / "policy" / "policy.md").write_text(
+        "# Policy\n\nThe office opens at nine.\n", encoding="utf-8"
+    )
     (folder / "faq.csv").write_text(
         "问题,答案,source,tenant,dataset,roles\n"
         f"What is the wifi canary code?,The wifi canary code is {canary(A, 'faq')}.,policy,acme,main,\n"
         f"What is the bonus canary code?,The bonus canary code is {canary(A, 'faq_mgr')}.,policy,acme,main,manager\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     build_scenario(lore, Scenarios(root).get("ahr"), activate=True)
 
 
@@ -248,8 +293,13 @@ def body_text(r: Any) -> str:
 def world_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     """The matrix world behind an in-process client."""
     base = tmp_path_factory.mktemp("matrix")
-    lore = Lore(load_settings(home=base / "home", api={"rate_limit_per_minute": 0},
-                              scenario={"scenarios_dir": base / "scenarios"}))
+    lore = Lore(
+        load_settings(
+            home=base / "home",
+            api={"rate_limit_per_minute": 0},
+            scenario={"scenarios_dir": base / "scenarios"},
+        )
+    )
     with TestClient(create_app(lore)) as client:
         yield build_world(lore, client, base / "scenarios")
     lore.close()

@@ -35,12 +35,17 @@ def test_finding1_a_scenario_never_widens_a_key(world: World) -> None:
     for name in ("owner_employee", "owner_manager", "no_role"):
         r = world.client.post("/api/ask", json=question, headers=_h(world, name))
         assert r.status_code == 200 and secret not in r.text
-        r = world.client.post("/v1/chat/completions", headers=_h(world, name), json={
-            "model": "scenario:ahr", "messages": [{"role": "user", "content": question["question"]}]})
+        r = world.client.post(
+            "/v1/chat/completions",
+            headers=_h(world, name),
+            json={"model": "scenario:ahr", "messages": [{"role": "user", "content": question["question"]}]},
+        )
         assert secret not in r.text
     r = world.client.post("/api/ask", json=question, headers=_h(world, "owner_admin"))
     assert secret in r.text  # the admin's own grant holds restricted: the scenario keeps it
-    end = sse_events(world.client.post("/api/ask", json=question, headers=_h(world, "owner_employee")).text)[-1][1]
+    end = sse_events(world.client.post("/api/ask", json=question, headers=_h(world, "owner_employee")).text)[
+        -1
+    ][1]
     assert end["scope"]["visibility"] == ["public", "internal"]  # the intersection, not the scenario's list
 
 
@@ -51,8 +56,12 @@ def test_finding2_record_ids_cannot_open_another_tenants_original(world: World) 
     assert r.status_code == 200 and canary(A, "shared") in r.text
     assert r.headers["content-disposition"].startswith("attachment")
     kb = world.lore.catalog.get_kb("shared")
-    ids = {c.document_id for c in world.lore.store(kb).get(
-        [i for f in world.lore.catalog.list_files(kb.id) for i in world.lore.catalog.file_chunk_ids(f.id)])}
+    ids = {
+        c.document_id
+        for c in world.lore.store(kb).get(
+            [i for f in world.lore.catalog.list_files(kb.id) for i in world.lore.catalog.file_chunk_ids(f.id)]
+        )
+    }
     assert ids == {"acme:1", "bluefin:1"}  # the same `_id` of two tenants: two documents
 
 
@@ -72,8 +81,12 @@ def test_finding3_version_changes_need_rights_on_all_owners_content(world: World
     # an owner of all the content may, and the log names its key and tenant, not "api"
     mine = world.fresh_kb(A, upload="x.md", versioned=True)
     (lore.settings.home / "uploads" / mine / "x.md").write_text("# X\n\nchanged\n", encoding="utf-8")
-    lore.build(mine, [lore.settings.home / "uploads" / mine / "x.md"], activate=True,
-               chunk_metadata=lambda _s: {"tenant_id": A})
+    lore.build(
+        mine,
+        [lore.settings.home / "uploads" / mine / "x.md"],
+        activate=True,
+        chunk_metadata=lambda _s: {"tenant_id": A},
+    )
     key, secret = lore.catalog.create_api_key(A, ["admin"])
     r = client.post(f"/api/kbs/{mine}/rollback", headers=auth(secret), json={"reason": "bad answers"})
     assert r.status_code == 200, r.text
@@ -85,9 +98,14 @@ def test_finding3_version_changes_need_rights_on_all_owners_content(world: World
 
 def test_finding4_an_empty_kb_belongs_to_its_creator(world: World) -> None:
     client = world.client
-    assert client.post("/api/kbs", json={"name": "empty-a"}, headers=_h(world, "owner_admin")).status_code == 201
-    r = client.post("/api/kbs/empty-a/files", files={"file": ("p.md", b"# P\n\npending\n")},
-                    headers=_h(world, "owner_admin"))
+    assert (
+        client.post("/api/kbs", json={"name": "empty-a"}, headers=_h(world, "owner_admin")).status_code == 201
+    )
+    r = client.post(
+        "/api/kbs/empty-a/files",
+        files={"file": ("p.md", b"# P\n\npending\n")},
+        headers=_h(world, "owner_admin"),
+    )
     assert r.status_code == 201
     for name in ("other_admin", "other_platform_admin"):
         h = _h(world, name)
@@ -101,11 +119,14 @@ def test_finding4_an_empty_kb_belongs_to_its_creator(world: World) -> None:
 
 def test_finding6_a_foreign_kb_answers_exactly_like_an_unknown_one(world: World) -> None:
     h = _h(world, "other_employee")
-    requests = [("post", "/api/search", {"kb": "{kb}", "query": "canary"}),
-                ("post", "/api/ask", {"kb": "{kb}", "question": "canary?"}),
-                ("post", "/v1/chat/completions", {"model": "{kb}", "messages": [{"role": "user", "content": "x"}]}),
-                ("get", "/api/kbs/{kb}/files", None), ("get", "/api/kbs/{kb}", None),
-                ("get", "/api/kbs/{kb}/versions", None)]
+    requests = [
+        ("post", "/api/search", {"kb": "{kb}", "query": "canary"}),
+        ("post", "/api/ask", {"kb": "{kb}", "question": "canary?"}),
+        ("post", "/v1/chat/completions", {"model": "{kb}", "messages": [{"role": "user", "content": "x"}]}),
+        ("get", "/api/kbs/{kb}/files", None),
+        ("get", "/api/kbs/{kb}", None),
+        ("get", "/api/kbs/{kb}/versions", None),
+    ]
     for method, path, body in requests:
         seen = []
         for kb in ("ka", "zz"):
@@ -136,10 +157,14 @@ def test_finding8_scores_depend_only_on_what_the_caller_sees(tmp_path: Path) -> 
         folder.mkdir()
         (folder / "a.md").write_text("# A\n\nOur zebra crossing rule: walk, do not run.\n", encoding="utf-8")
         for i in range(20):
-            (folder / f"b{i}.md").write_text(f"# B{i}\n\nzebra zebra notes {i} about stripes.\n", encoding="utf-8")
+            (folder / f"b{i}.md").write_text(
+                f"# B{i}\n\nzebra zebra notes {i} about stripes.\n", encoding="utf-8"
+            )
         scores = []
-        for kb, files, tenant_of in (("alone", [folder / "a.md"], {}), ("mixed", sorted(folder.iterdir()),
-                                                                        {f"b{i}.md": B for i in range(20)})):
+        for kb, files, tenant_of in (
+            ("alone", [folder / "a.md"], {}),
+            ("mixed", sorted(folder.iterdir()), {f"b{i}.md": B for i in range(20)}),
+        ):
             lore.create_kb(kb)
             lore.ingest(kb, files, chunk_metadata=lambda s, t=tenant_of: {"tenant_id": t.get(s.name, A)})
             opts = SearchOptions(mode="bm25", top_k=5, filter=SearchFilter(tenant_ids=[A]))
@@ -152,7 +177,9 @@ def test_finding8_scores_depend_only_on_what_the_caller_sees(tmp_path: Path) -> 
 
 
 def test_finding11_no_leaks_in_errors_or_counts(world: World) -> None:
-    r = world.client.post("/api/ask", json={"scenario": "nosuch", "question": "x"}, headers=_h(world, "owner_admin"))
+    r = world.client.post(
+        "/api/ask", json={"scenario": "nosuch", "question": "x"}, headers=_h(world, "owner_admin")
+    )
     detail = r.json()["detail"]
     assert r.status_code == 404 and detail == "scenario 'nosuch' not found"
     assert "ahr" not in detail and "/" not in detail

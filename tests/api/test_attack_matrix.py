@@ -50,6 +50,7 @@ def _kb_admin(sees: set[str], owners: set[str], ok: int | set[int], platform_ok:
         if not c.admin:
             return 403
         return ok if owners <= {c.tenant} or (platform_ok and c.platform) else 403
+
     return expect
 
 
@@ -57,11 +58,18 @@ def _fixed(path: str, body: Any = None, files: Any = None) -> Callable[[World, C
     return lambda _w, _c: (path, body, files)
 
 
-def _fresh(owner: str, path: str, body: Any = None, upload: str | None = "x.md", shared: tuple[str, ...] = (),
-           versioned: bool = False) -> Callable[[World, Caller], tuple[str, Any, Any]]:
+def _fresh(
+    owner: str,
+    path: str,
+    body: Any = None,
+    upload: str | None = "x.md",
+    shared: tuple[str, ...] = (),
+    versioned: bool = False,
+) -> Callable[[World, Caller], tuple[str, Any, Any]]:
     def make(w: World, _c: Caller) -> tuple[str, Any, Any]:
         kb = w.fresh_kb(owner, upload, shared, versioned)
         return path.format(kb=kb), body, None
+
     return make
 
 
@@ -85,27 +93,35 @@ def _session_for(w: World, owner: str) -> str:
 
 def _job(suffix: str = "") -> Callable[[World, Caller], tuple[str, Any, Any]]:
     """A build job queued by tenant A's admin on a throwaway KB; the caller then reads it."""
+
     def make(w: World, _c: Caller) -> tuple[str, Any, Any]:
         kb = w.fresh_kb(A, "x.md")
         admin = next(x for x in CALLERS if x.name == "owner_admin")
         r = w.client.post(f"/api/kbs/{kb}/builds", json={}, headers=w.headers(admin))
         assert r.status_code == 202, r.text
         return f"/api/kbs/{kb}/jobs/{r.json()['job']['id']}{suffix}", None, None
+
     return make
 
 
 def _passage(kb: str, name: str) -> Callable[[World, Caller], tuple[str, Any, Any]]:
     """The first passage of one of the world's files, by chunk id."""
+
     def make(w: World, _c: Caller) -> tuple[str, Any, Any]:
         record = w.lore.catalog.get_file(w.lore.catalog.get_kb(kb).id, name)
         assert record is not None, name
         return f"/api/kbs/{kb}/passages/{w.lore.catalog.file_chunk_ids(record.id)[0]}", None, None
+
     return make
 
 
 KBS = ("ka", "kb", "shared", "nokb")
 FILES = [("ka", f"a_{k}.md") for k in ("public", "restricted", "manager", "ds2", "upload")] + [
-    ("kb", "b_public.md"), ("kb", "b_upload.md"), ("shared", "a_rec.jsonl"), ("shared", "b_rec.jsonl")]
+    ("kb", "b_public.md"),
+    ("kb", "b_upload.md"),
+    ("shared", "a_rec.jsonl"),
+    ("shared", "b_rec.jsonl"),
+]
 QUESTION = "What is the canary code?"
 BOARD_QUESTION = "What is the canary code of the board minutes?"
 
@@ -119,8 +135,11 @@ def _ask_expect(target: str) -> Expect:
 
 def _ask_body(target: str, **extra: Any) -> dict[str, Any]:
     scenario = target.startswith("scenario:")
-    return {"scenario" if scenario else "kb": target.split(":", 1)[-1],
-            "question": BOARD_QUESTION if scenario else QUESTION, **extra}
+    return {
+        "scenario" if scenario else "kb": target.split(":", 1)[-1],
+        "question": BOARD_QUESTION if scenario else QUESTION,
+        **extra,
+    }
 
 
 def entries() -> dict[tuple[str, str], list[Call]]:
@@ -128,128 +147,282 @@ def entries() -> dict[tuple[str, str], list[Call]]:
     t = {k: v for k, v in (("mgr", "owner_manager"), ("adm", "owner_admin"), ("b", "other_employee"))}
     m: dict[tuple[str, str], list[Call]] = {
         ("GET", "/api/kbs"): [Call("list", _fixed("/api/kbs"), lambda c: 200)],
-        ("POST", "/api/kbs"): [Call("create", lambda w, c: ("/api/kbs", {"name": f"new{next(w.counter)}"}, None),
-                                    lambda c: 201 if c.admin else 403, "POST")],
+        ("POST", "/api/kbs"): [
+            Call(
+                "create",
+                lambda w, c: ("/api/kbs", {"name": f"new{next(w.counter)}"}, None),
+                lambda c: 201 if c.admin else 403,
+                "POST",
+            )
+        ],
         ("GET", "/api/kbs/{kb}"): [Call(kb, _fixed(f"/api/kbs/{kb}"), _kb_read(kb)) for kb in KBS],
         ("DELETE", "/api/kbs/{kb}"): [
             Call("fresh-a", _fresh(A, "/api/kbs/{kb}"), _kb_admin({A}, {A}, 204), "DELETE"),
             Call("fresh-b", _fresh(B, "/api/kbs/{kb}"), _kb_admin({B}, {B}, 204), "DELETE"),
-            Call("shared", _fixed("/api/kbs/shared"), _kb_admin({A, B}, {A, B}, 204), "DELETE")],
+            Call("shared", _fixed("/api/kbs/shared"), _kb_admin({A, B}, {A, B}, 204), "DELETE"),
+        ],
         ("POST", "/api/kbs/{kb}/shares"): [
-            Call("fresh-a", _fresh(A, "/api/kbs/{kb}/shares", {"tenant": "zz"}), _kb_admin({A}, {A}, 201), "POST"),
-            Call("shared", _fixed("/api/kbs/shared/shares", {"tenant": "zz"}), _kb_admin({A, B}, {A, B}, 201),
-                 "POST")],
+            Call(
+                "fresh-a",
+                _fresh(A, "/api/kbs/{kb}/shares", {"tenant": "zz"}),
+                _kb_admin({A}, {A}, 201),
+                "POST",
+            ),
+            Call(
+                "shared",
+                _fixed("/api/kbs/shared/shares", {"tenant": "zz"}),
+                _kb_admin({A, B}, {A, B}, 201),
+                "POST",
+            ),
+        ],
         ("DELETE", "/api/kbs/{kb}/shares/{tenant}"): [
-            Call("fresh-a", _fresh(A, "/api/kbs/{kb}/shares/zz", shared=("zz",)), _kb_admin({A}, {A}, 204),
-                 "DELETE")],
+            Call(
+                "fresh-a",
+                _fresh(A, "/api/kbs/{kb}/shares/zz", shared=("zz",)),
+                _kb_admin({A}, {A}, 204),
+                "DELETE",
+            )
+        ],
         ("POST", "/api/kbs/{kb}/files"): [
-            Call(kb, lambda w, c, kb=kb: (f"/api/kbs/{kb}/files", None,
-                                          {"file": (f"m{next(w.counter)}.md", b"# M\n\nharmless\n")}),
-                 _kb_admin(SEES[kb], OWNERS[kb], 201, platform_ok=True), "POST") for kb in KBS],
-        ("GET", "/api/kbs/{kb}/files"): [Call(kb, _fixed(f"/api/kbs/{kb}/files"), _kb_read(kb)) for kb in KBS],
+            Call(
+                kb,
+                lambda w, c, kb=kb: (
+                    f"/api/kbs/{kb}/files",
+                    None,
+                    {"file": (f"m{next(w.counter)}.md", b"# M\n\nharmless\n")},
+                ),
+                _kb_admin(SEES[kb], OWNERS[kb], 201, platform_ok=True),
+                "POST",
+            )
+            for kb in KBS
+        ],
+        ("GET", "/api/kbs/{kb}/files"): [
+            Call(kb, _fixed(f"/api/kbs/{kb}/files"), _kb_read(kb)) for kb in KBS
+        ],
         ("GET", "/api/kbs/{kb}/files/{name}"): [
-            Call(f"{kb}/{n}", _fixed(f"/api/kbs/{kb}/files/{n}"), _file_expect(n)) for kb, n in FILES],
+            Call(f"{kb}/{n}", _fixed(f"/api/kbs/{kb}/files/{n}"), _file_expect(n)) for kb, n in FILES
+        ],
         ("POST", "/api/kbs/{kb}/preview"): [
-            Call(f"{kb}/{n}", _fixed(f"/api/kbs/{kb}/preview", {"file": n}),
-                 lambda c, kb=kb, n=n: (_kb_admin(SEES[kb], OWNERS[kb], 200)(c) if _kb_admin(
-                     SEES[kb], OWNERS[kb], 200)(c) != 200 else _file_expect(n)(c)), "POST")
-            for kb, n in (("ka", "a_upload.md"), ("ka", "a_restricted.md"), ("kb", "b_upload.md"))],
+            Call(
+                f"{kb}/{n}",
+                _fixed(f"/api/kbs/{kb}/preview", {"file": n}),
+                lambda c, kb=kb, n=n: (
+                    _kb_admin(SEES[kb], OWNERS[kb], 200)(c)
+                    if _kb_admin(SEES[kb], OWNERS[kb], 200)(c) != 200
+                    else _file_expect(n)(c)
+                ),
+                "POST",
+            )
+            for kb, n in (("ka", "a_upload.md"), ("ka", "a_restricted.md"), ("kb", "b_upload.md"))
+        ],
         ("POST", "/api/kbs/{kb}/ingest"): [
             Call("fresh-a", _fresh(A, "/api/kbs/{kb}/ingest", {}), _kb_admin({A}, {A}, 200), "POST"),
-            Call("shared", _fixed("/api/kbs/shared/ingest", {"files": ["a_rec.jsonl"]}),
-                 lambda c: 404 if c.tenant not in SEES["shared"] else 403 if not c.platform else 409, "POST")],
+            Call(
+                "shared",
+                _fixed("/api/kbs/shared/ingest", {"files": ["a_rec.jsonl"]}),
+                lambda c: 404 if c.tenant not in SEES["shared"] else 403 if not c.platform else 409,
+                "POST",
+            ),
+        ],
         ("POST", "/api/kbs/{kb}/chunks"): [
-            Call("fresh-a", _fresh(A, "/api/kbs/{kb}/chunks", {"file": "x.md", "chunks": [{"text": "harmless"}]}),
-                 _kb_admin({A}, {A}, 200), "POST")],
+            Call(
+                "fresh-a",
+                _fresh(A, "/api/kbs/{kb}/chunks", {"file": "x.md", "chunks": [{"text": "harmless"}]}),
+                _kb_admin({A}, {A}, 200),
+                "POST",
+            )
+        ],
         ("POST", "/api/kbs/{kb}/builds"): [
             Call("fresh-a", _fresh(A, "/api/kbs/{kb}/builds", {}), _kb_admin({A}, {A}, 202), "POST"),
-            Call("shared", _fixed("/api/kbs/shared/builds", {"files": ["a_rec.jsonl"]}),
-                 _kb_admin({A, B}, {A, B}, 200), "POST")],
+            Call(
+                "shared",
+                _fixed("/api/kbs/shared/builds", {"files": ["a_rec.jsonl"]}),
+                _kb_admin({A, B}, {A, B}, 200),
+                "POST",
+            ),
+        ],
         ("POST", "/api/kbs/{kb}/builds/stream"): [
-            Call("fresh-b", _fresh(B, "/api/kbs/{kb}/builds/stream", {}), _kb_admin({B}, {B}, 200), "POST")],
-        ("GET", "/api/kbs/{kb}/versions"): [Call(kb, _fixed(f"/api/kbs/{kb}/versions"), _kb_read(kb)) for kb in KBS],
+            Call("fresh-b", _fresh(B, "/api/kbs/{kb}/builds/stream", {}), _kb_admin({B}, {B}, 200), "POST")
+        ],
+        ("GET", "/api/kbs/{kb}/versions"): [
+            Call(kb, _fixed(f"/api/kbs/{kb}/versions"), _kb_read(kb)) for kb in KBS
+        ],
         ("POST", "/api/kbs/{kb}/versions/{seq}/activate"): [  # version 1 is already active: 400 when allowed
-            Call(kb, _fixed(f"/api/kbs/{kb}/versions/1/activate"), _kb_admin(SEES[kb], OWNERS[kb], 400), "POST")
-            for kb in KBS],
+            Call(
+                kb, _fixed(f"/api/kbs/{kb}/versions/1/activate"), _kb_admin(SEES[kb], OWNERS[kb], 400), "POST"
+            )
+            for kb in KBS
+        ],
         ("POST", "/api/kbs/{kb}/rollback"): [  # nothing older to roll back to: 400 when allowed
             Call(kb, _fixed(f"/api/kbs/{kb}/rollback"), _kb_admin(SEES[kb], OWNERS[kb], {400, 409}), "POST")
-            for kb in KBS],
+            for kb in KBS
+        ],
         ("GET", "/api/kbs/{kb}/versions/{seq}/report"): [
             Call(kb, _fixed(f"/api/kbs/{kb}/versions/1/report"), _kb_admin(SEES[kb], OWNERS[kb], 200))
-            for kb in ("ka", "kb", "nokb")],
+            for kb in ("ka", "kb", "nokb")
+        ],
         ("GET", "/api/kbs/{kb}/diff"): [
             Call(kb, _fixed(f"/api/kbs/{kb}/diff?base=1&candidate=1"), _kb_admin(SEES[kb], OWNERS[kb], 200))
-            for kb in ("ka", "kb", "nokb")],
+            for kb in ("ka", "kb", "nokb")
+        ],
         ("POST", "/api/search"): [
-            *(Call(kb, _fixed("/api/search", {"kb": kb, "query": QUESTION, "top_k": 50}), _kb_read(kb), "POST")
-              for kb in KBS),
-            Call("ka@1", _fixed("/api/search", {"kb": "ka", "query": QUESTION, "version": 1}),
-                 lambda c: 404 if c.tenant != A else 200 if c.admin else 403, "POST")],
+            *(
+                Call(
+                    kb,
+                    _fixed("/api/search", {"kb": kb, "query": QUESTION, "top_k": 50}),
+                    _kb_read(kb),
+                    "POST",
+                )
+                for kb in KBS
+            ),
+            Call(
+                "ka@1",
+                _fixed("/api/search", {"kb": "ka", "query": QUESTION, "version": 1}),
+                lambda c: 404 if c.tenant != A else 200 if c.admin else 403,
+                "POST",
+            ),
+        ],
         ("POST", "/api/ask"): [
             Call(x, _fixed("/api/ask", _ask_body(x, new_session=False)), _ask_expect(x), "POST")
-            for x in ("ka", "kb", "shared", "nokb", "scenario:ahr", "scenario:nosc")],
+            for x in ("ka", "kb", "shared", "nokb", "scenario:ahr", "scenario:nosc")
+        ],
         ("WS", "/api/stream"): [
             Call(x, _fixed("/api/stream", _ask_body(x, new_session=False)), _ask_expect(x))
-            for x in ("ka", "scenario:ahr")],
+            for x in ("ka", "scenario:ahr")
+        ],
         ("POST", "/api/feedback"): [
-            *(Call(f"trace-{label}", lambda w, c, label=label: ("/api/feedback",
-                                                                {"trace_id": w.traces[label][0], "rating": -1}, None),
-                   lambda c, owner=owner: {200: 201}.get(x := _trace_expect(owner)(c), x), "POST")
-              for label, owner in t.items()),
-            Call("nope", _fixed("/api/feedback", {"trace_id": "nope", "rating": 1}), lambda c: 404, "POST")],
-        ("GET", "/api/feedback"): [Call("tenant", _fixed("/api/feedback"), lambda c: 200 if c.admin else 403)],
-        ("GET", "/api/feedback/export"): [Call("tenant", _fixed("/api/feedback/export"),
-                                               lambda c: 200 if c.admin else 403)],
-        ("GET", "/api/kbs/{kb}/documents"): [Call(kb, _fixed(f"/api/kbs/{kb}/documents"), _kb_read(kb))
-                                             for kb in KBS],
+            *(
+                Call(
+                    f"trace-{label}",
+                    lambda w, c, label=label: (
+                        "/api/feedback",
+                        {"trace_id": w.traces[label][0], "rating": -1},
+                        None,
+                    ),
+                    lambda c, owner=owner: {200: 201}.get(x := _trace_expect(owner)(c), x),
+                    "POST",
+                )
+                for label, owner in t.items()
+            ),
+            Call("nope", _fixed("/api/feedback", {"trace_id": "nope", "rating": 1}), lambda c: 404, "POST"),
+        ],
+        ("GET", "/api/feedback"): [
+            Call("tenant", _fixed("/api/feedback"), lambda c: 200 if c.admin else 403)
+        ],
+        ("GET", "/api/feedback/export"): [
+            Call("tenant", _fixed("/api/feedback/export"), lambda c: 200 if c.admin else 403)
+        ],
+        ("GET", "/api/kbs/{kb}/documents"): [
+            Call(kb, _fixed(f"/api/kbs/{kb}/documents"), _kb_read(kb)) for kb in KBS
+        ],
         ("GET", "/api/kbs/{kb}/documents/{name:path}/chunks"): [
             Call(f"{kb}/{n}", _fixed(f"/api/kbs/{kb}/documents/{n}/chunks"), _file_expect(n))
-            for kb, n in FILES if "upload" not in n],
+            for kb, n in FILES
+            if "upload" not in n
+        ],
         ("GET", "/api/keys"): [Call("tenant", _fixed("/api/keys"), lambda c: 200 if c.platform else 403)],
-        ("POST", "/api/keys"): [Call("tenant", _fixed("/api/keys", {"roles": ["employee"]}),
-                                     lambda c: 201 if c.platform else 403, "POST")],
+        ("POST", "/api/keys"): [
+            Call(
+                "tenant",
+                _fixed("/api/keys", {"roles": ["employee"]}),
+                lambda c: 201 if c.platform else 403,
+                "POST",
+            )
+        ],
         ("DELETE", "/api/keys/{key_id}"): [
-            Call(f"fresh-{t}", lambda w, c, t=t: (f"/api/keys/{w.lore.catalog.create_api_key(t, [])[0].id}", None, None),
-                 lambda c, t=t: 403 if not c.platform else 204 if c.tenant == t else 404, "DELETE") for t in (A, B)],
+            Call(
+                f"fresh-{t}",
+                lambda w, c, t=t: (f"/api/keys/{w.lore.catalog.create_api_key(t, [])[0].id}", None, None),
+                lambda c, t=t: 403 if not c.platform else 204 if c.tenant == t else 404,
+                "DELETE",
+            )
+            for t in (A, B)
+        ],
         ("GET", "/api/sessions"): [Call("list", _fixed("/api/sessions"), lambda c: 200)],
         ("GET", "/api/sessions/{session_id}"): [
-            *(Call(f"session-{label}", lambda w, c, label=label: (f"/api/sessions/{w.traces[label][1]}", None, None),
-                   _trace_expect(owner)) for label, owner in t.items()),
-            Call("nope", _fixed("/api/sessions/nope"), lambda c: 404)],
+            *(
+                Call(
+                    f"session-{label}",
+                    lambda w, c, label=label: (f"/api/sessions/{w.traces[label][1]}", None, None),
+                    _trace_expect(owner),
+                )
+                for label, owner in t.items()
+            ),
+            Call("nope", _fixed("/api/sessions/nope"), lambda c: 404),
+        ],
         ("DELETE", "/api/sessions/{session_id}"): [
-            Call("fresh", lambda w, c: (f"/api/sessions/{_session_for(w, 'owner_employee')}", None, None),
-                 lambda c: {200: 204}.get(x := _trace_expect("owner_employee")(c), x), "DELETE")],
+            Call(
+                "fresh",
+                lambda w, c: (f"/api/sessions/{_session_for(w, 'owner_employee')}", None, None),
+                lambda c: {200: 204}.get(x := _trace_expect("owner_employee")(c), x),
+                "DELETE",
+            )
+        ],
         ("GET", "/api/traces"): [Call("list", _fixed("/api/traces"), lambda c: 200)],
         ("GET", "/api/traces/{trace_id}"): [
-            *(Call(f"trace-{label}", lambda w, c, label=label: (f"/api/traces/{w.traces[label][0]}", None, None),
-                   _trace_expect(owner)) for label, owner in t.items()),
-            Call("nope", _fixed("/api/traces/nope"), lambda c: 404)],
+            *(
+                Call(
+                    f"trace-{label}",
+                    lambda w, c, label=label: (f"/api/traces/{w.traces[label][0]}", None, None),
+                    _trace_expect(owner),
+                )
+                for label, owner in t.items()
+            ),
+            Call("nope", _fixed("/api/traces/nope"), lambda c: 404),
+        ],
         ("POST", "/v1/chat/completions"): [
-            Call(x, _fixed("/v1/chat/completions", {"model": x, "messages": [{"role": "user", "content": _ask_body(
-                x)["question"]}]}),
-                 _ask_expect(x), "POST")
-            for x in ("ka", "kb", "shared", "nokb", "scenario:ahr", "scenario:nosc")],
+            Call(
+                x,
+                _fixed(
+                    "/v1/chat/completions",
+                    {"model": x, "messages": [{"role": "user", "content": _ask_body(x)["question"]}]},
+                ),
+                _ask_expect(x),
+                "POST",
+            )
+            for x in ("ka", "kb", "shared", "nokb", "scenario:ahr", "scenario:nosc")
+        ],
         ("GET", "/v1/models"): [Call("list", _fixed("/v1/models"), lambda c: 200)],
         ("GET", "/api/scenarios"): [Call("list", _fixed("/api/scenarios"), lambda c: 200)],
         ("GET", "/api/audit"): [Call("tenant", _fixed("/api/audit"), lambda c: 200 if c.admin else 403)],
         ("GET", "/api/kbs/{kb}/jobs/{job_id}"): [Call("job-a", _job(), _kb_admin({A}, {A}, 200))],
-        ("GET", "/api/kbs/{kb}/jobs/{job_id}/events"): [Call("job-a", _job("/events"), _kb_admin({A}, {A}, 200))],
+        ("GET", "/api/kbs/{kb}/jobs/{job_id}/events"): [
+            Call("job-a", _job("/events"), _kb_admin({A}, {A}, 200))
+        ],
         ("GET", "/api/kbs/{kb}/passages/{chunk_id}"): [
-            Call(f"{kb}/{n}", _passage(kb, n), _file_expect(n)) for kb, n in FILES if "upload" not in n],
+            Call(f"{kb}/{n}", _passage(kb, n), _file_expect(n)) for kb, n in FILES if "upload" not in n
+        ],
         ("GET", "/api/kbs/{kb}/document"): [
             Call(f"{kb}/{n}", _fixed(f"/api/kbs/{kb}/document?file={n}"), _file_expect(n))
-            for kb, n in FILES if "upload" not in n],
+            for kb, n in FILES
+            if "upload" not in n
+        ],
     }
-    public = {("GET", "/api/health"): "/api/health", ("GET", "/openapi.json"): "/openapi.json",
-              ("GET", "/docs"): "/docs", ("GET", "/docs/oauth2-redirect"): "/docs/oauth2-redirect",
-              ("GET", "/redoc"): "/redoc", ("MOUNT", ""): "/", ("GET", "/api/ready"): "/api/ready",
-              ("GET", "/metrics"): "/metrics"}
+    public = {
+        ("GET", "/api/health"): "/api/health",
+        ("GET", "/openapi.json"): "/openapi.json",
+        ("GET", "/docs"): "/docs",
+        ("GET", "/docs/oauth2-redirect"): "/docs/oauth2-redirect",
+        ("GET", "/redoc"): "/redoc",
+        ("MOUNT", ""): "/",
+        ("GET", "/api/ready"): "/api/ready",
+        ("GET", "/metrics"): "/metrics",
+    }
     for key, path in public.items():
         m[key] = [Call("public", _fixed(path), lambda c: 200)]
     return m
 
 
-PUBLIC = {"/api/health", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "", "/api/ready", "/metrics"}
+PUBLIC = {
+    "/api/health",
+    "/openapi.json",
+    "/docs",
+    "/docs/oauth2-redirect",
+    "/redoc",
+    "",
+    "/api/ready",
+    "/metrics",
+}
 
 
 def app_routes(app: Any) -> set[tuple[str, str]]:
@@ -266,6 +439,7 @@ def app_routes(app: Any) -> set[tuple[str, str]]:
                 out.add(("WS", r.path))
             else:
                 out.update((m, r.path) for m in r.methods - {"HEAD"})
+
     walk(app.routes)
     return out
 
@@ -309,8 +483,10 @@ def test_attack_matrix(world: World) -> None:
                 cells += 1
                 ok = status in expected if isinstance(expected, set) else status == expected
                 if not ok:
-                    failures.append(f"{method} {template} [{call.label}] as {c.name}: {status}, expected {expected}: "
-                                    f"{text[:160]}")
+                    failures.append(
+                        f"{method} {template} [{call.label}] as {c.name}: {status}, expected {expected}: "
+                        f"{text[:160]}"
+                    )
                 if bad := leaks(text, c):
                     failures.append(f"{method} {template} [{call.label}] as {c.name}: LEAKS {sorted(bad)}")
     print(f"\nattack matrix: {cells} cells, {len(entries())} routes, {len(CALLERS)} callers")
@@ -326,8 +502,9 @@ def test_search_finds_everything_the_caller_may_read(world: World) -> None:
         for kb in ("ka", "kb", "shared"):
             if c.tenant not in SEES[kb]:
                 continue
-            r = world.client.post("/api/search", json={"kb": kb, "query": QUESTION, "top_k": 50},
-                                  headers=world.headers(c))
+            r = world.client.post(
+                "/api/search", json={"kb": kb, "query": QUESTION, "top_k": 50}, headers=world.headers(c)
+            )
             found = {x for x in readable(c) if x in r.text}
             expected = {x for x in readable(c) if _in_kb(x, kb)}
             assert found == expected, (c.name, kb, found, expected)
@@ -338,11 +515,23 @@ def _in_kb(token: str, kb: str) -> bool:
         return token.endswith("SHAREDQ")
     letter = token[2]
     return ((kb == "ka" and letter == "A") or (kb == "kb" and letter == "B")) and not any(
-        token.endswith(s) for s in ("SHAREDQ", "UPLOADQ", "FAQQ", "FAQMGRQ", "SCNRESTRICTEDQ"))
+        token.endswith(s) for s in ("SHAREDQ", "UPLOADQ", "FAQQ", "FAQMGRQ", "SCNRESTRICTEDQ")
+    )
 
 
 def test_matrix_world_is_what_it_claims() -> None:
-    assert {c.name for c in CALLERS} >= {"owner_admin", "owner_employee", "other_admin", "other_platform_admin",
-                                         "other_employee", "no_role", "other_dataset", "revoked", "no_key"}
-    assert canary(A, "restricted") in readable(CALLERS[0]) and canary(A, "restricted") not in readable(CALLERS[1])
+    assert {c.name for c in CALLERS} >= {
+        "owner_admin",
+        "owner_employee",
+        "other_admin",
+        "other_platform_admin",
+        "other_employee",
+        "no_role",
+        "other_dataset",
+        "revoked",
+        "no_key",
+    }
+    assert canary(A, "restricted") in readable(CALLERS[0]) and canary(A, "restricted") not in readable(
+        CALLERS[1]
+    )
     assert canary(B, "public") not in readable(CALLERS[0])

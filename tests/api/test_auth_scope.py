@@ -16,9 +16,12 @@ from tests.api.conftest import Keys, auth, sse_events
 
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer nope"}, {"Authorization": "Basic abc"}])
 def test_missing_or_bad_key_is_401(client: TestClient, headers: dict[str, str]) -> None:
-    for method, path, body in (("get", "/api/kbs", None), ("post", "/api/ask", {"kb": "hb", "question": "hi"}),
-                               ("post", "/v1/chat/completions", {"model": "hb", "messages": []}),
-                               ("get", "/v1/models", None)):
+    for method, path, body in (
+        ("get", "/api/kbs", None),
+        ("post", "/api/ask", {"kb": "hb", "question": "hi"}),
+        ("post", "/v1/chat/completions", {"model": "hb", "messages": []}),
+        ("get", "/v1/models", None),
+    ):
         r = client.request(method, path, json=body, headers=headers)
         assert r.status_code == 401, (path, r.text)
         assert r.headers["www-authenticate"] == "Bearer"
@@ -32,13 +35,18 @@ def test_revoked_key_is_401(client: TestClient, keys: Keys) -> None:
 def test_admin_role_needed_for_changes(client: TestClient, keys: Keys) -> None:
     r = client.post("/api/kbs", json={"name": "x"}, headers=auth(keys.staff))
     assert r.status_code == 403 and "admin" in r.json()["detail"]
-    r = client.post("/api/ask", json={"kb": "hb", "question": "refund?", "version": 1}, headers=auth(keys.staff))
+    r = client.post(
+        "/api/ask", json={"kb": "hb", "question": "refund?", "version": 1}, headers=auth(keys.staff)
+    )
     assert r.status_code == 403
 
 
 def test_scope_in_body_is_refused(client: TestClient, keys: Keys) -> None:
-    r = client.post("/api/search", json={"kb": "hb", "query": "launch code", "tenant_id": "tenant-b"},
-                    headers=auth(keys.staff))
+    r = client.post(
+        "/api/search",
+        json={"kb": "hb", "query": "launch code", "tenant_id": "tenant-b"},
+        headers=auth(keys.staff),
+    )
     assert r.status_code == 422 and "tenant_id" in r.text
 
 
@@ -54,17 +62,24 @@ def test_tenants_never_see_each_others_chunks(client: TestClient, keys: Keys) ->
     files_a = _search_files(client, keys.staff, "Project Nightingale launch code NG-7731")
     assert files_a and "nightingale.md" not in files_a
 
-    r = client.post("/api/ask", json={"kb": "hb", "question": "What is the launch code of Project Nightingale?"},
-                    headers=auth(keys.tenant_b))
+    r = client.post(
+        "/api/ask",
+        json={"kb": "hb", "question": "What is the launch code of Project Nightingale?"},
+        headers=auth(keys.tenant_b),
+    )
     end = sse_events(r.text)[-1]
     assert end[0] == "end" and "NG-7731" in end[1]["answer"]
     assert {c["file"] for c in end[1]["citations"]} == {"nightingale.md"}
-    r = client.post("/api/ask", json={"kb": "hb", "question": "What is the launch code of Project Nightingale?"},
-                    headers=auth(keys.staff))
+    r = client.post(
+        "/api/ask",
+        json={"kb": "hb", "question": "What is the launch code of Project Nightingale?"},
+        headers=auth(keys.staff),
+    )
     end = sse_events(r.text)[-1][1]
     assert "NG-7731" not in end["answer"] and all(c["file"] != "nightingale.md" for c in end["citations"])
-    r = client.post("/api/ask", json={"kb": "hb", "question": "What is the refund window?"},
-                    headers=auth(keys.tenant_b))
+    r = client.post(
+        "/api/ask", json={"kb": "hb", "question": "What is the refund window?"}, headers=auth(keys.tenant_b)
+    )
     end = sse_events(r.text)[-1][1]
     assert end["refused"] and "30 days" not in end["answer"]  # tenant B has no handbook
 
@@ -77,13 +92,18 @@ def test_dataset_restriction_from_key(client: TestClient, lore: Lore) -> None:
 
 
 def test_traces_and_sessions_are_tenant_bound(client: TestClient, keys: Keys) -> None:
-    r = client.post("/api/ask", json={"kb": "hb", "question": "What is the refund window?"}, headers=auth(keys.staff))
+    r = client.post(
+        "/api/ask", json={"kb": "hb", "question": "What is the refund window?"}, headers=auth(keys.staff)
+    )
     start, end = sse_events(r.text)[0][1], sse_events(r.text)[-1][1]
     assert client.get(f"/api/traces/{end['trace_id']}", headers=auth(keys.staff)).status_code == 200
     assert client.get(f"/api/traces/{end['trace_id']}", headers=auth(keys.tenant_b)).status_code == 404
     assert client.get(f"/api/sessions/{start['session_id']}", headers=auth(keys.tenant_b)).status_code == 404
-    r = client.post("/api/ask", json={"kb": "hb", "question": "and LF-200?", "session_id": start["session_id"]},
-                    headers=auth(keys.tenant_b))
+    r = client.post(
+        "/api/ask",
+        json={"kb": "hb", "question": "and LF-200?", "session_id": start["session_id"]},
+        headers=auth(keys.tenant_b),
+    )
     assert r.status_code == 404 and "session" in r.json()["detail"]
 
 
@@ -96,7 +116,9 @@ def test_rate_limit_per_key(api_home: Path, keys: Keys) -> None:
             r = c.get("/api/kbs", headers=auth(keys.staff))
             assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
             assert c.get("/api/kbs", headers=auth(keys.admin)).status_code == 200  # other keys unaffected
-            with c.websocket_connect("/api/stream", headers=auth(keys.tenant_b)) as ws:  # questions count, not the handshake
+            with c.websocket_connect(
+                "/api/stream", headers=auth(keys.tenant_b)
+            ) as ws:  # questions count, not the handshake
                 answers = []
                 for _ in range(4):
                     ws.send_text(json.dumps({"kb": "hb", "question": "launch code of Project Nightingale?"}))
@@ -113,11 +135,15 @@ def test_cors_from_settings(api_home: Path, keys: Keys) -> None:
     lore = Lore(load_settings(home=api_home, api={"cors_origins": ["https://kb.example.com"]}))
     try:
         with TestClient(create_app(lore, run_preflight=False)) as c:
-            r = c.options("/api/kbs", headers={"Origin": "https://kb.example.com",
-                                               "Access-Control-Request-Method": "GET"})
+            r = c.options(
+                "/api/kbs",
+                headers={"Origin": "https://kb.example.com", "Access-Control-Request-Method": "GET"},
+            )
             assert r.headers["access-control-allow-origin"] == "https://kb.example.com"
-            r = c.options("/api/kbs", headers={"Origin": "https://evil.example.com",
-                                               "Access-Control-Request-Method": "GET"})
+            r = c.options(
+                "/api/kbs",
+                headers={"Origin": "https://evil.example.com", "Access-Control-Request-Method": "GET"},
+            )
             assert "access-control-allow-origin" not in r.headers
     finally:
         lore.close()
@@ -125,8 +151,15 @@ def test_cors_from_settings(api_home: Path, keys: Keys) -> None:
 
 def test_openapi_and_web_ui_are_served(client: TestClient) -> None:
     spec = client.get("/openapi.json").json()
-    assert {"/api/ask", "/api/search", "/v1/chat/completions", "/v1/models", "/api/kbs/{kb}/files",
-            "/api/traces/{trace_id}", "/api/feedback"} <= set(spec["paths"])
+    assert {
+        "/api/ask",
+        "/api/search",
+        "/v1/chat/completions",
+        "/v1/models",
+        "/api/kbs/{kb}/files",
+        "/api/traces/{trace_id}",
+        "/api/feedback",
+    } <= set(spec["paths"])
     page = client.get("/")
     assert page.status_code == 200 and "<title>Lore</title>" in page.text
     assert client.get("/app.js").status_code == 200 and client.get("/api/health").json() == {"status": "ok"}

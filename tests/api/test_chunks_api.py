@@ -14,8 +14,10 @@ from lore.engine import Lore
 from tests.api.conftest import auth, build_and_wait
 from tests.conftest import EXAMPLES
 
-POLICY = (b"# Travel policy\n\n## Hotels\n\nHotel stays are capped at 180 euros per night in capital cities.\n\n"
-          b"## Meals\n\nThe meal allowance is 45 euros per day on business trips.\n")
+POLICY = (
+    b"# Travel policy\n\n## Hotels\n\nHotel stays are capped at 180 euros per night in capital cities.\n\n"
+    b"## Meals\n\nThe meal allowance is 45 euros per day on business trips.\n"
+)
 
 
 @pytest.fixture()
@@ -67,21 +69,36 @@ def test_preview_edit_commit_chunks(site: tuple[TestClient, Lore]) -> None:
     chunks = preview["preview"]
     assert len(chunks) >= 2 and any("180 euros" in c["text"] for c in chunks)
     # The client rewrites the hotel chunk and drops the meal chunk.
-    kept = [{**c, "text": c["text"].replace("180 euros", "210 euros")} for c in chunks if "meal" not in c["text"]]
+    kept = [
+        {**c, "text": c["text"].replace("180 euros", "210 euros")} for c in chunks if "meal" not in c["text"]
+    ]
     r = client.post("/api/kbs/docs/chunks", json={"file": "travel.md", "chunks": kept}, headers=admin)
     assert r.status_code == 200, r.text
     assert r.json()["committed"] == len(kept) and r.json()["file"] == "travel.md"
 
     hits = _hits(client, staff, "docs", "hotel cap per night")
     assert hits and "210 euros" in hits[0]["text"] and hits[0]["file"] == "travel.md"
-    assert not any("meal allowance" in h["text"] for h in _hits(client, staff, "docs", "meal allowance per day"))
+    assert not any(
+        "meal allowance" in h["text"] for h in _hits(client, staff, "docs", "meal allowance per day")
+    )
     r = client.post("/api/search", json={"kb": "docs", "query": "hotel cap"}, headers=other)
     assert r.status_code == 404  # acme's KB, not shared with globex
     assert lore.catalog.count_chunks(lore.catalog.get_kb("docs").id) == len(kept)
 
     # Committing again replaces the file's chunks (nothing left over from the first commit).
-    r = client.post("/api/kbs/docs/chunks", headers=admin, json={"file": "travel.md", "chunks": [
-        {"text": "Hotel stays are capped at 250 euros per night.", "heading_path": ["Travel policy", "Hotels"]}]})
+    r = client.post(
+        "/api/kbs/docs/chunks",
+        headers=admin,
+        json={
+            "file": "travel.md",
+            "chunks": [
+                {
+                    "text": "Hotel stays are capped at 250 euros per night.",
+                    "heading_path": ["Travel policy", "Hotels"],
+                }
+            ],
+        },
+    )
     assert r.status_code == 200 and r.json()["committed"] == 1
     hits = _hits(client, staff, "docs", "hotel cap per night")
     assert [h["text"] for h in hits] == ["Hotel stays are capped at 250 euros per night."]

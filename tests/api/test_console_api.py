@@ -19,7 +19,9 @@ def test_documents_table_lists_indexed_files_with_metadata(client: TestClient, k
     assert xlsx["status"] == "ingested" and xlsx["type"] == "xlsx" and xlsx["chunks"] > 0
     assert xlsx["sheets"] and xlsx["rows"] and xlsx["tenant"] == "default" and xlsx["visibility"]
     other = client.get("/api/kbs/hb/documents", headers=auth(keys.tenant_b)).json()["documents"]
-    assert [d["name"] for d in other] == [n for n in [d["name"] for d in other] if "nightingale" in n] and other
+    assert [d["name"] for d in other] == [
+        n for n in [d["name"] for d in other] if "nightingale" in n
+    ] and other
 
 
 def test_document_chunks_in_order_with_location(client: TestClient, keys: Keys) -> None:
@@ -35,7 +37,9 @@ def test_document_chunks_in_order_with_location(client: TestClient, keys: Keys) 
 def test_another_tenants_document_looks_absent(client: TestClient, keys: Keys) -> None:
     docs = client.get("/api/kbs/hb/documents", headers=auth(keys.tenant_b)).json()["documents"]
     theirs = docs[0]["name"]
-    mine = next(d["name"] for d in client.get("/api/kbs/hb/documents", headers=auth(keys.admin)).json()["documents"])
+    mine = next(
+        d["name"] for d in client.get("/api/kbs/hb/documents", headers=auth(keys.admin)).json()["documents"]
+    )
     hidden = client.get(f"/api/kbs/hb/documents/{theirs}/chunks", headers=auth(keys.admin))
     absent = client.get("/api/kbs/hb/documents/no-such-file.md/chunks", headers=auth(keys.admin))
     assert hidden.status_code == absent.status_code == 404
@@ -44,11 +48,20 @@ def test_another_tenants_document_looks_absent(client: TestClient, keys: Keys) -
 
 
 def test_feedback_review_and_export(client: TestClient, keys: Keys, lore: Lore) -> None:
-    events = sse_events(client.post("/api/ask", json={"kb": "hb", "question": "What is the refund window?"},
-                                    headers=auth(keys.staff)).text)
+    events = sse_events(
+        client.post(
+            "/api/ask", json={"kb": "hb", "question": "What is the refund window?"}, headers=auth(keys.staff)
+        ).text
+    )
     trace = next(d for e, d in events if e == "end")["trace_id"]
-    assert client.post("/api/feedback", json={"trace_id": trace, "rating": -1, "note": "too long"},
-                       headers=auth(keys.staff)).status_code == 201
+    assert (
+        client.post(
+            "/api/feedback",
+            json={"trace_id": trace, "rating": -1, "note": "too long"},
+            headers=auth(keys.staff),
+        ).status_code
+        == 201
+    )
     assert client.get("/api/feedback", headers=auth(keys.staff)).status_code == 403
     listed = client.get("/api/feedback?rating=-1", headers=auth(keys.admin))
     assert listed.status_code == 200, listed.text
@@ -82,11 +95,23 @@ def test_keys_need_platform_admin_and_stay_in_tenant(client: TestClient, keys: K
 def test_feedback_redacts_passages_the_reader_cannot_read(client: TestClient, keys: Keys, lore: Lore) -> None:
     _, b_admin = lore.catalog.create_api_key("tenant-b", ["admin"])
     _, b_limited = lore.catalog.create_api_key("tenant-b", ["admin"], datasets=["elsewhere"])
-    events = sse_events(client.post("/api/ask", json={"kb": "hb", "question": "What is the launch code of Nightingale?"},
-                                    headers=auth(b_admin)).text)
+    events = sse_events(
+        client.post(
+            "/api/ask",
+            json={"kb": "hb", "question": "What is the launch code of Nightingale?"},
+            headers=auth(b_admin),
+        ).text
+    )
     trace = next(d for e, d in events if e == "end")["trace_id"]
-    assert client.post("/api/feedback", json={"trace_id": trace, "rating": -1}, headers=auth(b_admin)).status_code == 201
-    mine = next(r for r in client.get("/api/feedback", headers=auth(b_admin)).json() if r["trace_id"] == trace)
+    assert (
+        client.post(
+            "/api/feedback", json={"trace_id": trace, "rating": -1}, headers=auth(b_admin)
+        ).status_code
+        == 201
+    )
+    mine = next(
+        r for r in client.get("/api/feedback", headers=auth(b_admin)).json() if r["trace_id"] == trace
+    )
     assert not mine["redacted"] and "NG-7731" in json.dumps(mine)
     theirs = client.get("/api/feedback", headers=auth(b_limited))
     row = next(r for r in theirs.json() if r["trace_id"] == trace)

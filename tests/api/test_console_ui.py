@@ -44,7 +44,12 @@ def test_console_documents_chunks_retrieval_feedback_keys(site, page, tmp_path: 
     broken = tmp_path / "broken.pdf"
     broken.write_bytes(b"%PDF-1.4 this is not really a PDF")
     sign_in(page, url, secret)
-    files = [EXAMPLES / "employee_handbook.md", EXAMPLES / "faq.csv", FIXTURES / "docling_xlsx_01.xlsx", broken]
+    files = [
+        EXAMPLES / "employee_handbook.md",
+        EXAMPLES / "faq.csv",
+        FIXTURES / "docling_xlsx_01.xlsx",
+        broken,
+    ]
     new_kb_with_files(page, "docs", files)
     page.click("#build")
     page.wait_for_selector("#versions tbody tr.active")
@@ -128,4 +133,6 @@ def test_console_explains_what_a_key_may_not_do(site, page) -> None:  # type: ig
     sign_in(page, url, reader)
     page.click("button[data-tab=keys]")
     page.wait_for_selector("#tab-keys .denied:not(.hidden)")
-    assert "may not" in page.inner_text("#tab-keys .denied") and "admin" in page.inner_text("#tab-keys .denied")
+    assert "may not" in page.inner_text("#tab-keys .denied") and "admin" in page.inner_text(
+        "#tab-keys .denied"
+    )

@@ -34,12 +34,25 @@ def test_no_server_errors(app: FastAPI, keys: Keys) -> None:
     assert len(calls) >= 2 * len(operations) and not errors, errors
 
 
-def _fuzz(operation: APIOperation, mode: GenerationMode, path: dict[str, str] | None, key: str, calls: list[str],
-          errors: list[str]) -> None:
+def _fuzz(
+    operation: APIOperation,
+    mode: GenerationMode,
+    path: dict[str, str] | None,
+    key: str,
+    calls: list[str],
+    errors: list[str],
+) -> None:
     """Call one operation with a few generated cases; server errors are collected with a curl line."""
+
     @given(case=operation.as_strategy(mode, path_parameters=path))
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     def call(case: schemathesis.Case) -> None:
         response = case.call(headers=auth(key))
         calls.append(operation.label)

@@ -23,16 +23,23 @@ def roots(tmp_path: Path) -> Path:
     root.mkdir()
     (root / "handbook").mkdir()
     (root / "handbook" / "faq.csv").write_bytes((EXAMPLES / "faq.csv").read_bytes())
-    (tmp_path / "private.md").write_text("# Salaries\n\nThe CEO earns 9 million per year.\n", encoding="utf-8")
+    (tmp_path / "private.md").write_text(
+        "# Salaries\n\nThe CEO earns 9 million per year.\n", encoding="utf-8"
+    )
     return root
 
 
 @pytest.fixture()
-def admin_client(tmp_path: Path, roots: Path, keys: Keys, api_home: Path) -> Iterator[tuple[TestClient, Lore]]:
+def admin_client(
+    tmp_path: Path, roots: Path, keys: Keys, api_home: Path
+) -> Iterator[tuple[TestClient, Lore]]:
     # A fresh home per test (its own catalog), with the shared keys' tenant and admin role re-created.
     home = tmp_path / "home"
-    lore = Lore(load_settings(home=home, api={"max_upload_mb": 0.05, "ingest_roots": [roots],
-                                              "rate_limit_per_minute": 0}))
+    lore = Lore(
+        load_settings(
+            home=home, api={"max_upload_mb": 0.05, "ingest_roots": [roots], "rate_limit_per_minute": 0}
+        )
+    )
     _, secret = lore.catalog.create_api_key("default", ["admin"])
     with TestClient(create_app(lore), headers=auth(secret)) as client:
         yield client, lore
@@ -40,8 +47,11 @@ def admin_client(tmp_path: Path, roots: Path, keys: Keys, api_home: Path) -> Ite
 
 
 def _upload(client: TestClient, kb: str, *files: tuple[str, bytes], key: str | None = None) -> object:
-    return client.post(f"/api/kbs/{kb}/files", files=[("file", (name, data)) for name, data in files],
-                       headers=auth(key) if key else None)
+    return client.post(
+        f"/api/kbs/{kb}/files",
+        files=[("file", (name, data)) for name, data in files],
+        headers=auth(key) if key else None,
+    )
 
 
 def _ask(client: TestClient, kb: str, question: str) -> dict:
@@ -53,8 +63,12 @@ def _ask(client: TestClient, kb: str, question: str) -> dict:
 def test_upload_preview_ingest_ask(admin_client: tuple[TestClient, Lore]) -> None:
     client, lore = admin_client
     assert client.post("/api/kbs", json={"name": "docs"}).status_code == 201
-    r = _upload(client, "docs", ("employee_handbook.md", (EXAMPLES / "employee_handbook.md").read_bytes()),
-                ("报销说明.md", "# 报销\n\n出差报销需要发票原件和审批单。\n".encode()))
+    r = _upload(
+        client,
+        "docs",
+        ("employee_handbook.md", (EXAMPLES / "employee_handbook.md").read_bytes()),
+        ("报销说明.md", "# 报销\n\n出差报销需要发票原件和审批单。\n".encode()),
+    )
     assert r.status_code == 201, r.text
     assert sorted(f["name"] for f in r.json()["files"]) == ["employee_handbook.md", "报销说明.md"]
     listed = client.get("/api/kbs/docs/files").json()
@@ -84,8 +98,11 @@ def test_upload_attacks_store_nothing(admin_client: tuple[TestClient, Lore]) -> 
     # Second part too big: the first part, already written, is removed as well (nothing half-stored).
     r = _upload(client, "docs", ("ok.md", b"# ok\n\nfine\n"), ("big.md", b"x" * 60_000))
     assert r.status_code == 413 and "big.md" in r.json()["detail"]
-    r = client.post("/api/kbs/docs/files", content=b"x" * 200_000,
-                    headers={"content-type": "multipart/form-data; boundary=zz"})
+    r = client.post(
+        "/api/kbs/docs/files",
+        content=b"x" * 200_000,
+        headers={"content-type": "multipart/form-data; boundary=zz"},
+    )
     assert r.status_code == 413
     r = client.post("/api/kbs/docs/files", content=b"plain", headers={"content-type": "text/plain"})
     assert r.status_code == 415
@@ -142,7 +159,13 @@ def test_build_activate_rollback_report(admin_client: tuple[TestClient, Lore], r
     events = sse_events(r.text)
     assert events[0][0] == "start" and events[-1][0] == "end"
     progress = [d for k, d in events if k == "status"]
-    assert {"stage": "file_done", "file": "policy.md", "status": "ingested", "chunks": 1, "error": None} in progress
+    assert {
+        "stage": "file_done",
+        "file": "policy.md",
+        "status": "ingested",
+        "chunks": 1,
+        "error": None,
+    } in progress
     assert events[-1][1]["version"]["seq"] == 2 and events[-1][1]["version"]["status"] == "staged"
     r = client.post("/api/kbs/v/builds/stream", json={"files": ["missing.md"]})
     assert r.status_code == 404  # bad input is refused before the stream starts
@@ -185,8 +208,14 @@ def test_build_stamps_the_builders_tenant(admin_client: tuple[TestClient, Lore])
     assert r.status_code == 404  # acme's KB is not shared with it
     assert hits(acme_staff) == []  # chunks went to dataset "default", the key reads only "sales"
     # KB "acme" now holds acme's chunks: only acme's own admins write to it
-    _upload(client, "acme", ("policy.md", b"# Policy\n\nRemote work is allowed two days per week.\n"),
-            key=acme_admin)
+    _upload(
+        client,
+        "acme",
+        ("policy.md", b"# Policy\n\nRemote work is allowed two days per week.\n"),
+        key=acme_admin,
+    )
     assert build_and_wait(client, "acme", {"activate": True}, auth(other_admin))["status"] == "succeeded"
-    r = client.post("/api/search", json={"kb": "acme", "query": "remote work days"}, headers=auth(other_admin))
+    r = client.post(
+        "/api/search", json={"kb": "acme", "query": "remote work days"}, headers=auth(other_admin)
+    )
     assert {h["file"] for h in r.json()["hits"]} == {"policy.md"}  # dataset "hr" from the builder's key

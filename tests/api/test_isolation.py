@@ -52,16 +52,33 @@ def env(tmp_path_factory: pytest.TempPathFactory, module_db_url: str) -> Iterato
     base = tmp_path_factory.mktemp("isolation")
     roots = base / "roots"
     roots.mkdir()
-    lore = Lore(load_settings(home=base / "home", catalog_url=module_db_url,
-                              api={"rate_limit_per_minute": 0, "ingest_roots": [roots]}))
+    lore = Lore(
+        load_settings(
+            home=base / "home",
+            catalog_url=module_db_url,
+            api={"rate_limit_per_minute": 0, "ingest_roots": [roots]},
+        )
+    )
     lore.create_kb("hb", "shared", owner_tenant="A")
     cat = lore.catalog
-    keys = Keys(*(cat.create_api_key(tenant, roles, datasets)[1] for tenant, roles, datasets in (
-        ("A", ["admin"], None), ("A", ["staff"], None), ("A", ["manager"], None),
-        ("A", ["admin"], ["sales", "hr"]), ("B", ["admin"], None), ("B", ["staff"], None),
-        ("B", ["admin", "platform-admin"], None))))
+    keys = Keys(
+        *(
+            cat.create_api_key(tenant, roles, datasets)[1]
+            for tenant, roles, datasets in (
+                ("A", ["admin"], None),
+                ("A", ["staff"], None),
+                ("A", ["manager"], None),
+                ("A", ["admin"], ["sales", "hr"]),
+                ("B", ["admin"], None),
+                ("B", ["staff"], None),
+                ("B", ["admin", "platform-admin"], None),
+            )
+        )
+    )
     with TestClient(create_app(lore)) as client:
-        r = client.post("/api/kbs/hb/files", files={"file": ("secret.md", SECRET)}, headers=auth(keys.a_admin))
+        r = client.post(
+            "/api/kbs/hb/files", files={"file": ("secret.md", SECRET)}, headers=auth(keys.a_admin)
+        )
         assert r.status_code == 201, r.text
         r = client.post("/api/kbs/hb/ingest", json={}, headers=auth(keys.a_admin))
         assert r.status_code == 200 and r.json()["counts"] == {"ingested": 1}, r.text
@@ -104,20 +121,31 @@ def test_kb_name_is_validated_on_file_routes(env: Env) -> None:
     (env.home / "leak.md").write_text("# top secret in home\n", encoding="utf-8")
     (env.home / "uploads").mkdir(exist_ok=True)
     (env.home / "uploads" / "leak.md").write_text("# top secret in uploads\n", encoding="utf-8")
-    for path in ("/api/kbs/%2E%2E/files/leak.md", "/api/kbs/%2E%2E/files", "/api/kbs/nope/files/leak.md",
-                 "/api/kbs/./files/leak.md"):
+    for path in (
+        "/api/kbs/%2E%2E/files/leak.md",
+        "/api/kbs/%2E%2E/files",
+        "/api/kbs/nope/files/leak.md",
+        "/api/kbs/./files/leak.md",
+    ):
         r = env.client.get(path, headers=auth(env.keys.a_admin))
         assert r.status_code == 404 and "secret" not in r.text, (path, r.text)
 
 
 def test_restricted_chunks_need_the_admin_role(env: Env) -> None:
     k = env.keys
-    r = env.client.post("/api/kbs/hb/files", files={"file": ("board.md", b"# Board\n\nx\n")},
-                        headers=auth(k.a_admin))
+    r = env.client.post(
+        "/api/kbs/hb/files", files={"file": ("board.md", b"# Board\n\nx\n")}, headers=auth(k.a_admin)
+    )
     assert r.status_code == 201
-    r = env.client.post("/api/kbs/hb/chunks", headers=auth(k.a_admin), json={
-        "file": "board.md", "visibility": "restricted",
-        "chunks": [{"text": "Board salary table: the CEO earns 9 million yuan a year."}]})
+    r = env.client.post(
+        "/api/kbs/hb/chunks",
+        headers=auth(k.a_admin),
+        json={
+            "file": "board.md",
+            "visibility": "restricted",
+            "chunks": [{"text": "Board salary table: the CEO earns 9 million yuan a year."}],
+        },
+    )
     assert r.status_code == 200, r.text
     assert "board.md" in {h["file"] for h in _hits(env, k.a_admin, "CEO salary board")}
     for key in (k.a_staff, k.a_manager):
@@ -155,8 +183,11 @@ def test_traces_and_sessions_belong_to_their_key(env: Env) -> None:
 def test_dataset_must_be_named_by_a_key_with_several(env: Env) -> None:
     k, client = env.keys, env.client
     assert client.post("/api/kbs", json={"name": "ds"}, headers=auth(k.a_admin)).status_code == 201
-    r = client.post("/api/kbs/ds/files", files={"file": ("pay.md", b"# Pay\n\nPayday is the 25th.\n")},
-                    headers=auth(k.a_datasets))
+    r = client.post(
+        "/api/kbs/ds/files",
+        files={"file": ("pay.md", b"# Pay\n\nPayday is the 25th.\n")},
+        headers=auth(k.a_datasets),
+    )
     assert r.status_code == 201
     r = client.post("/api/kbs/ds/ingest", json={}, headers=auth(k.a_datasets))
     assert r.status_code == 400 and "several datasets" in r.json()["detail"]
@@ -180,14 +211,16 @@ def test_symlinks_out_of_the_ingest_roots_are_refused(env: Env, tmp_path: Path) 
     folder.mkdir()
     (folder / "ok.md").write_text("# OK\n\nParking is free.\n", encoding="utf-8")
     (folder / "salaries.md").symlink_to(outside)
-    r = env.client.post("/api/kbs/hb/ingest", json={"files": [], "paths": [str(folder)]},
-                        headers=auth(env.keys.a_admin))
+    r = env.client.post(
+        "/api/kbs/hb/ingest", json={"files": [], "paths": [str(folder)]}, headers=auth(env.keys.a_admin)
+    )
     assert r.status_code == 403 and "docs/salaries.md" in r.json()["detail"]
     assert "7 million" not in json.dumps(_hits(env, env.keys.a_admin, "CFO salary"))
     (folder / "salaries.md").unlink()
     (folder / "inside.md").symlink_to(folder / "ok.md")  # a link that stays inside the roots is fine
-    r = env.client.post("/api/kbs/hb/ingest", json={"files": [], "paths": [str(folder)]},
-                        headers=auth(env.keys.a_admin))
+    r = env.client.post(
+        "/api/kbs/hb/ingest", json={"files": [], "paths": [str(folder)]}, headers=auth(env.keys.a_admin)
+    )
     assert r.status_code == 200 and r.json()["counts"] == {"ingested": 2}, r.text
 
 
@@ -195,35 +228,47 @@ def test_writes_to_a_kb_of_another_tenant(env: Env) -> None:
     k, client = env.keys, env.client
     a = auth(k.a_admin)
     assert client.post("/api/kbs", json={"name": "shared"}, headers=a).status_code == 201
-    assert client.post("/api/kbs/shared/files", files={"file": ("secret.md", SECRET)}, headers=a).status_code == 201
+    assert (
+        client.post("/api/kbs/shared/files", files={"file": ("secret.md", SECRET)}, headers=a).status_code
+        == 201
+    )
     assert client.post("/api/kbs/shared/ingest", json={}, headers=a).status_code == 200
     b = auth(k.b_admin)
     assert client.get("/api/kbs/shared", headers=b).status_code == 404  # not shared with B yet
     assert client.post("/api/kbs/shared/shares", json={"tenant": "B"}, headers=b).status_code == 404
     assert client.post("/api/kbs/shared/shares", json={"tenant": "B"}, headers=a).status_code == 201
-    r = client.post("/api/kbs/shared/files", files={"file": ("secret.md", b"# B\n\nTenant B travel rules.\n")},
-                    headers=b)
+    r = client.post(
+        "/api/kbs/shared/files", files={"file": ("secret.md", b"# B\n\nTenant B travel rules.\n")}, headers=b
+    )
     assert r.status_code == 403 and "platform-admin" in r.json()["detail"]
-    for method, path, body in (("post", "/api/kbs/shared/ingest", {}), ("post", "/api/kbs/shared/builds", {}),
-                               ("post", "/api/kbs/shared/versions/1/activate", None),
-                               ("post", "/api/kbs/shared/rollback", None), ("delete", "/api/kbs/shared", None),
-                               ("post", "/api/kbs/shared/chunks",
-                                {"file": "secret.md", "chunks": [{"text": "x"}]})):
+    for method, path, body in (
+        ("post", "/api/kbs/shared/ingest", {}),
+        ("post", "/api/kbs/shared/builds", {}),
+        ("post", "/api/kbs/shared/versions/1/activate", None),
+        ("post", "/api/kbs/shared/rollback", None),
+        ("delete", "/api/kbs/shared", None),
+        ("post", "/api/kbs/shared/chunks", {"file": "secret.md", "chunks": [{"text": "x"}]}),
+    ):
         r = client.request(method, path, json=body, headers=b)
         assert r.status_code == 403, (path, r.text)
     # a platform admin of B may add its own files, never replace or remove A's
     p = auth(k.b_platform)
-    r = client.post("/api/kbs/shared/files", files={"file": ("secret.md", b"# B\n\nTenant B travel rules.\n")},
-                    headers=p)
+    r = client.post(
+        "/api/kbs/shared/files", files={"file": ("secret.md", b"# B\n\nTenant B travel rules.\n")}, headers=p
+    )
     assert r.status_code == 409 and "another tenant" in r.json()["detail"]
-    r = client.post("/api/kbs/shared/chunks", headers=p,
-                    json={"file": "secret.md", "chunks": [{"text": "B text"}]})
+    r = client.post(
+        "/api/kbs/shared/chunks", headers=p, json={"file": "secret.md", "chunks": [{"text": "B text"}]}
+    )
     assert r.status_code == 409
     assert client.delete("/api/kbs/shared", headers=p).status_code == 403
     assert client.get("/api/kbs/shared/files/secret.md", headers=auth(k.a_staff)).content == SECRET
     assert "secret.md" in {h["file"] for h in _hits(env, k.a_staff, "launch code nightingale", "shared")}
-    r = client.post("/api/kbs/shared/files", files={"file": ("travel.md", b"# Travel\n\nB staff fly economy.\n")},
-                    headers=p)
+    r = client.post(
+        "/api/kbs/shared/files",
+        files={"file": ("travel.md", b"# Travel\n\nB staff fly economy.\n")},
+        headers=p,
+    )
     assert r.status_code == 201
     r = client.post("/api/kbs/shared/ingest", json={}, headers=p)  # every upload: A's file among them
     assert r.status_code == 409
@@ -251,8 +296,9 @@ def test_access_token_never_reaches_the_logs(env: Env) -> None:
     capture = _Capture()
     loggers = [logging.getLogger(name) for name in ("uvicorn.access", "uvicorn.error")]
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(env.client.app, host="127.0.0.1", port=port, log_level="info",
-                                           ws="websockets-sansio"))
+    server = uvicorn.Server(
+        uvicorn.Config(env.client.app, host="127.0.0.1", port=port, log_level="info", ws="websockets-sansio")
+    )
     for logger in loggers:
         logger.addHandler(capture)
     thread = threading.Thread(target=server.run, daemon=True)
@@ -301,15 +347,22 @@ def test_kbs_of_other_tenants_are_not_listed_or_described(env: Env) -> None:
     assert "a_only" in names(k.a_staff) and "a_only" in models(k.a_staff)
     for key in (k.b_staff, k.b_admin):
         assert "a_only" not in names(key) and "a_only" not in models(key)
-        for path in ("/api/kbs/a_only", "/api/kbs/a_only/versions", "/api/kbs/a_only/versions/1/report",
-                     "/api/kbs/a_only/diff?base=1&candidate=1"):
+        for path in (
+            "/api/kbs/a_only",
+            "/api/kbs/a_only/versions",
+            "/api/kbs/a_only/versions/1/report",
+            "/api/kbs/a_only/diff?base=1&candidate=1",
+        ):
             r = c.get(path, headers=auth(key))
             assert r.status_code == 404 and "not found" in r.json()["detail"], (path, r.text)
     # Readers of the KB see it, but its reports and diffs name every file: only admins who may change it.
     assert c.get("/api/kbs/a_only/versions", headers=auth(k.a_staff)).status_code == 200
     assert c.get("/api/kbs/a_only/versions/1/report", headers=auth(k.a_staff)).status_code == 403
     assert c.get("/api/kbs/a_only/versions/1/report", headers=auth(k.a_admin)).status_code == 200
-    assert c.get("/api/kbs/a_only/diff?base=1&candidate=1", headers=auth(k.a_admin)).json()["files"]["unchanged"] == 1
+    assert (
+        c.get("/api/kbs/a_only/diff?base=1&candidate=1", headers=auth(k.a_admin)).json()["files"]["unchanged"]
+        == 1
+    )
 
 
 def test_an_upload_not_indexed_yet_belongs_to_its_uploader(env: Env) -> None:
@@ -321,9 +374,14 @@ def test_an_upload_not_indexed_yet_belongs_to_its_uploader(env: Env) -> None:
     assert c.get("/api/kbs/pending/files/draft.md", headers=auth(k.b_admin)).status_code == 404
     r = c.post("/api/kbs/pending/builds", json={"activate": True}, headers=auth(k.b_admin))
     assert r.status_code == 404
-    r = c.post("/api/kbs/pending/files", files={"file": ("draft.md", b"# B\n\nB's text.\n")}, headers=auth(k.b_admin))
+    r = c.post(
+        "/api/kbs/pending/files", files={"file": ("draft.md", b"# B\n\nB's text.\n")}, headers=auth(k.b_admin)
+    )
     assert r.status_code == 404
     assert c.delete("/api/kbs/pending", headers=auth(k.b_platform)).status_code == 404
     job = build_and_wait(c, "pending", {"activate": True}, auth(k.a_admin))
     assert job["status"] == "succeeded", job
-    assert c.get("/api/kbs/pending/files/draft.md", headers=auth(k.a_staff)).content == b"# Draft\n\nA's draft.\n"
+    assert (
+        c.get("/api/kbs/pending/files/draft.md", headers=auth(k.a_staff)).content
+        == b"# Draft\n\nA's draft.\n"
+    )

@@ -39,7 +39,9 @@ SURROGATE_BODIES = [  # raw JSON text: "\ud800" is a valid JSON escape, but not 
 
 @pytest.mark.parametrize(("path", "raw"), SURROGATE_BODIES)
 def test_lone_surrogates_are_422(client: TestClient, keys: Keys, path: str, raw: str) -> None:
-    r = client.post(path, content=raw.encode(), headers={**auth(keys.admin), "Content-Type": "application/json"})
+    r = client.post(
+        path, content=raw.encode(), headers={**auth(keys.admin), "Content-Type": "application/json"}
+    )
     assert r.status_code == 422, r.text
     body = r.json()
     message = body["error"]["message"] if path.startswith("/v1/") else body["detail"]
@@ -48,9 +50,11 @@ def test_lone_surrogates_are_422(client: TestClient, keys: Keys, path: str, raw:
 
 def test_nul_characters_are_422(client: TestClient, keys: Keys) -> None:
     headers = {**auth(keys.admin), "Content-Type": "application/json"}
-    for path, raw in [("/api/search", '{"kb": "hb", "query": "a\\u0000b"}'),
-                      ("/api/feedback", '{"trace_id": "t\\u0000", "rating": 1}'),
-                      ("/api/kbs/hb/ingest", '{"paths": ["\\u0000"]}')]:
+    for path, raw in [
+        ("/api/search", '{"kb": "hb", "query": "a\\u0000b"}'),
+        ("/api/feedback", '{"trace_id": "t\\u0000", "rating": 1}'),
+        ("/api/kbs/hb/ingest", '{"paths": ["\\u0000"]}'),
+    ]:
         r = client.post(path, content=raw.encode(), headers=headers)
         assert r.status_code == 422 and "NUL" in r.json()["detail"], (path, r.text)
     for path in ["/api/traces/a%00b", "/api/sessions?kb=a%00"]:
@@ -59,12 +63,18 @@ def test_nul_characters_are_422(client: TestClient, keys: Keys) -> None:
 
 
 def test_invalid_utf8_is_422_and_surrogate_pairs_still_work(client: TestClient, keys: Keys) -> None:
-    r = client.post("/api/search", content=b'{"kb": "hb", "query": "refund \xff\xfe"}',
-                    headers={**auth(keys.staff), "Content-Type": "application/json"})
+    r = client.post(
+        "/api/search",
+        content=b'{"kb": "hb", "query": "refund \xff\xfe"}',
+        headers={**auth(keys.staff), "Content-Type": "application/json"},
+    )
     assert r.status_code == 422 and "UTF-8" in r.json()["detail"]
     # A pair of surrogate escapes is one real character (an emoji): accepted.
-    r = client.post("/api/search", content=b'{"kb": "hb", "query": "\\ud83d\\ude00 refund window"}',
-                    headers={**auth(keys.staff), "Content-Type": "application/json"})
+    r = client.post(
+        "/api/search",
+        content=b'{"kb": "hb", "query": "\\ud83d\\ude00 refund window"}',
+        headers={**auth(keys.staff), "Content-Type": "application/json"},
+    )
     assert r.status_code == 200 and r.json()["query"].startswith("\U0001f600")
 
 
@@ -87,26 +97,40 @@ def test_huge_integers_are_422(client: TestClient, keys: Keys) -> None:
 def test_long_question_is_refused_before_anything_streams(client: TestClient, lore: Lore, keys: Keys) -> None:
     question = "年假" * 500_000  # 1,000,000 characters
     before = len(lore.catalog.list_traces("default", None, 500, None))
-    for path, body in [("/api/ask", {"kb": "hb", "question": question}),
-                       ("/v1/chat/completions", {"model": "hb", "messages": [{"role": "user", "content": question}]}),
-                       ("/v1/chat/completions", {"model": "hb", "messages": [
-                           {"role": "user", "content": question}, {"role": "user", "content": "年假有几天"}]}),
-                       ("/api/search", {"kb": "hb", "query": question})]:
+    for path, body in [
+        ("/api/ask", {"kb": "hb", "question": question}),
+        ("/v1/chat/completions", {"model": "hb", "messages": [{"role": "user", "content": question}]}),
+        (
+            "/v1/chat/completions",
+            {
+                "model": "hb",
+                "messages": [
+                    {"role": "user", "content": question},
+                    {"role": "user", "content": "年假有几天"},
+                ],
+            },
+        ),
+        ("/api/search", {"kb": "hb", "query": question}),
+    ]:
         r = client.post(path, json=body, headers=auth(keys.staff))
         assert r.status_code == 422, (path, r.status_code)
         assert len(r.content) < 500 and "limit 2000" in r.text  # named, never echoed
     assert len(lore.catalog.list_traces("default", None, 500, None)) == before  # nothing stored
     # Validation errors name the field, never echo the input (here: no KB named, a 1 MB question).
-    for path, body in [("/api/ask", {"question": question}), ("/api/search", {"kb": question, "query": 1}),
-                       ("/v1/chat/completions", {"model": "hb", "messages": [{"role": "nobody", "content": question}]}),
-                       ("/api/search", {"kb": question, "query": "refund"})]:
+    for path, body in [
+        ("/api/ask", {"question": question}),
+        ("/api/search", {"kb": question, "query": 1}),
+        ("/v1/chat/completions", {"model": "hb", "messages": [{"role": "nobody", "content": question}]}),
+        ("/api/search", {"kb": question, "query": "refund"}),
+    ]:
         r = client.post(path, json=body, headers=auth(keys.staff))
         assert r.status_code in (404, 422) and len(r.content) < 2000, (path, r.status_code, len(r.content))
 
 
 def test_websocket_binary_frames_and_bad_text_keep_the_socket(live: LiveServer, keys: Keys) -> None:
-    with connect(live.url.replace("http", "ws") + "/api/stream", additional_headers=auth(keys.staff),
-                 open_timeout=10) as ws:
+    with connect(
+        live.url.replace("http", "ws") + "/api/stream", additional_headers=auth(keys.staff), open_timeout=10
+    ) as ws:
         ws.send(b'{"kb": "hb", "question": "refund window"}')  # a binary frame
         event = json.loads(ws.recv(timeout=30))
         assert event["event"] == "error" and "text frame" in event["data"]["message"]
@@ -115,7 +139,11 @@ def test_websocket_binary_frames_and_bad_text_keep_the_socket(live: LiveServer, 
         assert event["event"] == "error" and "surrogate" in event["data"]["message"]
         ws.send(json.dumps({"kb": "hb", "question": "x" * 100_000}))
         event = json.loads(ws.recv(timeout=30))
-        assert event["event"] == "error" and event["data"]["status"] == 422 and len(event["data"]["message"]) < 200
+        assert (
+            event["event"] == "error"
+            and event["data"]["status"] == 422
+            and len(event["data"]["message"]) < 200
+        )
         ws.send(json.dumps({"kb": "hb", "question": "报销需要什么材料？"}))  # the socket still answers
         kinds = []
         while not kinds or kinds[-1] not in ("end", "error"):
@@ -129,13 +157,19 @@ def test_websocket_binary_frames_and_bad_text_keep_the_socket(live: LiveServer, 
 @pytest.fixture()
 def small(tmp_path: Path) -> Iterator[tuple[httpx.Client, Lore]]:
     """A live server with small limits: 1 MB uploads, 20 KB JSON bodies, PDFs of at most 3 pages."""
-    lore = Lore(load_settings(home=tmp_path / "home", api={"max_upload_mb": 1, "max_body_mb": 0.02,
-                                                          "rate_limit_per_minute": 0},
-                              ingest={"max_pdf_pages": 3}))
+    lore = Lore(
+        load_settings(
+            home=tmp_path / "home",
+            api={"max_upload_mb": 1, "max_body_mb": 0.02, "rate_limit_per_minute": 0},
+            ingest={"max_pdf_pages": 3},
+        )
+    )
     _, secret = lore.catalog.create_api_key("default", ["admin"])
     lore.create_kb("lim")
-    with LiveServer(create_app(lore)) as server, \
-            httpx.Client(base_url=server.url, headers=auth(secret), timeout=120) as http:
+    with (
+        LiveServer(create_app(lore)) as server,
+        httpx.Client(base_url=server.url, headers=auth(secret), timeout=120) as http,
+    ):
         yield http, lore
     lore.close()
 
@@ -143,7 +177,7 @@ def small(tmp_path: Path) -> Iterator[tuple[httpx.Client, Lore]]:
 def _chunked(data: bytes, size: int = 64 * 1024) -> Iterator[bytes]:
     """A body sent in pieces without Content-Length (Transfer-Encoding: chunked)."""
     for i in range(0, len(data), size):
-        yield data[i:i + size]
+        yield data[i : i + size]
 
 
 def _multipart(*files: tuple[str, bytes]) -> tuple[bytes, str]:
@@ -175,8 +209,10 @@ def test_upload_cap_counts_streamed_bytes(small: tuple[httpx.Client, Lore]) -> N
 def zip_bomb(inflated_mb: int) -> bytes:
     """A real DOCX (the sample travel policy) with one extra part of `inflated_mb` MB of zeros."""
     out = io.BytesIO()
-    with zipfile.ZipFile(EXAMPLES / "travel_policy.docx") as src, \
-            zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as dst:
+    with (
+        zipfile.ZipFile(EXAMPLES / "travel_policy.docx") as src,
+        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as dst,
+    ):
         for item in src.infolist():
             dst.writestr(item, src.read(item))
         with dst.open("word/media/padding.bin", "w", force_zip64=True) as pad:
@@ -215,9 +251,12 @@ def test_pdf_page_limit(small: tuple[httpx.Client, Lore]) -> None:
 
 def test_answers_still_work_under_the_limits(small: tuple[httpx.Client, Lore]) -> None:
     http, _ = small
-    http.post("/api/kbs/lim/files", files=[("file", ("travel_policy.docx",
-                                                       (EXAMPLES / "travel_policy.docx").read_bytes()))])
-    assert http.post("/api/kbs/lim/ingest", json={"files": ["travel_policy.docx"]}).json()["counts"] == \
-        {"ingested": 1}
+    http.post(
+        "/api/kbs/lim/files",
+        files=[("file", ("travel_policy.docx", (EXAMPLES / "travel_policy.docx").read_bytes()))],
+    )
+    assert http.post("/api/kbs/lim/ingest", json={"files": ["travel_policy.docx"]}).json()["counts"] == {
+        "ingested": 1
+    }
     events = sse_events(http.post("/api/ask", json={"kb": "lim", "question": "出差住宿标准是多少？"}).text)
     assert events[-1][0] == "end" and events[-1][1]["citations"]

@@ -81,6 +81,7 @@ def test_request_id_is_echoed_and_json_log_lines_carry_the_trace_id(client: Test
 
 
 def test_json_formatter_redacts_access_tokens() -> None:
-    record = logging.LogRecord("uvicorn.access", logging.INFO, __file__, 1, "GET %s", ("/api/stream?access_token=s3cr3t",),
-                               None)
+    record = logging.LogRecord(
+        "uvicorn.access", logging.INFO, __file__, 1, "GET %s", ("/api/stream?access_token=s3cr3t",), None
+    )
     assert "s3cr3t" not in JsonFormatter().format(record)

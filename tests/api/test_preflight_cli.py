@@ -51,7 +51,9 @@ def test_never_activated_kb_is_a_warning_and_answers_409(tmp_path: Path) -> None
     lore.create_kb("hb")
     lore.build("hb", [EXAMPLES / "faq.csv"])  # staged, never activated: e.g. an admin's new KB
     lines = preflight(lore)
-    assert any(line.startswith("warning: knowledge base 'hb'") and "none activated yet" in line for line in lines)
+    assert any(
+        line.startswith("warning: knowledge base 'hb'") and "none activated yet" in line for line in lines
+    )
     _, secret = lore.catalog.create_api_key("default", ["staff"])
     with TestClient(create_app(lore), headers={"Authorization": f"Bearer {secret}"}) as client:
         r = client.post("/api/ask", json={"kb": "hb", "question": "refund?"})
@@ -74,9 +76,18 @@ def test_kb_that_served_before_without_active_version_refuses_to_start(tmp_path:
 
 
 def test_broken_embedder_refuses_to_start(tmp_path: Path) -> None:
-    lore = Lore(load_settings(home=tmp_path, embed={"provider": "openai", "model": "m",
-                                                    "base_url": "http://127.0.0.1:9/v1", "dim": 384,
-                                                    "timeout_s": 1}))
+    lore = Lore(
+        load_settings(
+            home=tmp_path,
+            embed={
+                "provider": "openai",
+                "model": "m",
+                "base_url": "http://127.0.0.1:9/v1",
+                "dim": 384,
+                "timeout_s": 1,
+            },
+        )
+    )
     with pytest.raises(PreflightError, match="embedder openai/m does not load"):
         preflight(lore)
     lore.close()
@@ -98,8 +109,10 @@ def test_scenarios_are_checked_at_start(tmp_path: Path) -> None:
     build_scenario(lore, Scenarios(scenarios).get("hr"), activate=True)
     assert "scenario 'hr': valid, answers from 'hr'" in preflight(lore)
     toml = scenarios / "hr" / "scenario.toml"
-    toml.write_text(toml.read_text(encoding="utf-8").replace('support_contact = "', 'support_contact = 3 #"'),
-                    encoding="utf-8")
+    toml.write_text(
+        toml.read_text(encoding="utf-8").replace('support_contact = "', 'support_contact = 3 #"'),
+        encoding="utf-8",
+    )
     with pytest.raises(PreflightError, match="scenario.toml: support_contact"):
         preflight(lore)
     lore.close()
@@ -112,8 +125,9 @@ def home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 
 def test_keys_create_prints_key_last_and_stores_only_its_hash(home: Path) -> None:
-    result = runner.invoke(cli, ["keys", "create", "--tenant", "acme", "--roles", "admin,staff",
-                                 "--datasets", "d1,d2"])
+    result = runner.invoke(
+        cli, ["keys", "create", "--tenant", "acme", "--roles", "admin,staff", "--datasets", "d1,d2"]
+    )
     assert result.exit_code == 0, result.output
     secret = result.output.strip().splitlines()[-1]
     assert secret.startswith("lore_") and len(secret) > 40
@@ -148,34 +162,52 @@ def test_badcases_export_writes_thumbs_down_as_eval_set(home: Path, tmp_path: Pa
     result = runner.invoke(cli, ["badcases", "export", "--out", str(out)])
     assert result.exit_code == 0 and "1 bad case" in result.output
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
-    assert len(rows) == 1 and rows[0]["question"] == "如何重置 VPN 密码？" and rows[0]["note"] == "wrong steps"
+    assert (
+        len(rows) == 1 and rows[0]["question"] == "如何重置 VPN 密码？" and rows[0]["note"] == "wrong steps"
+    )
     assert rows[0]["cited_files"] == ["faq.csv"] and "VPN" in rows[0]["bad_answer"]
     lore.close()
 
 
 def test_lore_serve_runs_uvicorn_and_refuses_a_broken_home(tmp_path: Path) -> None:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("LORE_")},
-           "LORE_HOME": str(tmp_path / "home"), "LORE_CONFIG": str(tmp_path / "none.toml")}
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("LORE_")},
+        "LORE_HOME": str(tmp_path / "home"),
+        "LORE_CONFIG": str(tmp_path / "none.toml"),
+    }
     lore_bin = str(Path(sys.executable).with_name("lore"))
     lore = Lore(load_settings(home=tmp_path / "home"))
     lore.create_kb("hb")
     lore.build("hb", [EXAMPLES / "faq.csv"], activate=True)
     _take_out_of_service(lore, "hb")  # served before, no active version now: serve must refuse
-    done = subprocess.run([lore_bin, "serve", "--port", str(free_port())], env=env, capture_output=True,
-                          text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [lore_bin, "serve", "--port", str(free_port())],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 2 and "none is active" in " ".join(done.stderr.split())
     with lore.catalog.transaction() as s:
         s.execute(update(KnowledgeBaseRow).where(KnowledgeBaseRow.name == "hb").values(active_seq=1))
     _, secret = lore.catalog.create_api_key("default", ["staff"])
     lore.close()
     port = free_port()
-    proc = subprocess.Popen([lore_bin, "serve", "--host", "127.0.0.1", "--port", str(port)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [lore_bin, "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 90
         while True:
             try:
-                r = httpx.get(f"http://127.0.0.1:{port}/v1/models", headers={"Authorization": f"Bearer {secret}"})
+                r = httpx.get(
+                    f"http://127.0.0.1:{port}/v1/models", headers={"Authorization": f"Bearer {secret}"}
+                )
                 break
             except httpx.TransportError:
                 assert proc.poll() is None and time.monotonic() < deadline, "lore serve did not come up"

@@ -24,14 +24,21 @@ def server() -> Iterator[RerankServer]:
 
 @pytest.fixture(scope="module")
 def client(api_home: Path, keys: Keys, server: RerankServer) -> Iterator[TestClient]:
-    lore = Lore(load_settings(home=api_home, api={"rate_limit_per_minute": 0},
-                              rerank={"provider": "http", "base_url": server.base + "/v1", "rerank_k": 10}))
+    lore = Lore(
+        load_settings(
+            home=api_home,
+            api={"rate_limit_per_minute": 0},
+            rerank={"provider": "http", "base_url": server.base + "/v1", "rerank_k": 10},
+        )
+    )
     with TestClient(create_app(lore), headers=auth(keys.staff)) as c:
         yield c
     lore.close()
 
 
-def test_search_reranks_by_default_and_not_when_asked_not_to(client: TestClient, server: RerankServer) -> None:
+def test_search_reranks_by_default_and_not_when_asked_not_to(
+    client: TestClient, server: RerankServer
+) -> None:
     body = {"kb": "hb", "query": "How many days of annual leave?", "top_k": 5}
     on = client.post("/api/search", json=body).json()
     assert on["rerank"]["provider"] == "http" and on["rerank"]["candidates"] == 10
@@ -54,7 +61,9 @@ def test_rerank_true_without_a_reranker_is_a_400(api_home: Path, keys: Keys) -> 
         lore.close()
 
 
-def test_ask_streams_a_rerank_status_and_keeps_it_in_the_trace(client: TestClient, server: RerankServer) -> None:
+def test_ask_streams_a_rerank_status_and_keeps_it_in_the_trace(
+    client: TestClient, server: RerankServer
+) -> None:
     server.faults.extend(["500", "500"])  # the reranker fails: the answer still comes, in first-stage order
     events = sse_events(client.post("/api/ask", json={"kb": "hb", "question": "报销需要什么材料？"}).text)
     status = [d for k, d in events if k == "status" and d.get("stage") == "rerank"]
@@ -63,7 +72,10 @@ def test_ask_streams_a_rerank_status_and_keeps_it_in_the_trace(client: TestClien
     assert end["rerank"][0]["provider"] == "http"
     trace = client.get(f"/api/traces/{end['trace_id']}").json()
     stage = next(s for s in trace["data"]["stages"] if s["stage"] == "rerank")
-    assert stage["provider"] == "http" and stage["candidates"] > 0 and stage["rerank_ms"] >= 0 and stage["note"]
-    off = sse_events(client.post("/api/ask", json={"kb": "hb", "question": "报销需要什么材料？",
-                                                   "rerank": False}).text)
+    assert (
+        stage["provider"] == "http" and stage["candidates"] > 0 and stage["rerank_ms"] >= 0 and stage["note"]
+    )
+    off = sse_events(
+        client.post("/api/ask", json={"kb": "hb", "question": "报销需要什么材料？", "rerank": False}).text
+    )
     assert not [d for k, d in off if k == "status" and d.get("stage") == "rerank"]

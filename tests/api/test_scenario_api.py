@@ -39,17 +39,23 @@ def hr_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServ
     lore = scenario_lore(root / "home", scenarios, api={"rate_limit_per_minute": 0})
     build_scenario(lore, Scenarios(scenarios).get("hr"), activate=True)
     cat = lore.catalog
-    keys = HrKeys(cat.create_api_key("bluefin", ["employee"])[1], cat.create_api_key("bluefin", ["manager"])[1],
-                  cat.create_api_key("bluefin", ["admin"])[1], cat.create_api_key("acme", ["employee"])[1],
-                  cat.create_api_key("bluefin", ["employee"], datasets=["finance"])[1])
+    keys = HrKeys(
+        cat.create_api_key("bluefin", ["employee"])[1],
+        cat.create_api_key("bluefin", ["manager"])[1],
+        cat.create_api_key("bluefin", ["admin"])[1],
+        cat.create_api_key("acme", ["employee"])[1],
+        cat.create_api_key("bluefin", ["employee"], datasets=["finance"])[1],
+    )
     with LiveServer(create_app(lore)) as server:
         yield server, keys, lore
     lore.close()
 
 
 def sse_ask(server: LiveServer, key: str, **body: object) -> list[tuple[str, dict]]:
-    with httpx.Client(base_url=server.url, timeout=120) as http, \
-            http.stream("POST", "/api/ask", json=body, headers=auth(key)) as r:
+    with (
+        httpx.Client(base_url=server.url, timeout=120) as http,
+        http.stream("POST", "/api/ask", json=body, headers=auth(key)) as r,
+    ):
         assert r.status_code == 200, r.read()
         return read_sse(r)
 
@@ -63,9 +69,14 @@ def test_faq_question_over_sse_carries_scenario_route_profile_plan(hr_site) -> N
     assert end["route"] == "faq_exact" and end["answer"].startswith("在 HR 系统「我的假期」中提交年假申请")
     assert end["citations"][0]["file"] == "faq.csv" and end["citations"][0]["row"] == 2
     assert end["profile"]["name"] and "faq_direct_threshold" in end["plan"]
-    assert end["scope"] == {"tenant": "bluefin", "datasets": ["hr-policies", "hr-faq", "hr-pay"],
-                            "visibility": ["public", "internal"], "roles": ["employee"], "scenario": "hr",
-                            "version": None}
+    assert end["scope"] == {
+        "tenant": "bluefin",
+        "datasets": ["hr-policies", "hr-faq", "hr-pay"],
+        "visibility": ["public", "internal"],
+        "roles": ["employee"],
+        "scenario": "hr",
+        "version": None,
+    }
     trace = httpx.get(f"{server.url}/api/traces/{end['trace_id']}", headers=auth(keys.employee)).json()
     assert trace["route"] == "faq_exact" and trace["data"]["scenario"] == "hr"
     assert trace["data"]["profile"] == end["profile"]["name"] and trace["kb"] == "hr"
@@ -91,8 +102,11 @@ def test_roles_come_from_the_key_only(hr_site) -> None:  # type: ignore[no-untyp
     # An admin key holds no HR role: it sees only what is open to every role of its tenant.
     admin = check_protocol(sse_ask(server, keys.admin, scenario="hr", question="调薪什么时候生效"))
     assert admin["route"] == "refused" and admin["scope"]["roles"] == []
-    r = httpx.post(f"{server.url}/api/ask", headers=auth(keys.employee),
-                   json={"scenario": "hr", "question": "年假", "roles": ["hr"]})
+    r = httpx.post(
+        f"{server.url}/api/ask",
+        headers=auth(keys.employee),
+        json={"scenario": "hr", "question": "年假", "roles": ["hr"]},
+    )
     assert r.status_code == 422 and "roles" in r.text  # a scope cannot come from the body
 
 
@@ -121,12 +135,26 @@ def test_bad_requests_are_clear_4xx(hr_site) -> None:  # type: ignore[no-untyped
 
 def test_named_source_narrows_retrieval(hr_site) -> None:  # type: ignore[no-untyped-def]
     server, keys, _ = hr_site
-    end = check_protocol(sse_ask(server, keys.employee, scenario="hr", source="leave",
-                                 question="What is the meal allowance per day on business trips?"))
+    end = check_protocol(
+        sse_ask(
+            server,
+            keys.employee,
+            scenario="hr",
+            source="leave",
+            question="What is the meal allowance per day on business trips?",
+        )
+    )
     assert end["source"] == {"ids": ["leave"], "how": "given"}
     assert end["refused"] and not end["citations"]  # the allowance is in the expense documents, not in leave
-    end = check_protocol(sse_ask(server, keys.employee, scenario="hr", source="expense",
-                                 question="What is the meal allowance per day on business trips?"))
+    end = check_protocol(
+        sse_ask(
+            server,
+            keys.employee,
+            scenario="hr",
+            source="expense",
+            question="What is the meal allowance per day on business trips?",
+        )
+    )
     assert end["citations"] and "100" in end["answer"]
     assert all(c["file"].startswith("data/expense/") or c["file"] == "faq.csv" for c in end["citations"])
 
@@ -149,7 +177,9 @@ def test_websocket_asks_a_scenario(hr_site) -> None:  # type: ignore[no-untyped-
 
 def test_cache_hits_and_misses_are_in_the_trace(hr_site) -> None:  # type: ignore[no-untyped-def]
     server, keys, _ = hr_site
-    question = f"未休完的年假可以顺延吗？ {uuid.uuid4().hex[:8]}"  # never asked before: the first lookups miss
+    question = (
+        f"未休完的年假可以顺延吗？ {uuid.uuid4().hex[:8]}"  # never asked before: the first lookups miss
+    )
 
     def trace_of() -> dict:
         end = check_protocol(sse_ask(server, keys.employee, scenario="hr", question=question))
@@ -181,8 +211,11 @@ def test_openai_client_talks_to_a_scenario(hr_site) -> None:  # type: ignore[no-
     assert extra["citations"][0]["file"] == "faq.csv" and extra["lore"]["route"] == "faq_exact"
     assert extra["lore"]["scenario"] == "hr" and extra["lore"]["profile"]
 
-    chunks = list(client.chat.completions.create(model="scenario:hr", stream=True,
-                                                 messages=[{"role": "user", "content": "你好"}]))
+    chunks = list(
+        client.chat.completions.create(
+            model="scenario:hr", stream=True, messages=[{"role": "user", "content": "你好"}]
+        )
+    )
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     last = chunks[-1].model_extra or {}
     assert "小鳍" in text and last["lore"]["route"] == "greeting"
@@ -200,7 +233,6 @@ def test_scenarios_listed_for_the_picker(hr_site) -> None:  # type: ignore[no-un
     assert {"id": "leave", "label": "假期与考勤"} in listed[0]["sources"]
     assert httpx.get(f"{server.url}/api/scenarios", headers=auth(keys.outsider)).json() == []
     assert httpx.get(f"{server.url}/api/scenarios").status_code == 401
-
 
 
 def test_session_follow_ups_through_a_scenario(hr_site) -> None:  # type: ignore[no-untyped-def]

@@ -34,11 +34,17 @@ def own(tmp_path: Path) -> Iterator[tuple[TestClient, Lore, str]]:
 
 def test_originals_are_sandboxed_downloads(own: tuple[TestClient, Lore, str]) -> None:
     client, _, _ = own
-    files = [("file", ("evil.html", EVIL)), ("file", ("page.xhtml", EVIL)),
-             ("file", ("notes.md", b"# Notes\n\nplain text\n"))]
+    files = [
+        ("file", ("evil.html", EVIL)),
+        ("file", ("page.xhtml", EVIL)),
+        ("file", ("notes.md", b"# Notes\n\nplain text\n")),
+    ]
     assert client.post("/api/kbs/own/files", files=files).status_code == 201
-    for name, media in [("evil.html", "application/octet-stream"), ("page.xhtml", "application/octet-stream"),
-                        ("notes.md", "text/markdown")]:
+    for name, media in [
+        ("evil.html", "application/octet-stream"),
+        ("page.xhtml", "application/octet-stream"),
+        ("notes.md", "text/markdown"),
+    ]:
         r = client.get(f"/api/kbs/own/files/{name}")
         assert r.status_code == 200
         assert r.headers["content-type"].split(";")[0] == media
@@ -48,8 +54,13 @@ def test_originals_are_sandboxed_downloads(own: tuple[TestClient, Lore, str]) ->
 
 
 def test_every_response_says_nosniff_and_the_ui_has_a_csp(client: TestClient, keys: Keys) -> None:
-    for path, headers, status in [("/api/health", {}, 200), ("/api/kbs", {}, 401), ("/api/kbs/nope", auth(keys.staff), 404),
-                                  ("/api/traces?limit=0", auth(keys.staff), 422), ("/", {}, 200)]:
+    for path, headers, status in [
+        ("/api/health", {}, 200),
+        ("/api/kbs", {}, 401),
+        ("/api/kbs/nope", auth(keys.staff), 404),
+        ("/api/traces?limit=0", auth(keys.staff), 422),
+        ("/", {}, 200),
+    ]:
         r = client.get(path, headers=headers)
         assert r.status_code == status and r.headers["x-content-type-options"] == "nosniff", path
     csp = client.get("/").headers["content-security-policy"]
@@ -70,7 +81,9 @@ class _Inline(HTMLParser):
         if tag == "script" and "src" not in names or tag == "style":
             self.blocked.append(f"inline <{tag}>")
         self.blocked += [f"{tag} {k}=" for k in names if k == "style" or k.startswith("on")]
-        self.blocked += [f"{tag} {k}=javascript:" for k, v in attrs if (v or "").strip().startswith("javascript:")]
+        self.blocked += [
+            f"{tag} {k}=javascript:" for k, v in attrs if (v or "").strip().startswith("javascript:")
+        ]
 
 
 def test_ui_needs_no_inline_script_or_style() -> None:
@@ -82,8 +95,9 @@ def test_ui_needs_no_inline_script_or_style() -> None:
         assert "style=" not in script and " on" + "click=" not in script, js.name
 
 
-def test_internal_errors_are_generic_with_an_id(own: tuple[TestClient, Lore, str],
-                                                caplog: pytest.LogCaptureFixture) -> None:
+def test_internal_errors_are_generic_with_an_id(
+    own: tuple[TestClient, Lore, str], caplog: pytest.LogCaptureFixture
+) -> None:
     client, lore, _ = own
     # A real fault: the KB's uploads folder is a file, so saving an upload fails with the server's path.
     folder = lore.settings.home / "uploads" / "own"
@@ -99,11 +113,16 @@ def test_internal_errors_are_generic_with_an_id(own: tuple[TestClient, Lore, str
     assert r.headers["x-content-type-options"] == "nosniff"
 
 
-def test_stream_faults_tell_only_the_trace_id(own: tuple[TestClient, Lore, str], monkeypatch: pytest.MonkeyPatch,
-                                             caplog: pytest.LogCaptureFixture) -> None:
+def test_stream_faults_tell_only_the_trace_id(
+    own: tuple[TestClient, Lore, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     client, lore, _ = own
-    assert client.post("/api/kbs/own/files", files=[("file", ("a.md", b"# Leave\n\n15 days a year.\n"))]
-                       ).status_code == 201
+    assert (
+        client.post(
+            "/api/kbs/own/files", files=[("file", ("a.md", b"# Leave\n\n15 days a year.\n"))]
+        ).status_code
+        == 201
+    )
     assert client.post("/api/kbs/own/ingest", json={}).json()["counts"] == {"ingested": 1}
 
     def fault(*_args: object, **_kwargs: object) -> None:  # an unexpected failure inside the pipeline
@@ -111,9 +130,13 @@ def test_stream_faults_tell_only_the_trace_id(own: tuple[TestClient, Lore, str],
 
     monkeypatch.setattr(lore, "ask", fault)
     with caplog.at_level(logging.ERROR, logger="lore.api"):
-        events = sse_events(client.post("/api/ask", json={"kb": "own", "question": "how many leave days"}).text)
-        chat = client.post("/v1/chat/completions", json={"model": "own", "messages": [
-            {"role": "user", "content": "how many leave days"}]})
+        events = sse_events(
+            client.post("/api/ask", json={"kb": "own", "question": "how many leave days"}).text
+        )
+        chat = client.post(
+            "/v1/chat/completions",
+            json={"model": "own", "messages": [{"role": "user", "content": "how many leave days"}]},
+        )
     kind, data = events[-1]
     assert kind == "error" and LEAK not in data["message"] and "RuntimeError" not in data["message"]
     assert data["trace_id"] in data["message"] and data["kind"] == "internal"

@@ -54,9 +54,23 @@ def test_sessions_messages_and_tenant_isolation(cat: Catalog) -> None:
 
 def test_traces_and_feedback(cat: Catalog) -> None:
     end = {"answer": "30 days [1].", "citations": [{"n": 1, "chunk_id": "c1", "file": "faq.csv"}]}
-    cat.save_trace(id="t1", tenant_id="acme", key_id=None, session_id=None, kb="hb", kb_version=3,
-                   transport="sse", question="refund?", query="refund?", status="ok", route="retrieval",
-                   error=None, first_token_ms=5.0, total_ms=9.0, data={"end": end})
+    cat.save_trace(
+        id="t1",
+        tenant_id="acme",
+        key_id=None,
+        session_id=None,
+        kb="hb",
+        kb_version=3,
+        transport="sse",
+        question="refund?",
+        query="refund?",
+        status="ok",
+        route="retrieval",
+        error=None,
+        first_token_ms=5.0,
+        total_ms=9.0,
+        data={"end": end},
+    )
     trace = cat.get_trace("t1", "acme")
     assert trace.kb_version == 3 and trace.data["end"]["answer"] == "30 days [1]."
     with pytest.raises(NotFoundError):

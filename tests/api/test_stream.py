@@ -24,7 +24,11 @@ def read_sse(response: httpx.Response) -> list[tuple[str, dict]]:
 
 def check_protocol(events: list[tuple[str, dict]]) -> dict:
     kinds = [k for k, _ in events]
-    assert kinds[0] == "start" and kinds[-1] in ("end", "error") and kinds.count("end") + kinds.count("error") == 1
+    assert (
+        kinds[0] == "start"
+        and kinds[-1] in ("end", "error")
+        and kinds.count("end") + kinds.count("error") == 1
+    )
     assert set(kinds[1:-1]) <= {"status", "token"}
     start, last = events[0][1], events[-1][1]
     assert start["trace_id"] == last["trace_id"] and start["session_id"] == last["session_id"]
@@ -50,16 +54,24 @@ def test_sse_stream_through_uvicorn_then_trace(live: LiveServer, keys: Keys) -> 
         assert [s["stage"] for s in trace["data"]["stages"]] == stages
         assert all(s["ms"] >= 0 for s in trace["data"]["stages"])
         assert trace["data"]["confidences"]["evidence"] == end["evidence_confidence"]
-        assert trace["data"]["plan"]["top_k"] > 0 and trace["data"]["hits"]["citations"] == len(end["citations"])
-        assert trace["data"]["filter"] == {"tenant_ids": ["default"], "dataset_ids": None, "roles": ["staff"],
-                                             "sources": None}
+        assert trace["data"]["plan"]["top_k"] > 0 and trace["data"]["hits"]["citations"] == len(
+            end["citations"]
+        )
+        assert trace["data"]["filter"] == {
+            "tenant_ids": ["default"],
+            "dataset_ids": None,
+            "roles": ["staff"],
+            "sources": None,
+        }
 
 
 def test_unknown_kb_and_malformed_json(live: LiveServer, keys: Keys) -> None:
     with httpx.Client(base_url=live.url, headers=auth(keys.staff), timeout=30) as http:
         r = http.post("/api/ask", json={"kb": "nope", "question": "hi"})
         assert r.status_code == 404 and "knowledge base 'nope' not found" in r.json()["detail"]
-        r = http.post("/api/ask", content=b'{"kb": "hb", "question": ', headers={"content-type": "application/json"})
+        r = http.post(
+            "/api/ask", content=b'{"kb": "hb", "question": ', headers={"content-type": "application/json"}
+        )
         assert r.status_code == 422 and "json" in r.text.lower()
         r = http.post("/api/ask", json={"kb": "hb"})
         assert r.status_code == 422 and "question" in r.text
@@ -78,12 +90,17 @@ def test_follow_up_uses_session_history(live: LiveServer, keys: Keys) -> None:
     with httpx.Client(base_url=live.url, headers=auth(keys.staff), timeout=60) as http:
         with http.stream("POST", "/api/ask", json={"kb": "hb", "question": "LF-200 的保修期多久？"}) as r:
             first = check_protocol(read_sse(r))
-        with http.stream("POST", "/api/ask", json={"kb": "hb", "question": "那可以延长吗？",
-                                                    "session_id": first["session_id"]}) as r:
+        with http.stream(
+            "POST",
+            "/api/ask",
+            json={"kb": "hb", "question": "那可以延长吗？", "session_id": first["session_id"]},
+        ) as r:
             events = read_sse(r)
         second = check_protocol(events)
         assert second["session_id"] == first["session_id"]
-        assert events[0][1]["query"] == "LF-200 的保修期多久？ 那可以延长吗？"  # rewritten with the earlier turn
+        assert (
+            events[0][1]["query"] == "LF-200 的保修期多久？ 那可以延长吗？"
+        )  # rewritten with the earlier turn
         assert any("12" in c["text"] for c in second["citations"])  # the extension passage (12 months)
         session = http.get(f"/api/sessions/{first['session_id']}").json()
         assert [m["role"] for m in session["messages"]] == ["user", "assistant", "user", "assistant"]
@@ -131,20 +148,26 @@ def _ws_events(ws) -> list[tuple[str, dict]]:  # type: ignore[no-untyped-def]
 def test_client_disconnect_mid_stream_leaves_no_task(api_home: Path, keys: Keys, transport: str) -> None:
     with serve() as llm:
         llm.script.append(answer("Refunds are possible ", "within 30 days [1].", gate_after=1, state=llm))
-        lore = Lore(load_settings(home=api_home, answer={"generator": "openai", "llm_model": "m",
-                                                         "llm_base_url": llm.url}))
+        lore = Lore(
+            load_settings(
+                home=api_home, answer={"generator": "openai", "llm_model": "m", "llm_base_url": llm.url}
+            )
+        )
         app = create_app(lore)
         state = app.state.service
         try:
             with LiveServer(app) as server:
                 body = {"kb": "hb", "question": "What is the refund window?"}
                 if transport == "sse":
-                    with httpx.Client(base_url=server.url, headers=auth(keys.staff), timeout=30) as http, \
-                            http.stream("POST", "/api/ask", json=body) as r:
+                    with (
+                        httpx.Client(base_url=server.url, headers=auth(keys.staff), timeout=30) as http,
+                        http.stream("POST", "/api/ask", json=body) as r,
+                    ):
                         trace_id = _until_token_sse(r)
                 else:
-                    with connect(server.url.replace("http", "ws") + "/api/stream",
-                                 additional_headers=auth(keys.staff)) as ws:
+                    with connect(
+                        server.url.replace("http", "ws") + "/api/stream", additional_headers=auth(keys.staff)
+                    ) as ws:
                         ws.send(json.dumps(body))
                         trace_id = _until_token_ws(ws)
                 assert len(state.streams) == 1  # the answer is still being generated
@@ -208,26 +231,41 @@ def test_store_failure_mid_request_is_an_error_event(api_home: Path, keys: Keys)
 
 def json_completion_reply(text: str):  # type: ignore[no-untyped-def]
     """A plain (non-streamed) chat completion, as the rewrite step asks for."""
-    return reply(200, {"id": "c", "object": "chat.completion",
-                       "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                    "finish_reason": "stop"}]})
+    return reply(
+        200,
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            ],
+        },
+    )
 
 
 def test_follow_up_rewritten_by_the_llm_when_configured(api_home: Path, keys: Keys) -> None:
     from fastapi.testclient import TestClient
 
     with serve() as llm:
-        lore = Lore(load_settings(home=api_home, answer={"generator": "openai", "llm_model": "m",
-                                                         "llm_base_url": llm.url}))
+        lore = Lore(
+            load_settings(
+                home=api_home, answer={"generator": "openai", "llm_model": "m", "llm_base_url": llm.url}
+            )
+        )
         try:
             with TestClient(create_app(lore), headers=auth(keys.staff)) as client:
                 llm.script.append(answer("LF-200 comes with a 24-month warranty [1]."))
-                r = client.post("/api/ask", json={"kb": "hb", "question": "What is the warranty of the LF-200?"})
+                r = client.post(
+                    "/api/ask", json={"kb": "hb", "question": "What is the warranty of the LF-200?"}
+                )
                 session = sse_events(r.text)[0][1]["session_id"]
-                llm.script += [json_completion_reply("Can the LF-200 warranty be extended?"),
-                               answer("Yes, by 12 months [1].")]
-                r = client.post("/api/ask", json={"kb": "hb", "question": "Can it be extended?",
-                                                  "session_id": session})
+                llm.script += [
+                    json_completion_reply("Can the LF-200 warranty be extended?"),
+                    answer("Yes, by 12 months [1]."),
+                ]
+                r = client.post(
+                    "/api/ask", json={"kb": "hb", "question": "Can it be extended?", "session_id": session}
+                )
                 start = sse_events(r.text)[0][1]
                 assert start["query"] == "Can the LF-200 warranty be extended?" and start["rewrite"] == "llm"
                 rewrite_prompt = json.dumps(llm.requests[1]["messages"], ensure_ascii=False)
@@ -235,7 +273,9 @@ def test_follow_up_rewritten_by_the_llm_when_configured(api_home: Path, keys: Ke
                 assert "Can it be extended?" in rewrite_prompt
                 assert "Can the LF-200 warranty be extended?" in json.dumps(llm.requests[2]["messages"])
 
-                llm.script.append(reply(400, {"error": "bad request"}))  # the rewrite fails: the rule takes over
+                llm.script.append(
+                    reply(400, {"error": "bad request"})
+                )  # the rewrite fails: the rule takes over
                 llm.script.append(answer("Yes [1]."))
                 r = client.post("/api/ask", json={"kb": "hb", "question": "And that?", "session_id": session})
                 start = sse_events(r.text)[0][1]

@@ -16,11 +16,15 @@ from lore.engine import Lore
 from tests.api.conftest import CHROMIUM, LiveServer, auth
 
 if CHROMIUM is None:  # `make test` installs it; a missing browser must not pass silently
-    pytest.fail("chromium not found: install it with `apt-get install -y chromium` (make test does)", pytrace=False)
+    pytest.fail(
+        "chromium not found: install it with `apt-get install -y chromium` (make test does)", pytrace=False
+    )
 
-EVIL = ("<html><body><h1>Parking policy</h1><p>The parking policy allows three cars per team in the "
-        "north garage.</p><script>localStorage.setItem('pwned', sessionStorage.getItem('lore.key') || 'ran')"
-        "</script></body></html>")
+EVIL = (
+    "<html><body><h1>Parking policy</h1><p>The parking policy allows three cars per team in the "
+    "north garage.</p><script>localStorage.setItem('pwned', sessionStorage.getItem('lore.key') || 'ran')"
+    "</script></body></html>"
+)
 
 
 @pytest.fixture()
@@ -31,7 +35,9 @@ def site(tmp_path: Path) -> Iterator[tuple[str, str]]:
     lore.create_kb("own")
     with LiveServer(create_app(lore)) as server:
         with httpx.Client(base_url=server.url, headers=auth(secret), timeout=120) as http:
-            http.post("/api/kbs/own/files", files=[("file", ("parking.html", EVIL.encode()))]).raise_for_status()
+            http.post(
+                "/api/kbs/own/files", files=[("file", ("parking.html", EVIL.encode()))]
+            ).raise_for_status()
             assert http.post("/api/kbs/own/ingest", json={}).json()["counts"] == {"ingested": 1}
         yield server.url, secret
     lore.close()

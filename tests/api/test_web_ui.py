@@ -19,8 +19,9 @@ from tests.conftest import EXAMPLES
 from tests.scenario.conftest import copy_scenarios, scenario_lore
 
 if CHROMIUM is None:  # `make test` installs it; a missing browser must not pass silently
-    pytest.fail("chromium not found: install it with `apt-get install -y chromium` (make test does)",
-                pytrace=False)
+    pytest.fail(
+        "chromium not found: install it with `apt-get install -y chromium` (make test does)", pytrace=False
+    )
 
 
 @pytest.fixture()
@@ -195,7 +196,9 @@ def test_deep_mode_question_from_the_browser(site: tuple[str, str, Lore], page) 
     assert "LF-200" in answer and "LF-500" in answer
     page.click(".msg.assistant .plan summary")  # how deep mode split the question, and what each part found
     parts = page.locator(".msg.assistant .plan li")
-    assert parts.count() == 2 and "LF-200" in parts.nth(0).inner_text() and "LF-500" in parts.nth(1).inner_text()
+    assert (
+        parts.count() == 2 and "LF-200" in parts.nth(0).inner_text() and "LF-500" in parts.nth(1).inner_text()
+    )
     assert "comparison" in page.inner_text(".msg.assistant .plan summary")
     page.click("button[data-tab=traces]")
     page.wait_for_selector("#traces tbody tr")

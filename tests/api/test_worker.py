@@ -20,7 +20,13 @@ from tests.conftest import fresh_database, migrated, server_absent
 
 LEASE_S = 6.0
 FILES = 30
-OPTIONS = {"description": "", "activate": False, "quality_gate": False, "incremental_from": "latest", "force": False}
+OPTIONS = {
+    "description": "",
+    "activate": False,
+    "quality_gate": False,
+    "incremental_from": "latest",
+    "force": False,
+}
 STAMP = {"tenant_id": "default"}
 
 
@@ -33,8 +39,13 @@ def pg_url(tmp_path: Path) -> Iterator[str]:
 
 
 def _worker(env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", "from lore.cli.main import main; main()", "worker"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", "from lore.cli.main import main; main()", "worker"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _wait(what: str, check: object, timeout: float = 180.0) -> None:
@@ -49,16 +60,24 @@ def test_killed_worker_loses_its_lease_and_the_next_build_runs(pg_url: str, tmp_
     docs.mkdir()
     for i in range(FILES):
         (docs / f"note{i:03d}.md").write_text(f"# Note {i}\n\n" + f"Item {i} ships from depot {i % 7}. " * 12)
-    env = {**os.environ, "LORE_HOME": str(home), "LORE_CATALOG_URL": pg_url,
-           "LORE_WORKER__LEASE_S": str(LEASE_S), "LORE_WORKER__POLL_S": "0.2"}
+    env = {
+        **os.environ,
+        "LORE_HOME": str(home),
+        "LORE_CATALOG_URL": pg_url,
+        "LORE_WORKER__LEASE_S": str(LEASE_S),
+        "LORE_WORKER__POLL_S": "0.2",
+    }
     lore = Lore(load_settings(home=home, catalog_url=pg_url, worker={"lease_s": LEASE_S}))
     try:
         lore.create_kb("notes")
         first = queue_build(lore, "notes", [docs], OPTIONS, STAMP)
         worker = _worker(env)
         try:
+
             def files_done() -> int:
-                return sum(e["data"].get("stage") == "file_done" for _, e in lore.catalog.job_events(first.id))
+                return sum(
+                    e["data"].get("stage") == "file_done" for _, e in lore.catalog.job_events(first.id)
+                )
 
             _wait("the worker to index some files", lambda: files_done() >= 3 or worker.poll() is not None)
             assert worker.poll() is None, worker.communicate()[0]
@@ -70,7 +89,9 @@ def test_killed_worker_loses_its_lease_and_the_next_build_runs(pg_url: str, tmp_
         killed_at = time.monotonic()
         assert lore.catalog.get_job(first.id).status == JobStatus.RUNNING  # nobody knows yet
         assert files_done() < FILES
-        with pytest.raises(BuildLockedError, match="already has a build job running"):  # 409 while the lease runs
+        with pytest.raises(
+            BuildLockedError, match="already has a build job running"
+        ):  # 409 while the lease runs
             queue_build(lore, "notes", [docs], OPTIONS, STAMP)
 
         def queued() -> bool:
@@ -81,7 +102,9 @@ def test_killed_worker_loses_its_lease_and_the_next_build_runs(pg_url: str, tmp_
             return True
 
         _wait("the lease to run out", queued, timeout=60)
-        assert time.monotonic() - killed_at >= LEASE_S * 2 / 3 - 0.5  # the last heartbeat was at most lease/3 ago
+        assert (
+            time.monotonic() - killed_at >= LEASE_S * 2 / 3 - 0.5
+        )  # the last heartbeat was at most lease/3 ago
         lost = lore.catalog.get_job(first.id)
         assert lost.status == JobStatus.FAILED and "no heartbeat" in (lost.error or "")
         second = lore.catalog.list_jobs(lore.catalog.get_kb("notes").id)[0]
@@ -101,7 +124,10 @@ def test_killed_worker_loses_its_lease_and_the_next_build_runs(pg_url: str, tmp_
         assert done.result["counts"]["ingested"] + done.result["counts"].get("skipped", 0) == FILES
         kb = lore.catalog.get_kb("notes")
         statuses = [(v.seq, v.status) for v in lore.catalog.list_versions(kb.id)]
-        assert statuses == [(1, VersionStatus.FAILED), (2, VersionStatus.STAGED)]  # the killed build is closed
+        assert statuses == [
+            (1, VersionStatus.FAILED),
+            (2, VersionStatus.STAGED),
+        ]  # the killed build is closed
         assert lore.catalog.build_lock_holder(kb.id) is None
         assert lore.search("notes", "depot", version=2)
     finally:

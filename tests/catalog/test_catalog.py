@@ -121,14 +121,30 @@ def test_kb_errors(catalog: Catalog) -> None:
 def test_file_upsert_updates_in_place(catalog: Catalog) -> None:
     kb = _kb(catalog)
     assert catalog.get_file(kb.id, "a.pdf") is None
-    first = catalog.upsert_file(kb.id, "a.pdf", sha256="1" * 64, size=10, mtime=1.5, status="failed",
-                                error="encrypted")
-    second = catalog.upsert_file(kb.id, "a.pdf", sha256="2" * 64, size=20, mtime=2.5, status="ingested",
-                                 chunk_count=7, document_count=1, ocr_pages=2, encoding="utf-8")
+    first = catalog.upsert_file(
+        kb.id, "a.pdf", sha256="1" * 64, size=10, mtime=1.5, status="failed", error="encrypted"
+    )
+    second = catalog.upsert_file(
+        kb.id,
+        "a.pdf",
+        sha256="2" * 64,
+        size=20,
+        mtime=2.5,
+        status="ingested",
+        chunk_count=7,
+        document_count=1,
+        ocr_pages=2,
+        encoding="utf-8",
+    )
     assert second.id == first.id and second.created_at == first.created_at
     assert second.updated_at >= first.updated_at
     assert (second.sha256, second.size, second.mtime, second.error) == ("2" * 64, 20, 2.5, None)
-    assert (second.chunk_count, second.document_count, second.ocr_pages, second.encoding) == (7, 1, 2, "utf-8")
+    assert (second.chunk_count, second.document_count, second.ocr_pages, second.encoding) == (
+        7,
+        1,
+        2,
+        "utf-8",
+    )
     assert catalog.get_file(kb.id, "a.pdf") == second
     catalog.upsert_file(kb.id, "b.txt", sha256="3" * 64, size=0, mtime=3.0, status="empty")
     assert [f.path for f in catalog.list_files(kb.id)] == ["a.pdf", "b.txt"]

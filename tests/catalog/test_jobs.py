@@ -15,8 +15,13 @@ from lore.catalog.models import BuildLockRow
 from lore.errors import ConflictError, NotFoundError
 from tests.conftest import migrated
 
-KB = {"embedding_provider": "local", "embedding_model": "e5", "embedding_dim": 8, "chunk_schema": "v1",
-      "store_backend": "embedded"}
+KB = {
+    "embedding_provider": "local",
+    "embedding_model": "e5",
+    "embedding_dim": 8,
+    "chunk_schema": "v1",
+    "store_backend": "embedded",
+}
 
 
 @pytest.fixture
@@ -34,13 +39,21 @@ def _foreign_lock(catalog: Catalog, kb_id: str, lease_left_s: float | None) -> N
     """A lock row held by a builder on another machine, its lease running out in `lease_left_s`."""
     now = datetime.now(UTC)
     with catalog.transaction() as s:
-        s.execute(insert(BuildLockRow).values(
-            kb_id=kb_id, host="builder-on-another-host", pid=4242, acquired_at=now - timedelta(minutes=5),
-            token=None if lease_left_s is None else "f" * 32,
-            lease_expires_at=None if lease_left_s is None else now + timedelta(seconds=lease_left_s)))
+        s.execute(
+            insert(BuildLockRow).values(
+                kb_id=kb_id,
+                host="builder-on-another-host",
+                pid=4242,
+                acquired_at=now - timedelta(minutes=5),
+                token=None if lease_left_s is None else "f" * 32,
+                lease_expires_at=None if lease_left_s is None else now + timedelta(seconds=lease_left_s),
+            )
+        )
 
 
-def test_live_lease_refuses_with_409_and_expired_lease_is_taken_over(catalog: Catalog, kb: KnowledgeBase) -> None:
+def test_live_lease_refuses_with_409_and_expired_lease_is_taken_over(
+    catalog: Catalog, kb: KnowledgeBase
+) -> None:
     _foreign_lock(catalog, kb.id, 30)
     with pytest.raises(BuildLockedError, match="builder-on-another-host, pid 4242.*lease until") as info:
         catalog.acquire_build_lock(kb.id, kb.name)
@@ -81,14 +94,20 @@ def test_jobs_queue_claim_finish(catalog: Catalog, kb: KnowledgeBase) -> None:
     with pytest.raises(BuildLockedError, match=f"already has a build job queued \\(job {job.id}\\)"):
         catalog.enqueue_job("build", kb.id, {}, kb_name="docs")
     claimed = catalog.claim_job("w1")
-    assert claimed is not None and (claimed.id, claimed.status, claimed.worker) == (job.id, JobStatus.RUNNING, "w1")
+    assert claimed is not None and (claimed.id, claimed.status, claimed.worker) == (
+        job.id,
+        JobStatus.RUNNING,
+        "w1",
+    )
     assert catalog.claim_job("w2") is None
     assert catalog.heartbeat_job(job.id, "w1") and not catalog.heartbeat_job(job.id, "w2")
     catalog.add_job_event(job.id, {"event": "status", "data": {"stage": "file", "file": "a.md"}})
     done = catalog.finish_job(job.id, result={"version": {"seq": 1}})
     assert done.status == JobStatus.SUCCEEDED and done.result == {"version": {"seq": 1}} and done.done
     events = catalog.job_events(job.id)
-    assert [e["event"] for _, e in events] == ["status", "end"] and events[-1][1]["data"] == {"version": {"seq": 1}}
+    assert [e["event"] for _, e in events] == ["status", "end"] and events[-1][1]["data"] == {
+        "version": {"seq": 1}
+    }
     assert catalog.job_events(job.id, after=events[0][0]) == events[1:]
     second = catalog.enqueue_job("build", kb.id, {}, kb_name="docs")  # the KB is free again
     assert catalog.list_jobs(kb.id)[0].id == second.id

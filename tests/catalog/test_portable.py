@@ -22,8 +22,13 @@ from lore.catalog.models import Base
 from lore.config import CatalogSettings
 from tests.conftest import fresh_database, migrated, server_absent
 
-KB = {"embedding_provider": "local", "embedding_model": "e5", "embedding_dim": 8, "chunk_schema": "v1",
-      "store_backend": "embedded"}
+KB = {
+    "embedding_provider": "local",
+    "embedding_model": "e5",
+    "embedding_dim": 8,
+    "chunk_schema": "v1",
+    "store_backend": "embedded",
+}
 LORE = [sys.executable, "-c", "from lore.cli.main import main; main()"]
 
 
@@ -39,19 +44,28 @@ def test_values_round_trip_exactly(db_url: str) -> None:
         assert got is not None and got.mtime == mtime
         assert cat.get_file(kb.id, "A.md") != cat.get_file(kb.id, "a.md")
         assert got.created_at.microsecond == got.created_at.microsecond and got.created_at.tzinfo == UTC
-        stamps = {cat.create_version(kb.id, embedding_model="e5", chunk_schema="v1").created_at for _ in range(3)}
+        stamps = {
+            cat.create_version(kb.id, embedding_model="e5", chunk_schema="v1").created_at for _ in range(3)
+        }
         assert any(s.microsecond for s in stamps) and len(stamps) == 3  # fractions kept (DATETIME(6))
         entry = ManifestEntry(long_path, "1" * 64, 5, mtime, 2, "added", "v1", "e5")
-        cat.record_manifest(kb.id, 1, [entry, ManifestEntry("A.md", "2" * 64, 1, 1.5, 1, "added", "v1", "e5")])
+        cat.record_manifest(
+            kb.id, 1, [entry, ManifestEntry("A.md", "2" * 64, 1, 1.5, 1, "added", "v1", "e5")]
+        )
         assert cat.version_manifest(kb.id, 1)[long_path] == entry
         with pytest.raises(Exception, match="(?i)duplicate|unique"):
             cat.record_manifest(kb.id, 2, [entry, entry])
         assert cat.create_kb("Docs", **KB).name == "Docs"  # type: ignore[arg-type]  # names compare exactly too
         if cat.engine.dialect.name == "mysql":  # every table in utf8mb4 with binary collation
             with cat.engine.connect() as conn:
-                collations = set(conn.execute(text(
-                    "SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
-                    "AND TABLE_NAME <> 'alembic_version'")).scalars())
+                collations = set(
+                    conn.execute(
+                        text(
+                            "SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
+                            "AND TABLE_NAME <> 'alembic_version'"
+                        )
+                    ).scalars()
+                )
             assert collations == {"utf8mb4_bin"}
 
 
@@ -65,7 +79,9 @@ def test_half_applied_migration_resumes(db_url: str) -> None:
             conn.execute(text("ALTER TABLE files ADD COLUMN chunk_schema VARCHAR(64)"))
         migrated(db_url)
         with engine.connect() as conn:
-            assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == head_revision()
+            assert (
+                conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == head_revision()
+            )
         assert {"kb_version_files", "jobs"} <= set(inspect(engine).get_table_names())
     finally:
         engine.dispose()
@@ -74,29 +90,114 @@ def test_half_applied_migration_resumes(db_url: str) -> None:
 def test_upgrade_from_0004_keeps_and_keys_rows(db_url: str) -> None:
     engine = create_engine(db_url, poolclass=NullPool)
     now = datetime(2026, 11, 30, 12, 0, 0, 250000, tzinfo=UTC)
-    kbs = table("knowledge_bases", *map(column, ["id", "name", "description", "embedding_provider", "embedding_model",
-                                                 "embedding_dim", "chunk_schema", "store_backend", "created_at",
-                                                 "updated_at", "cache_epoch"]))
-    files = table("files", *map(column, ["id", "kb_id", "path", "sha256", "size", "mtime", "status", "chunk_count",
-                                         "document_count", "ocr_pages", "created_at", "updated_at"]))
-    manifest = table("kb_version_files", *map(column, ["kb_id", "seq", "path", "sha256", "size", "mtime",
-                                                       "chunk_count", "change", "chunk_schema", "embedding_model"]))
+    kbs = table(
+        "knowledge_bases",
+        *map(
+            column,
+            [
+                "id",
+                "name",
+                "description",
+                "embedding_provider",
+                "embedding_model",
+                "embedding_dim",
+                "chunk_schema",
+                "store_backend",
+                "created_at",
+                "updated_at",
+                "cache_epoch",
+            ],
+        ),
+    )
+    files = table(
+        "files",
+        *map(
+            column,
+            [
+                "id",
+                "kb_id",
+                "path",
+                "sha256",
+                "size",
+                "mtime",
+                "status",
+                "chunk_count",
+                "document_count",
+                "ocr_pages",
+                "created_at",
+                "updated_at",
+            ],
+        ),
+    )
+    manifest = table(
+        "kb_version_files",
+        *map(
+            column,
+            [
+                "kb_id",
+                "seq",
+                "path",
+                "sha256",
+                "size",
+                "mtime",
+                "chunk_count",
+                "change",
+                "chunk_schema",
+                "embedding_model",
+            ],
+        ),
+    )
     naive = now.replace(tzinfo=None) if engine.dialect.name != "postgresql" else now
     try:
         with engine.begin() as conn:
             command.upgrade(alembic_config(connection=conn), "0004")
         with engine.begin() as conn:
-            conn.execute(insert(kbs).values(id="kb1", name="old", description="", embedding_provider="local",
-                                            embedding_model="e5", embedding_dim=8, chunk_schema="v1",
-                                            store_backend="embedded", created_at=naive, updated_at=naive,
-                                            cache_epoch=0))
-            conn.execute(insert(files).values(id="f1", kb_id="kb1", path="docs/a.md", sha256="a", size=1, mtime=2.5,
-                                              status="ingested", chunk_count=1, document_count=1, ocr_pages=0,
-                                              created_at=naive, updated_at=naive))
+            conn.execute(
+                insert(kbs).values(
+                    id="kb1",
+                    name="old",
+                    description="",
+                    embedding_provider="local",
+                    embedding_model="e5",
+                    embedding_dim=8,
+                    chunk_schema="v1",
+                    store_backend="embedded",
+                    created_at=naive,
+                    updated_at=naive,
+                    cache_epoch=0,
+                )
+            )
+            conn.execute(
+                insert(files).values(
+                    id="f1",
+                    kb_id="kb1",
+                    path="docs/a.md",
+                    sha256="a",
+                    size=1,
+                    mtime=2.5,
+                    status="ingested",
+                    chunk_count=1,
+                    document_count=1,
+                    ocr_pages=0,
+                    created_at=naive,
+                    updated_at=naive,
+                )
+            )
             if engine.dialect.name != "mysql":  # on MySQL 0003 made the digest key already; no old rows there
-                conn.execute(insert(manifest).values(kb_id="kb1", seq=1, path="docs/a.md", sha256="a", size=1,
-                                                     mtime=2.5, chunk_count=1, change="added", chunk_schema="v1",
-                                                     embedding_model="e5"))
+                conn.execute(
+                    insert(manifest).values(
+                        kb_id="kb1",
+                        seq=1,
+                        path="docs/a.md",
+                        sha256="a",
+                        size=1,
+                        mtime=2.5,
+                        chunk_count=1,
+                        change="added",
+                        chunk_schema="v1",
+                        embedding_model="e5",
+                    )
+                )
     finally:
         engine.dispose()
     with Catalog(migrated(db_url)) as cat:
@@ -124,7 +225,9 @@ def test_server_database_must_be_upgraded_first(db_kind: str, tmp_path: Path) ->
         with engine.begin() as conn:
             command.upgrade(alembic_config(connection=conn), "0004")
         engine.dispose()
-        with pytest.raises(SchemaError, match=f"is at schema revision 0004.*needs revision {head_revision()}"):
+        with pytest.raises(
+            SchemaError, match=f"is at schema revision 0004.*needs revision {head_revision()}"
+        ):
             Catalog(url)
         with Catalog(migrated(url)) as cat:
             assert cat.list_kbs() == []
@@ -137,14 +240,19 @@ def test_processes_starting_together_migrate_once(kind: str, tmp_path: Path) -> 
         pytest.skip(reason)
     with fresh_database(kind, tmp_path) as url:
         env = {**os.environ, "LORE_CATALOG_URL": url, "LORE_HOME": str(tmp_path / "home")}
-        procs = [subprocess.Popen([*LORE, "db", "upgrade"], env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True) for _ in range(3)]
+        procs = [
+            subprocess.Popen(
+                [*LORE, "db", "upgrade"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
+            for _ in range(3)
+        ]
         outputs = [" ".join(p.communicate(timeout=300)[0].split()) for p in procs]
         assert [p.returncode for p in procs] == [0, 0, 0], outputs
         assert sum("migrated from empty" in out for out in outputs) == 1, outputs
         assert sum("nothing to do" in out for out in outputs) == 2, outputs
-        check = subprocess.run([*LORE, "db", "current", "--check"], check=False, env=env, capture_output=True,
-                               text=True)
+        check = subprocess.run(
+            [*LORE, "db", "current", "--check"], check=False, env=env, capture_output=True, text=True
+        )
         assert check.returncode == 0 and f"revision {head_revision()}" in " ".join(check.stdout.split())
 
 
@@ -155,12 +263,15 @@ def test_dropped_connection_is_retried(db_kind: str, pre_ping: bool, tmp_path: P
     through the pool's pre-ping or, without it, the catalog's one retry."""
     if reason := server_absent(db_kind):
         pytest.skip(reason)
-    with fresh_database(db_kind, tmp_path) as db_url, \
-            Catalog(migrated(db_url), CatalogSettings(pool_pre_ping=pre_ping)) as cat:
+    with (
+        fresh_database(db_kind, tmp_path) as db_url,
+        Catalog(migrated(db_url), CatalogSettings(pool_pre_ping=pre_ping)) as cat,
+    ):
         cat.create_kb("docs", **KB)  # type: ignore[arg-type]
         with cat.engine.connect() as conn:
-            own = conn.execute(text("SELECT pg_backend_pid()" if db_kind == "postgresql"
-                                    else "SELECT CONNECTION_ID()")).scalar_one()
+            own = conn.execute(
+                text("SELECT pg_backend_pid()" if db_kind == "postgresql" else "SELECT CONNECTION_ID()")
+            ).scalar_one()
         admin = create_engine(db_url, poolclass=NullPool, isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
             if db_kind == "postgresql":
@@ -182,8 +293,12 @@ def test_mysql_tables_of_other_revisions_get_binary_collation(tmp_path: Path) ->
         try:
             with engine.begin() as conn:
                 command.upgrade(alembic_config(connection=conn), "0004")
-                conn.execute(text("CREATE TABLE upload_owners (name VARCHAR(255) PRIMARY KEY) "
-                                  "DEFAULT CHARSET utf8mb4 COLLATE utf8mb4_general_ci"))
+                conn.execute(
+                    text(
+                        "CREATE TABLE upload_owners (name VARCHAR(255) PRIMARY KEY) "
+                        "DEFAULT CHARSET utf8mb4 COLLATE utf8mb4_general_ci"
+                    )
+                )
             migrated(url)
             with engine.begin() as conn:
                 conn.execute(text("INSERT INTO upload_owners VALUES ('Report.pdf'), ('report.pdf')"))
@@ -193,8 +308,9 @@ def test_mysql_tables_of_other_revisions_get_binary_collation(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("command_line", [["serve"], ["worker", "--once"]])
-def test_serve_and_worker_refuse_a_catalog_behind_head(command_line: list[str], tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_serve_and_worker_refuse_a_catalog_behind_head(
+    command_line: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from typer.testing import CliRunner
 
     from lore.cli.main import app

@@ -20,11 +20,20 @@ from lore.errors import LoreError, NotFoundError
 from tests.conftest import migrated
 
 KB_SETTINGS = {
-    "embedding_provider": "local", "embedding_model": "e5-small", "embedding_dim": 384,
-    "chunk_schema": "v1", "store_backend": "milvus-lite",
+    "embedding_provider": "local",
+    "embedding_model": "e5-small",
+    "embedding_dim": 384,
+    "chunk_schema": "v1",
+    "store_backend": "milvus-lite",
 }
-COUNTS = {"files_added": 3, "files_changed": 1, "files_removed": 0, "files_reused": 5,
-          "chunks_embedded": 40, "chunks_reused": 100}
+COUNTS = {
+    "files_added": 3,
+    "files_changed": 1,
+    "files_removed": 0,
+    "files_reused": 5,
+    "chunks_embedded": 40,
+    "chunks_reused": 100,
+}
 
 
 def _url(path: Path) -> str:
@@ -45,8 +54,14 @@ def kb(catalog: Catalog) -> KnowledgeBase:
 
 def _built(cat: Catalog, kb_id: str, *, gate: bool | None = True, failed: bool = False) -> Version:
     v = cat.create_version(kb_id, embedding_model="e5-small", chunk_schema="v1")
-    return cat.finish_version(kb_id, v.seq, counts=COUNTS, gate_passed=gate,
-                              gate_report={"recall@5": 0.9, "note": "ok ✓"}, failed=failed)
+    return cat.finish_version(
+        kb_id,
+        v.seq,
+        counts=COUNTS,
+        gate_passed=gate,
+        gate_report={"recall@5": 0.9, "note": "ok ✓"},
+        failed=failed,
+    )
 
 
 def _statuses(cat: Catalog, kb_id: str) -> list[str]:
@@ -58,14 +73,18 @@ def test_upgrade_from_0001_keeps_data(tmp_path: Path) -> None:
     command.upgrade(alembic_config(url=url), "0001")
     engine = create_engine(url)
     with engine.begin() as conn:
-        conn.execute(text(
-            "INSERT INTO knowledge_bases VALUES ('kb1', 'legacy', 'old kb', 'local', 'e5', 384, 'v1', "
-            "'milvus-lite', '2024-05-01 10:00:00', '2024-05-01 10:00:00')"
-        ))
-        conn.execute(text(
-            "INSERT INTO files VALUES ('f1', 'kb1', 'a.md', 'abc', 1, 1.0, 'ingested', NULL, 2, 1, 0, NULL, "
-            "'2024-05-01 10:00:00', '2024-05-01 10:00:00')"
-        ))
+        conn.execute(
+            text(
+                "INSERT INTO knowledge_bases VALUES ('kb1', 'legacy', 'old kb', 'local', 'e5', 384, 'v1', "
+                "'milvus-lite', '2024-05-01 10:00:00', '2024-05-01 10:00:00')"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO files VALUES ('f1', 'kb1', 'a.md', 'abc', 1, 1.0, 'ingested', NULL, 2, 1, 0, NULL, "
+                "'2024-05-01 10:00:00', '2024-05-01 10:00:00')"
+            )
+        )
     engine.dispose()
     with Catalog(url) as cat:
         legacy = cat.get_kb("legacy")
@@ -97,7 +116,9 @@ def test_downgrade_keeps_0001_rows_even_with_foreign_keys_on(tmp_path: Path) -> 
             command.downgrade(alembic_config(connection=conn), "0001")
         insp = inspect(engine)
         assert not {"kb_versions", "kb_activations"} & set(insp.get_table_names())
-        assert {c["name"] for c in insp.get_columns("knowledge_bases")}.isdisjoint({"active_seq", "cache_epoch"})
+        assert {c["name"] for c in insp.get_columns("knowledge_bases")}.isdisjoint(
+            {"active_seq", "cache_epoch"}
+        )
         with engine.connect() as conn:
             for table in ("knowledge_bases", "files", "chunks"):
                 assert conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one() == 1
@@ -113,8 +134,15 @@ def test_downgrade_keeps_0001_rows_even_with_foreign_keys_on(tmp_path: Path) -> 
 
 def test_create_version_seq_is_monotonic_per_kb(catalog: Catalog, kb: KnowledgeBase) -> None:
     other = catalog.create_kb("other", **KB_SETTINGS)  # type: ignore[arg-type]
-    first = catalog.create_version(kb.id, description="initial", embedding_model="e5-small", chunk_schema="v1")
-    assert (first.seq, first.status, first.description, first.base_seq) == (1, VersionStatus.STAGED, "initial", None)
+    first = catalog.create_version(
+        kb.id, description="initial", embedding_model="e5-small", chunk_schema="v1"
+    )
+    assert (first.seq, first.status, first.description, first.base_seq) == (
+        1,
+        VersionStatus.STAGED,
+        "initial",
+        None,
+    )
     assert first.counts == dict.fromkeys(VERSION_COUNTS, 0)
     assert first.created_at.tzinfo == UTC and first.finished_at is None and first.activated_at is None
     assert catalog.create_version(other.id, embedding_model="m", chunk_schema="v2").seq == 1
@@ -174,9 +202,12 @@ def test_finish_version(catalog: Catalog, kb: KnowledgeBase) -> None:
     with pytest.raises(ValueError, match="unknown version counts"):
         catalog.finish_version(kb.id, fresh.seq, counts={"files": 1}, gate_passed=True, gate_report=None)
     with pytest.raises(ValueError, match="non-negative"):
-        catalog.finish_version(kb.id, fresh.seq, counts={"files_added": -1}, gate_passed=True, gate_report=None)
-    partial = catalog.finish_version(kb.id, fresh.seq, counts={"chunks_embedded": 2}, gate_passed=True,
-                                     gate_report=None)
+        catalog.finish_version(
+            kb.id, fresh.seq, counts={"files_added": -1}, gate_passed=True, gate_report=None
+        )
+    partial = catalog.finish_version(
+        kb.id, fresh.seq, counts={"chunks_embedded": 2}, gate_passed=True, gate_report=None
+    )
     assert partial.chunks_embedded == 2 and partial.files_added == 0 and partial.gate_report is None
 
 
@@ -212,8 +243,10 @@ def test_activation_refusals(catalog: Catalog, kb: KnowledgeBase) -> None:
     with pytest.raises(LoreError, match="no version is active"):
         catalog.rollback(kb.id)
     gated = _built(catalog, kb.id, gate=False)
-    with pytest.raises(LoreError, match=f"cannot activate version {gated.seq} of knowledge base 'docs': "
-                                        "it failed its quality gate"):
+    with pytest.raises(
+        LoreError,
+        match=f"cannot activate version {gated.seq} of knowledge base 'docs': it failed its quality gate",
+    ):
         catalog.activate(kb.id, gated.seq)
     broken = _built(catalog, kb.id, gate=None, failed=True)
     with pytest.raises(LoreError, match="failed to build"):

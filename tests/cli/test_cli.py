@@ -43,7 +43,9 @@ def test_create_ingest_search_json_list_delete(home: Path, tmp_path: Path) -> No
     end = json.loads(result.output)
     assert not end["refused"] and end["citations"][0]["file"] == "docs/faq.csv" and "[1]" in end["answer"]
     streamed = runner.invoke(app, ["ask", "Who won the 1998 World Cup?", "--kb", "hb"])
-    assert streamed.exit_code == 0 and "does not cover" in streamed.output and "route=refused" in streamed.output
+    assert (
+        streamed.exit_code == 0 and "does not cover" in streamed.output and "route=refused" in streamed.output
+    )
 
     listed = json.loads(runner.invoke(app, ["kb", "list", "--json"]).output)
     assert listed[0]["name"] == "hb" and listed[0]["chunks"] > 0
@@ -60,7 +62,9 @@ def test_errors_are_short_and_named(home: Path) -> None:
 def test_demo_runs_searches_answers_deep_mode_and_the_sample_scenario(home: Path) -> None:
     from tests.conftest import REPO
 
-    result = runner.invoke(app, ["demo", "--source", str(EXAMPLES), "--scenarios", str(REPO / "examples" / "scenarios")])
+    result = runner.invoke(
+        app, ["demo", "--source", str(EXAMPLES), "--scenarios", str(REPO / "examples" / "scenarios")]
+    )
     assert result.exit_code == 0, result.output
     out = result.output
     assert "route=refused" in out and "route=deep mode=deep" in out  # the off-topic question and deep mode

@@ -23,7 +23,9 @@ def test_kb_list_search_and_ask_through_the_server(live: LiveServer, keys: Keys)
     code, out = lore(live, keys.staff, "kb", "list", "--json")
     assert code == 0 and "hb" in [k["name"] for k in json.loads(out)]
     env = {"LORE_SERVER": live.url, "LORE_API_KEY": keys.staff}
-    result = runner.invoke(app, ["search", "What is the refund window?", "--kb", "hb", "-k", "3", "--json"], env=env)
+    result = runner.invoke(
+        app, ["search", "What is the refund window?", "--kb", "hb", "-k", "3", "--json"], env=env
+    )
     hits = json.loads(result.output)["hits"]
     assert result.exit_code == 0 and len(hits) == 3 and hits[0]["file"]
     code, out = lore(live, keys.staff, "ask", "What is the refund window?", "--kb", "hb", "--json")
@@ -52,7 +54,9 @@ def test_errors_exit_2_with_the_servers_message(live: LiveServer, keys: Keys) ->
 def test_ingest_build_versions_activate_rollback(live: LiveServer, keys: Keys, tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "remote.md").write_text("# Parking\n\nVisitors park in bay 7 behind the north gate.\n", encoding="utf-8")
+    (docs / "remote.md").write_text(
+        "# Parking\n\nVisitors park in bay 7 behind the north gate.\n", encoding="utf-8"
+    )
     (docs / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
     assert lore(live, keys.admin, "kb", "create", "cli-remote")[0] == 0
     code, out = lore(live, keys.admin, "ingest", str(docs), "--kb", "cli-remote")
@@ -70,7 +74,10 @@ def test_ingest_build_versions_activate_rollback(live: LiveServer, keys: Keys, t
     assert lore(live, keys.admin, "activate", "--kb", "cli-versions", "2") == (0, "version 2 is active\n")
     code, out = lore(live, keys.admin, "versions", "--kb", "cli-versions", "--json")
     rows = json.loads(out)
-    assert [(r["seq"], r["status"], r["active"]) for r in rows] == [(1, "RETIRED", False), (2, "ACTIVE", True)]
+    assert [(r["seq"], r["status"], r["active"]) for r in rows] == [
+        (1, "RETIRED", False),
+        (2, "ACTIVE", True),
+    ]
     code, out = lore(live, keys.admin, "rollback", "--kb", "cli-versions")
     assert code == 0 and "version 1 is active" in out
     code, out = lore(live, keys.admin, "search", "visitors park", "--kb", "cli-versions", "--json")

@@ -72,7 +72,9 @@ def test_ask_streams_events_and_returns_citations_sessions_and_feedback(live: Li
         follow = c.ask("And how do I apply for it?", "hb", session_id=answer.session_id)
         assert follow.session_id == answer.session_id
         session = c.session(answer.session_id)
-        assert [m["role"] for m in session.messages][:2] == ["user", "assistant"] and len(session.messages) == 4
+        assert [m["role"] for m in session.messages][:2] == ["user", "assistant"] and len(
+            session.messages
+        ) == 4
         assert answer.session_id in {s.id for s in c.sessions("hb")}
         fb = c.feedback(answer.trace_id, -1, "too short")
         assert fb["rating"] == -1 and fb["kb"] == "hb"
@@ -91,14 +93,21 @@ def test_upload_ingest_build_versions_activate_rollback(live: LiveServer, keys: 
         c.create_kb("client-kb", "made by the client")
         v1 = tmp_path / "v1"
         v1.mkdir()
-        (v1 / "leave.md").write_text("# Leave\n\nStaff get 25 days of annual leave a year.\n", encoding="utf-8")
-        uploaded = c.upload("client-kb", [v1 / "leave.md", EXAMPLES / "travel_policy.docx"],
-                            progress=lambda *p: seen.append(p))
+        (v1 / "leave.md").write_text(
+            "# Leave\n\nStaff get 25 days of annual leave a year.\n", encoding="utf-8"
+        )
+        uploaded = c.upload(
+            "client-kb",
+            [v1 / "leave.md", EXAMPLES / "travel_policy.docx"],
+            progress=lambda *p: seen.append(p),
+        )
         assert {u.name for u in uploaded} == {"leave.md", "travel_policy.docx"}
         size = (EXAMPLES / "travel_policy.docx").stat().st_size
         assert ("travel_policy.docx", size, size) in seen
         progress = []
-        built = c.build("client-kb", ["leave.md"], description="first", activate=True, progress=progress.append)
+        built = c.build(
+            "client-kb", ["leave.md"], description="first", activate=True, progress=progress.append
+        )
         assert built.version is not None and built.version.seq == 1 and built.version.active
         assert built.count("ingested") == 1 and any(e.data.get("stage") == "file_done" for e in progress)
         second = c.build("client-kb", ["leave.md", "travel_policy.docx"], description="second")
@@ -145,9 +154,15 @@ def test_async_upload_build_and_errors(live: LiveServer, keys: Keys, tmp_path: P
     async def run() -> None:
         async with AsyncLoreClient(live.url, keys.admin) as c:
             await c.create_kb("async-kb")
-            uploaded = await c.upload("async-kb", [tmp_path / "a.md"], progress=lambda _n, s, _t: sent.append(s))
-            built = await c.build("async-kb", [u.name for u in uploaded], activate=True,
-                                  progress=lambda e: statuses.append(e.data.get("stage", "")))
+            uploaded = await c.upload(
+                "async-kb", [tmp_path / "a.md"], progress=lambda _n, s, _t: sent.append(s)
+            )
+            built = await c.build(
+                "async-kb",
+                [u.name for u in uploaded],
+                activate=True,
+                progress=lambda e: statuses.append(e.data.get("stage", "")),
+            )
             assert built.version is not None and built.version.active and built.count("ingested") == 1
             assert [v.seq for v in await c.versions("async-kb")] == [1]
             answer = await c.ask("When does the canteen open?", "async-kb")
@@ -161,8 +176,9 @@ def test_async_upload_build_and_errors(live: LiveServer, keys: Keys, tmp_path: P
     assert sent[-1] == (tmp_path / "a.md").stat().st_size and "file_done" in statuses
 
 
-def test_get_document_reads_the_active_version_while_a_newer_one_is_staged(live: LiveServer, keys: Keys,
-                                                                             tmp_path: Path) -> None:
+def test_get_document_reads_the_active_version_while_a_newer_one_is_staged(
+    live: LiveServer, keys: Keys, tmp_path: Path
+) -> None:
     doc = tmp_path / "gate.md"
     with LoreClient(live.url, keys.admin) as c:
         c.create_kb("doc-versions")

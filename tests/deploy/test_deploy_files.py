@@ -45,8 +45,9 @@ def _env_sets() -> dict[str, dict[str, str]]:
             sets[f"compose:{name}"] = {k: str(v) for k, v in service["environment"].items()}
     for doc in _k8s_docs():
         if doc["kind"] in ("ConfigMap", "Secret"):
-            sets[f"k8s:{doc['metadata']['name']}"] = {k: str(v) for k, v in
-                                                      (doc.get("data") or doc.get("stringData")).items()}
+            sets[f"k8s:{doc['metadata']['name']}"] = {
+                k: str(v) for k, v in (doc.get("data") or doc.get("stringData")).items()
+            }
     return sets
 
 
@@ -87,7 +88,9 @@ def test_compose_services_match_the_documented_topology() -> None:
     env = services["api-a"]["environment"]
     assert all(services[n]["environment"] == env for n in LORE_SERVICES)  # one set of settings
     assert env["LORE_CATALOG_URL"].startswith("postgresql") and "@postgres:" in env["LORE_CATALOG_URL"]
-    assert env["LORE_STORE__URI"] == "http://milvus:19530" and env["LORE_REDIS__URL"].startswith("redis://redis:")
+    assert env["LORE_STORE__URI"] == "http://milvus:19530" and env["LORE_REDIS__URL"].startswith(
+        "redis://redis:"
+    )
     assert env["LORE_WORKER__IN_PROCESS"] == "false"  # the worker service runs the builds
     # The shared file storage is one named volume every Lore container mounts at the configured dir.
     for name in LORE_SERVICES:
@@ -117,8 +120,11 @@ def test_every_lore_command_the_files_run_exists() -> None:
 
     from lore.cli.main import app
 
-    commands = {tuple(s["command"]) for s in _compose()["services"].values() if "command" in s
-                and isinstance(s["command"], list) and s["command"][0] == "lore"}
+    commands = {
+        tuple(s["command"])
+        for s in _compose()["services"].values()
+        if "command" in s and isinstance(s["command"], list) and s["command"][0] == "lore"
+    }
     for doc in _k8s_docs():
         for container in (doc.get("spec", {}).get("template", {}).get("spec") or {}).get("containers", []):
             commands.add(tuple(container["command"]))

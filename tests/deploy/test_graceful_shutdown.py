@@ -26,23 +26,43 @@ def test_sigterm_lets_the_open_stream_finish(tmp_path: Path) -> None:
     _, key = lore.catalog.create_api_key("default", ["staff"])
     lore.close()
     with serve() as llm:
-        llm.script.append(answer("年假天数按累计工作年限计算", "，未休年假可顺延至次年 3 月 31 日 [1]。", gate_after=1, state=llm))
+        llm.script.append(
+            answer(
+                "年假天数按累计工作年限计算",
+                "，未休年假可顺延至次年 3 月 31 日 [1]。",
+                gate_after=1,
+                state=llm,
+            )
+        )
         port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
-        env |= {"LORE_HOME": str(tmp_path), "LORE_CONFIG": str(tmp_path / "none.toml"),
-                "LORE_ANSWER__GENERATOR": "openai", "LORE_ANSWER__LLM_BASE_URL": llm.url,
-                "LORE_ANSWER__LLM_MODEL": "m", "LORE_API__SHUTDOWN_GRACE_S": "30"}
+        env |= {
+            "LORE_HOME": str(tmp_path),
+            "LORE_CONFIG": str(tmp_path / "none.toml"),
+            "LORE_ANSWER__GENERATOR": "openai",
+            "LORE_ANSWER__LLM_BASE_URL": llm.url,
+            "LORE_ANSWER__LLM_MODEL": "m",
+            "LORE_API__SHUTDOWN_GRACE_S": "30",
+        }
         log = (tmp_path / "serve.log").open("wb")
-        proc = subprocess.Popen([str(BIN / "lore"), "serve", "--host", "127.0.0.1", "--port", str(port)], env=env,
-                                stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [str(BIN / "lore"), "serve", "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         wait_port(port, timeout=180)
         events: list[str] = []
         started = threading.Event()
 
         def ask() -> None:
-            with httpx.stream("POST", f"http://127.0.0.1:{port}/api/ask", timeout=60,
-                              headers={"Authorization": f"Bearer {key}"},
-                              json={"kb": "hb", "question": "年假有几天？怎么申请？"}) as r:
+            with httpx.stream(
+                "POST",
+                f"http://127.0.0.1:{port}/api/ask",
+                timeout=60,
+                headers={"Authorization": f"Bearer {key}"},
+                json={"kb": "hb", "question": "年假有几天？怎么申请？"},
+            ) as r:
                 for line in r.iter_lines():
                     if line.startswith("event: "):
                         events.append(line[7:])
@@ -61,7 +81,9 @@ def test_sigterm_lets_the_open_stream_finish(tmp_path: Path) -> None:
             httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2)
         except httpx.TransportError:
             refused = True
-        assert refused and proc.poll() is None, " ".join(events)  # no new connections, still finishing the stream
+        assert refused and proc.poll() is None, " ".join(
+            events
+        )  # no new connections, still finishing the stream
         llm.gate.set()
         client.join(60)
         assert proc.wait(30) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal once it has drained

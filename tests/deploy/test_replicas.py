@@ -57,9 +57,21 @@ def _start_replica(env: dict[str, str], home: Path, workers: int = 1) -> Replica
     port = free_port()
     log = home.parent / f"{home.name}.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen([str(BIN / "lore"), "serve", "--host", "127.0.0.1", "--port", str(port),
-                                 "--workers", str(workers)],
-                                env={**env, "LORE_HOME": str(home)}, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [
+                str(BIN / "lore"),
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--workers",
+                str(workers),
+            ],
+            env={**env, "LORE_HOME": str(home)},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300  # workers load the models first; this machine may be busy
     while True:
@@ -85,15 +97,29 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         milvus = MilvusServer(tmp / "milvus").start()
         stack.callback(milvus.stop)
         env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
-        env |= {"LORE_CONFIG": str(tmp / "none.toml"), "LORE_CATALOG_URL": catalog,
-                "LORE_STORE__BACKEND": "milvus", "LORE_STORE__URI": milvus.uri, "LORE_STORE__TIMEOUT_S": "20",
-                "LORE_REDIS__URL": REDIS_URL, "LORE_REDIS__PREFIX": prefix,
-                "LORE_STORAGE__DIR": str(tmp / "shared"), "LORE_API__RATE_LIMIT_PER_MINUTE": str(LIMIT)}
+        env |= {
+            "LORE_CONFIG": str(tmp / "none.toml"),
+            "LORE_CATALOG_URL": catalog,
+            "LORE_STORE__BACKEND": "milvus",
+            "LORE_STORE__URI": milvus.uri,
+            "LORE_STORE__TIMEOUT_S": "20",
+            "LORE_REDIS__URL": REDIS_URL,
+            "LORE_REDIS__PREFIX": prefix,
+            "LORE_STORAGE__DIR": str(tmp / "shared"),
+            "LORE_API__RATE_LIMIT_PER_MINUTE": str(LIMIT),
+        }
         # The migration job of the deployment: once, before any replica starts.
-        subprocess.run([str(BIN / "lore"), "db", "upgrade"], env={**env, "LORE_HOME": str(tmp / "migrate")},
-                       check=True, capture_output=True)
-        admin_lore = Lore(load_settings(home=tmp / "admin", store={"backend": "milvus", "uri": milvus.uri},
-                                        catalog_url=catalog))
+        subprocess.run(
+            [str(BIN / "lore"), "db", "upgrade"],
+            env={**env, "LORE_HOME": str(tmp / "migrate")},
+            check=True,
+            capture_output=True,
+        )
+        admin_lore = Lore(
+            load_settings(
+                home=tmp / "admin", store={"backend": "milvus", "uri": milvus.uri}, catalog_url=catalog
+            )
+        )
         admin_lore.create_kb("hb")
         admin = admin_lore.catalog.create_api_key("default", ["admin"])[1]
         staff = [admin_lore.catalog.create_api_key("default", ["staff"])[1] for _ in range(6)]
@@ -149,7 +175,9 @@ def test_a_change_through_one_replica_is_served_by_the_other(cluster: Cluster) -
     a, b, admin = cluster.a.url, cluster.b.url, _auth(cluster.admin)
     with httpx.Client(timeout=300) as c:
         body = (EXAMPLES / "employee_handbook.md").read_bytes()
-        up = c.post(f"{a}/api/kbs/hb/files", headers=admin, files={"file": ("handbook.md", body, "text/markdown")})
+        up = c.post(
+            f"{a}/api/kbs/hb/files", headers=admin, files={"file": ("handbook.md", body, "text/markdown")}
+        )
         assert up.status_code == 201, up.text
         built = build_and_wait(httpx.Client(base_url=a, timeout=60), "hb", {}, admin)  # run by replica A
         assert built["status"] == "succeeded" and built["result"]["version"]["seq"] == 1, built
@@ -158,8 +186,12 @@ def test_a_change_through_one_replica_is_served_by_the_other(cluster: Cluster) -
         assert status == 200 and events[0][1]["kb_version"] == 1 and events[-1][0] == "end"
         # A second file through B, built through B, activated through A: B and A answer from version 2.
         new = b"# Zephyr-9\n\nThe Zephyr-9 calibration interval is 90 days.\n"
-        assert c.post(f"{b}/api/kbs/hb/files", headers=admin,
-                      files={"file": ("zephyr.md", new, "text/markdown")}).status_code == 201
+        assert (
+            c.post(
+                f"{b}/api/kbs/hb/files", headers=admin, files={"file": ("zephyr.md", new, "text/markdown")}
+            ).status_code
+            == 201
+        )
         built = build_and_wait(httpx.Client(base_url=b, timeout=60), "hb", {}, admin)
         assert built["status"] == "succeeded" and built["result"]["version"]["seq"] == 2, built
         assert c.post(f"{a}/api/kbs/hb/versions/2/activate", headers=admin).status_code == 200
@@ -168,8 +200,12 @@ def test_a_change_through_one_replica_is_served_by_the_other(cluster: Cluster) -
             assert events[0][1]["kb_version"] == 2 and "90" in events[-1][1]["answer"]
         report = c.get(f"{b}/api/kbs/hb/versions/1/report", headers=admin)  # written by A's build
         assert report.status_code == 200
-        assert c.get(f"{b}/api/ready").json()["checks"] == {"catalog": "ok", "migrations": "ok", "store": "ok",
-                                                            "redis": "ok"}
+        assert c.get(f"{b}/api/ready").json()["checks"] == {
+            "catalog": "ok",
+            "migrations": "ok",
+            "store": "ok",
+            "redis": "ok",
+        }
 
 
 def test_the_rate_limit_holds_across_replicas(cluster: Cluster) -> None:
@@ -199,8 +235,10 @@ def test_milvus_restart_under_load_gives_no_500(cluster: Cluster) -> None:
                     results.append((time.monotonic(), r.status_code, "search"))
                 time.sleep(0.5)
 
-    threads = [threading.Thread(target=client, args=(key, (cluster.a if i % 2 else cluster.b).url))
-               for i, key in enumerate(cluster.staff[2:6])]
+    threads = [
+        threading.Thread(target=client, args=(key, (cluster.a if i % 2 else cluster.b).url))
+        for i, key in enumerate(cluster.staff[2:6])
+    ]
     for t in threads:
         t.start()
     time.sleep(3)

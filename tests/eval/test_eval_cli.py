@@ -15,8 +15,11 @@ from tests.conftest import EXAMPLES
 
 runner = CliRunner()
 QUESTIONS = [
-    {"question": "How many days per week can I work remotely?", "files": ["handbook/employee_handbook.md"],
-     "contains": ["2 days"]},
+    {
+        "question": "How many days per week can I work remotely?",
+        "files": ["handbook/employee_handbook.md"],
+        "contains": ["2 days"],
+    },
     {"question": "What is the refund window?", "files": ["handbook/faq.csv"], "contains": ["30 days"]},
     {"question": "一线城市出差住宿每晚最多多少钱？", "files": ["handbook/travel_policy.docx"]},
     {"question": "How do I book the company yacht?", "files": ["handbook/yacht.md"]},  # not in the KB
@@ -59,8 +62,23 @@ def test_thresholds_fail_the_exit_code_and_markdown_names_them(kb: Path) -> None
     assert "| Recall@5 | 0.750 |" in ok.output and "Thresholds: **passed**" in ok.output
     assert "- How do I book the company yacht?" in ok.output  # listed under "not found"
 
-    bad = runner.invoke(app, ["eval", "--kb", "hb", "--set", str(kb), "-k", "1", "--min-recall", "0.9",
-                              "--min-refusal", "0.5", "--markdown"])
+    bad = runner.invoke(
+        app,
+        [
+            "eval",
+            "--kb",
+            "hb",
+            "--set",
+            str(kb),
+            "-k",
+            "1",
+            "--min-recall",
+            "0.9",
+            "--min-refusal",
+            "0.5",
+            "--markdown",
+        ],
+    )
     assert bad.exit_code == 1, bad.output
     assert "Recall@1 is 0." in bad.output and "below the minimum 0.900" in bad.output
     assert "off-topic questions refused: not measured" in bad.output  # --answers was not given

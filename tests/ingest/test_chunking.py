@@ -11,7 +11,9 @@ def test_text_units_count_cjk_as_one_and_latin_as_a_third() -> None:
 
 def test_children_fit_their_size_and_split_at_sentence_ends() -> None:
     text = "".join(f"第{i}条：员工报销须在三十天内提交发票原件和审批单。" for i in range(60))
-    pieces = list(Chunker(ChunkParams(child_size=80, child_overlap=10, parent_size=400)).split([Section(text)]))
+    pieces = list(
+        Chunker(ChunkParams(child_size=80, child_overlap=10, parent_size=400)).split([Section(text)])
+    )
     assert len(pieces) > 10
     assert all(text_units(p.text) <= 80 for p in pieces)
     assert all(p.text.endswith("。") for p in pieces[:-1])  # CJK full stop kept at the end
@@ -27,8 +29,13 @@ def test_short_section_is_one_child_equal_to_its_parent() -> None:
 
 
 def test_table_row_is_never_split_from_its_headers() -> None:
-    row = Section("SKU: RB-200; Model: LF-200 Picker; 保修期 (months): 24", sheet="Robots", row=3,
-                  kind="table_row", header="SKU | Model | 保修期 (months)")
+    row = Section(
+        "SKU: RB-200; Model: LF-200 Picker; 保修期 (months): 24",
+        sheet="Robots",
+        row=3,
+        kind="table_row",
+        header="SKU | Model | 保修期 (months)",
+    )
     [piece] = list(Chunker(ChunkParams(child_size=50)).split([row]))
     assert piece.text == row.text
 

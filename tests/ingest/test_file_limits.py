@@ -16,8 +16,10 @@ from tests.conftest import EXAMPLES
 
 def _padded_docx(path: Path, *, extra_entries: int = 0, zeros_mb: int = 0) -> Path:
     """The sample DOCX plus `extra_entries` tiny parts and a part of `zeros_mb` MB of zeros."""
-    with zipfile.ZipFile(EXAMPLES / "travel_policy.docx") as src, \
-            zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as dst:
+    with (
+        zipfile.ZipFile(EXAMPLES / "travel_policy.docx") as src,
+        zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as dst,
+    ):
         for item in src.infolist():
             dst.writestr(item, src.read(item))
         for i in range(extra_entries):

@@ -30,8 +30,12 @@ def _install_plugin(site: Path) -> None:
     (site / "lore_recipe.py").write_text(PLUGIN, encoding="utf-8")
     info = site / "lore_recipe-1.0.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: lore-recipe\nVersion: 1.0\n", encoding="utf-8")
-    (info / "entry_points.txt").write_text("[lore.loaders]\n.recipe = lore_recipe:load_recipe\n", encoding="utf-8")
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: lore-recipe\nVersion: 1.0\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(
+        "[lore.loaders]\n.recipe = lore_recipe:load_recipe\n", encoding="utf-8"
+    )
     (info / "RECORD").write_text("", encoding="utf-8")
 
 
@@ -42,16 +46,25 @@ def test_plugin_loader_found_through_entry_points(tmp_path: Path, monkeypatch) -
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "soup.recipe").write_text("Lentil soup\nred lentils\ncumin\nvegetable stock\n", encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
-           "LORE_HOME": str(tmp_path / "home")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+        "LORE_HOME": str(tmp_path / "home"),
+    }
     lore = [sys.executable, "-m", "lore.cli.main"]
     assert ".recipe" not in supported_suffixes()  # not installed in this process
     subprocess.run([*lore, "kb", "create", "food"], env=env, check=True, capture_output=True)
-    ingest = subprocess.run([*lore, "ingest", str(docs), "--kb", "food"], env=env, capture_output=True, text=True,
-                            check=False)
+    ingest = subprocess.run(
+        [*lore, "ingest", str(docs), "--kb", "food"], env=env, capture_output=True, text=True, check=False
+    )
     assert ingest.returncode == 0 and "1 ingested" in ingest.stdout, ingest.stdout + ingest.stderr
-    search = subprocess.run([*lore, "search", "cumin lentils", "--kb", "food", "--json", "-k", "1"], env=env,
-                            capture_output=True, text=True, check=True)
+    search = subprocess.run(
+        [*lore, "search", "cumin lentils", "--kb", "food", "--json", "-k", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     (hit,) = json.loads(search.stdout)["hits"]
     assert hit["file"] == "docs/soup.recipe" and "vegetable stock" in hit["text"]
 

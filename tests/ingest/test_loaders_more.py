@@ -77,17 +77,22 @@ def test_unreadable_attachment_is_a_warning_not_a_failure(tmp_path: Path) -> Non
     assert any("blob.xyz: unsupported file type" in w for w in doc.warnings), doc.warnings
 
 
-@pytest.mark.parametrize(("name", "data", "kind", "reason"), [
-    ("notes.xyz", b"hello", LoadErrorKind.UNSUPPORTED, "unsupported file type '.xyz'"),
-    ("empty.txt", b"", LoadErrorKind.EMPTY, "empty"),
-    ("broken.xls", b"\xd0\xcf\x11\xe0 not really", LoadErrorKind.CORRUPT, "not a"),
-    ("fake.doc", b"plain words, not Word", LoadErrorKind.CORRUPT, "not a Word 97-2003 file"),
-    ("fake.odt", b"plain words", LoadErrorKind.CORRUPT, "not an OpenDocument file"),
-    ("empty.ppt", b"", LoadErrorKind.EMPTY, "empty"),
-    ("blank.eml", b"  \n", LoadErrorKind.EMPTY, "empty"),
-    ("noise.png", b"\x89PNG\r\n\x1a\n broken", LoadErrorKind.CORRUPT, "not a readable image"),
-])
-def test_refusals_carry_a_kind(tmp_path: Path, name: str, data: bytes, kind: LoadErrorKind, reason: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "data", "kind", "reason"),
+    [
+        ("notes.xyz", b"hello", LoadErrorKind.UNSUPPORTED, "unsupported file type '.xyz'"),
+        ("empty.txt", b"", LoadErrorKind.EMPTY, "empty"),
+        ("broken.xls", b"\xd0\xcf\x11\xe0 not really", LoadErrorKind.CORRUPT, "not a"),
+        ("fake.doc", b"plain words, not Word", LoadErrorKind.CORRUPT, "not a Word 97-2003 file"),
+        ("fake.odt", b"plain words", LoadErrorKind.CORRUPT, "not an OpenDocument file"),
+        ("empty.ppt", b"", LoadErrorKind.EMPTY, "empty"),
+        ("blank.eml", b"  \n", LoadErrorKind.EMPTY, "empty"),
+        ("noise.png", b"\x89PNG\r\n\x1a\n broken", LoadErrorKind.CORRUPT, "not a readable image"),
+    ],
+)
+def test_refusals_carry_a_kind(
+    tmp_path: Path, name: str, data: bytes, kind: LoadErrorKind, reason: str
+) -> None:
     path = tmp_path / name
     path.write_bytes(data)
     with pytest.raises(LoadError, match=reason) as info:

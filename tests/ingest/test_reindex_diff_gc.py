@@ -61,13 +61,16 @@ def test_a_new_chunk_schema_reindexes_unchanged_files_and_says_why(tmp_path: Pat
 
 
 def test_a_new_embedding_model_reembeds_everything_and_old_versions_say_which_model(
-    tmp_path: Path, server: FakeServer,  # noqa: F811 - pytest fixture
+    tmp_path: Path,
+    server: FakeServer,  # noqa: F811 - pytest fixture
 ) -> None:
     home = tmp_path / "home"
     docs = write_docs(tmp_path / "docs", list(DOCS))
 
     def lore_with(model: str) -> Lore:
-        return Lore(load_settings(home=home, embed={"provider": "openai", "model": model, "base_url": server.url}))
+        return Lore(
+            load_settings(home=home, embed={"provider": "openai", "model": model, "base_url": server.url})
+        )
 
     lore = lore_with("embed-v1")
     lore.create_kb("kb")
@@ -90,13 +93,21 @@ def test_a_new_embedding_model_reembeds_everything_and_old_versions_say_which_mo
 def test_diff_compares_recall_on_an_eval_set_and_the_gate_refuses_a_worse_version(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     evals = tmp_path / "eval.jsonl"
-    evals.write_text("\n".join(json.dumps(q) for q in [
-        {"question": "How many days of annual leave do I get?", "files": ["docs/leave.md"]},
-        {"question": "How much does a parking permit cost?", "files": ["docs/parking.md"]},
-        {"question": "How do I reset my VPN password?", "files": ["docs/vpn.md"]},
-    ]) + "\n", encoding="utf-8")
-    settings = load_settings(home=tmp_path / "home", gate={"eval_set": evals, "eval_k": 1,
-                                                           "no_worse_than_active": True})
+    evals.write_text(
+        "\n".join(
+            json.dumps(q)
+            for q in [
+                {"question": "How many days of annual leave do I get?", "files": ["docs/leave.md"]},
+                {"question": "How much does a parking permit cost?", "files": ["docs/parking.md"]},
+                {"question": "How do I reset my VPN password?", "files": ["docs/vpn.md"]},
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    settings = load_settings(
+        home=tmp_path / "home", gate={"eval_set": evals, "eval_k": 1, "no_worse_than_active": True}
+    )
     lore = Lore(settings)
     lore.create_kb("kb")
     lore.build("kb", [write_docs(docs, ["leave.md", "vpn.md"])], activate=True)
@@ -114,7 +125,9 @@ def test_diff_compares_recall_on_an_eval_set_and_the_gate_refuses_a_worse_versio
     assert lore.catalog.active_version(kb_id).seq == 2  # the worse version never went live
     # The catalog keeps the gate's outcome; the whole report (comparison, files...) stays in quality.json.
     assert lore.catalog.get_version(kb_id, 3).gate_report == {"passed": False, "reasons": v3.gate_reasons}
-    assert "| Recall@1 | 1.000 | 0.667 |" in (lore.reports_dir("kb") / "3" / "quality.md").read_text(encoding="utf-8")
+    assert "| Recall@1 | 1.000 | 0.667 |" in (lore.reports_dir("kb") / "3" / "quality.md").read_text(
+        encoding="utf-8"
+    )
     lore.close()
 
 
@@ -127,10 +140,23 @@ def test_gc_deletes_what_no_readable_version_sees_and_keeps_history(tmp_path: Pa
     store = lore.store(kb)
     total = store.count()
     # A build that died after writing chunks it never recorded in the catalog.
-    dead = lore.catalog.create_version(kb.id, embedding_model=kb.embedding_model, chunk_schema=kb.chunk_schema)
-    orphan = Chunk(chunk_id=stable_id("orphan"), text="half-written", parent_id="p", parent_text="half-written",
-                   kb_id=kb.id, document_id="d", file_path="docs/x.md", file_sha256="0" * 64, chunk_index=0,
-                   chunk_schema=kb.chunk_schema, embedding_model=kb.embedding_model, valid_from_seq=dead.seq)
+    dead = lore.catalog.create_version(
+        kb.id, embedding_model=kb.embedding_model, chunk_schema=kb.chunk_schema
+    )
+    orphan = Chunk(
+        chunk_id=stable_id("orphan"),
+        text="half-written",
+        parent_id="p",
+        parent_text="half-written",
+        kb_id=kb.id,
+        document_id="d",
+        file_path="docs/x.md",
+        file_sha256="0" * 64,
+        chunk_index=0,
+        chunk_schema=kb.chunk_schema,
+        embedding_model=kb.embedding_model,
+        valid_from_seq=dead.seq,
+    )
     vec = np.ones((1, kb.embedding_dim), dtype=np.float32) / np.sqrt(kb.embedding_dim)
     store.upsert([orphan], vec, [["half"]])
 
@@ -145,7 +171,8 @@ def test_gc_deletes_what_no_readable_version_sees_and_keeps_history(tmp_path: Pa
 
 
 def test_faults_during_a_build_fail_it_clearly_and_keep_the_active_version(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import sqlite3
 

@@ -19,8 +19,10 @@ from typer.testing import CliRunner
 from lore.cli.main import app
 
 runner = CliRunner()
-FILLER = ("Lanternfish Robotics publishes its policies on the intranet so that every employee finds the same "
-          "answer. The policy owner reviews this page every quarter and records the changes in the log below. ")
+FILLER = (
+    "Lanternfish Robotics publishes its policies on the intranet so that every employee finds the same "
+    "answer. The policy owner reviews this page every quarter and records the changes in the log below. "
+)
 PAGES = {
     "robots.txt": "User-agent: *\nDisallow: /docs/private/\n",
     "docs/index.html": """<html><head><title>Policies</title></head><body><h1>Policies</h1><ul>
@@ -49,7 +51,9 @@ class Site(SimpleHTTPRequestHandler):
     seen: ClassVar[list[tuple[str, str | None, str | None]]] = []
 
     def do_GET(self) -> None:
-        Site.seen.append((self.path, self.headers.get("If-None-Match"), self.headers.get("If-Modified-Since")))
+        Site.seen.append(
+            (self.path, self.headers.get("If-None-Match"), self.headers.get("If-Modified-Since"))
+        )
         if self.path == "/docs/etag.html":
             body = (Path(self.directory) / "docs" / "etag.html").read_bytes()
             tag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
@@ -85,7 +89,8 @@ def site(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     (root / "sitemap.xml").write_text(
         '<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
         f"<url><loc>{base}/docs/leave.html</loc></url><url><loc>{base}/other/outside.html</loc></url></urlset>",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     yield base, root
     server.shutdown()
     server.server_close()
@@ -140,8 +145,9 @@ def test_page_limit_and_sitemap(site: tuple[str, Path], home: Path) -> None:
     assert limited.exit_code == 0 and "page limit of 2 reached" in limited.output, limited.output
     assert "2 ingested" in limited.output
 
-    mapped = runner.invoke(app, ["ingest", "--sitemap", f"{base}/sitemap.xml", "--kb", "web",
-                                 "--prefix", f"{base}/other/"])
+    mapped = runner.invoke(
+        app, ["ingest", "--sitemap", f"{base}/sitemap.xml", "--kb", "web", "--prefix", f"{base}/other/"]
+    )
     assert mapped.exit_code == 0 and "1 ingested" in mapped.output, mapped.output
     assert _search("when does the canteen open")[0]["file"] == f"{base}/other/outside.html"
 

@@ -37,12 +37,16 @@ def error(r: Any) -> str:
     return " ".join(c.text for c in r.content).split(": ", 1)[1]
 
 
-async def exercise(client: Client, other_tenant: Callable[[], Awaitable[Client]] | None = None) -> dict[str, Any]:
+async def exercise(
+    client: Client, other_tenant: Callable[[], Awaitable[Client]] | None = None
+) -> dict[str, Any]:
     """The checks both transports share, run as the `staff` key of tenant `default`."""
     assert {t.name for t in (await client.list_tools()).tools} >= TOOLS
     kbs = result(await client.call_tool("list_knowledge_bases", {}))
     assert "hb" in [k["name"] for k in kbs]
-    hits = result(await client.call_tool("search", {"kb": "hb", "query": "What is the refund window?", "top_k": 3}))
+    hits = result(
+        await client.call_tool("search", {"kb": "hb", "query": "What is the refund window?", "top_k": 3})
+    )
     top = hits["hits"][0]
     assert len(hits["hits"]) == 3 and top["file"] and top["chunk_id"]
     passage = result(await client.call_tool("get_passage", {"kb": "hb", "chunk_id": top["chunk_id"]}))
@@ -57,7 +61,9 @@ async def exercise(client: Client, other_tenant: Callable[[], Awaitable[Client]]
     # bounded by the key's grant: another tenant's passage is not there, a named version needs admin
     secret = result(await client.call_tool("search", {"kb": "hb", "query": "launch code NG-7731"}))["hits"]
     assert not any("NG-7731" in h["text"] for h in secret)
-    assert error(await client.call_tool("search", {"kb": "hb", "query": "x", "version": 1})).startswith("403:")
+    assert error(await client.call_tool("search", {"kb": "hb", "query": "x", "version": 1})).startswith(
+        "403:"
+    )
     assert error(await client.call_tool("search", {"kb": "nope", "query": "x"})).startswith("404:")
     return answer
 
@@ -66,7 +72,12 @@ def test_mcp_stdio_subprocess(api_home: Path, keys: Keys, lore: Lore) -> None:
     tenant_b_chunk = lore.search("hb", "launch code NG-7731")[0].chunk.chunk_id
 
     def params(key: str) -> StdioServerParameters:
-        env = {**os.environ, "LORE_HOME": str(api_home), "LORE_API_KEY": key, "LORE_CONFIG": str(api_home / "x.toml")}
+        env = {
+            **os.environ,
+            "LORE_HOME": str(api_home),
+            "LORE_API_KEY": key,
+            "LORE_CONFIG": str(api_home / "x.toml"),
+        }
         return StdioServerParameters(command=LORE, args=["mcp"], env=env)
 
     async def run() -> None:
@@ -86,9 +97,17 @@ def test_mcp_stdio_refuses_to_start_without_a_live_key(api_home: Path, keys: Key
 
     env = {**os.environ, "LORE_HOME": str(api_home), "LORE_CONFIG": str(api_home / "x.toml")}
     env.pop("LORE_API_KEY", None)
+
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([LORE, "mcp", *args], env=env, capture_output=True, text=True, timeout=120,
-                              stdin=subprocess.DEVNULL, check=False)
+        return subprocess.run(
+            [LORE, "mcp", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
 
     out = run()
     assert out.returncode == 2 and "needs an API key" in out.stderr
@@ -114,12 +133,22 @@ def test_mcp_streamable_http(mcp_http: LiveServer, keys: Keys) -> None:
             answer = await exercise(c)
             assert answer["kb_version"] is None
         async with client(keys.tenant_b) as c:
-            hits = result(await c.call_tool("search", {"kb": "hb", "query": "launch code NG-7731", "top_k": 1}))
+            hits = result(
+                await c.call_tool("search", {"kb": "hb", "query": "launch code NG-7731", "top_k": 1})
+            )
             assert "NG-7731" in hits["hits"][0]["text"]
 
     asyncio.run(run())
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
     for headers in ({}, {"Authorization": f"Bearer {keys.revoked}"}, {"Authorization": "Bearer nope"}):
         r = httpx.post(url, json=init, headers={**headers, "Accept": "application/json, text/event-stream"})
         assert r.status_code == 401 and json.loads(r.text)["detail"]
@@ -140,7 +169,10 @@ def test_mcp_calls_count_against_the_rate_limit_and_see_revocation(api_home: Pat
             assert error(await c.call_tool("list_knowledge_bases", {})).startswith("429: rate limit of 3")
         other = build_server(service_state(limited), keys.revoked)
         async with Client(other) as c:
-            assert error(await c.call_tool("search", {"kb": "hb", "query": "x"})) == "401: invalid or revoked API key"
+            assert (
+                error(await c.call_tool("search", {"kb": "hb", "query": "x"}))
+                == "401: invalid or revoked API key"
+            )
 
     try:
         asyncio.run(run())

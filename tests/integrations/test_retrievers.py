@@ -19,7 +19,9 @@ from tests.api.conftest import Keys, LiveServer
 QUESTION = "一线城市住宿上限是多少"
 
 
-def test_langchain_in_process_and_remote_give_the_same_documents(lore: Lore, live: LiveServer, keys: Keys) -> None:
+def test_langchain_in_process_and_remote_give_the_same_documents(
+    lore: Lore, live: LiveServer, keys: Keys
+) -> None:
     local = lc.LoreRetriever(kb="hb", lore=lore, top_k=4).invoke(QUESTION)
     remote = lc.LoreRetriever(kb="hb", server=live.url, api_key=keys.staff, top_k=4).invoke(QUESTION)
     assert all(isinstance(d, Document) for d in local + remote) and len(local) == 4
@@ -57,12 +59,17 @@ def test_llamaindex_in_process_and_remote(lore: Lore, live: LiveServer, keys: Ke
     assert all(isinstance(n, NodeWithScore) and isinstance(n.node, TextNode) for n in local + remote)
     assert [n.node.node_id for n in local] == [n.node.node_id for n in remote]
     assert local[0].score == pytest.approx(remote[0].score) and local[0].score > 0
-    assert local[0].node.metadata["file"].endswith("travel_policy.docx") and "住宿" in local[0].node.get_content()
+    assert (
+        local[0].node.metadata["file"].endswith("travel_policy.docx")
+        and "住宿" in local[0].node.get_content()
+    )
 
 
 def test_missing_framework_gives_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
-    for module, hint, name in (("langchain_core", "lore-kb[langchain]", "lore.integrations.langchain"),
-                               ("llama_index.core", "lore-kb[llamaindex]", "lore.integrations.llamaindex")):
+    for module, hint, name in (
+        ("langchain_core", "lore-kb[langchain]", "lore.integrations.langchain"),
+        ("llama_index.core", "lore-kb[llamaindex]", "lore.integrations.llamaindex"),
+    ):
         monkeypatch.setitem(sys.modules, module, None)
         monkeypatch.delitem(sys.modules, name)
         with pytest.raises(MissingDependencyError, match=hint.replace("[", r"\[").replace("]", r"\]")):

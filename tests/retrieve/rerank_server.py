@@ -35,15 +35,22 @@ class RerankServer:
 
 
 def _reply(path: str, body: dict[str, Any], state: RerankServer) -> Any:
-    docs = body.get("texts") if path.endswith("/rerank") and not path.startswith("/v1") else body.get("documents")
+    docs = (
+        body.get("texts")
+        if path.endswith("/rerank") and not path.startswith("/v1")
+        else body.get("documents")
+    )
     scores = [overlap(body["query"], d) for d in docs]
     if state.logits:
         scores = [8 * s - 4 for s in scores]
     order = sorted(range(len(docs)), key=lambda i: -scores[i])
     if path.startswith("/v1"):
         top = order[: body.get("top_n") or len(docs)]
-        return {"id": "r1", "results": [{"index": i, "relevance_score": scores[i]} for i in top],
-                "meta": {"billed_units": {"search_units": 1}}}
+        return {
+            "id": "r1",
+            "results": [{"index": i, "relevance_score": scores[i]} for i in top],
+            "meta": {"billed_units": {"search_units": 1}},
+        }
     return [{"index": i, "score": scores[i]} for i in order]
 
 

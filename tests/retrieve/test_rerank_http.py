@@ -28,9 +28,19 @@ def server() -> Iterator[RerankServer]:
 
 @pytest.fixture(scope="module")
 def lore(hb_home: Path, server: RerankServer) -> Iterator[Lore]:
-    lore = Lore(load_settings(home=hb_home, rerank={"provider": "http", "base_url": server.base + "/v1",
-                                                 "model": "bge-reranker-v2-m3", "timeout_s": 0.3,
-                                                 "max_retries": 1, "rerank_k": 8}))
+    lore = Lore(
+        load_settings(
+            home=hb_home,
+            rerank={
+                "provider": "http",
+                "base_url": server.base + "/v1",
+                "model": "bge-reranker-v2-m3",
+                "timeout_s": 0.3,
+                "max_retries": 1,
+                "rerank_k": 8,
+            },
+        )
+    )
     yield lore
     lore.close()
 
@@ -52,7 +62,9 @@ def test_endpoint_urls() -> None:
     assert endpoint_url("http://h/v1/rerank") == "http://h/v1/rerank"
 
 
-def test_cohere_shape_through_the_engine_reorders_by_the_servers_scores(lore: Lore, server: RerankServer) -> None:
+def test_cohere_shape_through_the_engine_reorders_by_the_servers_scores(
+    lore: Lore, server: RerankServer
+) -> None:
     events: list[RerankInfo] = []
     token = RERANK_EVENTS.set(events)
     try:
@@ -60,7 +72,11 @@ def test_cohere_shape_through_the_engine_reorders_by_the_servers_scores(lore: Lo
     finally:
         RERANK_EVENTS.reset(token)
     path, body = server.requests[-1]
-    assert path == "/v1/rerank" and body["model"] == "bge-reranker-v2-m3" and body["top_n"] == len(body["documents"])
+    assert (
+        path == "/v1/rerank"
+        and body["model"] == "bge-reranker-v2-m3"
+        and body["top_n"] == len(body["documents"])
+    )
     expected = sorted(overlap(QUERY, d) for d in body["documents"])[::-1]
     assert [h.rerank_score for h in hits] == expected[: len(hits)]
     assert {h.chunk.chunk_id for h in hits} == set(first_stage(lore))
@@ -88,16 +104,20 @@ def test_one_5xx_is_retried(lore: Lore, server: RerankServer) -> None:
     assert all(h.rerank_score is not None for h in hits)
 
 
-@pytest.mark.parametrize("faults, reason", [
-    (["slow", "slow"], "timed out"),
-    (["500", "500"], "HTTP 503"),
-    (["not-json"], "not JSON"),
-    (["short"], "scored"),
-    (["bad-index"], "malformed"),
-    (["nan"], "malformed"),
-])
-def test_failures_keep_the_first_stage_order_with_a_note(lore: Lore, server: RerankServer, faults: list[str],
-                                                         reason: str) -> None:
+@pytest.mark.parametrize(
+    "faults, reason",
+    [
+        (["slow", "slow"], "timed out"),
+        (["500", "500"], "HTTP 503"),
+        (["not-json"], "not JSON"),
+        (["short"], "scored"),
+        (["bad-index"], "malformed"),
+        (["nan"], "malformed"),
+    ],
+)
+def test_failures_keep_the_first_stage_order_with_a_note(
+    lore: Lore, server: RerankServer, faults: list[str], reason: str
+) -> None:
     before = first_stage(lore)
     server.faults.extend(faults)
     r = lore.retriever("hb")
@@ -108,7 +128,9 @@ def test_failures_keep_the_first_stage_order_with_a_note(lore: Lore, server: Rer
     assert reason in r.last_rerank.note
 
 
-def test_cli_search_rerank_flags(hb_home: Path, server: RerankServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_search_rerank_flags(
+    hb_home: Path, server: RerankServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from typer.testing import CliRunner
 
     from lore.cli.main import app

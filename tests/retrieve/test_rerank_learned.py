@@ -91,7 +91,9 @@ def test_document_ranking_max_and_sum(lore: Lore) -> None:
         assert score == pytest.approx(sum(top2))
     # Without rerank scores the documents keep first-stage order.
     plain = candidates(lore, QUESTIONS[0])
-    assert [d for d, _ in rank_documents(plain, "sum")] == list(dict.fromkeys(h.chunk.document_id for h in plain))
+    assert [d for d, _ in rank_documents(plain, "sum")] == list(
+        dict.fromkeys(h.chunk.document_id for h in plain)
+    )
 
 
 def test_registry_none_unknown_and_plugins(lore: Lore) -> None:
@@ -110,7 +112,10 @@ def test_registry_none_unknown_and_plugins(lore: Lore) -> None:
     plug = Lore(load_settings(home=lore.settings.home, rerank={"provider": "reverse"}))
     try:
         first = [h.chunk.chunk_id for h in candidates(plug, QUESTIONS[2], 8)]
-        got = [h.chunk.chunk_id for h in plug.search("hb", QUESTIONS[2], SearchOptions(top_k=8, recall_k=8, rerank_k=8))]
+        got = [
+            h.chunk.chunk_id
+            for h in plug.search("hb", QUESTIONS[2], SearchOptions(top_k=8, recall_k=8, rerank_k=8))
+        ]
         assert got == first[::-1][: len(got)]
     finally:
         plug.close()

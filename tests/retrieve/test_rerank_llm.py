@@ -44,8 +44,13 @@ def chat() -> Iterator[FakeServer]:
 
 
 def make(hb_home: Path, chat: FakeServer, **rerank: object) -> Lore:
-    return Lore(load_settings(home=hb_home, answer={"llm_base_url": chat.url, "llm_model": "m"},
-                              rerank={"provider": "llm", "rerank_k": 6, **rerank}))
+    return Lore(
+        load_settings(
+            home=hb_home,
+            answer={"llm_base_url": chat.url, "llm_model": "m"},
+            rerank={"provider": "llm", "rerank_k": 6, **rerank},
+        )
+    )
 
 
 def first_stage(lore: Lore) -> list[str]:
@@ -53,7 +58,9 @@ def first_stage(lore: Lore) -> list[str]:
 
 
 @pytest.mark.parametrize("mode", ["listwise", "pointwise"])
-def test_scores_from_the_chat_model_reorder_the_candidates(hb_home: Path, chat: FakeServer, mode: str) -> None:
+def test_scores_from_the_chat_model_reorder_the_candidates(
+    hb_home: Path, chat: FakeServer, mode: str
+) -> None:
     lore = make(hb_home, chat, llm_mode=mode)
     try:
         before = first_stage(lore)
@@ -63,7 +70,9 @@ def test_scores_from_the_chat_model_reorder_the_candidates(hb_home: Path, chat: 
         assert len(chat.requests) == (1 if mode == "listwise" else len(before))
         scores = [h.rerank_score for h in hits]
         assert all(s is not None and 0 <= s <= 1 for s in scores) and scores == sorted(scores, reverse=True)
-        expected = sorted((round(overlap(QUERY, " ".join(h.chunk.text.split())[:400]), 4) for h in hits), reverse=True)
+        expected = sorted(
+            (round(overlap(QUERY, " ".join(h.chunk.text.split())[:400]), 4) for h in hits), reverse=True
+        )
         assert [round(s, 4) for s in scores] == pytest.approx(expected, abs=1e-3)
         assert {h.chunk.chunk_id for h in hits} == set(before)
         assert r.last_rerank is not None and r.last_rerank.provider == "llm" and not r.last_rerank.note
@@ -87,14 +96,18 @@ def test_token_budget_scores_only_the_top_candidates(hb_home: Path, chat: FakeSe
         lore.close()
 
 
-@pytest.mark.parametrize("script, reason", [
-    ([completion("The first passage is the most relevant.")], "not JSON"),
-    ([json_completion({"scores": [5, 4]})], "should hold"),
-    ([json_completion({"scores": [11] * 6})], "0 to 10"),
-    ([reply(500, {"error": "overloaded"})] * 3, "LLM call failed"),
-])
-def test_unusable_replies_keep_the_first_stage_order(hb_home: Path, chat: FakeServer, script: list[Action],
-                                                     reason: str) -> None:
+@pytest.mark.parametrize(
+    "script, reason",
+    [
+        ([completion("The first passage is the most relevant.")], "not JSON"),
+        ([json_completion({"scores": [5, 4]})], "should hold"),
+        ([json_completion({"scores": [11] * 6})], "0 to 10"),
+        ([reply(500, {"error": "overloaded"})] * 3, "LLM call failed"),
+    ],
+)
+def test_unusable_replies_keep_the_first_stage_order(
+    hb_home: Path, chat: FakeServer, script: list[Action], reason: str
+) -> None:
     lore = make(hb_home, chat)
     try:
         before = first_stage(lore)

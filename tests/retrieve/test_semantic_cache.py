@@ -37,8 +37,9 @@ def lore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lore]:
     lore.close()
 
 
-def cached(lore: Lore, cache: SemanticCache, epoch: int = 0,
-           ns: str = "hb") -> tuple[CachedRetriever, Counting]:
+def cached(
+    lore: Lore, cache: SemanticCache, epoch: int = 0, ns: str = "hb"
+) -> tuple[CachedRetriever, Counting]:
     r = lore.retriever("hb")
     inner = Counting(r.store, r.embedder, r.cache)
     return CachedRetriever(inner, cache, epoch=epoch, namespace=ns), inner
@@ -48,8 +49,11 @@ def test_paraphrase_hits_within_the_same_scope(lore: Lore) -> None:
     cr, inner = cached(lore, SemanticCache(threshold=0.97))
     first = cr.search("报销需要什么材料？", SearchOptions())
     again = cr.search("报销需要哪些材料？", SearchOptions())
-    assert inner.calls == 1 and cr.last_cached and [h.chunk.chunk_id for h in again] == \
-        [h.chunk.chunk_id for h in first]
+    assert (
+        inner.calls == 1
+        and cr.last_cached
+        and [h.chunk.chunk_id for h in again] == [h.chunk.chunk_id for h in first]
+    )
     cr.search("年假有几天？", SearchOptions())  # a different question is a real search
     assert inner.calls == 2 and not cr.last_cached
 
@@ -60,9 +64,14 @@ def test_never_served_to_another_scope(lore: Lore) -> None:
     cr, inner = cached(lore, cache)
     base = SearchOptions()
     assert cr.search("报销需要什么材料？", base)
-    for scope in (SearchFilter(tenant_ids=["tenant-b"]), SearchFilter(dataset_ids=["other"]),
-                  SearchFilter(roles=["sales"]), SearchFilter(visibility=["public"]),
-                  SearchFilter(source_types=["table_row"]), SearchFilter(document_ids=["nope"])):
+    for scope in (
+        SearchFilter(tenant_ids=["tenant-b"]),
+        SearchFilter(dataset_ids=["other"]),
+        SearchFilter(roles=["sales"]),
+        SearchFilter(visibility=["public"]),
+        SearchFilter(source_types=["table_row"]),
+        SearchFilter(document_ids=["nope"]),
+    ):
         calls = inner.calls
         hits = cr.search("报销需要什么材料？", replace(base, filter=scope))
         assert inner.calls == calls + 1 and not cr.last_cached, scope
@@ -143,5 +152,7 @@ def test_search_options_decide_whether_a_configured_reranker_runs(lore: Lore) ->
     reranked = Retriever(r.store, r.embedder, r.cache, reranker=Reversing())
     plain = [h.chunk.chunk_id for h in r.search("报销需要什么材料？", SearchOptions(top_k=50))]
     on = [h.chunk.chunk_id for h in reranked.search("报销需要什么材料？", SearchOptions(top_k=50))]
-    off = [h.chunk.chunk_id for h in reranked.search("报销需要什么材料？", SearchOptions(top_k=50, rerank=False))]
+    off = [
+        h.chunk.chunk_id for h in reranked.search("报销需要什么材料？", SearchOptions(top_k=50, rerank=False))
+    ]
     assert off == plain and on == plain[::-1] and len(plain) > 1

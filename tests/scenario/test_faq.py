@@ -45,7 +45,7 @@ def test_english_columns_duplicates_bad_values_and_quoted_newlines(tmp_path: Pat
         "question,answer,tenant,roles,visibility\n"
         'What is the wifi password?,"Ask IT.\nIt changes monthly.",,,\n'
         "what is the WIFI password,Duplicate,,,\n"
-        "WHAT is the wifi password?,\"Ask IT. It changes monthly.\",,,\n"
+        'WHAT is the wifi password?,"Ask IT. It changes monthly.",,,\n'
         "Who approves?,Managers.,acme,,\n"
         "Who signs?,Directors.,,admin,\n"
         "Who pays?,Finance.,,,secret\n"
@@ -67,13 +67,20 @@ def test_english_columns_duplicates_bad_values_and_quoted_newlines(tmp_path: Pat
 
 def test_empty_cells_take_the_sources_metadata_like_its_documents(tmp_path: Path, hr: Scenario) -> None:
     f = tmp_path / "faq.csv"
-    f.write_text("question,answer,source,dataset,roles\n"
-                 "When do pay raises apply?,On 1 April.,compensation,,\n"
-                 "How many leave days?,Fifteen.,leave,,\n"
-                 "Who reads the bonus plan?,HR only.,compensation,,hr\n", encoding="utf-8")
+    f.write_text(
+        "question,answer,source,dataset,roles\n"
+        "When do pay raises apply?,On 1 April.,compensation,,\n"
+        "How many leave days?,Fifteen.,leave,,\n"
+        "Who reads the bonus plan?,HR only.,compensation,,hr\n",
+        encoding="utf-8",
+    )
     pay, leave, bonus = read_faq(f, hr)[0]
     pay_docs = hr.source_metadata("compensation")
-    assert (pay.dataset, pay.roles) == (pay_docs["dataset_id"], pay_docs["allowed_roles"]) == ("hr-pay", ["manager", "hr"])
+    assert (
+        (pay.dataset, pay.roles)
+        == (pay_docs["dataset_id"], pay_docs["allowed_roles"])
+        == ("hr-pay", ["manager", "hr"])
+    )
     assert (leave.dataset, leave.roles) == ("hr-policies", [])  # no overrides on the source: the defaults
     assert (bonus.dataset, bonus.roles) == ("hr-pay", ["hr"])  # a filled cell wins
 
@@ -92,8 +99,16 @@ def test_header_errors_name_the_file(tmp_path: Path, hr: Scenario) -> None:
 
 
 def _chunks(rows: list) -> list:
-    return faq_chunks(rows, scenario_id="hr", kb_id="k", file_name="faq.csv", file_sha256="0" * 64,
-                      embedding_model="m", chunk_schema="s", seq=3)
+    return faq_chunks(
+        rows,
+        scenario_id="hr",
+        kb_id="k",
+        file_name="faq.csv",
+        file_sha256="0" * 64,
+        embedding_model="m",
+        chunk_schema="s",
+        seq=3,
+    )
 
 
 def test_gb18030_file_and_chunks(tmp_path: Path, hr: Scenario) -> None:
@@ -122,7 +137,11 @@ def test_the_quality_gate_refuses_conflicting_faq_answers(tmp_path: Path) -> Non
 
     scenarios = copy_scenarios(tmp_path / "scenarios")
     faq = scenarios / "hr" / "faq.csv"
-    clean = [line for line in faq.read_text(encoding="utf-8").splitlines() if not line.startswith((",", "How long"))]
+    clean = [
+        line
+        for line in faq.read_text(encoding="utf-8").splitlines()
+        if not line.startswith((",", "How long"))
+    ]
     clean = [line for line in clean if "holidays" not in line]
     faq.write_text("\n".join(clean) + "\n", encoding="utf-8")
     lore = scenario_lore(tmp_path / "home", scenarios)

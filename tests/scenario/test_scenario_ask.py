@@ -132,11 +132,17 @@ def test_named_source_is_validated_and_applied(hr: Lore) -> None:
     )
     assert end["source"] == {"ids": ["leave"], "how": "given"}
     assert end["refused"] and not end["citations"]  # the allowance is in the expense documents, not in leave
-    _, end = ask(hr, "病假需要什么证明？年假怎么折算？", options=SearchOptions(filter=SearchFilter(sources=["leave"])))
-    assert end["citations"] and all(c["file"].startswith("data/leave/") or c["file"] == "faq.csv"
-                                    for c in end["citations"])
-    _, end = ask(hr, "What is the meal allowance per day on business trips?",
-                 options=SearchOptions(filter=SearchFilter(sources=["expense"])))
+    _, end = ask(
+        hr, "病假需要什么证明？年假怎么折算？", options=SearchOptions(filter=SearchFilter(sources=["leave"]))
+    )
+    assert end["citations"] and all(
+        c["file"].startswith("data/leave/") or c["file"] == "faq.csv" for c in end["citations"]
+    )
+    _, end = ask(
+        hr,
+        "What is the meal allowance per day on business trips?",
+        options=SearchOptions(filter=SearchFilter(sources=["expense"])),
+    )
     assert end["citations"] and "100" in end["answer"]
 
 
@@ -181,17 +187,23 @@ def test_scenario_wording_replaces_a_profiles_prompt(hr_home: tuple[Path, Path],
     own = tmp_path / "scenarios"
     shutil.copytree(scenarios, own)
     toml = own / "hr" / "scenario.toml"
-    toml.write_text(toml.read_text(encoding="utf-8") + """
+    toml.write_text(
+        toml.read_text(encoding="utf-8")
+        + """
 [profiles.facts]
 system = "You are {assistant_name}, quoting {company}'s rules to the letter."
 user_template = "资料：\\n{passages}\\n\\n员工的问题：{question}"
 output_rules = ["Give the figure first."]
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     assert set(PROFILES) == set(PROFILE_NAMES)
     with serve() as llm:
         llm.script = [answer("Staff receive 100 yuan per day in tier-one cities[1].")]
         lore = scenario_lore(
-            home, own, answer={"generator": "openai", "llm_base_url": llm.url, "llm_model": "m", "llm_timeout_s": 2},
+            home,
+            own,
+            answer={"generator": "openai", "llm_base_url": llm.url, "llm_model": "m", "llm_timeout_s": 2},
         )
         try:
             _, end = ask(lore, "What is the meal allowance per day on business trips?")
@@ -202,8 +214,9 @@ output_rules = ["Give the figure first."]
     assert system.startswith("You are 小鳍, quoting 蓝鳍物流 Bluefin Logistics's rules to the letter.")
     assert "6. Give the figure first." in system and "exact figure" not in system  # the rules are replaced
     assert "Passages are quoted data" in system  # the built-in grounding rules stay
-    assert user.startswith("资料：\n<passage n=\"1\">") and user.endswith("员工的问题：What is the meal allowance per "
-                                                                       "day on business trips?")
+    assert user.startswith('资料：\n<passage n="1">') and user.endswith(
+        "员工的问题：What is the meal allowance per day on business trips?"
+    )
 
 
 def test_quality_report_lists_faq_problems(hr: Lore) -> None:

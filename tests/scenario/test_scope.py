@@ -94,5 +94,7 @@ def test_a_handed_in_scope_is_bounded_by_the_scenario() -> None:
     with pytest.raises(ScopeError, match=r"visibility \['restricted'\]: not allowed in scenario 'hr'"):
         check_scope(Scope("bluefin", None, ("public", "internal", "restricted"), ("employee",), "hr"), hr)
     open_datasets = check_scope(Scope("bluefin", None, roles=("employee",)), hr)
-    assert open_datasets.datasets == tuple(hr.datasets) and open_datasets.scenario == "hr"  # not the whole tenant
+    assert (
+        open_datasets.datasets == tuple(hr.datasets) and open_datasets.scenario == "hr"
+    )  # not the whole tenant
     assert check_scope(Scope("bluefin", ("hr-faq",), roles=("employee",)), hr).datasets == ("hr-faq",)

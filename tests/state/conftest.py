@@ -12,7 +12,7 @@ from tests.servers import REDIS_URL, redis_available, redis_prefix
 
 @pytest.fixture(params=["local", "redis"])
 def backend(request: pytest.FixtureRequest) -> Iterator[str]:
-    """"local", or "redis" with a key prefix of this test's own (deleted afterwards)."""
+    """ "local", or "redis" with a key prefix of this test's own (deleted afterwards)."""
     if request.param == "local":
         yield "local"
         return

@@ -21,9 +21,23 @@ from tests.state.conftest import settings_for
 
 
 def _hit(text: str, tenant: str = "default") -> Hit:
-    chunk = Chunk(chunk_id=text, text=text, parent_id="p", parent_text=text, kb_id="kb", document_id="d",
-                  file_path="a.md", file_sha256="s", chunk_index=0, chunk_schema="x", embedding_model="m",
-                  tenant_id=tenant, heading_path=["H1", "H2"], page=3, allowed_roles=["hr"])
+    chunk = Chunk(
+        chunk_id=text,
+        text=text,
+        parent_id="p",
+        parent_text=text,
+        kb_id="kb",
+        document_id="d",
+        file_path="a.md",
+        file_sha256="s",
+        chunk_index=0,
+        chunk_schema="x",
+        embedding_model="m",
+        tenant_id=tenant,
+        heading_path=["H1", "H2"],
+        page=3,
+        allowed_roles=["hr"],
+    )
     return Hit(chunk, 0.5, dense_score=0.7, bm25_rank=2)
 
 
@@ -90,7 +104,9 @@ def test_redis_embedding_cache_shares_vectors(redis_only: str) -> None:
     vectors = np.arange(6, dtype=np.float32).reshape(2, 3)
     one.put_many("m", "passage", ["a", "乙"], vectors)
     found = two.get_many("m", "passage", ["乙", "missing", "a"])
-    assert set(found) == {0, 2} and np.array_equal(found[0], vectors[1]) and np.array_equal(found[2], vectors[0])
+    assert (
+        set(found) == {0, 2} and np.array_equal(found[0], vectors[1]) and np.array_equal(found[2], vectors[0])
+    )
     assert two.get_many("m", "query", ["a"]) == {} and two.count("m") == 2
 
 
@@ -124,8 +140,9 @@ def test_unversioned_ingest_retires_every_replicas_cached_answers(backend: str, 
 
     assert deep_answer(b)["refused"] is True
     extra = tmp_path / "zephyr.md"
-    extra.write_text("# Zephyr-9\n\nThe Zephyr-9 calibration interval is 90 days, per the lab manual.\n",
-                     encoding="utf-8")
+    extra.write_text(
+        "# Zephyr-9\n\nThe Zephyr-9 calibration interval is 90 days, per the lab manual.\n", encoding="utf-8"
+    )
     a.ingest("hb", [extra])
     assert b.catalog.cache_epoch(kb.id) == before + 1
     end = deep_answer(b)

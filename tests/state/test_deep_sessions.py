@@ -28,7 +28,9 @@ def test_a_session_continues_on_another_replica(redis_only: str, tmp_path: Path)
     # Replica B read the first turn that replica A answered: the session history holds both turns.
     graph_history = b.deep_graph.get_state({"configurable": {"thread_id": "s1"}}).values["history"]
     assert [m["content"] for m in graph_history if m["role"] == "user"] == [
-        "LF-200和LF-500的载重分别是多少？", "How many days of annual leave?"]
+        "LF-200和LF-500的载重分别是多少？",
+        "How many days of annual leave?",
+    ]
     assert second["answer"]
     a.deep_sessions.delete_thread("s1")
     assert b.deep_graph.get_state({"configurable": {"thread_id": "s1"}}).values == {}

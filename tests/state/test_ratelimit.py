@@ -46,5 +46,7 @@ def test_zero_means_no_limit(backend: str) -> None:
 
 
 def test_a_dead_redis_lets_requests_through() -> None:
-    dead = make_rate_limiter(load_settings(api={"rate_limit_per_minute": 1}, redis={"url": "redis://127.0.0.1:1/0"}))
+    dead = make_rate_limiter(
+        load_settings(api={"rate_limit_per_minute": 1}, redis={"url": "redis://127.0.0.1:1/0"})
+    )
     assert isinstance(dead, RedisRateLimiter) and dead.check("k") == 0.0 and dead.check("k") == 0.0

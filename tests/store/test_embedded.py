@@ -18,8 +18,13 @@ from lore.store.embedded import EmbeddedStore
 from lore.store.memory_index import Columns, MemoryIndex
 from tests.store.test_contract import BY_ID, CHUNKS, DIM, TOKENS, VECTORS, N
 
-FILTERS = [SearchFilter(), SearchFilter(tenant_ids=["acme"], roles=["finance"], version_seq=3),
-           SearchFilter(roles=["hr", "it"]), SearchFilter(roles=[]), SearchFilter(dataset_ids=["hr"], version_seq=2)]
+FILTERS = [
+    SearchFilter(),
+    SearchFilter(tenant_ids=["acme"], roles=["finance"], version_seq=3),
+    SearchFilter(roles=["hr", "it"]),
+    SearchFilter(roles=[]),
+    SearchFilter(dataset_ids=["hr"], version_seq=2),
+]
 
 
 def _open(path: Path) -> EmbeddedStore:
@@ -39,8 +44,12 @@ def _results(store: EmbeddedStore) -> list:
         out.append(store.count(flt))
         for mode in ("dense", "bm25", "hybrid"):
             query = StoreQuery(mode, 12, VECTORS[3], ["发票", "报销", "公司", "travel"], flt)
-            out.append([(h.chunk.chunk_id, h.score, h.dense_score, h.bm25_score, h.dense_rank, h.bm25_rank)
-                        for h in store.search(query)])
+            out.append(
+                [
+                    (h.chunk.chunk_id, h.score, h.dense_score, h.bm25_score, h.dense_rank, h.bm25_rank)
+                    for h in store.search(query)
+                ]
+            )
     return out
 
 
@@ -135,8 +144,11 @@ def test_another_writer_triggers_reload(tmp_path: Path) -> None:
     reader = _filled(tmp_path)
     assert reader.count() == N
     writer = _open(tmp_path)
-    writer.upsert([dataclasses.replace(CHUNKS[1], chunk_id="new", allowed_roles=["auditor"])], VECTORS[1:2],
-                  [["独有词"]])
+    writer.upsert(
+        [dataclasses.replace(CHUNKS[1], chunk_id="new", allowed_roles=["auditor"])],
+        VECTORS[1:2],
+        [["独有词"]],
+    )
     writer.delete(["c07"])
     try:
         assert reader.count() == N
@@ -157,8 +169,10 @@ def test_appends_after_load_see_new_terms(tmp_path: Path, source: str) -> None:
         store = _filled(tmp_path)
     try:
         assert store.count() == N
-        extra = [dataclasses.replace(CHUNKS[2], chunk_id="x1", tenant_id="initech", allowed_roles=["auditor"]),
-                 dataclasses.replace(CHUNKS[7], text="替换")]  # c07 replaced: its old tokens go away
+        extra = [
+            dataclasses.replace(CHUNKS[2], chunk_id="x1", tenant_id="initech", allowed_roles=["auditor"]),
+            dataclasses.replace(CHUNKS[7], text="替换"),
+        ]  # c07 replaced: its old tokens go away
         store.upsert(extra, VECTORS[[2, 7]], [["新词", "新词", "公司"], ["另一个"]])
         assert store.count() == N + 1
         assert [h.chunk.chunk_id for h in store.search(StoreQuery("bm25", 5, tokens=["新词"]))] == ["x1"]
@@ -190,10 +204,22 @@ def test_failed_snapshot_write_leaves_no_files(tmp_path: Path, monkeypatch: pyte
 
 def test_index_arrays_round_trip() -> None:
     index = MemoryIndex(DIM)
-    columns = Columns.from_rows([(i + 1, c.chunk_id, *(getattr(c, f) for f in emb.SCALAR_FIELDS),
-                             emb.json.dumps(c.allowed_roles + c.allowed_roles[:1]), c.valid_from_seq, c.valid_to_seq,
-                             " ".join(t) if i != 5 else "", v.tobytes())
-                            for i, (c, t, v) in enumerate(zip(CHUNKS, TOKENS, VECTORS, strict=True))], DIM)
+    columns = Columns.from_rows(
+        [
+            (
+                i + 1,
+                c.chunk_id,
+                *(getattr(c, f) for f in emb.SCALAR_FIELDS),
+                emb.json.dumps(c.allowed_roles + c.allowed_roles[:1]),
+                c.valid_from_seq,
+                c.valid_to_seq,
+                " ".join(t) if i != 5 else "",
+                v.tobytes(),
+            )
+            for i, (c, t, v) in enumerate(zip(CHUNKS, TOKENS, VECTORS, strict=True))
+        ],
+        DIM,
+    )
     index.extend(columns)
     index.kill(["c03"])
     copy = MemoryIndex.from_arrays(DIM, index.to_arrays())
@@ -202,7 +228,9 @@ def test_index_arrays_round_trip() -> None:
     for flt in FILTERS:
         np.testing.assert_array_equal(copy.mask(flt), index.mask(flt))
         mask = index.mask(flt)
-        for a, b in zip(copy.bm25(["发票", "公司"], mask, 10), index.bm25(["发票", "公司"], mask, 10), strict=True):
+        for a, b in zip(
+            copy.bm25(["发票", "公司"], mask, 10), index.bm25(["发票", "公司"], mask, 10), strict=True
+        ):
             np.testing.assert_array_equal(a, b)
     assert len(copy) == len(index) == N - 1 and index.doc_len[5] == 0
     assert BY_ID["c03"].chunk_id not in copy.position
@@ -216,11 +244,28 @@ def test_bm25_statistics_come_from_the_version_view(tmp_path: Path) -> None:
     from lore.store.embedded import EmbeddedStore
 
     def chunk(i: int, text: str, frm: int, to: int = 0) -> Chunk:
-        return Chunk(chunk_id=f"c{i}", text=text, parent_id="p", parent_text=text, kb_id="kb", document_id=f"d{i}",
-                     file_path=f"f{i}.md", file_sha256="0" * 64, chunk_index=0, chunk_schema="s", embedding_model="m",
-                     valid_from_seq=frm, valid_to_seq=to)
+        return Chunk(
+            chunk_id=f"c{i}",
+            text=text,
+            parent_id="p",
+            parent_text=text,
+            kb_id="kb",
+            document_id=f"d{i}",
+            file_path=f"f{i}.md",
+            file_sha256="0" * 64,
+            chunk_index=0,
+            chunk_schema="s",
+            embedding_model="m",
+            valid_from_seq=frm,
+            valid_to_seq=to,
+        )
 
-    texts = ["leave policy days", "leave request form portal", "vpn password reset", "leave leave leave old text"]
+    texts = [
+        "leave policy days",
+        "leave request form portal",
+        "vpn password reset",
+        "leave leave leave old text",
+    ]
     current = [chunk(0, texts[0], 1), chunk(1, texts[1], 1), chunk(2, texts[2], 1)]
     history = [chunk(3, texts[3], 1, 2)]  # expired at version 2
     vec = np.eye(4, dtype=np.float32)
@@ -231,8 +276,9 @@ def test_bm25_statistics_come_from_the_version_view(tmp_path: Path) -> None:
     query = ["leave", "portal"]
     versioned = both.search(StoreQuery("bm25", 5, tokens=query, filter=SearchFilter(version_seq=2)))
     scratch = alone.search(StoreQuery("bm25", 5, tokens=query))
-    assert [(h.chunk.chunk_id, round(h.score, 6)) for h in versioned] == \
-        [(h.chunk.chunk_id, round(h.score, 6)) for h in scratch]
+    assert [(h.chunk.chunk_id, round(h.score, 6)) for h in versioned] == [
+        (h.chunk.chunk_id, round(h.score, 6)) for h in scratch
+    ]
     unversioned = both.search(StoreQuery("bm25", 5, tokens=query))  # all live rows count without a version
     assert {h.chunk.chunk_id for h in unversioned} == {"c0", "c1", "c3"}
     both.close()

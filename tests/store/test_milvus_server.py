@@ -20,9 +20,19 @@ DIM = 4
 
 
 def _chunk(i: int) -> Chunk:
-    return Chunk(chunk_id=f"c{i}", text=f"passage {i} about leave", parent_id="p", parent_text="x", kb_id="k",
-                 document_id="d", file_path="f.md", file_sha256="s", chunk_index=i, chunk_schema="x",
-                 embedding_model="m")
+    return Chunk(
+        chunk_id=f"c{i}",
+        text=f"passage {i} about leave",
+        parent_id="p",
+        parent_text="x",
+        kb_id="k",
+        document_id="d",
+        file_path="f.md",
+        file_sha256="s",
+        chunk_index=i,
+        chunk_schema="x",
+        embedding_model="m",
+    )
 
 
 def _query() -> StoreQuery:
@@ -69,11 +79,25 @@ def test_a_server_that_stays_down_is_unavailable_not_a_crash(server: MilvusServe
 
 def test_connection_settings_reach_the_client() -> None:
     assert connection_kwargs(StoreSettings()) == {"timeout": 10.0}
-    tls = StoreSettings(token="root:Milvus", db_name="kb", secure=True, server_pem_path="/certs/server.pem",
-                        server_name="milvus.internal", user="reader", password="pw")
+    tls = StoreSettings(
+        token="root:Milvus",
+        db_name="kb",
+        secure=True,
+        server_pem_path="/certs/server.pem",
+        server_name="milvus.internal",
+        user="reader",
+        password="pw",
+    )
     assert connection_kwargs(tls) == {
-        "timeout": 10.0, "token": "root:Milvus", "user": "reader", "password": "pw", "db_name": "kb",
-        "secure": True, "server_pem_path": "/certs/server.pem", "server_name": "milvus.internal"}
+        "timeout": 10.0,
+        "token": "root:Milvus",
+        "user": "reader",
+        "password": "pw",
+        "db_name": "kb",
+        "secure": True,
+        "server_pem_path": "/certs/server.pem",
+        "server_name": "milvus.internal",
+    }
     assert is_transient(RuntimeError("Collection 'x' is in state 'released'; call load()"))
     assert not is_transient(ValueError("field text is too long"))
 

@@ -39,8 +39,9 @@ def compose_passages(ctx: RunContext, covered: list[int]) -> tuple[list[Passage]
     a = ctx.settings.answer
     n = len(covered)
     hits = interleave([ctx.hits[i] for i in covered], limit=max(a.max_passages, 2 * n) * 4)
-    passages = build_passages(hits, max_passages=max(a.max_passages, 2 * n),
-                              budget_units=a.context_budget * min(n, 2))
+    passages = build_passages(
+        hits, max_passages=max(a.max_passages, 2 * n), budget_units=a.context_budget * min(n, 2)
+    )
     by_sub = {}
     for i in covered:
         parents = {h.chunk.parent_id for h in ctx.hits[i]}
@@ -89,7 +90,9 @@ def generate(ctx: RunContext, state: DeepState, covered: list[int]) -> tuple[str
     return text.strip(), passages
 
 
-def _comparison(ctx: RunContext, state: DeepState, covered: list[int], by_sub: dict[int, list[Passage]]) -> str:
+def _comparison(
+    ctx: RunContext, state: DeepState, covered: list[int], by_sub: dict[int, list[Passage]]
+) -> str:
     """A comparison whose every part is answered by a table row: a Markdown table of the compared
     attributes, a citation per cell ("" otherwise)."""
     if state["kind"] != "comparison" or len(covered) < 2:
@@ -113,8 +116,9 @@ def not_covered_note(question: str, missing: list[str]) -> str:
     return "The knowledge base does not cover: " + "; ".join(m.rstrip("?") for m in missing) + "."
 
 
-def finish(ctx: RunContext, state: DeepState, answer: str, passages: list[Passage],
-           covered: list[int]) -> dict[str, Any]:
+def finish(
+    ctx: RunContext, state: DeepState, answer: str, passages: list[Passage], covered: list[int]
+) -> dict[str, Any]:
     """Cite, verify and score the answer; the `end` payload (fast-path keys plus deep-mode ones)."""
     started = time.perf_counter()
     subs, question = state["sub_questions"], state["question"]
@@ -141,25 +145,39 @@ def finish(ctx: RunContext, state: DeepState, answer: str, passages: list[Passag
     result = ask.result(a)
     result["plan"].update(kind=state["kind"], source=state["plan_source"], sub_questions=list(subs))
     result.update(
-        mode="deep", rounds=state["round"], kind=state["kind"], verdict=state["verdict"],
+        mode="deep",
+        rounds=state["round"],
+        kind=state["kind"],
+        verdict=state["verdict"],
         sub_questions=[_sub_json(ctx, i, q, state) for i, q in enumerate(subs)],
-        not_covered=missing, standalone_question=state["standalone"],
+        not_covered=missing,
+        standalone_question=state["standalone"],
         context=[p.hit.chunk.chunk_id for p in passages],  # what the generator was given, in order
-        candidates=[{"chunk_id": h.chunk.chunk_id, "document_id": h.chunk.document_id, "score": h.score}
-                    for h in interleave([ctx.hits.get(i, []) for i in range(len(subs))], ctx.search.top_k)],
-        budget={"tokens_used": ctx.budget.tokens_used, "token_budget": ctx.budget.max_tokens,
-                "elapsed_s": round(ctx.budget.elapsed_s(), 3), "time_budget_s": ctx.budget.time_s},
+        candidates=[
+            {"chunk_id": h.chunk.chunk_id, "document_id": h.chunk.document_id, "score": h.score}
+            for h in interleave([ctx.hits.get(i, []) for i in range(len(subs))], ctx.search.top_k)
+        ],
+        budget={
+            "tokens_used": ctx.budget.tokens_used,
+            "token_budget": ctx.budget.max_tokens,
+            "elapsed_s": round(ctx.budget.elapsed_s(), 3),
+            "time_budget_s": ctx.budget.time_s,
+        },
     )
     return result
 
 
 def _sub_json(ctx: RunContext, i: int, question: str, state: DeepState) -> dict[str, Any]:
     ev = ctx.evidence.get(i)
-    return {"question": question, "query": state["queries"][i] if i < len(state["queries"]) else question,
-            "sufficient": bool(state["sufficient"][i]) if i < len(state["sufficient"]) else False,
-            "confidence": ev.confidence if ev else 0.0, "consistent": ctx.consistent.get(i),
-            "conflicts": ctx.conflicts.get(i, []),
-            "hits": [h.chunk.chunk_id for h in ctx.hits.get(i, [])[:5]]}
+    return {
+        "question": question,
+        "query": state["queries"][i] if i < len(state["queries"]) else question,
+        "sufficient": bool(state["sufficient"][i]) if i < len(state["sufficient"]) else False,
+        "confidence": ev.confidence if ev else 0.0,
+        "consistent": ctx.consistent.get(i),
+        "conflicts": ctx.conflicts.get(i, []),
+        "hits": [h.chunk.chunk_id for h in ctx.hits.get(i, [])[:5]],
+    }
 
 
 def _overall_evidence(ctx: RunContext, n: int, covered: list[int]) -> Evidence:
@@ -172,6 +190,14 @@ def _overall_evidence(ctx: RunContext, n: int, covered: list[int]) -> Evidence:
         return round(sum(getattr(e, name) for e in evs) / n, 3)
 
     reasons = [f"part {i + 1}: {r}" for i in range(n) if i in ctx.evidence for r in ctx.evidence[i].reasons]
-    return Evidence(mean("confidence"), bool(covered), mean("coverage"), mean("key_coverage"),
-                    mean("similarity"), mean("agreement"), sum(e.supporting for e in evs), evs[0].threshold,
-                    reasons=reasons)
+    return Evidence(
+        mean("confidence"),
+        bool(covered),
+        mean("coverage"),
+        mean("key_coverage"),
+        mean("similarity"),
+        mean("agreement"),
+        sum(e.supporting for e in evs),
+        evs[0].threshold,
+        reasons=reasons,
+    )

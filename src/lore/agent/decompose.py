@@ -42,8 +42,10 @@ class Plan(BaseModel):
 
 # --- Chinese -----------------------------------------------------------------------------------
 
-_ZH_QWORD = re.compile(r"什么|多少|几|哪|谁|怎么|如何|吗|是否|为什么|为何|何时|多久|多长|多大|多高"
-                       r"|是不是|有没有|能否|可否|怎样|何种|何处|何地|何人|几时")
+_ZH_QWORD = re.compile(
+    r"什么|多少|几|哪|谁|怎么|如何|吗|是否|为什么|为何|何时|多久|多长|多大|多高"
+    r"|是不是|有没有|能否|可否|怎样|何种|何处|何地|何人|几时"
+)
 _ZH_CONJ = {"和", "与", "及", "跟", "以及", "、", "或", "还是"}
 _ZH_COMPARE_CUE = re.compile(r"区别|差别|差异|不同|异同|相比|哪个更|冲突|矛盾|一致")
 _SEP = "\x00"  # stands for a conjunction that jieba cut as a word of its own
@@ -54,10 +56,14 @@ _ZH_COMPARE_TAIL = re.compile(
     r"|(?:相比|比较|对比)?(?:哪个|哪一个|谁)(?:更)?.*$|分别是?|各自|各是"
     r"|(?:之间)?(?:是否|有没有|有无)?(?:存在)?(?:冲突|矛盾|一致|相同)(?:吗)?"
 )
-_ZH_POST = (r"(?:的|在|分别|各自|各|有没有|有何|有什么|有哪些|有无|是否|是什么|是多少|是谁|是哪|哪|谁|相比|之间"
-            r"|存在|，|,|$)")
-_ZH_CLAUSE = re.compile(r"[？?；;]+|[，,]\s*(?:另外|还有|以及|并且|同时|而且|那么|那)?"
-                        r"|(?:另外|还有|以及|并且|同时)")
+_ZH_POST = (
+    r"(?:的|在|分别|各自|各|有没有|有何|有什么|有哪些|有无|是否|是什么|是多少|是谁|是哪|哪|谁|相比|之间"
+    r"|存在|，|,|$)"
+)
+_ZH_CLAUSE = re.compile(
+    r"[？?；;]+|[，,]\s*(?:另外|还有|以及|并且|同时|而且|那么|那)?"
+    r"|(?:另外|还有|以及|并且|同时)"
+)
 
 
 def _cut_marked(text: str) -> str:
@@ -73,8 +79,11 @@ def _zh_plan(q: str) -> Plan | None:
         asked = [p for p in re.split(r"[？?]+", body) if p.strip(" ，,；;")]
         parts = asked if len(asked) >= 2 else _zh_clauses(body)
         if len(parts) >= 2:
-            return Plan(kind="multi-hop", sub_questions=[_zh_finish(p) for p in parts],
-                        reasoning="several questions in one (split at question marks and conjunctions)")
+            return Plan(
+                kind="multi-hop",
+                sub_questions=[_zh_finish(p) for p in parts],
+                reasoning="several questions in one (split at question marks and conjunctions)",
+            )
     stripped = _ZH_COMPARE_HEAD.sub("", body)
     found = _zh_items(_cut_marked(stripped))
     if found is None and compare:
@@ -87,8 +96,10 @@ def _zh_plan(q: str) -> Plan | None:
     if not compare and (not post_raw.startswith(("的", "分别", "各")) or max(map(len, items)) > 15):
         return None  # "需要发票和审批单吗" lists what one answer holds: not separate questions
     post = _ZH_COMPARE_TAIL.sub("", post_raw.replace(_SEP, "和")).strip(" ，,的")
-    subs = [_zh_finish(f"{pre}{item}" + (f"的{post}" if post and not post.startswith(("在", "是")) else post))
-            for item in items]
+    subs = [
+        _zh_finish(f"{pre}{item}" + (f"的{post}" if post and not post.startswith(("在", "是")) else post))
+        for item in items
+    ]
     kind: PlanKind = "comparison" if compare else "multi-hop"
     why = "comparison of " if compare else "enumeration of "
     return Plan(kind=kind, sub_questions=subs, reasoning=why + ", ".join(items))
@@ -99,7 +110,7 @@ def _zh_clauses(body: str) -> list[str]:
     and stays with the clause after it."""
     pieces, last = [], 0
     for m in _ZH_CLAUSE.finditer(body):
-        pieces.append(body[last:m.start()])
+        pieces.append(body[last : m.start()])
         last = m.end()
     pieces.append(body[last:])
     clauses: list[str] = []
@@ -138,8 +149,10 @@ _EN_QWORD = r"(?:what|who|whom|whose|which|when|where|why|how)"
 _EN_AUX = r"(?:is|are|was|were|does|do|did|can|could|should|will|would|has|have)"
 # An auxiliary opens a new question only when a subject follows it ("and is the VPN required"); "and is
 # associated with" continues the same clause.
-_EN_SUBJECT = (r"(?:(?i:the|a|an|this|that|these|those|it|there|they|he|she|we|i|you|my|our|your|their|its"
-               r"|his|her|any|some|all|each|every)\b|[A-Z0-9])")
+_EN_SUBJECT = (
+    r"(?:(?i:the|a|an|this|that|these|those|it|there|they|he|she|we|i|you|my|our|your|their|its"
+    r"|his|her|any|some|all|each|every)\b|[A-Z0-9])"
+)
 _EN_CLAUSE = re.compile(rf",?\s+(?i:and|also)\s+(?=(?i:{_EN_QWORD})\b|(?i:{_EN_AUX})\s+{_EN_SUBJECT})")
 # Sentence ends: a question mark, a semicolon, or a full stop before a word that adds a question ("…. Also, …").
 _EN_ADD = r"(?:also|and|additionally|moreover|furthermore|besides|plus|in addition)"
@@ -149,20 +162,27 @@ _EN_LEAD = re.compile(rf"^{_EN_ADD}\b,?\s*", re.IGNORECASE)
 # opening, so each part is the text before that opening + its own clause.
 _EN_REPEAT = re.compile(
     r",?\s+and\s+(?:also\s+)?(?P<m>(?:about|of|for|on|regarding|concerning)\s+(?:whether|if|how|what|why)\b"
-    r"|(?:that|whether|about|regarding|concerning)\b)", re.IGNORECASE)
+    r"|(?:that|whether|about|regarding|concerning)\b)",
+    re.IGNORECASE,
+)
 _EN_ATTR = r"(?:\s+(?:in terms of|regarding|for|in|on)\s+(?P<attr2>.+))?$"
-_EN_COMPARE = [re.compile(p, re.IGNORECASE) for p in (
-    r"^(?:please\s+)?compare\s+(?P<attr>.+?\s+(?:of|for|in|between)\s+)?(?P<items>.+?)" + _EN_ATTR,
-    r"^(?:what(?:'s| is| are)|how)\s+(?:is\s+|are\s+)?(?:the\s+)?(?:main\s+|key\s+)?differences?\s+between\s+"
-    r"(?P<items>.+?)" + _EN_ATTR,
-    r"^how\s+(?:does|do|is|are)\s+(?P<a>.+?)\s+(?:differ from|compare (?:to|with)|different from)\s+"
-    r"(?P<b>.+?)" + _EN_ATTR,
-    r"^(?P<items>.+?\s+(?:vs\.?|versus)\s+.+?)(?:(?:\s*[:,]\s*|\s+-\s+)(?P<attr2>.+))?$",
-)]
+_EN_COMPARE = [
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"^(?:please\s+)?compare\s+(?P<attr>.+?\s+(?:of|for|in|between)\s+)?(?P<items>.+?)" + _EN_ATTR,
+        r"^(?:what(?:'s| is| are)|how)\s+(?:is\s+|are\s+)?(?:the\s+)?(?:main\s+|key\s+)?differences?\s+between\s+"
+        r"(?P<items>.+?)" + _EN_ATTR,
+        r"^how\s+(?:does|do|is|are)\s+(?P<a>.+?)\s+(?:differ from|compare (?:to|with)|different from)\s+"
+        r"(?P<b>.+?)" + _EN_ATTR,
+        r"^(?P<items>.+?\s+(?:vs\.?|versus)\s+.+?)(?:(?:\s*[:,]\s*|\s+-\s+)(?P<attr2>.+))?$",
+    )
+]
 _EN_SPLIT_ITEMS = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|vs\.?|versus|with)\s+", re.IGNORECASE)
 _EN_EACH = re.compile(
     r"^(?P<head>(?:what|who|which|when|where|how\s+\w+)\s+(?:is|are|was|were|do|does)\s+(?:the\s+)?)"
-    r"(?P<attr>.+?)\s+(?:of|for|in)\s+(?P<items>.+?)(?:\s*,?\s*(?:respectively|each))?$", re.IGNORECASE)
+    r"(?P<attr>.+?)\s+(?:of|for|in)\s+(?P<items>.+?)(?:\s*,?\s*(?:respectively|each))?$",
+    re.IGNORECASE,
+)
 
 
 def _en_plan(q: str) -> Plan | None:
@@ -183,8 +203,11 @@ def _en_plan(q: str) -> Plan | None:
         return Plan(kind="comparison", sub_questions=subs, reasoning="comparison of " + ", ".join(items))
     parts = _en_parts(body)
     if len(parts) >= 2 and all(len(p.split()) >= 2 for p in parts):
-        return Plan(kind="multi-hop", sub_questions=[p.rstrip("?") + "?" for p in parts],
-                    reasoning="several questions in one (split at question marks and conjunctions)")
+        return Plan(
+            kind="multi-hop",
+            sub_questions=[p.rstrip("?") + "?" for p in parts],
+            reasoning="several questions in one (split at question marks and conjunctions)",
+        )
     m = _EN_EACH.match(body)
     if m and re.search(r",|\band\b", m.group("items")):
         items = [i.strip() for i in _EN_SPLIT_ITEMS.split(m.group("items")) if i.strip()]
@@ -206,17 +229,20 @@ def _en_parts(body: str) -> list[str]:
 
 
 def _en_repeated(clause: str) -> list[str]:
-    """"Is it true that A, and that B" -> ["Is it true that A", "Is it true that B"]; the clause itself when
+    """ "Is it true that A, and that B" -> ["Is it true that A", "Is it true that B"]; the clause itself when
     the word after "and" does not open an earlier part of it."""
     for m in _EN_REPEAT.finditer(clause):
         marker = re.sub(r"\s+", " ", m.group("m").lower())
         opening = r"\s+".join(map(re.escape, marker.split()))
-        first = re.search(rf"\b{opening}\b", clause[:m.start()], re.IGNORECASE)
+        first = re.search(rf"\b{opening}\b", clause[: m.start()], re.IGNORECASE)
         if first is None:
             continue
-        head = clause[:first.start()]
-        seps = [s for s in _EN_REPEAT.finditer(clause, first.end())
-                if re.sub(r"\s+", " ", s.group("m").lower()) == marker]
+        head = clause[: first.start()]
+        seps = [
+            s
+            for s in _EN_REPEAT.finditer(clause, first.end())
+            if re.sub(r"\s+", " ", s.group("m").lower()) == marker
+        ]
         bounds = [first.start(), *(s.start("m") for s in seps)]
         ends = [s.start() for s in seps] + [len(clause)]
         return [head + clause[b:e].strip(" ,") for b, e in zip(bounds, ends, strict=True)]
@@ -224,7 +250,7 @@ def _en_repeated(clause: str) -> list[str]:
 
 
 def _shared_tail(items: list[str]) -> tuple[list[str], str]:
-    """"LF-200 vs LF-500 warranty": words after the last item's share of the first item's length
+    """ "LF-200 vs LF-500 warranty": words after the last item's share of the first item's length
     belong to every item."""
     n = len(items[0].split())
     words = items[-1].split()
@@ -234,7 +260,6 @@ def _shared_tail(items: list[str]) -> tuple[list[str], str]:
 
 
 # --- both --------------------------------------------------------------------------------------
-
 
 
 @lru_cache(maxsize=2048)

@@ -38,11 +38,16 @@ def grade(ctx: RunContext, question: str, i: int, sub_question: str, round_: int
     vector = None
     if ctx.search.mode != "bm25":
         vector = embed_texts(r.embedder, [sub_question], "query", r.cache)[0]
-    evidence = judge_evidence(sub_question, tokens, vector, passages, r.embedder, r.cache, a.evidence_threshold)
+    evidence = judge_evidence(
+        sub_question, tokens, vector, passages, r.embedder, r.cache, a.evidence_threshold
+    )
     ctx.evidence[i] = evidence
-    relevant = [p.n for p in passages
-                if coverage(tokens, p.text) >= RELEVANT_COVERAGE
-                or scaled_similarity(r.embedder, p.hit.dense_score or 0.0) >= RELEVANT_SIMILARITY]
+    relevant = [
+        p.n
+        for p in passages
+        if coverage(tokens, p.text) >= RELEVANT_COVERAGE
+        or scaled_similarity(r.embedder, p.hit.dense_score or 0.0) >= RELEVANT_SIMILARITY
+    ]
     # Retries give a borderline judgement more chances to pass by luck: offline, a part also needs
     # a top passage holding a good share of its terms.
     sufficient = evidence.sufficient and evidence.coverage >= MIN_COVERAGE
@@ -53,20 +58,33 @@ def grade(ctx: RunContext, question: str, i: int, sub_question: str, round_: int
     ctx.consistent[i], ctx.conflicts[i] = rules.consistent, rules.conflicts
     if rules.conflicts:
         reasons.append("documents disagree: " + "; ".join(rules.conflicts))
-    entry: dict[str, Any] = {"round": round_, "sub_question": i, "source": "rules",
-                             "confidence": evidence.confidence, "relevant": relevant,
-                             "sufficient": sufficient, "consistent": rules.consistent,
-                             "conflicts": rules.conflicts, "reasons": reasons}
+    entry: dict[str, Any] = {
+        "round": round_,
+        "sub_question": i,
+        "source": "rules",
+        "confidence": evidence.confidence,
+        "relevant": relevant,
+        "sufficient": sufficient,
+        "consistent": rules.consistent,
+        "conflicts": rules.conflicts,
+        "reasons": reasons,
+    }
     notes: list[str] = []
     if ctx.llm is not None and passages:
         messages = prompts.grade_messages(question, sub_question, passages)
-        verdict = ask_validated(ctx.llm, messages, prompts.Grade, budget=ctx.budget, max_tokens=300,
-                                note=notes.append)
+        verdict = ask_validated(
+            ctx.llm, messages, prompts.Grade, budget=ctx.budget, max_tokens=300, note=notes.append
+        )
         if verdict is not None:
             valid = {p.n for p in passages}
             relevant = [n for n in verdict.relevant if n in valid]
-            entry.update(source="llm", relevant=relevant, sufficient=verdict.sufficient and bool(relevant),
-                         consistent=verdict.consistent, reason=verdict.reason)
+            entry.update(
+                source="llm",
+                relevant=relevant,
+                sufficient=verdict.sufficient and bool(relevant),
+                consistent=verdict.consistent,
+                reason=verdict.reason,
+            )
             ctx.consistent[i] = verdict.consistent
             if verdict.consistent:  # the LLM read the passages: the figure rule's doubt is overruled
                 ctx.conflicts[i] = []
@@ -76,23 +94,29 @@ def grade(ctx: RunContext, question: str, i: int, sub_question: str, round_: int
             if relevant:  # keep the on-topic candidates first for the next round and for the answer
                 keep = {h.chunk.chunk_id for p in passages if p.n in relevant for h in p.hits}
                 hits = ctx.hits[i]
-                ctx.hits[i] = [h for h in hits if h.chunk.chunk_id in keep] + \
-                    [h for h in hits if h.chunk.chunk_id not in keep]
+                ctx.hits[i] = [h for h in hits if h.chunk.chunk_id in keep] + [
+                    h for h in hits if h.chunk.chunk_id not in keep
+                ]
     if notes:
         entry["notes"] = notes
     return entry
 
 
-def next_query(ctx: RunContext, i: int, sub_question: str, question: str,
-               tried: list[str]) -> tuple[str, str]:
+def next_query(
+    ctx: RunContext, i: int, sub_question: str, question: str, tried: list[str]
+) -> tuple[str, str]:
     """(query, strategy) for the next round: the LLM grader's suggestion, else keyword-only, else
     core terms only, else the sub-question with the whole question's keywords."""
     suggestion = ctx.missing.pop(i, "")
     candidates = [(suggestion, "llm suggestion")] if suggestion else []
-    candidates += [(keyword_query(sub_question), "keywords only"),
-                   (core_terms(sub_question), "core terms only"),
-                   (_unique_words(f"{keyword_query(sub_question)} {keyword_query(question)}"),
-                    "with the question's context")]
+    candidates += [
+        (keyword_query(sub_question), "keywords only"),
+        (core_terms(sub_question), "core terms only"),
+        (
+            _unique_words(f"{keyword_query(sub_question)} {keyword_query(question)}"),
+            "with the question's context",
+        ),
+    ]
     seen = {q.strip().lower() for q in tried}
     for query, strategy in candidates:
         if query.strip() and query.strip().lower() not in seen:
@@ -104,8 +128,12 @@ def core_terms(text: str) -> str:
     """Only the most specific terms (rare words, names, codes): modifiers and common words dropped."""
     words = keyword_query(text).split()
     weights = token_weights(tokenize(text))
-    keep = [w for w in words if any(ch.isdigit() for ch in w)
-            or max((weights.get(t, 0.0) for t in tokenize(w)), default=0) >= KEY_WEIGHT]
+    keep = [
+        w
+        for w in words
+        if any(ch.isdigit() for ch in w)
+        or max((weights.get(t, 0.0) for t in tokenize(w)), default=0) >= KEY_WEIGHT
+    ]
     return " ".join(keep) or " ".join(words)
 
 

@@ -53,8 +53,11 @@ def understand(state: DeepState, runtime: Node) -> dict[str, Any]:
     return {"question": question, "standalone": made.query, "trace": [*state.get("trace", []), entry]}
 
 
-_HOW = {"none": "as asked", "llm": "rewritten by the LLM from the session's history",
-        "rule": "the previous question carried over"}
+_HOW = {
+    "none": "as asked",
+    "llm": "rewritten by the LLM from the session's history",
+    "rule": "the previous question carried over",
+}
 
 
 def plan(state: DeepState, runtime: Node) -> dict[str, Any]:
@@ -64,8 +67,14 @@ def plan(state: DeepState, runtime: Node) -> dict[str, Any]:
     notes: list[str] = []
     result: Plan | None = None
     if ctx.llm is not None:
-        result = ask_validated(ctx.llm, prompts.plan_messages(state["standalone"], limit), Plan,
-                               budget=ctx.budget, max_tokens=400, note=notes.append)
+        result = ask_validated(
+            ctx.llm,
+            prompts.plan_messages(state["standalone"], limit),
+            Plan,
+            budget=ctx.budget,
+            max_tokens=400,
+            note=notes.append,
+        )
     source = "llm" if result is not None else "rules"
     if result is None:
         if ctx.llm is None:
@@ -75,11 +84,18 @@ def plan(state: DeepState, runtime: Node) -> dict[str, Any]:
     # The kind follows from the parts: one part is simple; several are never "simple" (an LLM saying so
     # would send the question to the fast path with its first part only).
     kind = "simple" if len(subs) < 2 else ("multi-hop" if result.kind == "simple" else result.kind)
-    entry = ctx.status("plan", source=source, kind=kind, sub_questions=subs, reasoning=result.reasoning,
-                       notes=notes)
+    entry = ctx.status(
+        "plan", source=source, kind=kind, sub_questions=subs, reasoning=result.reasoning, notes=notes
+    )
     ctx.timed("plan", started)
-    return {"kind": kind, "plan_source": source, "sub_questions": subs, "queries": list(subs),
-            "sufficient": [False] * len(subs), "trace": [*state.get("trace", []), entry]}
+    return {
+        "kind": kind,
+        "plan_source": source,
+        "sub_questions": subs,
+        "queries": list(subs),
+        "sufficient": [False] * len(subs),
+        "trace": [*state.get("trace", []), entry],
+    }
 
 
 def route_plan(state: DeepState, runtime: Node) -> str:
@@ -94,9 +110,16 @@ def fast(state: DeepState, runtime: Node) -> dict[str, Any]:
     pipeline = ctx.fast() if ctx.fast else AskPipeline(ctx.retriever, ctx.generator, ctx.settings.answer)
     for event in pipeline.run(state["sub_questions"][0], ctx.search):
         if event.type == "end":
-            ctx.end = {**event.data, "question": state["question"], "mode": "fast", "rounds": 0,
-                       "kind": "simple", "sub_questions": [{"question": state["sub_questions"][0]}],
-                       "not_covered": [], "standalone_question": state["standalone"]}
+            ctx.end = {
+                **event.data,
+                "question": state["question"],
+                "mode": "fast",
+                "rounds": 0,
+                "kind": "simple",
+                "sub_questions": [{"question": state["sub_questions"][0]}],
+                "not_covered": [],
+                "standalone_question": state["standalone"],
+            }
         elif event.type == "error":
             ctx.error = event
         else:
@@ -132,10 +155,14 @@ def retrieve(state: DeepState, runtime: Node) -> dict[str, Any]:
         cached = bool(getattr(ctx.retriever, "last_cached", False))
         # Fused by parent passage: two rounds finding different windows of one passage agree on it
         # (fused by chunk id, they split its votes and a passage both rounds found could drop).
-        ctx.hits[i] = merge_hits([hits, ctx.hits[i]], ctx.search.top_k, ctx.search.rrf_k, by_parent=True) \
-            if ctx.hits.get(i) else hits
-        trace.append(ctx.status("retrieve", round=round_, sub_question=i, query=query, hits=len(hits),
-                                cached=cached))
+        ctx.hits[i] = (
+            merge_hits([hits, ctx.hits[i]], ctx.search.top_k, ctx.search.rrf_k, by_parent=True)
+            if ctx.hits.get(i)
+            else hits
+        )
+        trace.append(
+            ctx.status("retrieve", round=round_, sub_question=i, query=query, hits=len(hits), cached=cached)
+        )
     ctx.timed("retrieve", started)
     return {"round": round_, "trace": [*state.get("trace", []), *trace]}
 
@@ -159,8 +186,14 @@ def grade_node(state: DeepState, runtime: Node) -> dict[str, Any]:
         verdict = "budget spent"
     else:
         verdict = "retry"
-    trace.append(ctx.status("verdict", round=state["round"], verdict=verdict,
-                            open=[i for i, ok in enumerate(sufficient) if not ok]))
+    trace.append(
+        ctx.status(
+            "verdict",
+            round=state["round"],
+            verdict=verdict,
+            open=[i for i, ok in enumerate(sufficient) if not ok],
+        )
+    )
     ctx.timed("grade", started)
     return {"sufficient": sufficient, "verdict": verdict, "trace": [*state.get("trace", []), *trace]}
 
@@ -173,15 +206,24 @@ def rewrite(state: DeepState, runtime: Node) -> dict[str, Any]:
     """A new query for each open sub-question (never one already tried for it)."""
     ctx = runtime.context
     queries = list(state["queries"])
-    tried = {i: [e["query"] for e in state.get("trace", []) if e.get("stage") == "retrieve"
-                 and e.get("sub_question") == i] for i in range(len(queries))}
+    tried = {
+        i: [
+            e["query"]
+            for e in state.get("trace", [])
+            if e.get("stage") == "retrieve" and e.get("sub_question") == i
+        ]
+        for i in range(len(queries))
+    }
     trace = []
     for i, sub in enumerate(state["sub_questions"]):
         if state["sufficient"][i]:
             continue
         queries[i], strategy = next_query(ctx, i, sub, state["standalone"], [sub, *tried[i]])
-        trace.append(ctx.status("rewrite", round=state["round"] + 1, sub_question=i, query=queries[i],
-                                strategy=strategy))
+        trace.append(
+            ctx.status(
+                "rewrite", round=state["round"] + 1, sub_question=i, query=queries[i], strategy=strategy
+            )
+        )
     return {"queries": queries, "trace": [*state.get("trace", []), *trace]}
 
 
@@ -199,16 +241,27 @@ def generate_node(state: DeepState, runtime: Node) -> dict[str, Any]:
 
 def remember(state: DeepState) -> dict[str, Any]:
     """Append this turn to the session's history (kept by the checkpointer)."""
-    return {"history": [{"role": "user", "content": state["question"]},
-                        {"role": "assistant", "content": state.get("answer", "")}]}
+    return {
+        "history": [
+            {"role": "user", "content": state["question"]},
+            {"role": "assistant", "content": state.get("answer", "")},
+        ]
+    }
 
 
 def build_graph() -> StateGraph:
     """The deep-mode state graph (uncompiled)."""
     g = StateGraph(DeepState, context_schema=RunContext)
-    for name, fn in (("understand", understand), ("plan", plan), ("fast", fast), ("retrieve", retrieve),
-                     ("grade", grade_node), ("rewrite", rewrite), ("generate", generate_node),
-                     ("remember", remember)):
+    for name, fn in (
+        ("understand", understand),
+        ("plan", plan),
+        ("fast", fast),
+        ("retrieve", retrieve),
+        ("grade", grade_node),
+        ("rewrite", rewrite),
+        ("generate", generate_node),
+        ("remember", remember),
+    ):
         g.add_node(name, fn)
     g.add_edge(START, "understand")
     g.add_edge("understand", "plan")
@@ -228,22 +281,38 @@ class DeepPipeline:
     Keep one instance (or at least one `checkpointer`) per process so sessions remember their turns.
     """
 
-    def __init__(self, retriever: Retriever, generator: Generator, settings: Settings, *,
-                 llm: ChatLLM | None = None, semantic_cache: SemanticCache | None = None,
-                 cache_epoch: int = 0, namespace: str = "",
-                 checkpointer: BaseCheckpointSaver | None = None, graph: Any = None,
-                 fast: Callable[[], AskPipeline] | None = None) -> None:
+    def __init__(
+        self,
+        retriever: Retriever,
+        generator: Generator,
+        settings: Settings,
+        *,
+        llm: ChatLLM | None = None,
+        semantic_cache: SemanticCache | None = None,
+        cache_epoch: int = 0,
+        namespace: str = "",
+        checkpointer: BaseCheckpointSaver | None = None,
+        graph: Any = None,
+        fast: Callable[[], AskPipeline] | None = None,
+    ) -> None:
         self.retriever, self.generator, self.settings, self.llm = retriever, generator, settings, llm
         self.fast = fast  # simple questions go here (a scenario's pipeline, with routing and FAQ)
         if semantic_cache is not None:
             self.retriever = CachedRetriever(  # type: ignore[assignment]
-                retriever, semantic_cache, epoch=cache_epoch, namespace=namespace)
+                retriever, semantic_cache, epoch=cache_epoch, namespace=namespace
+            )
         # `graph`: an already compiled `build_graph()` (with its checkpointer), shared across requests.
         self.graph = graph or build_graph().compile(checkpointer=checkpointer or InMemorySaver())
         self.checkpointer = self.graph.checkpointer
 
-    def run(self, question: str, search: SearchOptions, *, session_id: str | None = None,
-            history: Sequence[dict[str, str]] | None = None) -> Iterator[Event]:
+    def run(
+        self,
+        question: str,
+        search: SearchOptions,
+        *,
+        session_id: str | None = None,
+        history: Sequence[dict[str, str]] | None = None,
+    ) -> Iterator[Event]:
         """Yield status/token events, then exactly one `end` (mode, rounds, sub_questions...) or `error`.
 
         Turns of one `session_id` are remembered; `history` (role/content messages), when given,
@@ -251,9 +320,17 @@ class DeepPipeline:
         """
         agent = self.settings.agent
         events: queue.Queue[Event | None] = queue.Queue()
-        ctx = RunContext(self.retriever, self.generator, self.settings, search,
-                         Budget(agent.token_budget, agent.time_budget_s), self.llm, emit=events.put,
-                         history=list(history) if history is not None else None, fast=self.fast)
+        ctx = RunContext(
+            self.retriever,
+            self.generator,
+            self.settings,
+            search,
+            Budget(agent.token_budget, agent.time_budget_s),
+            self.llm,
+            emit=events.put,
+            history=list(history) if history is not None else None,
+            fast=self.fast,
+        )
         thread_id = session_id or uuid.uuid4().hex
         config = {"configurable": {"thread_id": thread_id}}
         crashed: list[Exception] = []
@@ -265,8 +342,9 @@ class DeepPipeline:
             except BudgetExceeded as exc:
                 ctx.error = Event("error", {"message": f"budget: {exc}", "trace_id": ctx.trace_id})
             except GenerationError as exc:
-                ctx.error = Event("error", {"message": str(exc), "stage": "generate",
-                                            "trace_id": ctx.trace_id})
+                ctx.error = Event(
+                    "error", {"message": str(exc), "stage": "generate", "trace_id": ctx.trace_id}
+                )
             except LoreError as exc:
                 ctx.error = Event("error", {"message": str(exc), "trace_id": ctx.trace_id})
             except Exception as exc:  # noqa: BLE001 -- a bug: re-raised in the caller's thread
@@ -292,8 +370,9 @@ class DeepPipeline:
         elif ctx.end is not None:
             yield Event("end", ctx.end)
         else:
-            yield Event("error", {"message": "deep mode finished without an answer",
-                                  "trace_id": ctx.trace_id})
+            yield Event(
+                "error", {"message": "deep mode finished without an answer", "trace_id": ctx.trace_id}
+            )
 
     def history(self, session_id: str) -> Sequence[dict[str, str]]:
         """The session's turns so far (question and answer pairs)."""

@@ -52,13 +52,19 @@ class Budget:
 class ChatLLM(OpenAIChatGenerator):
     """The answer generator's endpoint client, used for whole (non-streamed) completions."""
 
-    def complete(self, messages: list[dict[str, str]], *, max_tokens: int = 400,
-                 budget: Budget | None = None) -> str:
+    def complete(
+        self, messages: list[dict[str, str]], *, max_tokens: int = 400, budget: Budget | None = None
+    ) -> str:
         """The reply's text. Raises GenerationError (BudgetExceeded when the budget is spent)."""
         if budget is not None:
             budget.check(max_tokens)
-        body = {"model": self.model, "messages": messages, "stream": False,
-                "temperature": 0.0, "max_tokens": max_tokens}
+        body = {
+            "model": self.model,
+            "messages": messages,
+            "stream": False,
+            "temperature": 0.0,
+            "max_tokens": max_tokens,
+        }
         response = self._open_with_retries(body)
         try:
             raw = response.read()
@@ -97,12 +103,19 @@ def parse_json_reply(text: str, model: type[M]) -> M:
     if not body.startswith(("{", "[")):
         start = body.find("{")
         end = body.rfind("}")
-        body = body[start:end + 1] if 0 <= start < end else body
+        body = body[start : end + 1] if 0 <= start < end else body
     return model.model_validate_json(body)
 
 
-def ask_validated(llm: ChatLLM, messages: list[dict[str, str]], model: type[M], *, budget: Budget | None,
-                  max_tokens: int, note: Callable[[str], Any]) -> M | None:
+def ask_validated(
+    llm: ChatLLM,
+    messages: list[dict[str, str]],
+    model: type[M],
+    *,
+    budget: Budget | None,
+    max_tokens: int,
+    note: Callable[[str], Any],
+) -> M | None:
     """Ask for JSON matching `model`; an invalid reply is retried once with the error, then None.
 
     Every failure is passed to `note` (it goes in the trace); None means "use the rule-based fallback".
@@ -119,9 +132,14 @@ def ask_validated(llm: ChatLLM, messages: list[dict[str, str]], model: type[M], 
         except (ValidationError, ValueError) as exc:
             reason = _short_error(exc)
             note(f"{model.__name__}: invalid reply on attempt {attempt} ({reason})")
-            conversation = [*messages, {"role": "assistant", "content": reply},
-                            {"role": "user", "content": f"That reply is invalid: {reason}. "
-                                                        "Reply again with only the JSON object."}]
+            conversation = [
+                *messages,
+                {"role": "assistant", "content": reply},
+                {
+                    "role": "user",
+                    "content": f"That reply is invalid: {reason}. Reply again with only the JSON object.",
+                },
+            ]
     note(f"{model.__name__}: still invalid after a retry; using rules")
     return None
 

@@ -30,18 +30,70 @@ REWRITE_MODES = ("off", "on", "hyde")
 VariantKind = Literal["original", "keywords", "history", "standalone", "hyde", "multi_query"]
 
 # Question words and fillers that carry no search signal in a keyword-only query.
-_ZH_FILLER = CJK_STOP | {"哪些", "哪个", "哪里", "多少", "几", "谁", "吗", "请问", "是否", "为什么", "有没有", "一下",
-                         "需要", "可以", "能", "要", "有", "哪", "呢", "多久", "何时", "怎样", "怎么样",
-                         "它", "它们", "其", "这个", "那个", "这些", "那些", "他们", "她们", "那", "那么"}
+_ZH_FILLER = CJK_STOP | {
+    "哪些",
+    "哪个",
+    "哪里",
+    "多少",
+    "几",
+    "谁",
+    "吗",
+    "请问",
+    "是否",
+    "为什么",
+    "有没有",
+    "一下",
+    "需要",
+    "可以",
+    "能",
+    "要",
+    "有",
+    "哪",
+    "呢",
+    "多久",
+    "何时",
+    "怎样",
+    "怎么样",
+    "它",
+    "它们",
+    "其",
+    "这个",
+    "那个",
+    "这些",
+    "那些",
+    "他们",
+    "她们",
+    "那",
+    "那么",
+}
 _CODE = re.compile(r"[A-Za-z]+[-_][A-Za-z0-9-]+|[A-Za-z]+\d+\w*")
 # Signs that a question leans on an earlier turn (pronouns, "and / what about…", "那…", "…呢").
 _EN_FOLLOW = re.compile(
     r"^(and|also|what about|how about|then|so|but|or)\b|\b(it|its|this|these|those|they|them|their|"
-    r"he|she|the same|above)\b", re.IGNORECASE)
+    r"he|she|the same|above)\b",
+    re.IGNORECASE,
+)
 # "it" with no antecedent ("is it true that…", "it is possible to…"): not a reference to an earlier turn.
-_EN_EXPLETIVE = re.compile(r"\b(?:(?:is|was|isn't) it|it (?:is|was)) (?:true|possible|necessary|required|known|"
-                           r"allowed|ok|okay)\b", re.IGNORECASE)
-_ZH_FOLLOW = ("它", "这个", "那个", "这些", "那些", "他们", "她们", "其", "该", "上述", "还有", "那么", "同样")
+_EN_EXPLETIVE = re.compile(
+    r"\b(?:(?:is|was|isn't) it|it (?:is|was)) (?:true|possible|necessary|required|known|"
+    r"allowed|ok|okay)\b",
+    re.IGNORECASE,
+)
+_ZH_FOLLOW = (
+    "它",
+    "这个",
+    "那个",
+    "这些",
+    "那些",
+    "他们",
+    "她们",
+    "其",
+    "该",
+    "上述",
+    "还有",
+    "那么",
+    "同样",
+)
 _ZH_START = ("那", "还", "和", "以及", "另外")
 _MAX_CONTEXT = 200  # characters of the previous question carried into a follow-up
 
@@ -69,8 +121,11 @@ class Rewrite:
             self.variants.append(QueryVariant(text, kind))
 
     def to_json(self) -> dict[str, Any]:
-        return {"mode": self.mode, "variants": [{"kind": v.kind, "text": v.text} for v in self.variants],
-                "notes": list(self.notes)}
+        return {
+            "mode": self.mode,
+            "variants": [{"kind": v.kind, "text": v.text} for v in self.variants],
+            "notes": list(self.notes),
+        }
 
 
 def keyword_query(text: str) -> str:
@@ -96,7 +151,11 @@ def is_follow_up(question: str) -> bool:
     """A question that leans on an earlier turn: pronouns, 'and / what about…', '那…', '…呢', or
     hardly a word of its own. The one test the service and deep mode share."""
     q = question.strip()
-    if _EN_FOLLOW.search(_EN_EXPLETIVE.sub(" ", q)) or q.startswith(_ZH_START) or any(w in q for w in _ZH_FOLLOW):
+    if (
+        _EN_FOLLOW.search(_EN_EXPLETIVE.sub(" ", q))
+        or q.startswith(_ZH_START)
+        or any(w in q for w in _ZH_FOLLOW)
+    ):
         return True
     return q.rstrip("？?").endswith("呢") or len(tokenize(q)) <= 1
 
@@ -122,8 +181,14 @@ def carry_over(question: str, previous: str, *, one_question: bool = False) -> s
     return f"{context} {question.strip()}"
 
 
-def standalone_question(question: str, history: Sequence[dict[str, str]], llm: ChatLLM | None = None,
-                        budget: Budget | None = None, *, one_question: bool = False) -> Standalone:
+def standalone_question(
+    question: str,
+    history: Sequence[dict[str, str]],
+    llm: ChatLLM | None = None,
+    budget: Budget | None = None,
+    *,
+    one_question: bool = False,
+) -> Standalone:
     """The question made self-contained: by the LLM when one is given (its first line, if not overlong),
     else, or when that fails, a follow-up gets the previous question carried over.
     Shared by the service, deep mode and the query rewriter."""
@@ -134,7 +199,9 @@ def standalone_question(question: str, history: Sequence[dict[str, str]], llm: C
     note = ""
     if llm is not None:
         try:
-            reply = llm.complete(prompts.standalone_messages(question, history), max_tokens=200, budget=budget)
+            reply = llm.complete(
+                prompts.standalone_messages(question, history), max_tokens=200, budget=budget
+            )
         except GenerationError as exc:
             note = f"LLM rewrite failed: {exc}"
         else:
@@ -147,8 +214,14 @@ def standalone_question(question: str, history: Sequence[dict[str, str]], llm: C
     return Standalone(carry_over(question, previous[-1], one_question=one_question), "rule", note)
 
 
-def rewrite_query(question: str, mode: str = "off", *, history: Sequence[dict[str, str]] = (),
-                  llm: ChatLLM | None = None, budget: Budget | None = None) -> Rewrite:
+def rewrite_query(
+    question: str,
+    mode: str = "off",
+    *,
+    history: Sequence[dict[str, str]] = (),
+    llm: ChatLLM | None = None,
+    budget: Budget | None = None,
+) -> Rewrite:
     """The variants to search for `question` under `mode` (off | on | hyde)."""
     if mode not in REWRITE_MODES:
         raise LoreError(f"rewrite: 'off', 'on' or 'hyde', not {mode!r}")
@@ -165,13 +238,16 @@ def rewrite_query(question: str, mode: str = "off", *, history: Sequence[dict[st
     return rw
 
 
-def _standalone(rw: Rewrite, question: str, history: Sequence[dict[str, str]], llm: ChatLLM | None,
-                budget: Budget | None) -> str:
+def _standalone(
+    rw: Rewrite, question: str, history: Sequence[dict[str, str]], llm: ChatLLM | None, budget: Budget | None
+) -> str:
     if not history:
         return question
     made = standalone_question(question, history, llm, budget)
     if llm is None:
-        rw.notes.append("standalone rewrite skipped: no LLM configured (the previous question carried over instead)")
+        rw.notes.append(
+            "standalone rewrite skipped: no LLM configured (the previous question carried over instead)"
+        )
     elif made.note:
         rw.notes.append(f"standalone rewrite: {made.note}")
     if made.method == "llm":
@@ -196,8 +272,14 @@ def _multi_query(rw: Rewrite, question: str, llm: ChatLLM | None, budget: Budget
     if llm is None:
         rw.notes.append("multi-query skipped: no LLM configured")
         return
-    reply = ask_validated(llm, prompts.multi_query_messages(question), prompts.Variants, budget=budget,
-                          max_tokens=300, note=rw.notes.append)
+    reply = ask_validated(
+        llm,
+        prompts.multi_query_messages(question),
+        prompts.Variants,
+        budget=budget,
+        max_tokens=300,
+        note=rw.notes.append,
+    )
     for text in reply.queries if reply else []:
         rw.add(text, "multi_query")
 
@@ -208,8 +290,9 @@ def search_variants(retriever: Retriever, rewrite: Rewrite, options: SearchOptio
     return merge_hits(lists, options.top_k, options.rrf_k)
 
 
-def merge_hits(lists: Sequence[Sequence[Hit]], top_k: int, rrf_k: int = 60, *,
-               by_parent: bool = False) -> list[Hit]:
+def merge_hits(
+    lists: Sequence[Sequence[Hit]], top_k: int, rrf_k: int = 60, *, by_parent: bool = False
+) -> list[Hit]:
     """Reciprocal-rank fusion of several hit lists by chunk id (or by parent passage, keeping its
     first-seen chunk); one list is returned unchanged."""
     if len(lists) == 1:
@@ -230,8 +313,15 @@ def merge_hits(lists: Sequence[Sequence[Hit]], top_k: int, rrf_k: int = 60, *,
 class RewritingRetriever:
     """A drop-in for `Retriever` (same `search`, `embedder`, `cache`) that searches the query's variants."""
 
-    def __init__(self, retriever: Retriever, mode: str, *, llm: ChatLLM | None = None,
-                 history: Sequence[dict[str, str]] = (), budget: Budget | None = None) -> None:
+    def __init__(
+        self,
+        retriever: Retriever,
+        mode: str,
+        *,
+        llm: ChatLLM | None = None,
+        history: Sequence[dict[str, str]] = (),
+        budget: Budget | None = None,
+    ) -> None:
         if mode not in REWRITE_MODES:
             raise LoreError(f"rewrite: 'off', 'on' or 'hyde', not {mode!r}")
         self.inner, self.mode, self.llm, self.budget = retriever, mode, llm, budget
@@ -243,4 +333,3 @@ class RewritingRetriever:
         """Hits for the query's variants, merged; `self.last` keeps the variants and notes."""
         self.last = rewrite_query(query, self.mode, history=self.history, llm=self.llm, budget=self.budget)
         return search_variants(self.inner, self.last, options or SearchOptions())
-

@@ -60,47 +60,70 @@ class RedisSessionSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
         pending = sorted((json.loads(v) for v in writes.values()), key=lambda w: (w[0], w[4]))
         parent = saved["parent"]
         return CheckpointTuple(
-            config={"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": saved["id"]}},
+            config={
+                "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": saved["id"]}
+            },
             checkpoint=self.serde.loads_typed(_unpack(saved["cp"])),
             metadata=self.serde.loads_typed(_unpack(saved["meta"])),
             pending_writes=[(w[0], w[1], self.serde.loads_typed(_unpack(w[2]))) for w in pending],
-            parent_config={"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}}
-            if parent else None,
+            parent_config={
+                "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": parent}
+            }
+            if parent
+            else None,
         )
 
-    def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
-             before: RunnableConfig | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
         """The latest checkpoint of the session, if any (older ones are not kept)."""
         if config is not None and (found := self.get_tuple(config)) is not None and limit != 0:
             yield found
 
-    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-            new_versions: ChannelVersions) -> RunnableConfig:
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
         """Replace the session's checkpoint (channel values included) and drop the old one's writes."""
         conf = config["configurable"]
         thread_id, ns = conf["thread_id"], conf.get("checkpoint_ns", "")
         key = self._key(thread_id)
         old = self.client.hget(key, ns)
-        saved = {"id": checkpoint["id"], "parent": conf.get("checkpoint_id"),
-                 "cp": _pack(self.serde.dumps_typed(checkpoint)),
-                 "meta": _pack(self.serde.dumps_typed(get_checkpoint_metadata(config, metadata)))}
+        saved = {
+            "id": checkpoint["id"],
+            "parent": conf.get("checkpoint_id"),
+            "cp": _pack(self.serde.dumps_typed(checkpoint)),
+            "meta": _pack(self.serde.dumps_typed(get_checkpoint_metadata(config, metadata))),
+        }
         pipe = self.client.pipeline(transaction=True)
         pipe.hset(key, ns, json.dumps(saved)).expire(key, self.ttl_s)
         if old is not None:
             pipe.delete(self._writes_key(thread_id, ns, json.loads(old)["id"]))
         pipe.execute()
-        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+        return {
+            "configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}
+        }
 
-    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
-                   task_path: str = "") -> None:
+    def put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
         """Keep a task's writes with the checkpoint they belong to."""
         conf = config["configurable"]
         key = self._writes_key(conf["thread_id"], conf.get("checkpoint_ns", ""), conf["checkpoint_id"])
         fields = {}
         for idx, (channel, value) in enumerate(writes):
             n = WRITES_IDX_MAP.get(channel, idx)
-            fields[f"{task_id}|{n}"] = json.dumps([task_id, channel, _pack(self.serde.dumps_typed(value)),
-                                                    task_path, n])
+            fields[f"{task_id}|{n}"] = json.dumps(
+                [task_id, channel, _pack(self.serde.dumps_typed(value)), task_path, n]
+            )
         if fields:
             pipe = self.client.pipeline(transaction=True)
             pipe.hset(key, mapping=fields).expire(key, self.ttl_s)

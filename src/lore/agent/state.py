@@ -42,9 +42,19 @@ class DeepState(TypedDict, total=False):
 
 def turn_input(question: str) -> DeepState:
     """A new turn: every per-turn field reset; `history` (a reducer) is kept by the checkpointer."""
-    return DeepState(question=question, standalone=question, kind="simple", plan_source="rules",
-                     sub_questions=[], queries=[], sufficient=[], round=0, verdict="", answer="",
-                     trace=[])
+    return DeepState(
+        question=question,
+        standalone=question,
+        kind="simple",
+        plan_source="rules",
+        sub_questions=[],
+        queries=[],
+        sufficient=[],
+        round=0,
+        verdict="",
+        answer="",
+        trace=[],
+    )
 
 
 @dataclass
@@ -66,7 +76,9 @@ class RunContext:
     conflicts: dict[int, list[str]] = field(default_factory=dict)  # figures the documents disagree on
     timings_ms: dict[str, float] = field(default_factory=dict)
     history: list[dict[str, str]] | None = None  # the caller's own history; overrides the session's
-    fast: Callable[[], AskPipeline] | None = None  # the fast pipeline simple questions go to (e.g. a scenario's)
+    fast: Callable[[], AskPipeline] | None = (
+        None  # the fast pipeline simple questions go to (e.g. a scenario's)
+    )
     end: dict[str, Any] | None = None  # the `end` payload once finished
     error: Event | None = None
 

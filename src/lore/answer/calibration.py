@@ -66,7 +66,11 @@ def generate_questions(chunks: Sequence[Chunk], limit: int = MAX_GENERATED) -> l
     chosen = sorted(chunks, key=lambda c: hashlib.sha1(c.chunk_id.encode()).hexdigest())
     out: list[str] = []
     for chunk in chosen:
-        sentences = [s for s in split_sentences(chunk.text) if 8 <= text_units(s) <= 120 and not s.endswith(("?", "？"))]
+        sentences = [
+            s
+            for s in split_sentences(chunk.text)
+            if 8 <= text_units(s) <= 120 and not s.endswith(("?", "？"))
+        ]
         if not sentences:
             continue
         sentence = max(sentences, key=lambda s: (len(set(re.findall(r"\w+", s))), -abs(text_units(s) - 40)))
@@ -85,19 +89,23 @@ def _as_question(sentence: str) -> str:
     return "What about " + " ".join(words[: max(4, int(len(words) * 0.6))]) + "?"
 
 
-def scorer(retriever: Retriever, options: SearchOptions, settings: AnswerSettings,
-           model: EvidenceModel | None = None) -> Callable[[str], float]:
+def scorer(
+    retriever: Retriever, options: SearchOptions, settings: AnswerSettings, model: EvidenceModel | None = None
+) -> Callable[[str], float]:
     """`score(question) -> P(answerable)` the way the ask pipeline judges evidence."""
     model = model or default_model()
 
     def score(question: str) -> float:
         hits = retriever.search(question, options)
-        passages = build_passages(hits, max_passages=settings.max_passages, budget_units=settings.context_budget)
+        passages = build_passages(
+            hits, max_passages=settings.max_passages, budget_units=settings.context_budget
+        )
         if not passages:
             return 0.0
         vector = embed_texts(retriever.embedder, [question], "query", retriever.cache)[0]
-        features = evidence_features(question, tokenize(question), vector, passages, retriever.embedder,
-                                     retriever.cache)
+        features = evidence_features(
+            question, tokenize(question), vector, passages, retriever.embedder, retriever.cache
+        )
         return model.probability(features)
 
     return score
@@ -106,14 +114,17 @@ def scorer(retriever: Retriever, options: SearchOptions, settings: AnswerSetting
 def read_eval_set(path: Path) -> list[tuple[str, bool]]:
     """(question, answerable) from JSONL lines `{"question": ..., "answerable": true|false}` (lines
     without `answerable`, e.g. a retrieval eval set's, are answerable)."""
-    out = [(str(row["question"]).strip(), bool(row.get("answerable", True))) for _, row in question_rows(path)]
+    out = [
+        (str(row["question"]).strip(), bool(row.get("answerable", True))) for _, row in question_rows(path)
+    ]
     if not any(ok for _, ok in out):
         raise LoreError(f"{path}: no answerable question to calibrate on")
     return out
 
 
-def choose_threshold(positive: Sequence[float], negative: Sequence[float],
-                     target: float = 0.05) -> tuple[float, float, float]:
+def choose_threshold(
+    positive: Sequence[float], negative: Sequence[float], target: float = 0.05
+) -> tuple[float, float, float]:
     """(threshold, false refusals, off-topic answered): the lowest threshold at which both rates are
     within `target` (answer as much as the off-topic questions allow), else the one minimising the
     worse of the two."""
@@ -132,9 +143,14 @@ def _share(values: Sequence[float], test: Callable[[float], bool]) -> float:
     return round(sum(map(test, values)) / len(values), 4) if values else 0.0
 
 
-def calibrate(score: Callable[[str], float], chunks: Sequence[Chunk], *,
-              eval_questions: Sequence[tuple[str, bool]] = (), model: EvidenceModel | None = None,
-              version: int | None = None) -> Calibration:
+def calibrate(
+    score: Callable[[str], float],
+    chunks: Sequence[Chunk],
+    *,
+    eval_questions: Sequence[tuple[str, bool]] = (),
+    model: EvidenceModel | None = None,
+    version: int | None = None,
+) -> Calibration:
     """Fit the threshold with `score(question) -> P(answerable)` on this KB."""
     model = model or default_model()
     if eval_questions:
@@ -150,8 +166,16 @@ def calibrate(score: Callable[[str], float], chunks: Sequence[Chunk], *,
         # Generated questions are easier than real ones: they may raise the threshold (off-topic questions
         # look more answerable on this KB), never lower it below the one chosen on held-out dev questions.
         t = round(min(max(t, model.threshold), model.threshold + MAX_SHIFT), 2)
-    return Calibration(t, model.threshold, _share(pos, lambda p: p < t), _share(neg, lambda p: p >= t),
-                       len(pos), len(neg), source, version)
+    return Calibration(
+        t,
+        model.threshold,
+        _share(pos, lambda p: p < t),
+        _share(neg, lambda p: p >= t),
+        len(pos),
+        len(neg),
+        source,
+        version,
+    )
 
 
 def save(calibration: Calibration, folder: Path) -> Path:

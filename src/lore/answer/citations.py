@@ -54,7 +54,9 @@ def attach_missing(answer: str, passages: Sequence[Passage]) -> str:
                 blocks[-1][1].append(line)
             else:
                 blocks.append((table, [line]))
-        return "\n".join("\n".join(lines) if table else _attach("\n".join(lines), passages) for table, lines in blocks)
+        return "\n".join(
+            "\n".join(lines) if table else _attach("\n".join(lines), passages) for table, lines in blocks
+        )
     return _attach(answer, passages)
 
 
@@ -87,7 +89,9 @@ def renumber(answer: str, passages: Sequence[Passage]) -> tuple[str, list[Passag
     order += [p.n for p in passages if p.n not in order]
     new = {old: i for i, old in enumerate(order, 1)}
     by_n = {p.n: p for p in passages}
-    text = MARKER.sub(lambda m: m.group(0).replace(m.group(1), str(new.get(int(m.group(1)), m.group(1)))), answer)
+    text = MARKER.sub(
+        lambda m: m.group(0).replace(m.group(1), str(new.get(int(m.group(1)), m.group(1)))), answer
+    )
     return text, [Passage(new[n], by_n[n].text, by_n[n].hits) for n in order]
 
 
@@ -99,11 +103,21 @@ def citations_for(answer: str, passages: Sequence[Passage]) -> list[Citation]:
         p = by_n[n]
         h = p.hit
         c = h.chunk
-        result.append(Citation(
-            n=n, chunk_id=c.chunk_id, document_id=c.document_id, file=c.file_path, page=c.page,
-            slide=c.slide, sheet=c.sheet, row=c.row, heading_path=list(c.heading_path), text=p.text,
-            scores={"score": h.score, "dense": h.dense_score, "bm25": h.bm25_score},
-        ))
+        result.append(
+            Citation(
+                n=n,
+                chunk_id=c.chunk_id,
+                document_id=c.document_id,
+                file=c.file_path,
+                page=c.page,
+                slide=c.slide,
+                sheet=c.sheet,
+                row=c.row,
+                heading_path=list(c.heading_path),
+                text=p.text,
+                scores={"score": h.score, "dense": h.dense_score, "bm25": h.bm25_score},
+            )
+        )
     return result
 
 
@@ -126,6 +140,8 @@ def join_sentences(sentences: list[str]) -> str:
             text, prev = text + "\n" + s, s
             continue
         prev = s
-        cjk_edge = text and (_CJK_EDGE.match(text.rstrip("]0123456789[")[-1:] or "") or _CJK_EDGE.match(s[:1]))
+        cjk_edge = text and (
+            _CJK_EDGE.match(text.rstrip("]0123456789[")[-1:] or "") or _CJK_EDGE.match(s[:1])
+        )
         text += s if not text or cjk_edge else " " + s
     return text

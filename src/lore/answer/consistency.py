@@ -23,13 +23,50 @@ MAX_DOCUMENTS = 4  # the best passages of this many documents are compared
 
 # Units a figure must carry to be compared; each maps to one canonical name.
 _UNITS = {
-    "%": "%", "％": "%", "percent": "%", "元": "元", "块": "元", "yuan": "元", "rmb": "元", "usd": "usd",
-    "个工作日": "工作日", "工作日": "工作日", "working days": "工作日", "business days": "工作日",
-    "天": "天", "日": "日", "days": "天", "day": "天", "周": "周", "weeks": "周", "week": "周",
-    "个月": "月", "月": "月", "months": "月", "month": "月", "年": "年", "years": "年", "year": "年",
-    "小时": "小时", "hours": "小时", "hour": "小时", "分钟": "分钟", "minutes": "分钟",
-    "次": "次", "times": "次", "人": "人", "people": "人", "公斤": "kg", "千克": "kg", "kg": "kg",
-    "米": "米", "km": "km", "公里": "km", "characters": "字符", "字符": "字符", "位": "位",
+    "%": "%",
+    "％": "%",
+    "percent": "%",
+    "元": "元",
+    "块": "元",
+    "yuan": "元",
+    "rmb": "元",
+    "usd": "usd",
+    "个工作日": "工作日",
+    "工作日": "工作日",
+    "working days": "工作日",
+    "business days": "工作日",
+    "天": "天",
+    "日": "日",
+    "days": "天",
+    "day": "天",
+    "周": "周",
+    "weeks": "周",
+    "week": "周",
+    "个月": "月",
+    "月": "月",
+    "months": "月",
+    "month": "月",
+    "年": "年",
+    "years": "年",
+    "year": "年",
+    "小时": "小时",
+    "hours": "小时",
+    "hour": "小时",
+    "分钟": "分钟",
+    "minutes": "分钟",
+    "次": "次",
+    "times": "次",
+    "人": "人",
+    "people": "人",
+    "公斤": "kg",
+    "千克": "kg",
+    "kg": "kg",
+    "米": "米",
+    "km": "km",
+    "公里": "km",
+    "characters": "字符",
+    "字符": "字符",
+    "位": "位",
 }
 _UNIT_ALT = "|".join(sorted((re.escape(u) for u in _UNITS), key=len, reverse=True))
 # A number not glued to a code ("LF-200", "ISO9001") and the unit right after it.
@@ -93,11 +130,13 @@ def check_consistency(sub_question: str, passages: Sequence[Passage]) -> Consist
         return Consistency(None, statements=statements)
     conflicts = []
     for i, a in enumerate(statements):
-        for b in statements[i + 1:]:
+        for b in statements[i + 1 :]:
             for unit in sorted(a.figures.keys() & b.figures.keys()):
                 if not a.figures[unit] & b.figures[unit]:
-                    conflicts.append(f"{a.document}: {_fmt(a.figures[unit], unit)} vs "
-                                     f"{b.document}: {_fmt(b.figures[unit], unit)}")
+                    conflicts.append(
+                        f"{a.document}: {_fmt(a.figures[unit], unit)} vs "
+                        f"{b.document}: {_fmt(b.figures[unit], unit)}"
+                    )
     return Consistency(not conflicts, conflicts, statements)
 
 

@@ -9,8 +9,9 @@ from lore.ingest.chunking import text_units
 from lore.schema import Hit
 
 
-def build_passages(hits: Sequence[Hit], *, max_passages: int = 6, budget_units: int = 2400,
-                   max_passage_units: int = 900) -> list[Passage]:
+def build_passages(
+    hits: Sequence[Hit], *, max_passages: int = 6, budget_units: int = 2400, max_passage_units: int = 900
+) -> list[Passage]:
     """Numbered passages in hit order: children of one parent merge into that parent's passage.
 
     A parent longer than `max_passage_units` is replaced by its best child (the context stays

@@ -59,7 +59,9 @@ class EvidenceModel:
         """P(answerable) from the `rerank` model when features hold a rerank score and it exists."""
         name = "rerank" if "rerank" in features and "rerank" in self.models else "base"
         weights = self.models[name]
-        z = weights.get("bias", 0.0) + sum(w * features.get(f, 0.0) for f, w in weights.items() if f != "bias")
+        z = weights.get("bias", 0.0) + sum(
+            w * features.get(f, 0.0) for f, w in weights.items() if f != "bias"
+        )
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
     @classmethod
@@ -74,9 +76,14 @@ def default_model() -> EvidenceModel:
     return EvidenceModel.load()
 
 
-def evidence_features(question: str, q_tokens: list[str], query_vector: np.ndarray | None,
-                      passages: Sequence[Passage], embedder: Embedder | None,
-                      cache: EmbeddingCache | None) -> dict[str, float]:
+def evidence_features(
+    question: str,
+    q_tokens: list[str],
+    query_vector: np.ndarray | None,
+    passages: Sequence[Passage],
+    embedder: Embedder | None,
+    cache: EmbeddingCache | None,
+) -> dict[str, float]:
     """The model's inputs (also what `benchmarks/fit_evidence.py` records)."""
     top = passages[:3]
     covs = [coverage(q_tokens, p.text) for p in passages]
@@ -85,10 +92,16 @@ def evidence_features(question: str, q_tokens: list[str], query_vector: np.ndarr
     sim = float(np.clip(scaled_similarity(embedder, _similarity(query_vector, top, embedder, cache)), -1, 2))
     zh = 1.0 if is_chinese(question) else 0.0
     features = {
-        "coverage": cov, "key_coverage": key, "similarity": sim, "agreement": _agreement(passages),
+        "coverage": cov,
+        "key_coverage": key,
+        "similarity": sim,
+        "agreement": _agreement(passages),
         "supporting": min(sum(c >= SUPPORT_COVERAGE for c in covs), 3) / 3,
-        "no_key_terms": 0.0 if key_terms(q_tokens) else 1.0, "zh": zh,
-        "zh_coverage": zh * cov, "zh_similarity": zh * sim, "coverage_x_similarity": cov * sim,
+        "no_key_terms": 0.0 if key_terms(q_tokens) else 1.0,
+        "zh": zh,
+        "zh_coverage": zh * cov,
+        "zh_similarity": zh * sim,
+        "coverage_x_similarity": cov * sim,
     }
     reranked = [h.rerank_score for p in top for h in p.hits if getattr(h, "rerank_score", None) is not None]
     if reranked:
@@ -96,9 +109,16 @@ def evidence_features(question: str, q_tokens: list[str], query_vector: np.ndarr
     return features
 
 
-def judge_evidence(question: str, q_tokens: list[str], query_vector: np.ndarray | None,
-                   passages: Sequence[Passage], embedder: Embedder | None, cache: EmbeddingCache | None,
-                   threshold: float | None = None, model: EvidenceModel | None = None) -> Evidence:
+def judge_evidence(
+    question: str,
+    q_tokens: list[str],
+    query_vector: np.ndarray | None,
+    passages: Sequence[Passage],
+    embedder: Embedder | None,
+    cache: EmbeddingCache | None,
+    threshold: float | None = None,
+    model: EvidenceModel | None = None,
+) -> Evidence:
     """Score the evidence; `sufficient` when P(answerable) >= threshold (the model's default if None)."""
     model = model or default_model()
     threshold = model.threshold if threshold is None else threshold
@@ -116,12 +136,26 @@ def judge_evidence(question: str, q_tokens: list[str], query_vector: np.ndarray 
         if f["similarity"] < 0.3:
             reasons.append("the best semantic match is weak")
     supporting = round(f["supporting"] * 3)
-    return Evidence(p, p >= threshold, f["coverage"], f["key_coverage"], f["similarity"], f["agreement"],
-                    supporting, threshold, f.get("rerank"), reasons)
+    return Evidence(
+        p,
+        p >= threshold,
+        f["coverage"],
+        f["key_coverage"],
+        f["similarity"],
+        f["agreement"],
+        supporting,
+        threshold,
+        f.get("rerank"),
+        reasons,
+    )
 
 
-def _similarity(query_vector: np.ndarray | None, passages: Sequence[Passage], embedder: Embedder | None,
-                cache: EmbeddingCache | None) -> float:
+def _similarity(
+    query_vector: np.ndarray | None,
+    passages: Sequence[Passage],
+    embedder: Embedder | None,
+    cache: EmbeddingCache | None,
+) -> float:
     hits = [h for p in passages for h in p.hits]
     known = [h.dense_score for h in hits if h.dense_score is not None]
     if known:

@@ -79,18 +79,28 @@ class AskContext:
         """The `end` event payload (also what `lore ask --json` prints)."""
         low = not self.refused and self.answer_confidence < settings.low_confidence
         payload = {
-            "question": self.question, "answer": self.answer, "refused": self.refused, "route": self.route,
+            "question": self.question,
+            "answer": self.answer,
+            "refused": self.refused,
+            "route": self.route,
             "citations": [c.to_json() for c in self.citations],
             "evidence_confidence": self.evidence.confidence if self.evidence else 0.0,
             "evidence": self.evidence.to_json() if self.evidence else None,
-            "answer_confidence": self.answer_confidence, "low_confidence": low,
+            "answer_confidence": self.answer_confidence,
+            "low_confidence": low,
             "warning": "Low confidence: check the cited passages." if low else None,
             "verification": [c.to_json() for c in self.checks],
             "consistent": self.consistency.consistent if self.consistency else None,
             "conflicts": list(self.consistency.conflicts) if self.consistency else [],
-            "plan": {"mode": self.search.mode, "recall_k": self.search.recall_k, "top_k": self.search.top_k,
-                     "max_passages": settings.max_passages, "context_budget": settings.context_budget},
-            "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()}, "trace_id": self.trace_id,
+            "plan": {
+                "mode": self.search.mode,
+                "recall_k": self.search.recall_k,
+                "top_k": self.search.top_k,
+                "max_passages": settings.max_passages,
+                "context_budget": settings.context_budget,
+            },
+            "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
+            "trace_id": self.trace_id,
         }
         if self.plan is not None:
             payload["plan"].update(self.plan.to_json())
@@ -100,20 +110,34 @@ class AskContext:
 class AskPipeline:
     """Answers questions over one knowledge base with a retriever and a generator."""
 
-    def __init__(self, retriever: Retriever, generator: Generator, settings: AnswerSettings, *,
-                 scenario: ScenarioRuntime | None = None) -> None:
+    def __init__(
+        self,
+        retriever: Retriever,
+        generator: Generator,
+        settings: AnswerSettings,
+        *,
+        scenario: ScenarioRuntime | None = None,
+    ) -> None:
         self.retriever, self.generator, self.settings = retriever, generator, settings
         self.scenario = scenario
 
     def _stages(self) -> list[tuple[str, Any]]:
         if self.scenario is None:
-            return [("prepare", self.prepare), ("retrieve", self.retrieve), ("context", self.build_context),
-                    ("evidence", self.judge)]
+            return [
+                ("prepare", self.prepare),
+                ("retrieve", self.retrieve),
+                ("context", self.build_context),
+                ("evidence", self.judge),
+            ]
         s, r = self.scenario, self.retriever
-        return [("prepare", self.prepare),
-                ("route", lambda ctx: s.route(ctx, r, self.settings.max_passages, self.settings.context_budget)),
-                ("faq", lambda ctx: s.faq(ctx, r)), ("retrieve", lambda ctx: s.retrieve(ctx, r)),
-                ("context", self.build_context), ("evidence", self.judge)]
+        return [
+            ("prepare", self.prepare),
+            ("route", lambda ctx: s.route(ctx, r, self.settings.max_passages, self.settings.context_budget)),
+            ("faq", lambda ctx: s.faq(ctx, r)),
+            ("retrieve", lambda ctx: s.retrieve(ctx, r)),
+            ("context", self.build_context),
+            ("evidence", self.judge),
+        ]
 
     def run(self, question: str, search: SearchOptions) -> Iterator[Event]:
         """Run every stage, yielding events; ends with exactly one `end` or `error` event."""
@@ -156,13 +180,23 @@ class AskPipeline:
         ctx.hits = r.search(ctx.question, ctx.search)
 
     def build_context(self, ctx: AskContext) -> None:
-        ctx.passages = build_passages(ctx.hits, max_passages=ctx.max_passages or self.settings.max_passages,
-                                      budget_units=ctx.context_budget or self.settings.context_budget)
+        ctx.passages = build_passages(
+            ctx.hits,
+            max_passages=ctx.max_passages or self.settings.max_passages,
+            budget_units=ctx.context_budget or self.settings.context_budget,
+        )
 
     def judge(self, ctx: AskContext) -> None:
         r = self.retriever
-        ctx.evidence = judge_evidence(ctx.question, ctx.q_tokens, ctx.query_vector, ctx.passages, r.embedder,
-                                      r.cache, self.settings.evidence_threshold)
+        ctx.evidence = judge_evidence(
+            ctx.question,
+            ctx.q_tokens,
+            ctx.query_vector,
+            ctx.passages,
+            r.embedder,
+            r.cache,
+            self.settings.evidence_threshold,
+        )
         if not ctx.evidence.sufficient:
             ctx.refused, ctx.route = True, "refused"
             ctx.answer = refusal_text(ctx.question, self.settings.support_contact)
@@ -247,8 +281,9 @@ def note_disagreement(ctx: AskContext) -> str:
     """When the passages' documents give different figures, say so after the answer; the text added."""
     if ctx.refused or ctx.consistency is None or ctx.consistency.consistent is not False:
         return ""
-    note = ("" if is_chinese(ctx.question) else " ") + \
-        disagreement_note(ctx.question, [(ctx.question, ctx.consistency.conflicts)])
+    note = ("" if is_chinese(ctx.question) else " ") + disagreement_note(
+        ctx.question, [(ctx.question, ctx.consistency.conflicts)]
+    )
     ctx.answer += note
     return note
 

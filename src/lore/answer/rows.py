@@ -13,10 +13,32 @@ _QUESTION_COL = re.compile(r"^(?:question|questions|q|问题|问|标准问题|�
 _ANSWER_COL = re.compile(r"^(?:answer|answers|a|答案|答|回答|标准答案|答复|reply)$", re.IGNORECASE)
 _UNIT = re.compile(r"\s*[（(]([^()（）]{1,12})[)）]\s*$")
 # A unit written in a column name, said the question's way.
-_UNITS_ZH = {"months": "个月", "month": "个月", "days": "天", "day": "天", "years": "年", "year": "年",
-             "hours": "小时", "usd": "美元", "cny": "元", "rmb": "元", "yuan": "元", "kg": "kg", "%": "%"}
-_UNITS_EN = {"个月": "months", "月": "months", "天": "days", "日": "days", "年": "years", "小时": "hours",
-             "元": "yuan", "美元": "USD", "usd": "USD"}
+_UNITS_ZH = {
+    "months": "个月",
+    "month": "个月",
+    "days": "天",
+    "day": "天",
+    "years": "年",
+    "year": "年",
+    "hours": "小时",
+    "usd": "美元",
+    "cny": "元",
+    "rmb": "元",
+    "yuan": "元",
+    "kg": "kg",
+    "%": "%",
+}
+_UNITS_EN = {
+    "个月": "months",
+    "月": "months",
+    "天": "days",
+    "日": "days",
+    "年": "years",
+    "小时": "hours",
+    "元": "yuan",
+    "美元": "USD",
+    "usd": "USD",
+}
 
 
 def cells(text: str) -> list[tuple[str, str]]:
@@ -63,15 +85,19 @@ def asked_cells(text: str, question: str) -> tuple[str | None, list[tuple[str, s
         return None
     q_tokens = tokenize(question)
     # Columns whose name the question names, not whose value it already states (the row's subject).
-    scored = [(coverage(tokenize(name), question) + coverage(q_tokens, name), i) for i, (name, value) in enumerate(row)
-              if not _stated(value, question)]
+    scored = [
+        (coverage(tokenize(name), question) + coverage(q_tokens, name), i)
+        for i, (name, value) in enumerate(row)
+        if not _stated(value, question)
+    ]
     scored = [(s, i) for s, i in scored if s > 0]
     if not scored:
         return None
     best = max(s for s, _ in scored)
     asked = [i for s, i in scored if s >= 0.8 * best][:2]
-    subject = next((v for n, v in row if _stated(v, question) or any(t in v.lower() for t in _codes(question))),
-                   None)
+    subject = next(
+        (v for n, v in row if _stated(v, question) or any(t in v.lower() for t in _codes(question))), None
+    )
     zh = is_chinese(question)
     pairs = [_render(row[i][0], row[i][1], zh) for i in asked]
     if subject is not None and any(subject == row[i][1] for i in asked):

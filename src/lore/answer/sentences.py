@@ -52,8 +52,12 @@ def split_sentences(text: str) -> list[str]:
     merged: list[str] = []
     items = 0
     for piece in pieces:
-        if merged and _LIST_ITEM.match(piece) and merged[-1].rstrip().endswith((":", "：", ";", "；")) \
-                or (merged and items and _LIST_ITEM.match(piece) and items < _MAX_LIST_ITEMS):
+        if (
+            merged
+            and _LIST_ITEM.match(piece)
+            and merged[-1].rstrip().endswith((":", "：", ";", "；"))
+            or (merged and items and _LIST_ITEM.match(piece) and items < _MAX_LIST_ITEMS)
+        ):
             merged[-1] = f"{merged[-1]}\n{piece}"
             items += 1
             continue

@@ -30,12 +30,20 @@ class SentenceCheck:
         return self.support >= SUPPORTED
 
     def to_json(self) -> dict:
-        return {"text": self.text, "cited": self.cited, "support": round(self.support, 3),
-                "supported": self.supported}
+        return {
+            "text": self.text,
+            "cited": self.cited,
+            "support": round(self.support, 3),
+            "supported": self.supported,
+        }
 
 
-def verify(answer: str, passages: Sequence[Passage], embedder: Embedder | None = None,
-           cache: EmbeddingCache | None = None) -> list[SentenceCheck]:
+def verify(
+    answer: str,
+    passages: Sequence[Passage],
+    embedder: Embedder | None = None,
+    cache: EmbeddingCache | None = None,
+) -> list[SentenceCheck]:
     """Support of every sentence: lexical containment in its cited passages, lifted by embedding
     similarity when an embedder is given. Uncited sentences get support 0."""
     by_n = {p.n: p for p in passages}
@@ -53,8 +61,9 @@ def verify(answer: str, passages: Sequence[Passage], embedder: Embedder | None =
     return checks
 
 
-def _lift_by_similarity(checks: list[SentenceCheck], by_n: dict[int, Passage], embedder: Embedder,
-                        cache: EmbeddingCache | None) -> None:
+def _lift_by_similarity(
+    checks: list[SentenceCheck], by_n: dict[int, Passage], embedder: Embedder, cache: EmbeddingCache | None
+) -> None:
     # Paraphrases (an LLM's own words) share few tokens; a high embedding similarity still counts.
     todo = [c for c in checks if c.cited and not c.supported]
     if not todo:

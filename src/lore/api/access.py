@@ -23,8 +23,12 @@ REDACTED = "[redacted: outside your access]"
 def kb_resource(lore: Lore, kb: KnowledgeBase) -> Resource:
     """A KB: seen by its owner tenant and the tenants it is shared with; changes touch every file owner."""
     owner, shared = lore.catalog.kb_tenants(kb.id)
-    return Resource(Kind.KB, kb.name, tenants=frozenset({owner}) | shared,
-                    owners=frozenset({owner}) | lore.catalog.content_tenants(kb.id))
+    return Resource(
+        Kind.KB,
+        kb.name,
+        tenants=frozenset({owner}) | shared,
+        owners=frozenset({owner}) | lore.catalog.content_tenants(kb.id),
+    )
 
 
 def require_kb(lore: Lore, grant: Grant, name: str, action: Action = Action.READ) -> KnowledgeBase:
@@ -52,8 +56,14 @@ def file_resource(lore: Lore, kb: KnowledgeBase, name: str, grant: Grant) -> Res
     if ids and owner == grant.tenant:
         flt = grant.to_filter()
         readable = any(flt.matches(c) for c in lore.store(kb).get(ids))
-    return Resource(Kind.FILE, name, tenants=frozenset({owner}), owners=frozenset({owner}), indexed=bool(ids),
-                    readable=readable)
+    return Resource(
+        Kind.FILE,
+        name,
+        tenants=frozenset({owner}),
+        owners=frozenset({owner}),
+        indexed=bool(ids),
+        readable=readable,
+    )
 
 
 def file_visible(lore: Lore, kb: KnowledgeBase, name: str, grant: Grant) -> bool:
@@ -71,25 +81,35 @@ def check_file_writes(lore: Lore, kb: KnowledgeBase, names: Iterable[str], grant
     owners = lore.catalog.file_owners(kb.id)
     for name in names:
         owner = owners.get(name) or (kb.owner_tenant if lore.catalog.get_file(kb.id, name) else grant.tenant)
-        check(grant, Action.WRITE_FILE, Resource(Kind.FILE, name, tenants=frozenset({owner}),
-                                                 owners=frozenset({owner})))
+        check(
+            grant,
+            Action.WRITE_FILE,
+            Resource(Kind.FILE, name, tenants=frozenset({owner}), owners=frozenset({owner})),
+        )
 
 
 def own_counts(lore: Lore, kb: KnowledgeBase, grant: Grant) -> tuple[int, int]:
     """(files, chunks) of the KB that the grant's tenant owns: a shared KB shows each tenant its own."""
     owners = lore.catalog.file_owners(kb.id)
-    mine = [f for f in lore.catalog.list_files(kb.id, "ingested")
-            if owners.get(f.path, kb.owner_tenant) == grant.tenant]
+    mine = [
+        f
+        for f in lore.catalog.list_files(kb.id, "ingested")
+        if owners.get(f.path, kb.owner_tenant) == grant.tenant
+    ]
     return len(mine), sum(f.chunk_count for f in mine)
 
 
 # -- traces and sessions keep what the asker was allowed to see ---------------------------------------
 
+
 def own_session(catalog: Catalog, session_id: str, grant: Grant) -> ChatSession:
     """The session if the policy lets the grant read it; the same 404 as an unknown one otherwise."""
     s = catalog.get_session(session_id, grant.tenant)
-    check(grant, Action.READ_TRACE, Resource(Kind.SESSION, session_id, tenants=frozenset({s.tenant_id}),
-                                             key_id=s.key_id))
+    check(
+        grant,
+        Action.READ_TRACE,
+        Resource(Kind.SESSION, session_id, tenants=frozenset({s.tenant_id}), key_id=s.key_id),
+    )
     return s
 
 
@@ -114,8 +134,21 @@ def redact_trace(lore: Lore, grant: Grant, trace: Trace) -> dict[str, Any]:
 
 def redact_end(end: dict[str, Any], hidden: set[str]) -> dict[str, Any]:
     """An `end` payload without the text of hidden passages, nor the answer and checks built from them."""
-    keep = {k: end[k] for k in ("route", "refused", "evidence_confidence", "answer_confidence", "low_confidence",
-                                "mode", "timings_ms", "profile", "scenario") if k in end}
+    keep = {
+        k: end[k]
+        for k in (
+            "route",
+            "refused",
+            "evidence_confidence",
+            "answer_confidence",
+            "low_confidence",
+            "mode",
+            "timings_ms",
+            "profile",
+            "scenario",
+        )
+        if k in end
+    }
     cites = [{**c, "text": REDACTED} if c.get("chunk_id") in hidden else c for c in end.get("citations", [])]
     return {**keep, "answer": REDACTED, "citations": cites}
 

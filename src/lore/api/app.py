@@ -62,7 +62,9 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
         stop = threading.Event()
         worker = None
         if engine.settings.worker.in_process:  # queued builds run here; off when `lore worker`s run them
-            worker = threading.Thread(target=Worker(engine).loop, args=(stop,), name="lore-worker", daemon=True)
+            worker = threading.Thread(
+                target=Worker(engine).loop, args=(stop,), name="lore-worker", daemon=True
+            )
             worker.start()
         yield
         stop.set()
@@ -71,16 +73,25 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
         if lore is None:  # the app made it, so the app closes it
             engine.close()
 
-    app = FastAPI(title="Lore", version="0.1.0", lifespan=lifespan,
-                  description="Knowledge-base question answering: streamed, cited, versioned, multi-tenant. "
-                              "Every request needs `Authorization: Bearer <key>` (`lore keys create`).")
+    app = FastAPI(
+        title="Lore",
+        version="0.1.0",
+        lifespan=lifespan,
+        description="Knowledge-base question answering: streamed, cited, versioned, multi-tenant. "
+        "Every request needs `Authorization: Bearer <key>` (`lore keys create`).",
+    )
     install_log_redaction()
     app.state.service = ServiceState(engine, make_rate_limiter(engine.settings))
     api = engine.settings.api
-    app.add_middleware(BodyLimits, body_bytes=int(api.max_body_mb * 1e6),
-                       upload_bytes=int(api.max_upload_mb * 1e6) + MULTIPART_SLACK)
+    app.add_middleware(
+        BodyLimits,
+        body_bytes=int(api.max_body_mb * 1e6),
+        upload_bytes=int(api.max_upload_mb * 1e6) + MULTIPART_SLACK,
+    )
     if api.cors_origins:
-        app.add_middleware(CORSMiddleware, allow_origins=api.cors_origins, allow_methods=["*"], allow_headers=["*"])
+        app.add_middleware(
+            CORSMiddleware, allow_origins=api.cors_origins, allow_methods=["*"], allow_headers=["*"]
+        )
     app.add_middleware(Hardening)  # outermost: its headers and generic 500 cover every response
 
     @app.exception_handler(LoreError)
@@ -96,8 +107,25 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
         return _error(request, exc.status_code, exc.detail, exc.headers)
 
     app.add_middleware(ServiceMiddleware)
-    for module in (ops, kbs, documents, ingest, chunks, builds, versions, search, ask, feedback, sessions, traces,
-                   openai_compat, scenarios, keys, passages, audit):
+    for module in (
+        ops,
+        kbs,
+        documents,
+        ingest,
+        chunks,
+        builds,
+        versions,
+        search,
+        ask,
+        feedback,
+        sessions,
+        traces,
+        openai_compat,
+        scenarios,
+        keys,
+        passages,
+        audit,
+    ):
         app.include_router(module.router)
 
     if (WEB_DIR / "index.html").is_file():
@@ -110,5 +138,7 @@ def serve_app() -> FastAPI:
     return create_app(run_preflight=False)
 
 
-def _error(request: Request, status: int, detail: object, headers: dict[str, str] | None = None) -> JSONResponse:
+def _error(
+    request: Request, status: int, detail: object, headers: dict[str, str] | None = None
+) -> JSONResponse:
     return error_response(request.url.path, status, detail, headers)

@@ -66,8 +66,11 @@ async def authenticate(state: ServiceState, secret: str | None, *, count: bool =
         raise _unauthorized("invalid or revoked API key")
     wait = state.limiter.check(key.id) if count else 0.0
     if wait > 0:
-        raise HTTPException(429, f"rate limit of {state.limiter.per_minute} requests/minute exceeded for this key",
-                            headers={"Retry-After": str(max(1, round(wait)))})
+        raise HTTPException(
+            429,
+            f"rate limit of {state.limiter.per_minute} requests/minute exceeded for this key",
+            headers={"Retry-After": str(max(1, round(wait)))},
+        )
     return Grant.of_key(key.id, key.tenant_id, key.roles, key.datasets)
 
 
@@ -82,12 +85,16 @@ async def websocket_scope(websocket: WebSocket, state: ServiceState) -> Grant:
     return await authenticate(state, secret, count=False)  # each question on the socket counts instead
 
 
-def search_options(lore: Lore, grant: Grant, top_k: int | None = None, rerank: bool | None = None) -> SearchOptions:
+def search_options(
+    lore: Lore, grant: Grant, top_k: int | None = None, rerank: bool | None = None
+) -> SearchOptions:
     """Configured search options bounded to the caller's grant (applied inside the store); `rerank`
     True/False overrides whether the configured reranker runs (True with none configured is a 400)."""
-    opts = SearchOptions.from_settings(lore.settings.retrieve, top_k, grant.to_filter(), rerank=lore.settings.rerank)
+    opts = SearchOptions.from_settings(
+        lore.settings.retrieve, top_k, grant.to_filter(), rerank=lore.settings.rerank
+    )
     if rerank and lore.settings.rerank.provider == "none":
-        raise HTTPException(400, "rerank: no reranker is configured ([rerank] provider = \"none\")")
+        raise HTTPException(400, 'rerank: no reranker is configured ([rerank] provider = "none")')
     return opts if rerank is None else replace(opts, rerank=rerank)
 
 

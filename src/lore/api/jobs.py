@@ -23,16 +23,26 @@ log = logging.getLogger("lore.worker")
 BUILD_OPTIONS = ("description", "activate", "quality_gate", "incremental_from", "force")
 
 
-def queue_build(lore: Lore, kb: str, inputs: list[Path], options: dict[str, Any], stamp: dict[str, str]) -> Job:
+def queue_build(
+    lore: Lore, kb: str, inputs: list[Path], options: dict[str, Any], stamp: dict[str, str]
+) -> Job:
     """Queue a build of exactly `inputs`; `BuildLockedError` (409) while another build holds or awaits the KB."""
     record = lore.catalog.get_kb(kb)
     holder = lore.catalog.build_lock_holder(record.id)
     if holder is not None and not (holder.lease_expired() or holder.held_by_dead_local_process()):
-        raise BuildLockedError(f"another build of knowledge base {kb!r} is running (host {holder.host}, "
-                               f"pid {holder.pid}, since {holder.acquired_at:%Y-%m-%d %H:%M:%S} UTC)")
-    payload = {"kb": kb, "inputs": [str(p) for p in inputs], "chunk_stamp": stamp,
-               **{name: options[name] for name in BUILD_OPTIONS}}
-    return lore.catalog.enqueue_job("build", record.id, payload, kb_name=kb, lease_s=lore.settings.worker.lease_s)
+        raise BuildLockedError(
+            f"another build of knowledge base {kb!r} is running (host {holder.host}, "
+            f"pid {holder.pid}, since {holder.acquired_at:%Y-%m-%d %H:%M:%S} UTC)"
+        )
+    payload = {
+        "kb": kb,
+        "inputs": [str(p) for p in inputs],
+        "chunk_stamp": stamp,
+        **{name: options[name] for name in BUILD_OPTIONS},
+    }
+    return lore.catalog.enqueue_job(
+        "build", record.id, payload, kb_name=kb, lease_s=lore.settings.worker.lease_s
+    )
 
 
 class JobProgress(Progress):
@@ -54,17 +64,34 @@ class JobProgress(Progress):
         self._put({"stage": "embedded", "chunks": n})
 
     def file_done(self, result: FileResult) -> None:
-        self._put({"stage": "file_done", "file": result.name, "status": result.status, "chunks": result.chunks,
-                   "error": result.error})
+        self._put(
+            {
+                "stage": "file_done",
+                "file": result.name,
+                "status": result.status,
+                "chunks": result.chunks,
+                "error": result.error,
+            }
+        )
 
 
 def run_build(lore: Lore, job: Job) -> dict[str, Any]:
     """Run a queued build in this process; returns the result the API reports."""
     p, stamp = job.payload, job.payload["chunk_stamp"]
-    result = lore.build(p["kb"], [Path(x) for x in p["inputs"]], progress=JobProgress(lore, job.id),
-                        chunk_metadata=lambda _source: stamp, **{name: p[name] for name in BUILD_OPTIONS})
-    return {"kb": p["kb"], "version": version_json(lore, p["kb"], result.version.seq), "removed": result.removed,
-            "gate_reasons": result.gate_reasons, **report_json(result.report)}
+    result = lore.build(
+        p["kb"],
+        [Path(x) for x in p["inputs"]],
+        progress=JobProgress(lore, job.id),
+        chunk_metadata=lambda _source: stamp,
+        **{name: p[name] for name in BUILD_OPTIONS},
+    )
+    return {
+        "kb": p["kb"],
+        "version": version_json(lore, p["kb"], result.version.seq),
+        "removed": result.removed,
+        "gate_reasons": result.gate_reasons,
+        **report_json(result.report),
+    }
 
 
 class Worker:

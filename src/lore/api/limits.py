@@ -60,8 +60,14 @@ def text_problem(body: bytes) -> str | None:
         data = json.loads(text)
     except (ValueError, RecursionError):
         return None  # not JSON: the endpoint's own validation names the problem
-    return ("request body holds a lone UTF-16 surrogate (\\ud800-\\udfff) or a NUL character, which are not "
-            "valid text") if bad_characters(data) else None
+    return (
+        (
+            "request body holds a lone UTF-16 surrogate (\\ud800-\\udfff) or a NUL character, which are not "
+            "valid text"
+        )
+        if bad_characters(data)
+        else None
+    )
 
 
 class BodyLimits:
@@ -88,8 +94,13 @@ class BodyLimits:
         what = "upload request" if multipart else "request body"
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > cap:
-            await self._refuse(scope, receive, send, 413, f"{what} of {int(declared) / 1e6:.1f} MB is over the "
-                                                          f"limit of {cap / 1e6:g} MB")
+            await self._refuse(
+                scope,
+                receive,
+                send,
+                413,
+                f"{what} of {int(declared) / 1e6:.1f} MB is over the limit of {cap / 1e6:g} MB",
+            )
             return
         if multipart:
             await self.app(scope, _counting(receive, cap, what), send)
@@ -130,14 +141,17 @@ def _counting(receive: Receive, cap: int, what: str) -> Receive:
             if received > cap:
                 raise HTTPException(413, f"{what} is over the limit of {cap / 1e6:g} MB")
         return message
+
     return wrapped
 
 
 def _replay(body: bytes, receive: Receive, first: Message | None = None) -> Receive:
     """`receive` that gives the buffered body once (or `first`), then passes through (disconnects)."""
-    pending: list[Message] = [first] if first is not None else [
-        {"type": "http.request", "body": body, "more_body": False}]
+    pending: list[Message] = (
+        [first] if first is not None else [{"type": "http.request", "body": body, "more_body": False}]
+    )
 
     async def wrapped() -> Message:
         return pending.pop() if pending else await receive()
+
     return wrapped

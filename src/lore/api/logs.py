@@ -32,8 +32,9 @@ class AccessTokenFilter(logging.Filter):
         if isinstance(record.msg, str) and "access_token=" in record.msg:
             record.msg = redact(record.msg)
         if isinstance(record.args, tuple):
-            record.args = tuple(redact(a) if isinstance(a, str) and "access_token=" in a else a
-                                for a in record.args)
+            record.args = tuple(
+                redact(a) if isinstance(a, str) and "access_token=" in a else a for a in record.args
+            )
         return True
 
 
@@ -49,9 +50,13 @@ class JsonFormatter(logging.Formatter):
     """`{"time", "level", "logger", "message", "trace_id", ...}` per line; exceptions as `exc_info` text."""
 
     def format(self, record: logging.LogRecord) -> str:
-        out = {"time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-               "level": record.levelname, "logger": record.name, "message": redact(record.getMessage()),
-               "trace_id": getattr(record, "trace_id", None) or TRACE_ID.get()}
+        out = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": redact(record.getMessage()),
+            "trace_id": getattr(record, "trace_id", None) or TRACE_ID.get(),
+        }
         if record.exc_info:
             out["exc_info"] = self.formatException(record.exc_info)
         return json.dumps(out, ensure_ascii=False)
@@ -72,14 +77,23 @@ def configure_logging(json_lines: bool, level: str = "INFO") -> dict[str, object
         logging.getLogger("lore").setLevel(level)
         return None
     return {
-        "version": 1, "disable_existing_loggers": False,
+        "version": 1,
+        "disable_existing_loggers": False,
         "formatters": {"json": {"()": "lore.api.logs.JsonFormatter"}},
         "filters": {"trace": {"()": "lore.api.logs.TraceIdFilter"}},
-        "handlers": {"stdout": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["trace"],
-                                "stream": "ext://sys.stdout"}},
+        "handlers": {
+            "stdout": {
+                "class": "logging.StreamHandler",
+                "formatter": "json",
+                "filters": ["trace"],
+                "stream": "ext://sys.stdout",
+            }
+        },
         "root": {"handlers": ["stdout"], "level": level},
-        "loggers": {name: {"handlers": [], "propagate": True, "level": level}
-                    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "lore")},
+        "loggers": {
+            name: {"handlers": [], "propagate": True, "level": level}
+            for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "lore")
+        },
     }
 
 

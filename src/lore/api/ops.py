@@ -55,7 +55,9 @@ def readiness(lore: Lore) -> dict[str, str]:
             lore.store(kb).count()
         except Exception as exc:  # noqa: BLE001 - reported, not raised
             failed.append(f"{kb.name} ({type(exc).__name__})")
-    checks["store"] = "ok" if not failed else f"{len(failed)} of {len(kbs)} unreachable: {', '.join(failed[:5])}"
+    checks["store"] = (
+        "ok" if not failed else f"{len(failed)} of {len(kbs)} unreachable: {', '.join(failed[:5])}"
+    )
     if lore.settings.redis.url:
         from lore.state.redis import redis_client
 
@@ -68,7 +70,7 @@ def readiness(lore: Lore) -> dict[str, str]:
 
 
 def migrations_status(lore: Lore) -> str:
-    """"ok" when the catalog's schema revision is the newest migration, else which revision it is at."""
+    """ "ok" when the catalog's schema revision is the newest migration, else which revision it is at."""
     from lore.catalog.migrate import current_revision, head_revision
 
     try:
@@ -103,8 +105,9 @@ class ServiceMiddleware:
         try:
             await self.app(scope, receive, sending)
         finally:
-            route = getattr(scope.get("route"), "path", None) or ("static" if scope["path"] == "/"
-                                                                   or "." in scope["path"] else "unmatched")
+            route = getattr(scope.get("route"), "path", None) or (
+                "static" if scope["path"] == "/" or "." in scope["path"] else "unmatched"
+            )
             REQUESTS.labels(scope["method"], route, str(status[0])).inc()
             REQUEST_SECONDS.labels(scope["method"], route).observe(time.perf_counter() - started)
             TRACE_ID.reset(token)
@@ -116,4 +119,3 @@ def _header(scope: Scope, name: bytes) -> str | None:
             text = value.decode("latin-1").strip()
             return text if text and text.isprintable() else None
     return None
-

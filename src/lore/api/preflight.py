@@ -36,17 +36,23 @@ def preflight(lore: Lore) -> list[str]:
         embed_texts(embedder, ["preflight"], "query", None)
         passed.append(f"embedder: {embedder.model_id} ({embedder.dim}-d) loads")
     except Exception as exc:  # noqa: BLE001 - reported with the others
-        problems.append(f"embedder {lore.settings.embed.provider}/{lore.settings.embed.model} does not load: {exc}")
+        problems.append(
+            f"embedder {lore.settings.embed.provider}/{lore.settings.embed.model} does not load: {exc}"
+        )
     for kb in kbs:
         try:
             versions = lore.catalog.list_versions(kb.id)
             if versions and lore.catalog.active_version(kb.id) is None:
                 if not lore.catalog.activation_log(kb.id):
-                    passed.append(f"warning: knowledge base '{kb.name}' has {len(versions)} version(s), none "
-                                  f"activated yet; it answers 409 until one is (lore activate --kb {kb.name} SEQ)")
+                    passed.append(
+                        f"warning: knowledge base '{kb.name}' has {len(versions)} version(s), none "
+                        f"activated yet; it answers 409 until one is (lore activate --kb {kb.name} SEQ)"
+                    )
                     continue
-                problems.append(f"knowledge base '{kb.name}' has {len(versions)} version(s) but none is active "
-                                f"(lore activate --kb {kb.name} SEQ)")
+                problems.append(
+                    f"knowledge base '{kb.name}' has {len(versions)} version(s) but none is active "
+                    f"(lore activate --kb {kb.name} SEQ)"
+                )
                 continue
             lore.store(kb).count()
             lore.embedder(kb)
@@ -63,8 +69,10 @@ def preflight(lore: Lore) -> list[str]:
             problems.append(str(exc))
             continue
         if sc.kb_name not in names:
-            problems.append(f"scenario '{sc.id}': its knowledge base '{sc.kb_name}' is not built "
-                            f"(lore scenario build {sc.id} --activate)")
+            problems.append(
+                f"scenario '{sc.id}': its knowledge base '{sc.kb_name}' is not built "
+                f"(lore scenario build {sc.id} --activate)"
+            )
         else:
             passed.append(f"scenario '{sc.id}': valid, answers from '{sc.kb_name}'")
     if problems:

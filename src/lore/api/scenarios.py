@@ -41,8 +41,11 @@ def scenario_resource(lore: Lore, scenario: Scenario) -> Resource:
 def visible_scenarios(lore: Lore, caller: Grant) -> list[Scenario]:
     """The scenarios the caller may list (a malformed scenario.toml is an error naming the file)."""
     found = scenarios(lore)
-    return [sc for sc in (found.get(i) for i in found.ids())
-            if can(caller, Action.LIST, scenario_resource(lore, sc))]
+    return [
+        sc
+        for sc in (found.get(i) for i in found.ids())
+        if can(caller, Action.LIST, scenario_resource(lore, sc))
+    ]
 
 
 def key_scope(scenario: Scenario, caller: Grant, version: int | None = None) -> Grant:
@@ -52,8 +55,10 @@ def key_scope(scenario: Scenario, caller: Grant, version: int | None = None) -> 
     datasets none of which the scenario holds is a 403.
     """
     if caller.datasets is not None and not [d for d in caller.datasets if d in scenario.datasets]:
-        raise ForbiddenError(f"this key's datasets ({', '.join(caller.datasets) or 'none'}) include none of "
-                             f"scenario '{scenario.id}' ({', '.join(scenario.datasets)})")
+        raise ForbiddenError(
+            f"this key's datasets ({', '.join(caller.datasets) or 'none'}) include none of "
+            f"scenario '{scenario.id}' ({', '.join(scenario.datasets)})"
+        )
     allowed = scenario.access.roles
     roles = [r for r in caller.roles if r in allowed] if allowed else list(caller.roles)
     try:
@@ -64,8 +69,9 @@ def key_scope(scenario: Scenario, caller: Grant, version: int | None = None) -> 
         raise ForbiddenError(str(exc)) from exc
 
 
-def resolve(lore: Lore, caller: Grant, scenario_id: str, source: str | None,
-            version: int | None) -> ScenarioCall:
+def resolve(
+    lore: Lore, caller: Grant, scenario_id: str, source: str | None, version: int | None
+) -> ScenarioCall:
     """Load the scenario (404 if unknown or not the caller's), check a named source (400) and narrow the
     key's grant by it (403)."""
     gone = NotFoundError(f"scenario '{scenario_id}' not found")

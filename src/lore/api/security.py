@@ -17,8 +17,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 log = logging.getLogger("lore.api")
 
 # The web UI: its own script and styles only (no inline script or style), API calls to its own origin.
-UI_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
-          "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+UI_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 # An uploaded original: never a document of this origin (no script, no plugins, no same-origin access).
 ORIGINAL_CSP = "sandbox; default-src 'none'"
 MAX_DETAIL = 500  # characters of an error message
@@ -27,8 +29,9 @@ _INERT_TYPES = ("text/", "application/json", "application/pdf", "image/png", "im
 _ACTIVE = ("text/html", "text/xml", "application/xhtml", "application/xml", "image/svg", "text/javascript")
 
 
-def error_response(path: str, status: int, detail: object, headers: dict[str, str] | None = None,
-                   **extra: object) -> JSONResponse:
+def error_response(
+    path: str, status: int, detail: object, headers: dict[str, str] | None = None, **extra: object
+) -> JSONResponse:
     """`{"detail": ...}`, or OpenAI's `{"error": {...}}` shape under /v1 so OpenAI clients show the message.
 
     A long message (one quoting a huge input) is cut: an error never echoes more than `MAX_DETAIL` characters.
@@ -36,7 +39,9 @@ def error_response(path: str, status: int, detail: object, headers: dict[str, st
     if isinstance(detail, str) and len(detail) > MAX_DETAIL:
         detail = detail[:MAX_DETAIL] + "…"
     if path.startswith("/v1/"):
-        body: dict[str, object] = {"error": {"message": str(detail), "type": "lore_error", "code": status, **extra}}
+        body: dict[str, object] = {
+            "error": {"message": str(detail), "type": "lore_error", "code": status, **extra}
+        }
     else:
         body = {"detail": detail, **extra}
     return JSONResponse(body, status, headers=headers)
@@ -46,8 +51,9 @@ def validation_errors(path: str, errors: Sequence[Any]) -> JSONResponse:
     """422 naming each invalid field (location, message, type) without echoing the input it was given."""
     problems = [{k: e[k] for k in ("loc", "msg", "type") if k in e} for e in errors]
     if path.startswith("/v1/"):
-        return error_response(path, 422, "; ".join(f"{'.'.join(map(str, p.get('loc', ())))}: {p.get('msg')}"
-                                                    for p in problems))
+        return error_response(
+            path, 422, "; ".join(f"{'.'.join(map(str, p.get('loc', ())))}: {p.get('msg')}" for p in problems)
+        )
     return JSONResponse({"detail": problems}, 422)
 
 
@@ -61,8 +67,13 @@ def original_response(path: Path) -> FileResponse:
     media, _ = mimetypes.guess_type(path.name)
     if not media or media.startswith(_ACTIVE) or not media.startswith(_INERT_TYPES):
         media = "application/octet-stream"
-    return FileResponse(path, media_type=media, filename=path.name, content_disposition_type="attachment",
-                        headers={"Content-Security-Policy": ORIGINAL_CSP, "Cache-Control": "private, no-store"})
+    return FileResponse(
+        path,
+        media_type=media,
+        filename=path.name,
+        content_disposition_type="attachment",
+        headers={"Content-Security-Policy": ORIGINAL_CSP, "Cache-Control": "private, no-store"},
+    )
 
 
 class Hardening:
@@ -98,4 +109,5 @@ class Hardening:
             if started:  # the response is under way: all that can be done is to end it
                 raise
             await error_response(path, 500, internal_message(error_id), trace_id=error_id)(
-                scope, receive, send_hardened)
+                scope, receive, send_hardened
+            )

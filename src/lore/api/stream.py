@@ -62,11 +62,24 @@ class AskPlan:
         return self.scenario.scenario.id if self.scenario else "default"
 
 
-def prepare_ask(lore: Lore, scope: Grant, *, kb: str, question: str, transport: str,
-                session_id: str | None = None, new_session: bool = True, version: int | None = None,
-                history: list[str] | None = None, top_k: int | None = None, source: str | None = None,
-                scenario: ScenarioCall | None = None, mode: str = "fast", query_rewrite: str = "off",
-                rerank: bool | None = None) -> AskPlan:
+def prepare_ask(
+    lore: Lore,
+    scope: Grant,
+    *,
+    kb: str,
+    question: str,
+    transport: str,
+    session_id: str | None = None,
+    new_session: bool = True,
+    version: int | None = None,
+    history: list[str] | None = None,
+    top_k: int | None = None,
+    source: str | None = None,
+    scenario: ScenarioCall | None = None,
+    mode: str = "fast",
+    query_rewrite: str = "off",
+    rerank: bool | None = None,
+) -> AskPlan:
     """Resolve a question before streaming (blocking: run it in the threadpool).
 
     With `scenario`, `kb` is the scenario's KB and the search is bounded by the scenario scope instead.
@@ -83,18 +96,39 @@ def prepare_ask(lore: Lore, scope: Grant, *, kb: str, question: str, transport: 
         session = lore.catalog.create_session(scope.tenant, kb, scope.key_id, title=question.strip()[:80])
     if history is None and session is not None:
         turns = lore.settings.api.history_turns
-        history = [m.query or m.content for m in lore.catalog.messages(session.id, limit=2 * turns)
-                   if m.role == "user"] if turns else []
+        history = (
+            [
+                m.query or m.content
+                for m in lore.catalog.messages(session.id, limit=2 * turns)
+                if m.role == "user"
+            ]
+            if turns
+            else []
+        )
     if history and scenario is not None and Router(scenario.scenario).route(question).direct:
         history = []  # a greeting, thanks, hand-off or out-of-scope question stands alone: never rewrite it
-    made = standalone_question(question, [{"role": "user", "content": q} for q in (history or [])[-6:]], lore.llm)
+    made = standalone_question(
+        question, [{"role": "user", "content": q} for q in (history or [])[-6:]], lore.llm
+    )
     options = search_options(lore, scope, top_k, rerank)
     if scenario is not None:  # the scenario scope bounds the filter inside Lore.ask; start from an open one
         options = replace(options, filter=SearchFilter())
     if source is not None:
         options = replace(options, filter=replace(options.filter, sources=[source]))
-    return AskPlan(kb, question, made.query, kb_version, version, options, transport, session,
-                   rewrite=made, scenario=scenario, mode=mode, query_rewrite=query_rewrite)
+    return AskPlan(
+        kb,
+        question,
+        made.query,
+        kb_version,
+        version,
+        options,
+        transport,
+        session,
+        rewrite=made,
+        scenario=scenario,
+        mode=mode,
+        query_rewrite=query_rewrite,
+    )
 
 
 async def ask_events(state: ServiceState, scope: Grant, plan: AskPlan) -> AsyncIterator[dict[str, Any]]:
@@ -106,27 +140,49 @@ async def ask_events(state: ServiceState, scope: Grant, plan: AskPlan) -> AsyncI
     TRACE_ID.set(plan.trace_id)  # this stream's log lines carry the trace id the client sees
     events: Iterator[Event] | None = None
     try:
-        yield trace.event("start", {
-            "trace_id": plan.trace_id, "session_id": plan.session.id if plan.session else None,
-            "kb": plan.kb, "kb_version": plan.kb_version, "scenario": plan.scenario_id,
-            "question": plan.question, "query": plan.query,
-            "rewrite": plan.rewrite.method if plan.rewrite else "none", "mode": plan.mode,
-            "query_rewrite": plan.query_rewrite})
+        yield trace.event(
+            "start",
+            {
+                "trace_id": plan.trace_id,
+                "session_id": plan.session.id if plan.session else None,
+                "kb": plan.kb,
+                "kb_version": plan.kb_version,
+                "scenario": plan.scenario_id,
+                "question": plan.question,
+                "query": plan.query,
+                "rewrite": plan.rewrite.method if plan.rewrite else "none",
+                "mode": plan.mode,
+                "query_rewrite": plan.query_rewrite,
+            },
+        )
         try:
             call = plan.scenario
-            scoped_scores = lore.catalog.get_kb(plan.kb).store_backend == "embedded"  # see bm25_scores_are_scoped
+            scoped_scores = (
+                lore.catalog.get_kb(plan.kb).store_backend == "embedded"
+            )  # see bm25_scores_are_scoped
             session_id = plan.session.id if plan.session else None
-            events = await run_in_threadpool(lambda: lore.ask(
-                None if call else plan.kb, plan.query, plan.options, plan.version,
-                scenario=call.scenario.id if call else None, scope=call.scope if call else None,
-                mode=plan.mode, rewrite=plan.query_rewrite, session_id=session_id))
+            events = await run_in_threadpool(
+                lambda: lore.ask(
+                    None if call else plan.kb,
+                    plan.query,
+                    plan.options,
+                    plan.version,
+                    scenario=call.scenario.id if call else None,
+                    scope=call.scope if call else None,
+                    mode=plan.mode,
+                    rewrite=plan.query_rewrite,
+                    session_id=session_id,
+                )
+            )
             while True:
                 event = await run_in_threadpool(_step, events, trace.cache)
                 if event is _DONE:
                     break
                 if event.type == "end" and not scoped_scores:
-                    event.data["citations"] = [{**c, "scores": {**c.get("scores", {}), "bm25": None}}
-                                               for c in event.data.get("citations", [])]
+                    event.data["citations"] = [
+                        {**c, "scores": {**c.get("scores", {}), "bm25": None}}
+                        for c in event.data.get("citations", [])
+                    ]
                 yield trace.event(event.type, event.data)
         except LoreError as exc:
             yield trace.event("error", {"message": str(exc)})
@@ -140,8 +196,13 @@ async def ask_events(state: ServiceState, scope: Grant, plan: AskPlan) -> AsyncI
         with anyio.CancelScope(shield=True):
             try:
                 await run_in_threadpool(_finish, lore, scope, plan, trace)
-                log.info("ask kb=%s mode=%s status=%s ms=%s", plan.kb, plan.mode, trace.record()["status"],
-                         trace.record()["total_ms"])
+                log.info(
+                    "ask kb=%s mode=%s status=%s ms=%s",
+                    plan.kb,
+                    plan.mode,
+                    trace.record()["status"],
+                    trace.record()["total_ms"],
+                )
             except Exception:  # the answer was delivered; a lost trace is logged
                 log.exception("trace %s could not be saved", plan.trace_id)
 
@@ -178,8 +239,21 @@ class _TraceBuilder:
             if self.stages:
                 self.stages[-1]["ms"] = round(now - self.stages[-1]["at_ms"], 1)
             # Deep mode's rounds: which round and sub-question, the grade and the verdict stay in the trace.
-            detail = {k: data[k] for k in ("round", "sub_question", "query", "sufficient", "verdict", "cached",
-                                           "hits", "route", "notes") if k in data}
+            detail = {
+                k: data[k]
+                for k in (
+                    "round",
+                    "sub_question",
+                    "query",
+                    "sufficient",
+                    "verdict",
+                    "cached",
+                    "hits",
+                    "route",
+                    "notes",
+                )
+                if k in data
+            }
             if data.get("stage") == "rerank":  # the reranker's own report: who, how many candidates, how long
                 detail.update({k: data[k] for k in ("provider", "candidates", "note") if k in data})
                 detail["rerank_ms"] = data.get("ms")
@@ -189,8 +263,11 @@ class _TraceBuilder:
         elif kind in ("end", "error"):
             if self.stages and "ms" not in self.stages[-1]:
                 self.stages[-1]["ms"] = round(now - self.stages[-1]["at_ms"], 1)
-            data = {**data, "trace_id": self.plan.trace_id,
-                    "session_id": self.plan.session.id if self.plan.session else None}
+            data = {
+                **data,
+                "trace_id": self.plan.trace_id,
+                "session_id": self.plan.session.id if self.plan.session else None,
+            }
             if kind == "end":
                 self.end = data
                 for stage, ms in (data.get("timings_ms") or {}).items():
@@ -203,21 +280,34 @@ class _TraceBuilder:
         end = self.end or {}
         return {
             "status": "ok" if self.end else ("error" if self.error else "cancelled"),
-            "route": end.get("route"), "error": self.error, "first_token_ms": self.first_token_ms,
+            "route": end.get("route"),
+            "error": self.error,
+            "first_token_ms": self.first_token_ms,
             "total_ms": self._ms(),
             "data": {
-                "stages": self.stages, "first_event_ms": self.first_event_ms,
-                "timings_ms": end.get("timings_ms", {}), "plan": end.get("plan"),
-                "hits": {"citations": len(end.get("citations", [])),
-                         "verified_sentences": len(end.get("verification", []))},
-                "confidences": {"evidence": end.get("evidence_confidence"),
-                                "answer": end.get("answer_confidence"), "low": end.get("low_confidence")},
-                "evidence": end.get("evidence"), "filter": _filter_json(self.plan),
-                "scenario": self.plan.scenario_id, "profile": (end.get("profile") or {}).get("name"),
+                "stages": self.stages,
+                "first_event_ms": self.first_event_ms,
+                "timings_ms": end.get("timings_ms", {}),
+                "plan": end.get("plan"),
+                "hits": {
+                    "citations": len(end.get("citations", [])),
+                    "verified_sentences": len(end.get("verification", [])),
+                },
+                "confidences": {
+                    "evidence": end.get("evidence_confidence"),
+                    "answer": end.get("answer_confidence"),
+                    "low": end.get("low_confidence"),
+                },
+                "evidence": end.get("evidence"),
+                "filter": _filter_json(self.plan),
+                "scenario": self.plan.scenario_id,
+                "profile": (end.get("profile") or {}).get("name"),
                 "scope": self.plan.scenario.scope.to_json() if self.plan.scenario else None,
-                "cache": self.cache, "cache_hits": sum(c["hit"] for c in self.cache),
+                "cache": self.cache,
+                "cache_hits": sum(c["hit"] for c in self.cache),
                 "rewrite": vars(self.plan.rewrite) if self.plan.rewrite else None,
-                "mode": end.get("mode", self.plan.mode), "rounds": end.get("rounds"),
+                "mode": end.get("mode", self.plan.mode),
+                "rounds": end.get("rounds"),
                 "sub_questions": end.get("sub_questions"),
                 "end": end or None,
             },
@@ -238,10 +328,21 @@ def _finish(lore: Lore, scope: Grant, plan: AskPlan, trace: _TraceBuilder) -> No
     """Save the trace, and for a session the two turns and its rolling summary."""
     rec = trace.record()
     session_id = plan.session.id if plan.session else None
-    rec["data"]["grant"] = (plan.scenario.scope if plan.scenario else scope).at_version(plan.version).to_json()
-    lore.catalog.save_trace(id=plan.trace_id, tenant_id=scope.tenant, key_id=scope.key_id,
-                            session_id=session_id, kb=plan.kb, kb_version=plan.kb_version,
-                            transport=plan.transport, question=plan.question, query=plan.query, **rec)
+    rec["data"]["grant"] = (
+        (plan.scenario.scope if plan.scenario else scope).at_version(plan.version).to_json()
+    )
+    lore.catalog.save_trace(
+        id=plan.trace_id,
+        tenant_id=scope.tenant,
+        key_id=scope.key_id,
+        session_id=session_id,
+        kb=plan.kb,
+        kb_version=plan.kb_version,
+        transport=plan.transport,
+        question=plan.question,
+        query=plan.query,
+        **rec,
+    )
     if session_id is None or trace.end is None:
         return
     with lore.catalog.transaction():

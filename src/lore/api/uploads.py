@@ -28,21 +28,28 @@ def safe_name(filename: str | None) -> str:
     if not name:
         raise HTTPException(400, "upload: the file part has no file name")
     if "/" in name or "\\" in name or name in (".", "..") or name.startswith("."):
-        raise HTTPException(400, f"upload {name!r}: file names must not contain path separators or start with '.'")
+        raise HTTPException(
+            400, f"upload {name!r}: file names must not contain path separators or start with '.'"
+        )
     if _UNSAFE.search(name) or len(name) > _MAX_NAME:
-        raise HTTPException(400, f"upload {name!r}: control or reserved characters, or longer than {_MAX_NAME}")
+        raise HTTPException(
+            400, f"upload {name!r}: control or reserved characters, or longer than {_MAX_NAME}"
+        )
     try:
         loader_for(Path(name))
     except LoadError as exc:
-        raise HTTPException(415, f"upload {name!r}: {exc.reason}; supported: {' '.join(supported_suffixes())}"
-                            ) from exc
+        raise HTTPException(
+            415, f"upload {name!r}: {exc.reason}; supported: {' '.join(supported_suffixes())}"
+        ) from exc
     return name
 
 
 def within_roots(path: str, roots: list[Path]) -> Path:
     """`path` resolved (symlinks followed) if it lies inside one of `roots`; 403/404 otherwise."""
     if not roots:
-        raise HTTPException(403, "server-path ingest is disabled: set api.ingest_roots to the folders it may read")
+        raise HTTPException(
+            403, "server-path ingest is disabled: set api.ingest_roots to the folders it may read"
+        )
     resolved = Path(path).expanduser().resolve()
     if not any(resolved.is_relative_to(root.expanduser().resolve()) for root in roots):
         raise HTTPException(403, f"path {path!r} is outside the configured ingest roots")
@@ -71,11 +78,18 @@ class MultipartUpload:
         self._part = _Part()
         self._field = b""
         self._error: HTTPException | None = None
-        self.parser = MultipartParser(params[b"boundary"], {
-            "on_part_begin": self._begin, "on_part_data": self._data, "on_part_end": self._end,
-            "on_header_field": self._hfield, "on_header_value": self._hvalue, "on_header_end": self._hend,
-            "on_headers_finished": self._headers_done,
-        })
+        self.parser = MultipartParser(
+            params[b"boundary"],
+            {
+                "on_part_begin": self._begin,
+                "on_part_data": self._data,
+                "on_part_end": self._end,
+                "on_header_field": self._hfield,
+                "on_header_value": self._hvalue,
+                "on_header_end": self._hend,
+                "on_headers_finished": self._headers_done,
+            },
+        )
         self._value = b""
 
     async def consume(self, chunks: AsyncIterator[bytes]) -> list[tuple[str, Path, int]]:
@@ -125,8 +139,9 @@ class MultipartUpload:
         if filename is None or self._error:
             return  # a plain form field: ignored
         if len(self.done) >= MAX_PARTS:
-            self._error = HTTPException(413, f"upload: more than {MAX_PARTS} files in one request; send them "
-                                             "in several requests")
+            self._error = HTTPException(
+                413, f"upload: more than {MAX_PARTS} files in one request; send them in several requests"
+            )
             return
         try:
             self._part.name = safe_name(filename.decode("utf-8", "replace"))
@@ -141,8 +156,9 @@ class MultipartUpload:
             return
         part.size += end - start
         if part.size > self.limit:
-            self._error = HTTPException(413, f"upload {part.name!r}: larger than the limit of "
-                                             f"{self.limit / 1e6:g} MB")
+            self._error = HTTPException(
+                413, f"upload {part.name!r}: larger than the limit of {self.limit / 1e6:g} MB"
+            )
             return
         part.tmp.write(data[start:end])
 
@@ -158,8 +174,9 @@ class MultipartUpload:
         self._part = _Part()
 
 
-def commit(uploads: list[tuple[str, Path, int]], folder: Path, claim: Callable[[list[str]], None]
-           ) -> list[dict[str, object]]:
+def commit(
+    uploads: list[tuple[str, Path, int]], folder: Path, claim: Callable[[list[str]], None]
+) -> list[dict[str, object]]:
     """Record the uploader as the owner of every file (`claim`: one catalog transaction), then move the
     finished temp files to their names in `folder` (atomic rename, replacing older uploads)."""
     claim([name for name, _, _ in uploads])

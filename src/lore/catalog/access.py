@@ -21,8 +21,9 @@ class KbShareRow(Base):
 
     __tablename__ = "kb_shares"
 
-    kb_id: Mapped[str] = mapped_column(String(32), ForeignKey("knowledge_bases.id", ondelete="CASCADE"),
-                                       primary_key=True)
+    kb_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("knowledge_bases.id", ondelete="CASCADE"), primary_key=True
+    )
     tenant_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     created_at: Mapped[datetime]
 
@@ -33,8 +34,9 @@ class FileOwnerRow(Base):
     __tablename__ = "kb_file_owners"
     __table_args__ = (Index("ix_kb_file_owners_kb_id_tenant_id", "kb_id", "tenant_id"),)
 
-    kb_id: Mapped[str] = mapped_column(String(32), ForeignKey("knowledge_bases.id", ondelete="CASCADE"),
-                                       primary_key=True)
+    kb_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("knowledge_bases.id", ondelete="CASCADE"), primary_key=True
+    )
     path_digest: Mapped[str] = mapped_column(String(64), primary_key=True)
     path: Mapped[str] = mapped_column(Text)
     tenant_id: Mapped[str] = mapped_column(String(128))
@@ -72,8 +74,16 @@ class AuditEntry:
     detail: dict[str, Any]
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "at": self.at.isoformat(), "key_id": self.key_id, "tenant": self.tenant_id,
-                "action": self.action, "kb": self.kb, "target": self.target, "detail": self.detail}
+        return {
+            "id": self.id,
+            "at": self.at.isoformat(),
+            "key_id": self.key_id,
+            "tenant": self.tenant_id,
+            "action": self.action,
+            "kb": self.kb,
+            "target": self.target,
+            "detail": self.detail,
+        }
 
 
 def path_digest(path: str) -> str:
@@ -121,8 +131,11 @@ class AccessMixin:
     def unshare_kb(self, kb_id: str, tenant: str) -> bool:
         """Take a share back (the tenant's files stay, owned by it); False if there was none."""
         with self.transaction() as s:
-            return bool(s.execute(delete(KbShareRow).where(
-                KbShareRow.kb_id == kb_id, KbShareRow.tenant_id == tenant)).rowcount)  # type: ignore[attr-defined]
+            return bool(
+                s.execute(
+                    delete(KbShareRow).where(KbShareRow.kb_id == kb_id, KbShareRow.tenant_id == tenant)
+                ).rowcount
+            )  # type: ignore[attr-defined]
 
     # -- file owners ---------------------------------------------------------------------------
 
@@ -133,8 +146,16 @@ class AccessMixin:
             for path in dict.fromkeys(paths):
                 row = s.get(FileOwnerRow, (kb_id, path_digest(path)))
                 if row is None:
-                    s.add(FileOwnerRow(kb_id=kb_id, path_digest=path_digest(path), path=path, tenant_id=tenant,
-                                       created_at=now, updated_at=now))
+                    s.add(
+                        FileOwnerRow(
+                            kb_id=kb_id,
+                            path_digest=path_digest(path),
+                            path=path,
+                            tenant_id=tenant,
+                            created_at=now,
+                            updated_at=now,
+                        )
+                    )
                 elif row.tenant_id != tenant:
                     row.tenant_id, row.updated_at = tenant, now
             s.flush()
@@ -148,25 +169,47 @@ class AccessMixin:
     def file_owners(self, kb_id: str) -> dict[str, str]:
         """Every recorded file of the KB and its owner tenant."""
         with self.transaction() as s:
-            rows = s.execute(select(FileOwnerRow.path, FileOwnerRow.tenant_id).where(FileOwnerRow.kb_id == kb_id))
+            rows = s.execute(
+                select(FileOwnerRow.path, FileOwnerRow.tenant_id).where(FileOwnerRow.kb_id == kb_id)
+            )
             return {path: tenant for path, tenant in rows}
 
     def content_tenants(self, kb_id: str) -> frozenset[str]:
         """The tenants whose files the KB holds."""
         with self.transaction() as s:
-            return frozenset(s.scalars(select(FileOwnerRow.tenant_id).where(FileOwnerRow.kb_id == kb_id)
-                                       .distinct()))
+            return frozenset(
+                s.scalars(select(FileOwnerRow.tenant_id).where(FileOwnerRow.kb_id == kb_id).distinct())
+            )
 
     # -- audit ---------------------------------------------------------------------------------
 
-    def audit(self, action: str, *, tenant: str, key_id: str | None, kb: str | None = None, target: str = "",
-              **detail: Any) -> None:
+    def audit(
+        self,
+        action: str,
+        *,
+        tenant: str,
+        key_id: str | None,
+        kb: str | None = None,
+        target: str = "",
+        **detail: Any,
+    ) -> None:
         """Append one line to the audit log."""
         with self.transaction() as s:
-            s.add(AuditRow(at=_now(), key_id=key_id, tenant_id=tenant, action=action, kb=kb, target=target,
-                           detail=json.dumps(detail, ensure_ascii=False, default=str)))
+            s.add(
+                AuditRow(
+                    at=_now(),
+                    key_id=key_id,
+                    tenant_id=tenant,
+                    action=action,
+                    kb=kb,
+                    target=target,
+                    detail=json.dumps(detail, ensure_ascii=False, default=str),
+                )
+            )
 
-    def audit_log(self, tenant: str | None = None, kb: str | None = None, limit: int = 100) -> list[AuditEntry]:
+    def audit_log(
+        self, tenant: str | None = None, kb: str | None = None, limit: int = 100
+    ) -> list[AuditEntry]:
         """The newest audit lines first (of one tenant and/or KB)."""
         query = select(AuditRow).order_by(AuditRow.id.desc()).limit(limit)
         if tenant is not None:
@@ -174,5 +217,7 @@ class AccessMixin:
         if kb is not None:
             query = query.where(AuditRow.kb == kb)
         with self.transaction() as s:
-            return [AuditEntry(r.id, r.at, r.key_id, r.tenant_id, r.action, r.kb, r.target, json.loads(r.detail))
-                    for r in s.scalars(query)]
+            return [
+                AuditEntry(r.id, r.at, r.key_id, r.tenant_id, r.action, r.kb, r.target, json.loads(r.detail))
+                for r in s.scalars(query)
+            ]

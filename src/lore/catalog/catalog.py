@@ -91,14 +91,18 @@ def open_engine(url: str, pool: CatalogSettings) -> Engine:
         if database and database != ":memory:" and not database.startswith("file:"):
             Path(database).parent.mkdir(parents=True, exist_ok=True)
     else:
-        options.update(pool_size=pool.pool_size, max_overflow=pool.max_overflow, pool_timeout=pool.pool_timeout_s)
+        options.update(
+            pool_size=pool.pool_size, max_overflow=pool.max_overflow, pool_timeout=pool.pool_timeout_s
+        )
     try:
         engine = create_engine(parsed, **options)
     except ImportError as exc:
         extra = {"psycopg": "lore-kb[postgres]", "psycopg2": "lore-kb[postgres]", "pymysql": "lore-kb[mysql]"}
         hint = extra.get(exc.name or "", exc.name or "the database driver")
-        raise MissingDependencyError(f"cannot open catalog {mask_url(url)}: database driver missing ({exc}); "
-                                     f"install it with: pip install '{hint}'") from exc
+        raise MissingDependencyError(
+            f"cannot open catalog {mask_url(url)}: database driver missing ({exc}); "
+            f"install it with: pip install '{hint}'"
+        ) from exc
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine
@@ -127,7 +131,11 @@ def _with_retries(cls: type[R]) -> type[R]:
     """Wrap every public method of the catalog (its mixins' included) in `retry_once`."""
     for name in dir(cls):
         value = inspect.getattr_static(cls, name)
-        if not name.startswith("_") and name not in ("transaction", "close") and isinstance(value, FunctionType):
+        if (
+            not name.startswith("_")
+            and name not in ("transaction", "close")
+            and isinstance(value, FunctionType)
+        ):
             setattr(cls, name, retry_once(value))
     return cls
 
@@ -147,7 +155,8 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin, AccessMixi
         except (SQLAlchemyError, OSError) as exc:
             raise LoreError(f"cannot open catalog {mask_url(url)}: {exc}") from exc
         auto = settings.auto_upgrade == "always" or (
-            settings.auto_upgrade == "sqlite" and self.engine.dialect.name == "sqlite")
+            settings.auto_upgrade == "sqlite" and self.engine.dialect.name == "sqlite"
+        )
         try:
             if auto:
                 upgrade(self.engine)
@@ -207,17 +216,26 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin, AccessMixi
         if not _KB_NAME.fullmatch(name):
             raise LoreError(f"invalid knowledge base name {name!r}: use 1-64 letters, digits, '_' or '-'")
         if embedding_dim <= 0:
-            raise LoreError(f"knowledge base '{name}': embedding dimension must be positive, got {embedding_dim}")
+            raise LoreError(
+                f"knowledge base '{name}': embedding dimension must be positive, got {embedding_dim}"
+            )
         duplicate = LoreError(f"knowledge base '{name}' already exists")
         now = _now()
         with self.transaction() as s:
             if s.scalar(select(KnowledgeBaseRow.id).where(KnowledgeBaseRow.name == name)) is not None:
                 raise duplicate
             row = KnowledgeBaseRow(
-                id=_new_id(), name=name, description=description,
-                embedding_provider=embedding_provider, embedding_model=embedding_model,
-                embedding_dim=embedding_dim, chunk_schema=chunk_schema, store_backend=store_backend,
-                created_at=now, updated_at=now, owner_tenant=owner_tenant.strip() or "default",
+                id=_new_id(),
+                name=name,
+                description=description,
+                embedding_provider=embedding_provider,
+                embedding_model=embedding_model,
+                embedding_dim=embedding_dim,
+                chunk_schema=chunk_schema,
+                store_backend=store_backend,
+                created_at=now,
+                updated_at=now,
+                owner_tenant=owner_tenant.strip() or "default",
             )
             s.add(row)
             try:
@@ -331,20 +349,32 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin, AccessMixi
                 raise NotFoundError(f"file id '{file_id}' not found")
             s.execute(delete(ChunkRow).where(ChunkRow.file_id == file_id))
             if chunk_rows:
-                s.execute(insert(ChunkRow), [
-                    {"kb_id": kb_id, "file_id": file_id, "chunk_id": chunk_id, "chunk_index": index,
-                     "parent_id": parent_id, "document_id": document_id}
-                    for chunk_id, index, parent_id, document_id in chunk_rows
-                ])
+                s.execute(
+                    insert(ChunkRow),
+                    [
+                        {
+                            "kb_id": kb_id,
+                            "file_id": file_id,
+                            "chunk_id": chunk_id,
+                            "chunk_index": index,
+                            "parent_id": parent_id,
+                            "document_id": document_id,
+                        }
+                        for chunk_id, index, parent_id, document_id in chunk_rows
+                    ],
+                )
 
     def recorded_chunk_ids(self, kb_id: str, chunk_ids: Sequence[str]) -> set[str]:
         """Which of `chunk_ids` the catalog records for a knowledge base (batched IN queries)."""
         found: set[str] = set()
         with self.transaction() as s:
             for i in range(0, len(chunk_ids), 500):
-                batch = list(chunk_ids[i:i + 500])
-                found.update(s.scalars(select(ChunkRow.chunk_id).where(
-                    ChunkRow.kb_id == kb_id, ChunkRow.chunk_id.in_(batch))))
+                batch = list(chunk_ids[i : i + 500])
+                found.update(
+                    s.scalars(
+                        select(ChunkRow.chunk_id).where(ChunkRow.kb_id == kb_id, ChunkRow.chunk_id.in_(batch))
+                    )
+                )
         return found
 
     def file_chunk_ids(self, file_id: str) -> list[str]:

@@ -38,7 +38,9 @@ def has_table(name: str) -> bool:
 def has_column(table: str, column: str) -> bool:
     """Whether the table has the column."""
     insp = _inspector()
-    return insp is not None and insp.has_table(table) and column in {c["name"] for c in insp.get_columns(table)}
+    return (
+        insp is not None and insp.has_table(table) and column in {c["name"] for c in insp.get_columns(table)}
+    )
 
 
 def has_index(table: str, name: str) -> bool:

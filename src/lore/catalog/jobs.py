@@ -95,17 +95,38 @@ class Job:
     @classmethod
     def from_row(cls, row: JobRow) -> Job:
         """Copy an ORM row into a detached record, decoding the JSON columns."""
-        return cls(id=row.id, kind=row.kind, kb_id=row.kb_id, status=JobStatus(row.status),
-                   payload=json.loads(row.payload), result=None if row.result is None else json.loads(row.result),
-                   error=row.error, error_status=row.error_status, worker=row.worker, created_at=row.created_at,
-                   started_at=row.started_at, heartbeat_at=row.heartbeat_at, finished_at=row.finished_at)
+        return cls(
+            id=row.id,
+            kind=row.kind,
+            kb_id=row.kb_id,
+            status=JobStatus(row.status),
+            payload=json.loads(row.payload),
+            result=None if row.result is None else json.loads(row.result),
+            error=row.error,
+            error_status=row.error_status,
+            worker=row.worker,
+            created_at=row.created_at,
+            started_at=row.started_at,
+            heartbeat_at=row.heartbeat_at,
+            finished_at=row.finished_at,
+        )
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready view (without the payload, which may name server paths)."""
-        stamp = {name: None if getattr(self, name) is None else getattr(self, name).isoformat()
-                 for name in ("created_at", "started_at", "heartbeat_at", "finished_at")}
-        return {"id": self.id, "kind": self.kind, "status": self.status.value, "result": self.result,
-                "error": self.error, "error_status": self.error_status, "worker": self.worker, **stamp}
+        stamp = {
+            name: None if getattr(self, name) is None else getattr(self, name).isoformat()
+            for name in ("created_at", "started_at", "heartbeat_at", "finished_at")
+        }
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "status": self.status.value,
+            "result": self.result,
+            "error": self.error,
+            "error_status": self.error_status,
+            "worker": self.worker,
+            **stamp,
+        }
 
 
 def _now() -> datetime:
@@ -123,21 +144,34 @@ class JobsMixin:
         """One transaction (provided by Catalog)."""
         raise NotImplementedError
 
-    def enqueue_job(self, kind: str, kb_id: str, payload: dict[str, Any], *, kb_name: str = "",
-                    lease_s: float = 60.0) -> Job:
+    def enqueue_job(
+        self, kind: str, kb_id: str, payload: dict[str, Any], *, kb_name: str = "", lease_s: float = 60.0
+    ) -> Job:
         """Queue a job; `BuildLockedError` (409) while the KB has another job queued or running.
 
         The KB row's write lock serialises enqueuers, so two requests at once cannot both queue."""
         self.reap_jobs(lease_s)
         with self.transaction() as s:
             _lock_kb(s, kb_id)
-            busy = s.scalar(select(JobRow).where(JobRow.kb_id == kb_id, JobRow.status.in_(ACTIVE))
-                            .order_by(JobRow.created_at).limit(1))
+            busy = s.scalar(
+                select(JobRow)
+                .where(JobRow.kb_id == kb_id, JobRow.status.in_(ACTIVE))
+                .order_by(JobRow.created_at)
+                .limit(1)
+            )
             if busy is not None:
-                raise BuildLockedError(f"knowledge base {kb_name or kb_id!r} already has a {busy.kind} job "
-                                       f"{busy.status} (job {busy.id}); wait for it to finish")
-            row = JobRow(id=uuid.uuid4().hex, kind=kind, kb_id=kb_id, status=JobStatus.QUEUED.value,
-                         payload=_dump(payload), created_at=_now())
+                raise BuildLockedError(
+                    f"knowledge base {kb_name or kb_id!r} already has a {busy.kind} job "
+                    f"{busy.status} (job {busy.id}); wait for it to finish"
+                )
+            row = JobRow(
+                id=uuid.uuid4().hex,
+                kind=kind,
+                kb_id=kb_id,
+                status=JobStatus.QUEUED.value,
+                payload=_dump(payload),
+                created_at=_now(),
+            )
             s.add(row)
             s.flush()
             return Job.from_row(row)
@@ -162,16 +196,20 @@ class JobsMixin:
         The conditional UPDATE makes a claim atomic: of two workers racing, one gets the job."""
         for _ in range(5):
             with self.transaction() as s:
-                job_id = s.scalar(select(JobRow.id).where(JobRow.status == JobStatus.QUEUED.value,
-                                                          JobRow.kind.in_(kinds))
-                                  .order_by(JobRow.created_at, JobRow.id).limit(1))
+                job_id = s.scalar(
+                    select(JobRow.id)
+                    .where(JobRow.status == JobStatus.QUEUED.value, JobRow.kind.in_(kinds))
+                    .order_by(JobRow.created_at, JobRow.id)
+                    .limit(1)
+                )
                 if job_id is None:
                     return None
                 now = _now()
-                claimed = s.execute(update(JobRow).where(JobRow.id == job_id,
-                                                         JobRow.status == JobStatus.QUEUED.value)
-                                    .values(status=JobStatus.RUNNING.value, worker=worker, started_at=now,
-                                            heartbeat_at=now))
+                claimed = s.execute(
+                    update(JobRow)
+                    .where(JobRow.id == job_id, JobRow.status == JobStatus.QUEUED.value)
+                    .values(status=JobStatus.RUNNING.value, worker=worker, started_at=now, heartbeat_at=now)
+                )
                 if claimed.rowcount:  # type: ignore[attr-defined]
                     return Job.from_row(s.get(JobRow, job_id, populate_existing=True))  # type: ignore[arg-type]
         return None
@@ -179,24 +217,37 @@ class JobsMixin:
     def heartbeat_job(self, job_id: str, worker: str) -> bool:
         """Record that `worker` still runs the job; False if the job is no longer its (reaped)."""
         with self.transaction() as s:
-            done = s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.worker == worker,
-                                                  JobRow.status == JobStatus.RUNNING.value)
-                             .values(heartbeat_at=_now()))
+            done = s.execute(
+                update(JobRow)
+                .where(JobRow.id == job_id, JobRow.worker == worker, JobRow.status == JobStatus.RUNNING.value)
+                .values(heartbeat_at=_now())
+            )
             return bool(done.rowcount)  # type: ignore[attr-defined]
 
     def requeue_job(self, job_id: str, worker: str) -> None:
         """Give a claimed job back to the queue (e.g. its KB's build lock is held elsewhere for now)."""
         with self.transaction() as s:
-            s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.worker == worker,
-                                           JobRow.status == JobStatus.RUNNING.value)
-                      .values(status=JobStatus.QUEUED.value, worker=None, started_at=None, heartbeat_at=None))
+            s.execute(
+                update(JobRow)
+                .where(JobRow.id == job_id, JobRow.worker == worker, JobRow.status == JobStatus.RUNNING.value)
+                .values(status=JobStatus.QUEUED.value, worker=None, started_at=None, heartbeat_at=None)
+            )
 
-    def finish_job(self, job_id: str, *, result: dict[str, Any] | None = None, error: str | None = None,
-                   error_status: int | None = None) -> Job:
+    def finish_job(
+        self,
+        job_id: str,
+        *,
+        result: dict[str, Any] | None = None,
+        error: str | None = None,
+        error_status: int | None = None,
+    ) -> Job:
         """Mark a job SUCCEEDED (with its result) or FAILED (with its error), with a final event."""
         status = JobStatus.FAILED if error is not None else JobStatus.SUCCEEDED
-        event = ({"event": "error", "data": {"message": error, "status": error_status}} if error is not None
-                 else {"event": "end", "data": result})
+        event = (
+            {"event": "error", "data": {"message": error, "status": error_status}}
+            if error is not None
+            else {"event": "end", "data": result}
+        )
         with self.transaction() as s:
             row = s.get(JobRow, job_id, populate_existing=True)
             if row is None:
@@ -212,18 +263,34 @@ class JobsMixin:
         """Fail RUNNING jobs whose worker sent no heartbeat for `lease_s` seconds (killed, crashed)."""
         cutoff = _now() - timedelta(seconds=lease_s)
         with self.transaction() as s:
-            stale = list(s.scalars(select(JobRow.id).where(JobRow.status == JobStatus.RUNNING.value,
-                                                           JobRow.heartbeat_at < cutoff)))
+            stale = list(
+                s.scalars(
+                    select(JobRow.id).where(
+                        JobRow.status == JobStatus.RUNNING.value, JobRow.heartbeat_at < cutoff
+                    )
+                )
+            )
         for job_id in stale:
             message = f"the worker stopped (no heartbeat for {lease_s:g} s); the build is marked failed by the next one"
             with self.transaction() as s:
-                done = s.execute(update(JobRow).where(JobRow.id == job_id, JobRow.status == JobStatus.RUNNING.value,
-                                                      JobRow.heartbeat_at < cutoff)
-                                 .values(status=JobStatus.FAILED.value, finished_at=_now(), error=message,
-                                         error_status=500))
+                done = s.execute(
+                    update(JobRow)
+                    .where(
+                        JobRow.id == job_id,
+                        JobRow.status == JobStatus.RUNNING.value,
+                        JobRow.heartbeat_at < cutoff,
+                    )
+                    .values(
+                        status=JobStatus.FAILED.value, finished_at=_now(), error=message, error_status=500
+                    )
+                )
                 if done.rowcount:  # type: ignore[attr-defined]
-                    s.execute(insert(JobEventRow).values(job_id=job_id, data=_dump(
-                        {"event": "error", "data": {"message": message, "status": 500}})))
+                    s.execute(
+                        insert(JobEventRow).values(
+                            job_id=job_id,
+                            data=_dump({"event": "error", "data": {"message": message, "status": 500}}),
+                        )
+                    )
         return stale
 
     def add_job_event(self, job_id: str, event: dict[str, Any]) -> None:
@@ -233,7 +300,10 @@ class JobsMixin:
 
     def job_events(self, job_id: str, after: int = 0) -> list[tuple[int, dict[str, Any]]]:
         """A job's events with id greater than `after`, in order, as (id, event)."""
-        query = (select(JobEventRow.id, JobEventRow.data).where(JobEventRow.job_id == job_id, JobEventRow.id > after)
-                 .order_by(JobEventRow.id))
+        query = (
+            select(JobEventRow.id, JobEventRow.data)
+            .where(JobEventRow.job_id == job_id, JobEventRow.id > after)
+            .order_by(JobEventRow.id)
+        )
         with self.transaction() as s:
             return [(event_id, json.loads(data)) for event_id, data in s.execute(query)]

@@ -74,8 +74,11 @@ def _process_start(pid: int) -> float | None:
     """When a process started (Unix time), from /proc on Linux; None where that cannot be read."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
-                    if line.startswith("btime "))
+        boot = next(
+            float(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime ")
+        )
         return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, StopIteration):
         return None
@@ -101,8 +104,16 @@ class ManifestsMixin:
         query = select(VersionFileRow).where(VersionFileRow.kb_id == kb_id, VersionFileRow.seq == seq)
         with self.transaction() as s:
             return {
-                r.path: ManifestEntry(r.path, r.sha256, r.size, r.mtime, r.chunk_count, r.change,
-                                      r.chunk_schema, r.embedding_model)
+                r.path: ManifestEntry(
+                    r.path,
+                    r.sha256,
+                    r.size,
+                    r.mtime,
+                    r.chunk_count,
+                    r.change,
+                    r.chunk_schema,
+                    r.embedding_model,
+                )
                 for r in s.scalars(query)
             }
 
@@ -112,21 +123,37 @@ class ManifestsMixin:
         process, is taken over."""
         for _ in range(3):
             now = datetime.now(UTC)
-            me = BuildLock(kb_id, socket.gethostname(), os.getpid(), now, uuid.uuid4().hex,
-                           now + timedelta(seconds=lease_s))
+            me = BuildLock(
+                kb_id,
+                socket.gethostname(),
+                os.getpid(),
+                now,
+                uuid.uuid4().hex,
+                now + timedelta(seconds=lease_s),
+            )
             try:
                 with self.transaction() as s:
-                    s.execute(insert(BuildLockRow).values(
-                        kb_id=kb_id, host=me.host, pid=me.pid, acquired_at=me.acquired_at, token=me.token,
-                        lease_expires_at=me.lease_expires_at))
+                    s.execute(
+                        insert(BuildLockRow).values(
+                            kb_id=kb_id,
+                            host=me.host,
+                            pid=me.pid,
+                            acquired_at=me.acquired_at,
+                            token=me.token,
+                            lease_expires_at=me.lease_expires_at,
+                        )
+                    )
                 return me
             except IntegrityError:
                 holder = self.build_lock_holder(kb_id)
                 if holder is None:
                     continue  # released between our insert and our look
                 if not (holder.lease_expired() or holder.held_by_dead_local_process()):
-                    until = (f", lease until {holder.lease_expires_at:%H:%M:%S} UTC" if holder.lease_expires_at
-                             else "; if that build is gone, release it with: lore unlock --kb " + kb_name)
+                    until = (
+                        f", lease until {holder.lease_expires_at:%H:%M:%S} UTC"
+                        if holder.lease_expires_at
+                        else "; if that build is gone, release it with: lore unlock --kb " + kb_name
+                    )
                     raise BuildLockedError(
                         f"another build of knowledge base {kb_name!r} is running (host {holder.host}, "
                         f"pid {holder.pid}, since {holder.acquired_at:%Y-%m-%d %H:%M:%S} UTC{until})"
@@ -137,17 +164,25 @@ class ManifestsMixin:
     def renew_build_lock(self, lock: BuildLock, lease_s: float = DEFAULT_LEASE_S) -> bool:
         """Extend the lease of a lock we hold; False if it is no longer ours (taken over after expiry)."""
         with self.transaction() as s:
-            result = s.execute(update(BuildLockRow).where(
-                BuildLockRow.kb_id == lock.kb_id, BuildLockRow.token == lock.token,
-            ).values(lease_expires_at=datetime.now(UTC) + timedelta(seconds=lease_s)))
+            result = s.execute(
+                update(BuildLockRow)
+                .where(
+                    BuildLockRow.kb_id == lock.kb_id,
+                    BuildLockRow.token == lock.token,
+                )
+                .values(lease_expires_at=datetime.now(UTC) + timedelta(seconds=lease_s))
+            )
             return bool(result.rowcount)  # type: ignore[attr-defined]
 
     def build_lock_holder(self, kb_id: str) -> BuildLock | None:
         """The current build lock of a knowledge base, if any."""
         with self.transaction() as s:
             row = s.get(BuildLockRow, kb_id, populate_existing=True)
-            return None if row is None else BuildLock(row.kb_id, row.host, row.pid, row.acquired_at, row.token,
-                                                      row.lease_expires_at)
+            return (
+                None
+                if row is None
+                else BuildLock(row.kb_id, row.host, row.pid, row.acquired_at, row.token, row.lease_expires_at)
+            )
 
     def release_build_lock(self, kb_id: str, lock: BuildLock | None = None) -> bool:
         """Release the lock (only if still held by `lock`'s holder when given); True if a row was removed."""
@@ -155,7 +190,8 @@ class ManifestsMixin:
         if lock is not None and lock.token is not None:
             query = query.where(BuildLockRow.token == lock.token)
         elif lock is not None:
-            query = query.where(BuildLockRow.host == lock.host, BuildLockRow.pid == lock.pid,
-                                BuildLockRow.token.is_(None))
+            query = query.where(
+                BuildLockRow.host == lock.host, BuildLockRow.pid == lock.pid, BuildLockRow.token.is_(None)
+            )
         with self.transaction() as s:
             return bool(s.execute(query).rowcount)  # type: ignore[attr-defined]

@@ -69,10 +69,14 @@ def check_schema(engine: Engine, where: str) -> None:
     elif current in {r.revision for r in ScriptDirectory(str(MIGRATIONS_DIR)).walk_revisions()}:
         state = f"is at schema revision {current}"
     else:
-        raise SchemaError(f"catalog {where} is at schema revision {current}, which this version of Lore does not "
-                          f"know (newer code migrated it?); run a Lore that knows it")
-    raise SchemaError(f"catalog {where} {state}; this version of Lore needs revision {head}: "
-                      f"run `lore db upgrade` once (one process, e.g. the migration job), then start again")
+        raise SchemaError(
+            f"catalog {where} is at schema revision {current}, which this version of Lore does not "
+            f"know (newer code migrated it?); run a Lore that knows it"
+        )
+    raise SchemaError(
+        f"catalog {where} {state}; this version of Lore needs revision {head}: "
+        f"run `lore db upgrade` once (one process, e.g. the migration job), then start again"
+    )
 
 
 def upgrade(engine: Engine) -> tuple[str | None, str]:
@@ -100,15 +104,21 @@ def _migration_lock(conn: Connection, engine: Engine) -> Iterator[None]:
             yield
         finally:
             conn.rollback()
-            conn.execute(text("SELECT pg_advisory_unlock(:k, hashtext(current_database()))"), {"k": _PG_LOCK_KEY})
+            conn.execute(
+                text("SELECT pg_advisory_unlock(:k, hashtext(current_database()))"), {"k": _PG_LOCK_KEY}
+            )
             conn.commit()
     elif dialect in MYSQL_NAMES:
-        name = f"{_MYSQL_LOCK}.{conn.execute(text('SELECT DATABASE()')).scalar()}"[:64]  # names are server-wide
+        name = f"{_MYSQL_LOCK}.{conn.execute(text('SELECT DATABASE()')).scalar()}"[
+            :64
+        ]  # names are server-wide
         got = conn.execute(text("SELECT GET_LOCK(:n, :t)"), {"n": name, "t": LOCK_TIMEOUT_S}).scalar()
         conn.commit()
         if got != 1:
-            raise SchemaError(f"could not take the migration lock within {LOCK_TIMEOUT_S} s; is another "
-                              "`lore db upgrade` stuck?")
+            raise SchemaError(
+                f"could not take the migration lock within {LOCK_TIMEOUT_S} s; is another "
+                "`lore db upgrade` stuck?"
+            )
         try:
             yield
         finally:

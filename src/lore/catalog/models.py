@@ -109,7 +109,12 @@ class ChunkRow(Base):
 
 
 VERSION_COUNTS = (
-    "files_added", "files_changed", "files_removed", "files_reused", "chunks_embedded", "chunks_reused",
+    "files_added",
+    "files_changed",
+    "files_removed",
+    "files_reused",
+    "chunks_embedded",
+    "chunks_reused",
 )
 
 
@@ -212,10 +217,16 @@ class KnowledgeBase:
     def from_row(cls, row: KnowledgeBaseRow) -> KnowledgeBase:
         """Copy an ORM row into a detached record."""
         return cls(
-            id=row.id, name=row.name, description=row.description,
-            embedding_provider=row.embedding_provider, embedding_model=row.embedding_model,
-            embedding_dim=row.embedding_dim, chunk_schema=row.chunk_schema,
-            store_backend=row.store_backend, created_at=row.created_at, updated_at=row.updated_at,
+            id=row.id,
+            name=row.name,
+            description=row.description,
+            embedding_provider=row.embedding_provider,
+            embedding_model=row.embedding_model,
+            embedding_dim=row.embedding_dim,
+            chunk_schema=row.chunk_schema,
+            store_backend=row.store_backend,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
             owner_tenant=row.owner_tenant,
         )
 
@@ -245,10 +256,20 @@ class FileRecord:
     def from_row(cls, row: FileRow) -> FileRecord:
         """Copy an ORM row into a detached record."""
         return cls(
-            id=row.id, kb_id=row.kb_id, path=row.path, sha256=row.sha256, size=row.size,
-            mtime=row.mtime, status=row.status,  # type: ignore[arg-type]  # validated on write
-            error=row.error, chunk_count=row.chunk_count, document_count=row.document_count,
-            ocr_pages=row.ocr_pages, encoding=row.encoding,
-            created_at=row.created_at, updated_at=row.updated_at,
-            chunk_schema=row.chunk_schema, embedding_model=row.embedding_model,
+            id=row.id,
+            kb_id=row.kb_id,
+            path=row.path,
+            sha256=row.sha256,
+            size=row.size,
+            mtime=row.mtime,
+            status=row.status,  # type: ignore[arg-type]  # validated on write
+            error=row.error,
+            chunk_count=row.chunk_count,
+            document_count=row.document_count,
+            ocr_pages=row.ocr_pages,
+            encoding=row.encoding,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            chunk_schema=row.chunk_schema,
+            embedding_model=row.embedding_model,
         )

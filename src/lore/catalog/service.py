@@ -49,9 +49,16 @@ class ApiKey:
     @classmethod
     def from_row(cls, row: ApiKeyRow) -> ApiKey:
         """Copy an ORM row into a detached record."""
-        return cls(id=row.id, prefix=row.prefix, name=row.name, tenant_id=row.tenant_id,
-                   datasets=None if row.datasets is None else json.loads(row.datasets),
-                   roles=json.loads(row.roles), created_at=row.created_at, revoked_at=row.revoked_at)
+        return cls(
+            id=row.id,
+            prefix=row.prefix,
+            name=row.name,
+            tenant_id=row.tenant_id,
+            datasets=None if row.datasets is None else json.loads(row.datasets),
+            roles=json.loads(row.roles),
+            created_at=row.created_at,
+            revoked_at=row.revoked_at,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +77,16 @@ class ChatSession:
     @classmethod
     def from_row(cls, row: SessionRow) -> ChatSession:
         """Copy an ORM row into a detached record."""
-        return cls(id=row.id, tenant_id=row.tenant_id, key_id=row.key_id, kb=row.kb, title=row.title,
-                   summary=row.summary, created_at=row.created_at, updated_at=row.updated_at)
+        return cls(
+            id=row.id,
+            tenant_id=row.tenant_id,
+            key_id=row.key_id,
+            kb=row.kb,
+            title=row.title,
+            summary=row.summary,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +104,15 @@ class Message:
     @classmethod
     def from_row(cls, row: MessageRow) -> Message:
         """Copy an ORM row into a detached record."""
-        return cls(id=row.id, session_id=row.session_id, role=row.role, content=row.content,
-                   query=row.query, trace_id=row.trace_id, created_at=row.created_at)
+        return cls(
+            id=row.id,
+            session_id=row.session_id,
+            role=row.role,
+            content=row.content,
+            query=row.query,
+            trace_id=row.trace_id,
+            created_at=row.created_at,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,15 +133,31 @@ class Feedback:
     @classmethod
     def from_row(cls, row: FeedbackRow) -> Feedback:
         """Copy an ORM row into a detached record."""
-        return cls(id=row.id, trace_id=row.trace_id, tenant_id=row.tenant_id, kb=row.kb, rating=row.rating,
-                   note=row.note, question=row.question, answer=row.answer,
-                   citations=json.loads(row.citations), created_at=row.created_at)
+        return cls(
+            id=row.id,
+            trace_id=row.trace_id,
+            tenant_id=row.tenant_id,
+            kb=row.kb,
+            rating=row.rating,
+            note=row.note,
+            question=row.question,
+            answer=row.answer,
+            citations=json.loads(row.citations),
+            created_at=row.created_at,
+        )
 
     def as_badcase(self) -> dict[str, Any]:
         """This answer as one line of the bad-case eval set (`lore badcases export`, the console's export)."""
-        return {"question": self.question, "kb": self.kb, "bad_answer": self.answer, "note": self.note,
-                "cited_files": sorted({c["file"] for c in self.citations if c.get("file")}),
-                "trace_id": self.trace_id, "tenant_id": self.tenant_id, "created_at": self.created_at.isoformat()}
+        return {
+            "question": self.question,
+            "kb": self.kb,
+            "bad_answer": self.answer,
+            "note": self.note,
+            "cited_files": sorted({c["file"] for c in self.citations if c.get("file")}),
+            "trace_id": self.trace_id,
+            "tenant_id": self.tenant_id,
+            "created_at": self.created_at.isoformat(),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,10 +184,24 @@ class Trace:
     @classmethod
     def from_row(cls, row: TraceRow) -> Trace:
         """Copy an ORM row into a detached record."""
-        return cls(id=row.id, tenant_id=row.tenant_id, key_id=row.key_id, session_id=row.session_id, kb=row.kb,
-                   kb_version=row.kb_version, transport=row.transport, question=row.question, query=row.query,
-                   status=row.status, route=row.route, error=row.error, first_token_ms=row.first_token_ms,
-                   total_ms=row.total_ms, data=json.loads(row.data), created_at=row.created_at)
+        return cls(
+            id=row.id,
+            tenant_id=row.tenant_id,
+            key_id=row.key_id,
+            session_id=row.session_id,
+            kb=row.kb,
+            kb_version=row.kb_version,
+            transport=row.transport,
+            question=row.question,
+            query=row.query,
+            status=row.status,
+            route=row.route,
+            error=row.error,
+            first_token_ms=row.first_token_ms,
+            total_ms=row.total_ms,
+            data=json.loads(row.data),
+            created_at=row.created_at,
+        )
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready view."""
@@ -167,8 +219,9 @@ class ServiceMixin:
 
     # -- API keys ------------------------------------------------------------------------------
 
-    def create_api_key(self, tenant_id: str, roles: list[str], datasets: list[str] | None = None,
-                       name: str = "") -> tuple[ApiKey, str]:
+    def create_api_key(
+        self, tenant_id: str, roles: list[str], datasets: list[str] | None = None, name: str = ""
+    ) -> tuple[ApiKey, str]:
         """A new key for a tenant; returns the record and the secret (shown once, stored hashed)."""
         tenant_id = tenant_id.strip()
         if not tenant_id:
@@ -177,11 +230,21 @@ class ServiceMixin:
         if datasets is not None:
             datasets = [d.strip() for d in datasets if d.strip()]
             if not datasets:
-                raise LoreError("api key: datasets given but empty; omit it to allow every dataset of the tenant")
+                raise LoreError(
+                    "api key: datasets given but empty; omit it to allow every dataset of the tenant"
+                )
         secret = KEY_PREFIX + secrets.token_urlsafe(32)
-        row = ApiKeyRow(id=_id()[:16], key_hash=hash_key(secret), prefix=secret[:12], name=name,
-                        tenant_id=tenant_id, datasets=None if datasets is None else json.dumps(datasets),
-                        roles=json.dumps(roles), created_at=_now(), revoked_at=None)
+        row = ApiKeyRow(
+            id=_id()[:16],
+            key_hash=hash_key(secret),
+            prefix=secret[:12],
+            name=name,
+            tenant_id=tenant_id,
+            datasets=None if datasets is None else json.dumps(datasets),
+            roles=json.dumps(roles),
+            created_at=_now(),
+            revoked_at=None,
+        )
         with self.transaction() as s:
             s.add(row)
             s.flush()
@@ -196,8 +259,15 @@ class ServiceMixin:
     def revoke_api_key(self, key: str) -> ApiKey:
         """Revoke a key given by id, prefix or the secret itself; NotFoundError if none matches."""
         with self.transaction() as s:
-            rows = list(s.scalars(select(ApiKeyRow).where(
-                (ApiKeyRow.id == key) | (ApiKeyRow.key_hash == hash_key(key)) | (ApiKeyRow.prefix == key))))
+            rows = list(
+                s.scalars(
+                    select(ApiKeyRow).where(
+                        (ApiKeyRow.id == key)
+                        | (ApiKeyRow.key_hash == hash_key(key))
+                        | (ApiKeyRow.prefix == key)
+                    )
+                )
+            )
             if not rows:
                 raise NotFoundError(f"api key {key!r} not found (give its id, prefix or the key)")
             if len(rows) > 1:
@@ -213,11 +283,21 @@ class ServiceMixin:
 
     # -- sessions and messages ----------------------------------------------------------------
 
-    def create_session(self, tenant_id: str, kb: str, key_id: str | None = None, title: str = "") -> ChatSession:
+    def create_session(
+        self, tenant_id: str, kb: str, key_id: str | None = None, title: str = ""
+    ) -> ChatSession:
         """Open a conversation with a knowledge base."""
         now = _now()
-        row = SessionRow(id=_id(), tenant_id=tenant_id, key_id=key_id, kb=kb, title=title[:200], summary="",
-                         created_at=now, updated_at=now)
+        row = SessionRow(
+            id=_id(),
+            tenant_id=tenant_id,
+            key_id=key_id,
+            kb=kb,
+            title=title[:200],
+            summary="",
+            created_at=now,
+            updated_at=now,
+        )
         with self.transaction() as s:
             s.add(row)
             s.flush()
@@ -229,8 +309,9 @@ class ServiceMixin:
         with self.transaction() as s:
             return ChatSession.from_row(_owned_session(s, session_id, tenant_id, key_id))
 
-    def list_sessions(self, tenant_id: str, kb: str | None = None, limit: int = 50,
-                      key_id: str | None = None) -> list[ChatSession]:
+    def list_sessions(
+        self, tenant_id: str, kb: str | None = None, limit: int = 50, key_id: str | None = None
+    ) -> list[ChatSession]:
         """The tenant's sessions (with `key_id`: only that key's), most recent first."""
         query = select(SessionRow).where(SessionRow.tenant_id == tenant_id)
         if key_id is not None:
@@ -247,12 +328,20 @@ class ServiceMixin:
             row = _owned_session(s, session_id, tenant_id, key_id)
             s.delete(row)  # its messages go with it (ON DELETE CASCADE; SQLite runs with foreign_keys=ON)
 
-    def add_message(self, session_id: str, role: str, content: str, *, query: str | None = None,
-                    trace_id: str | None = None) -> Message:
+    def add_message(
+        self,
+        session_id: str,
+        role: str,
+        content: str,
+        *,
+        query: str | None = None,
+        trace_id: str | None = None,
+    ) -> Message:
         """Append a turn to a session."""
         now = _now()
-        row = MessageRow(session_id=session_id, role=role, content=content, query=query, trace_id=trace_id,
-                         created_at=now)
+        row = MessageRow(
+            session_id=session_id, role=role, content=content, query=query, trace_id=trace_id, created_at=now
+        )
         with self.transaction() as s:
             s.add(row)
             s.execute(update(SessionRow).where(SessionRow.id == session_id).values(updated_at=now))
@@ -274,19 +363,38 @@ class ServiceMixin:
 
     # -- feedback ------------------------------------------------------------------------------
 
-    def add_feedback(self, *, trace_id: str, tenant_id: str, key_id: str | None, rating: int,
-                     note: str = "", owner_key: str | None = None) -> Feedback:
+    def add_feedback(
+        self,
+        *,
+        trace_id: str,
+        tenant_id: str,
+        key_id: str | None,
+        rating: int,
+        note: str = "",
+        owner_key: str | None = None,
+    ) -> Feedback:
         """Rate the answer of one of the tenant's traces (with `owner_key`: only that key's traces);
         question, answer and citations are copied."""
         if rating not in (-1, 1):
             raise LoreError(f"feedback rating: 1 (thumbs up) or -1 (thumbs down), not {rating!r}")
         trace = self.get_trace(trace_id, tenant_id, owner_key)
         end = trace.data.get("end") or {}
-        cites = [{"chunk_id": c.get("chunk_id"), "file": c.get("file"), "n": c.get("n")}
-                 for c in end.get("citations", [])]
-        row = FeedbackRow(trace_id=trace_id, tenant_id=tenant_id, key_id=key_id, kb=trace.kb, rating=rating,
-                          note=note, question=trace.question, answer=end.get("answer", ""),
-                          citations=json.dumps(cites, ensure_ascii=False), created_at=_now())
+        cites = [
+            {"chunk_id": c.get("chunk_id"), "file": c.get("file"), "n": c.get("n")}
+            for c in end.get("citations", [])
+        ]
+        row = FeedbackRow(
+            trace_id=trace_id,
+            tenant_id=tenant_id,
+            key_id=key_id,
+            kb=trace.kb,
+            rating=rating,
+            note=note,
+            question=trace.question,
+            answer=end.get("answer", ""),
+            citations=json.dumps(cites, ensure_ascii=False),
+            created_at=_now(),
+        )
         with self.transaction() as s:
             s.add(row)
             s.flush()
@@ -304,15 +412,44 @@ class ServiceMixin:
 
     # -- traces --------------------------------------------------------------------------------
 
-    def save_trace(self, *, id: str, tenant_id: str, key_id: str | None, session_id: str | None, kb: str,
-                   kb_version: int | None, transport: str, question: str, query: str, status: str,
-                   route: str | None, error: str | None, first_token_ms: float | None, total_ms: float,
-                   data: dict[str, Any]) -> Trace:
+    def save_trace(
+        self,
+        *,
+        id: str,
+        tenant_id: str,
+        key_id: str | None,
+        session_id: str | None,
+        kb: str,
+        kb_version: int | None,
+        transport: str,
+        question: str,
+        query: str,
+        status: str,
+        route: str | None,
+        error: str | None,
+        first_token_ms: float | None,
+        total_ms: float,
+        data: dict[str, Any],
+    ) -> Trace:
         """Record one request's trace."""
-        row = TraceRow(id=id, tenant_id=tenant_id, key_id=key_id, session_id=session_id, kb=kb,
-                       kb_version=kb_version, transport=transport, question=question, query=query, status=status,
-                       route=route, error=error, first_token_ms=first_token_ms, total_ms=total_ms,
-                       data=json.dumps(data, ensure_ascii=False, default=str), created_at=_now())
+        row = TraceRow(
+            id=id,
+            tenant_id=tenant_id,
+            key_id=key_id,
+            session_id=session_id,
+            kb=kb,
+            kb_version=kb_version,
+            transport=transport,
+            question=question,
+            query=query,
+            status=status,
+            route=route,
+            error=error,
+            first_token_ms=first_token_ms,
+            total_ms=total_ms,
+            data=json.dumps(data, ensure_ascii=False, default=str),
+            created_at=_now(),
+        )
         with self.transaction() as s:
             s.add(row)
             s.flush()
@@ -326,8 +463,9 @@ class ServiceMixin:
                 raise NotFoundError(f"trace '{trace_id}' not found")
             return Trace.from_row(row)
 
-    def list_traces(self, tenant_id: str, kb: str | None = None, limit: int = 50,
-                    key_id: str | None = None) -> list[Trace]:
+    def list_traces(
+        self, tenant_id: str, kb: str | None = None, limit: int = 50, key_id: str | None = None
+    ) -> list[Trace]:
         """The tenant's most recent traces (with `key_id`: only that key's)."""
         query = select(TraceRow).where(TraceRow.tenant_id == tenant_id)
         if key_id is not None:
@@ -335,7 +473,9 @@ class ServiceMixin:
         if kb is not None:
             query = query.where(TraceRow.kb == kb)
         with self.transaction() as s:
-            return [Trace.from_row(r) for r in s.scalars(query.order_by(TraceRow.created_at.desc()).limit(limit))]
+            return [
+                Trace.from_row(r) for r in s.scalars(query.order_by(TraceRow.created_at.desc()).limit(limit))
+            ]
 
 
 def _owned_session(s: Session, session_id: str, tenant_id: str, key_id: str | None) -> SessionRow:

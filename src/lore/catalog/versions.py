@@ -58,12 +58,19 @@ class Version:
     def from_row(cls, row: VersionRow) -> Version:
         """Copy an ORM row into a detached record, decoding the gate report."""
         return cls(
-            kb_id=row.kb_id, seq=row.seq, status=VersionStatus(row.status), description=row.description,
+            kb_id=row.kb_id,
+            seq=row.seq,
+            status=VersionStatus(row.status),
+            description=row.description,
             **{name: getattr(row, name) for name in VERSION_COUNTS},
-            embedding_model=row.embedding_model, chunk_schema=row.chunk_schema, base_seq=row.base_seq,
+            embedding_model=row.embedding_model,
+            chunk_schema=row.chunk_schema,
+            base_seq=row.base_seq,
             gate_passed=row.gate_passed,
             gate_report=None if row.gate_report is None else json.loads(row.gate_report),
-            created_at=row.created_at, finished_at=row.finished_at, activated_at=row.activated_at,
+            created_at=row.created_at,
+            finished_at=row.finished_at,
+            activated_at=row.activated_at,
         )
 
 
@@ -82,8 +89,15 @@ class Activation:
     @classmethod
     def from_row(cls, row: ActivationRow) -> Activation:
         """Copy an ORM row into a detached record."""
-        return cls(id=row.id, kb_id=row.kb_id, from_seq=row.from_seq, to_seq=row.to_seq,
-                   actor=row.actor, reason=row.reason, at=row.at)
+        return cls(
+            id=row.id,
+            kb_id=row.kb_id,
+            from_seq=row.from_seq,
+            to_seq=row.to_seq,
+            actor=row.actor,
+            reason=row.reason,
+            at=row.at,
+        )
 
 
 def _now() -> datetime:
@@ -93,7 +107,8 @@ def _now() -> datetime:
 def _lock_kb(s: Session, kb_id: str) -> KnowledgeBaseRow:
     """Take the write lock on a knowledge base row first (SQLite: the DB; others: the row), then load it."""
     locked = s.execute(
-        update(KnowledgeBaseRow).where(KnowledgeBaseRow.id == kb_id)
+        update(KnowledgeBaseRow)
+        .where(KnowledgeBaseRow.id == kb_id)
         .values(cache_epoch=KnowledgeBaseRow.cache_epoch)
         .execution_options(synchronize_session=False)
     )
@@ -114,7 +129,6 @@ def _version_row(s: Session, kb_id: str, seq: int) -> VersionRow:
 
 class VersionsMixin:
     """Version methods of the Catalog; they join its thread-local transaction like every catalog call."""
-
 
     def transaction(self) -> AbstractContextManager[Session]:
         """One transaction (provided by Catalog)."""
@@ -138,9 +152,14 @@ class VersionsMixin:
                 _version_row(s, kb_id, base_seq)
             top = s.scalar(select(func.max(VersionRow.seq)).where(VersionRow.kb_id == kb_id))
             row = VersionRow(
-                kb_id=kb_id, seq=(top or 0) + 1, status=VersionStatus.STAGED.value,
-                description=description, embedding_model=embedding_model,
-                chunk_schema=chunk_schema, base_seq=base_seq, created_at=_now(),
+                kb_id=kb_id,
+                seq=(top or 0) + 1,
+                status=VersionStatus.STAGED.value,
+                description=description,
+                embedding_model=embedding_model,
+                chunk_schema=chunk_schema,
+                base_seq=base_seq,
+                created_at=_now(),
                 **dict.fromkeys(VERSION_COUNTS, 0),
             )
             s.add(row)
@@ -184,7 +203,9 @@ class VersionsMixin:
         """Record a build's counts and gate outcome; FAILED if it failed or the gate said no, else STAGED."""
         unknown = sorted(set(counts) - set(VERSION_COUNTS))
         if unknown:
-            raise ValueError(f"unknown version counts {unknown}; expected some of {', '.join(VERSION_COUNTS)}")
+            raise ValueError(
+                f"unknown version counts {unknown}; expected some of {', '.join(VERSION_COUNTS)}"
+            )
         bad = {name: value for name, value in counts.items() if not isinstance(value, int) or value < 0}
         if bad:
             raise ValueError(f"version counts must be non-negative integers, got {bad}")
@@ -192,7 +213,9 @@ class VersionsMixin:
         with self.transaction() as s:
             row = _version_row(s, kb_id, seq)
             if row.status != VersionStatus.STAGED or row.finished_at is not None:
-                raise LoreError(f"version {seq} of knowledge base id '{kb_id}' is already finished ({row.status})")
+                raise LoreError(
+                    f"version {seq} of knowledge base id '{kb_id}' is already finished ({row.status})"
+                )
             for name, value in counts.items():
                 setattr(row, name, value)
             row.gate_passed, row.gate_report, row.finished_at = gate_passed, report, _now()
@@ -230,10 +253,13 @@ class VersionsMixin:
             kb = _lock_kb(s, kb_id)
             if kb.active_seq is None:
                 raise LoreError(f"cannot roll back knowledge base '{kb.name}': no version is active")
-            target = s.scalar(select(func.max(VersionRow.seq)).where(
-                VersionRow.kb_id == kb_id, VersionRow.seq < kb.active_seq,
-                VersionRow.status == VersionStatus.RETIRED.value,
-            ))
+            target = s.scalar(
+                select(func.max(VersionRow.seq)).where(
+                    VersionRow.kb_id == kb_id,
+                    VersionRow.seq < kb.active_seq,
+                    VersionRow.status == VersionStatus.RETIRED.value,
+                )
+            )
             if target is None:
                 raise LoreError(
                     f"cannot roll back knowledge base '{kb.name}': no retired version older than "
@@ -266,6 +292,8 @@ class VersionsMixin:
         s: Session, kb_id: str, from_seq: int | None, to_seq: int, *, actor: str, reason: str, at: datetime
     ) -> None:
         """Append one row to the activation log."""
-        s.execute(insert(ActivationRow).values(
-            kb_id=kb_id, from_seq=from_seq, to_seq=to_seq, actor=actor, reason=reason, at=at
-        ))
+        s.execute(
+            insert(ActivationRow).values(
+                kb_id=kb_id, from_seq=from_seq, to_seq=to_seq, actor=actor, reason=reason, at=at
+            )
+        )

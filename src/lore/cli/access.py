@@ -23,13 +23,17 @@ def kb_share(name: str, tenant: Annotated[str, typer.Argument(help="Tenant to sh
         kb = lore.catalog.get_kb(name)
         with lore.catalog.transaction():
             added = lore.catalog.share_kb(kb.id, tenant)
-            lore.catalog.audit("share", tenant=kb.owner_tenant, key_id=None, kb=name, target=tenant, via="cli")
+            lore.catalog.audit(
+                "share", tenant=kb.owner_tenant, key_id=None, kb=name, target=tenant, via="cli"
+            )
     except LoreError as exc:
         fail(exc)
     console.print(f"{name}: shared with {tenant}" if added else f"{name}: {tenant} already reads it")
 
 
-def kb_unshare(name: str, tenant: Annotated[str, typer.Argument(help="Tenant to stop sharing with.")]) -> None:
+def kb_unshare(
+    name: str, tenant: Annotated[str, typer.Argument(help="Tenant to stop sharing with.")]
+) -> None:
     """Stop sharing the KB with a tenant (its files stay in the KB, owned by it)."""
     try:
         lore = Lore()
@@ -37,7 +41,9 @@ def kb_unshare(name: str, tenant: Annotated[str, typer.Argument(help="Tenant to 
         with lore.catalog.transaction():
             if not lore.catalog.unshare_kb(kb.id, tenant):
                 raise NotFoundError(f"knowledge base '{name}' is not shared with tenant '{tenant}'")
-            lore.catalog.audit("unshare", tenant=kb.owner_tenant, key_id=None, kb=name, target=tenant, via="cli")
+            lore.catalog.audit(
+                "unshare", tenant=kb.owner_tenant, key_id=None, kb=name, target=tenant, via="cli"
+            )
     except LoreError as exc:
         fail(exc)
     console.print(f"{name}: no longer shared with {tenant}")
@@ -59,6 +65,7 @@ def audit(
         return
     table = Table("at", "action", "kb", "target", "tenant", "key")
     for e in entries:
-        table.add_row(e.at.strftime("%Y-%m-%d %H:%M:%S"), e.action, e.kb or "", e.target, e.tenant_id,
-                      e.key_id or "cli")
+        table.add_row(
+            e.at.strftime("%Y-%m-%d %H:%M:%S"), e.action, e.kb or "", e.target, e.tenant_id, e.key_id or "cli"
+        )
     console.print(table)

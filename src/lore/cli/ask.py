@@ -26,19 +26,33 @@ err = Console(stderr=True)
 
 def ask(
     question: str,
-    kb: Annotated[str | None, typer.Option("--kb", help="Knowledge base name (optional with --scenario).")] = None,
+    kb: Annotated[
+        str | None, typer.Option("--kb", help="Knowledge base name (optional with --scenario).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     k: Annotated[int, typer.Option("-k", help="Hits handed to context building.")] = 10,
-    version: Annotated[int | None, typer.Option("--version", help="Answer from this version (default: active).")] = None,
-    scenario: Annotated[str | None, typer.Option("--scenario", help="Scenario id (routing, FAQ, profiles).")] = None,
+    version: Annotated[
+        int | None, typer.Option("--version", help="Answer from this version (default: active).")
+    ] = None,
+    scenario: Annotated[
+        str | None, typer.Option("--scenario", help="Scenario id (routing, FAQ, profiles).")
+    ] = None,
     tenant: Annotated[str | None, typer.Option("--tenant", help="Tenant to ask as.")] = None,
     roles: Annotated[str | None, typer.Option("--roles", help="Roles held, comma-separated.")] = None,
-    datasets: Annotated[str | None, typer.Option("--datasets", help="Datasets to search, comma-separated.")] = None,
+    datasets: Annotated[
+        str | None, typer.Option("--datasets", help="Datasets to search, comma-separated.")
+    ] = None,
     source: Annotated[str | None, typer.Option("--source", help="Only this business source.")] = None,
-    mode: Annotated[str, typer.Option("--mode", help="fast, or deep: plan sub-questions, retrieve, grade, "
-                                      "retry (at most 3 rounds).")] = "fast",
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode", help="fast, or deep: plan sub-questions, retrieve, grade, retry (at most 3 rounds)."
+        ),
+    ] = "fast",
     rewrite: Annotated[str, typer.Option("--rewrite", help="Query rewriting: off | on | hyde.")] = "off",
-    session: Annotated[str | None, typer.Option("--session", help="Session id for follow-up questions.")] = None,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Session id for follow-up questions.")
+    ] = None,
 ) -> None:
     """Answer a question from a knowledge base, with numbered citations."""
     try:
@@ -47,11 +61,22 @@ def ask(
                 raise remote.local_only("--tenant/--roles/--datasets")
             if kb is None and scenario is None:
                 raise LoreError("--kb: required unless --scenario is given")
-            events = remote.ask_events(c, question, kb=kb, scenario=scenario, top_k=k, version=version,
-                                       source=source, mode=mode, rewrite=rewrite, session_id=session)
+            events = remote.ask_events(
+                c,
+                question,
+                kb=kb,
+                scenario=scenario,
+                top_k=k,
+                version=version,
+                source=source,
+                mode=mode,
+                rewrite=rewrite,
+                session_id=session,
+            )
         else:
-            events = _local_events(question, kb, k, version, scenario, tenant, roles, datasets, source, mode,
-                                   rewrite, session)
+            events = _local_events(
+                question, kb, k, version, scenario, tenant, roles, datasets, source, mode, rewrite, session
+            )
         end = _show(events, as_json, mode)
     except LoreError as exc:
         err.print(f"[bold red]error:[/] {exc}")
@@ -64,9 +89,20 @@ def ask(
     _print_footer(end)
 
 
-def _local_events(question: str, kb: str | None, k: int, version: int | None, scenario: str | None,
-                  tenant: str | None, roles: str | None, datasets: str | None, source: str | None, mode: str,
-                  rewrite: str, session: str | None) -> Iterator[Event]:
+def _local_events(
+    question: str,
+    kb: str | None,
+    k: int,
+    version: int | None,
+    scenario: str | None,
+    tenant: str | None,
+    roles: str | None,
+    datasets: str | None,
+    source: str | None,
+    mode: str,
+    rewrite: str,
+    session: str | None,
+) -> Iterator[Event]:
     lore = Lore()
     opts = SearchOptions.from_settings(lore.settings.retrieve, k, rerank=lore.settings.rerank)
     if source:
@@ -74,8 +110,17 @@ def _local_events(question: str, kb: str | None, k: int, version: int | None, sc
     scope = _scope(lore, scenario, tenant, split_list(roles), split_list(datasets), version)
     if kb is None and scenario is None:
         raise LoreError("--kb: required unless --scenario is given")
-    return lore.ask(kb, question, opts, version, scenario=scenario, scope=scope, mode=mode, rewrite=rewrite,
-                    session_id=session)
+    return lore.ask(
+        kb,
+        question,
+        opts,
+        version,
+        scenario=scenario,
+        scope=scope,
+        mode=mode,
+        rewrite=rewrite,
+        session_id=session,
+    )
 
 
 def _show(events: Iterator[Event], as_json: bool, mode: str) -> dict | None:
@@ -116,19 +161,36 @@ def _print_round(data: dict, status: object) -> None:
         status.update(f"[dim]{prefix}{stage}…[/]")  # type: ignore[attr-defined]
 
 
-def _scope(lore: Lore, scenario: str | None, tenant: str | None, roles: list[str] | None,
-           datasets: list[str] | None, version: int | None) -> Scope | None:
+def _scope(
+    lore: Lore,
+    scenario: str | None,
+    tenant: str | None,
+    roles: list[str] | None,
+    datasets: list[str] | None,
+    version: int | None,
+) -> Scope | None:
     """The CLI caller's scope: the scenario's access lists narrowed by the flags (wider is an error)."""
     if scenario is not None:
         sc = scenarios(lore).get(scenario)
-        return scenario_scope(sc, tenant=tenant, roles=roles, datasets=datasets, version=version,
-                              time_travel=version is not None)
+        return scenario_scope(
+            sc,
+            tenant=tenant,
+            roles=roles,
+            datasets=datasets,
+            version=version,
+            time_travel=version is not None,
+        )
     if tenant is None:
         if roles is not None or datasets is not None:
             raise LoreError("--roles/--datasets: give --tenant (or --scenario) too")
         return None
-    return Scope(tenant, tuple(datasets) if datasets is not None else None, roles=tuple(roles or ()),
-                 version=version, time_travel=version is not None)
+    return Scope(
+        tenant,
+        tuple(datasets) if datasets is not None else None,
+        roles=tuple(roles or ()),
+        version=version,
+        time_travel=version is not None,
+    )
 
 
 def _print_footer(end: dict) -> None:
@@ -142,5 +204,7 @@ def _print_footer(end: dict) -> None:
             table.add_row(str(c["n"]), where(c), c["text"][:200].replace("\n", " "))
         console.print(table)
     profile = f" profile={end['profile']['name']}" if end.get("profile") else ""
-    console.print(f"[dim]route={end['route']}{profile} evidence={end['evidence_confidence']:.2f} "
-                  f"answer={end['answer_confidence']:.2f} trace={end['trace_id']}[/]")
+    console.print(
+        f"[dim]route={end['route']}{profile} evidence={end['evidence_confidence']:.2f} "
+        f"answer={end['answer_confidence']:.2f} trace={end['trace_id']}[/]"
+    )

@@ -16,7 +16,9 @@ from lore.config import load_settings
 from lore.errors import LoreError
 
 console = Console()
-db_app = typer.Typer(help="The catalog database: migrate its schema, show its revision.", no_args_is_help=True)
+db_app = typer.Typer(
+    help="The catalog database: migrate its schema, show its revision.", no_args_is_help=True
+)
 
 
 @db_app.command("upgrade")

@@ -22,15 +22,29 @@ Min = Annotated[float | None, typer.Option(min=0.0, max=1.0)]
 
 def eval_command(
     kb: Annotated[str, typer.Option("--kb", help="Knowledge base name.")],
-    eval_set: Annotated[Path, typer.Option("--set", help="JSONL: {question, files|documents, contains?} or "
-                                           "{question, refuse: true}.")],
-    version: Annotated[int | None, typer.Option("--version", help="Version to evaluate (default: active).")] = None,
-    k: Annotated[int | None, typer.Option("-k", help="Cut-off for Recall/MRR/nDCG (default: gate.eval_k).")] = None,
-    answers: Annotated[bool, typer.Option("--answers", help="Also ask every question and score the answers.")] = False,
+    eval_set: Annotated[
+        Path,
+        typer.Option(
+            "--set", help="JSONL: {question, files|documents, contains?} or {question, refuse: true}."
+        ),
+    ],
+    version: Annotated[
+        int | None, typer.Option("--version", help="Version to evaluate (default: active).")
+    ] = None,
+    k: Annotated[
+        int | None, typer.Option("-k", help="Cut-off for Recall/MRR/nDCG (default: gate.eval_k).")
+    ] = None,
+    answers: Annotated[
+        bool, typer.Option("--answers", help="Also ask every question and score the answers.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Print a Markdown report.")] = False,
-    min_recall: Min = None, min_mrr: Min = None, min_ndcg: Min = None, min_cited: Min = None,
-    min_contains: Min = None, min_refusal: Min = None,
+    min_recall: Min = None,
+    min_mrr: Min = None,
+    min_ndcg: Min = None,
+    min_cited: Min = None,
+    min_contains: Min = None,
+    min_refusal: Min = None,
     max_p95_ms: Annotated[float | None, typer.Option(min=0.0, help="Highest p95 latency (ms).")] = None,
 ) -> None:
     """Evaluate a knowledge base; exit code 1 when a --min-*/--max-* threshold is missed (for CI)."""
@@ -50,8 +64,12 @@ def eval_command(
     except LoreError as exc:
         fail(exc)
     failed = check(result, thresholds)
-    result = {"kb": kb, "version": version, **result,
-              "thresholds": {"set": thresholds_json(thresholds), "failed": failed}}
+    result = {
+        "kb": kb,
+        "version": version,
+        **result,
+        "thresholds": {"set": thresholds_json(thresholds), "failed": failed},
+    }
     if as_json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
     elif markdown:

@@ -34,8 +34,11 @@ from lore.scenario.build import build_scenario
 from lore.scenario.config import Scenarios
 from lore.schema import SearchMode
 
-app = typer.Typer(help="Lore: enterprise knowledge-base search and answers, offline by default.",
-                  no_args_is_help=True, pretty_exceptions_enable=False)
+app = typer.Typer(
+    help="Lore: enterprise knowledge-base search and answers, offline by default.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
 kb_app = typer.Typer(help="Create, list and delete knowledge bases.", no_args_is_help=True)
 app.add_typer(kb_app, name="kb")
 app.add_typer(scenario_app, name="scenario")
@@ -60,15 +63,28 @@ KbOption = Annotated[str, typer.Option("--kb", help="Knowledge base name.")]
 @app.callback()
 def _connection(
     ctx: typer.Context,
-    server: Annotated[str | None, typer.Option("--server", envvar="LORE_SERVER", show_envvar=True,
-                                               help="Run against this `lore serve` (URL) instead of locally.")] = None,
-    key: Annotated[str | None, typer.Option("--key", envvar="LORE_API_KEY", show_envvar=True,
-                                            help="API key for --server.")] = None,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            "--server",
+            envvar="LORE_SERVER",
+            show_envvar=True,
+            help="Run against this `lore serve` (URL) instead of locally.",
+        ),
+    ] = None,
+    key: Annotated[
+        str | None,
+        typer.Option("--key", envvar="LORE_API_KEY", show_envvar=True, help="API key for --server."),
+    ] = None,
 ) -> None:
     """Lore: enterprise knowledge-base search and answers, offline by default."""
     remote.connection.server, remote.connection.key = server, key
     if server and ctx.invoked_subcommand not in remote.COMMANDS:
-        fail(LoreError(f"lore {ctx.invoked_subcommand}: runs locally only; drop --server (or unset LORE_SERVER)"))
+        fail(
+            LoreError(
+                f"lore {ctx.invoked_subcommand}: runs locally only; drop --server (or unset LORE_SERVER)"
+            )
+        )
 
 
 def _lore() -> Lore:
@@ -76,9 +92,13 @@ def _lore() -> Lore:
 
 
 @kb_app.command("create")
-def kb_create(name: str, description: Annotated[str, typer.Option(help="What the KB holds.")] = "",
-              tenant: Annotated[str, typer.Option(help="Tenant that owns the KB (others see it only when "
-                                                  "shared: lore kb share).")] = "default") -> None:
+def kb_create(
+    name: str,
+    description: Annotated[str, typer.Option(help="What the KB holds.")] = "",
+    tenant: Annotated[
+        str, typer.Option(help="Tenant that owns the KB (others see it only when shared: lore kb share).")
+    ] = "default",
+) -> None:
     """Create a knowledge base owned by a tenant, bound to the configured embedder and store."""
     try:
         if (c := remote.client()) is not None:
@@ -88,8 +108,10 @@ def kb_create(name: str, description: Annotated[str, typer.Option(help="What the
         kb = _lore().create_kb(name, description, owner_tenant=tenant)
     except LoreError as exc:
         fail(exc)
-    console.print(f"created [bold]{kb.name}[/] ({kb.embedding_model}, {kb.embedding_dim}-d, {kb.store_backend}), "
-                  f"owned by tenant {kb.owner_tenant!r}")
+    console.print(
+        f"created [bold]{kb.name}[/] ({kb.embedding_model}, {kb.embedding_dim}-d, {kb.store_backend}), "
+        f"owned by tenant {kb.owner_tenant!r}"
+    )
 
 
 @kb_app.command("list")
@@ -103,16 +125,30 @@ def kb_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     lore = _lore()
     kbs = lore.catalog.list_kbs()
     if as_json:
-        rows = [{"name": k.name, "embedding_model": k.embedding_model, "embedding_dim": k.embedding_dim,
-                 "store_backend": k.store_backend, "chunks": lore.catalog.count_chunks(k.id),
-                 "created_at": k.created_at.isoformat()} for k in kbs]
+        rows = [
+            {
+                "name": k.name,
+                "embedding_model": k.embedding_model,
+                "embedding_dim": k.embedding_dim,
+                "store_backend": k.store_backend,
+                "chunks": lore.catalog.count_chunks(k.id),
+                "created_at": k.created_at.isoformat(),
+            }
+            for k in kbs
+        ]
         print(json.dumps(rows, ensure_ascii=False, indent=2))
         return
     table = Table("name", "embedding model", "store", "files", "chunks", "created")
     for k in kbs:
         files = len(lore.catalog.list_files(k.id, "ingested"))
-        table.add_row(k.name, k.embedding_model, k.store_backend, str(files),
-                      str(lore.catalog.count_chunks(k.id)), k.created_at.strftime("%Y-%m-%d %H:%M"))
+        table.add_row(
+            k.name,
+            k.embedding_model,
+            k.store_backend,
+            str(files),
+            str(lore.catalog.count_chunks(k.id)),
+            k.created_at.strftime("%Y-%m-%d %H:%M"),
+        )
     console.print(table)
 
 
@@ -139,8 +175,9 @@ def ingest(
     kb: KbOption,
     paths: Annotated[list[str] | None, typer.Argument(help="Files, folders and http(s) URLs.")] = None,
     sitemap: Annotated[str | None, typer.Option(help="Ingest the pages this sitemap lists.")] = None,
-    prefix: Annotated[str | None, typer.Option(help="Follow only links starting with this (default: the "
-                                               "URL's folder).")] = None,
+    prefix: Annotated[
+        str | None, typer.Option(help="Follow only links starting with this (default: the URL's folder).")
+    ] = None,
     max_pages: Annotated[int, typer.Option(help="Stop a crawl after this many pages.")] = 100,
 ) -> None:
     """Ingest files, folders and web pages into a knowledge base (bad ones are reported, the rest go in)."""
@@ -156,7 +193,9 @@ def ingest(
         else:
             lore = _lore()
             lore.catalog.get_kb(kb)
-            sources = fetch_sources(lore, kb, [p for p in inputs if is_url(p)], sitemap, prefix, max_pages, console)
+            sources = fetch_sources(
+                lore, kb, [p for p in inputs if is_url(p)], sitemap, prefix, max_pages, console
+            )
             with RichIngestProgress(console, len(discover(files)) + len(sources)) as progress:
                 report = lore.ingest(kb, files, progress, sources=sources)
     except LoreError as exc:
@@ -172,11 +211,20 @@ def print_report(report: IngestReport) -> None:
     table.columns.insert(0, Column("file", overflow="fold"))
     colour = {"ingested": "green", "skipped": "blue"}
     for f in report.files:
-        table.add_row(f.name, f"[{colour.get(f.status, 'red')}]{f.status}[/]", str(f.documents),
-                      str(f.chunks), str(f.ocr_pages or ""), f.error or f.note or "")
+        table.add_row(
+            f.name,
+            f"[{colour.get(f.status, 'red')}]{f.status}[/]",
+            str(f.documents),
+            str(f.chunks),
+            str(f.ocr_pages or ""),
+            f.error or f.note or "",
+        )
     console.print(table)
-    summary = ", ".join(f"{report.count(s)} {s}" for s in
-                        ("ingested", "skipped", "failed", "unsupported", "empty", "too_large") if report.count(s))
+    summary = ", ".join(
+        f"{report.count(s)} {s}"
+        for s in ("ingested", "skipped", "failed", "unsupported", "empty", "too_large")
+        if report.count(s)
+    )
     console.print(f"{len(report.files)} files: {summary}; {report.chunks} chunks")
 
 
@@ -188,11 +236,19 @@ def search(
     k: Annotated[int, typer.Option("-k", help="Hits to return.")] = 10,
     recall_k: Annotated[int, typer.Option(help="Candidates recalled before rerank/cut.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-    version: Annotated[int | None, typer.Option("--version", help="Search this version (default: active).")] = None,
-    rerank: Annotated[bool | None, typer.Option("--rerank/--no-rerank",
-                                                help="Re-score candidates with [rerank] provider (default: "
-                                                     "as configured).")] = None,
-    rerank_k: Annotated[int | None, typer.Option(help="Candidates re-scored (default: [rerank] rerank_k).")] = None,
+    version: Annotated[
+        int | None, typer.Option("--version", help="Search this version (default: active).")
+    ] = None,
+    rerank: Annotated[
+        bool | None,
+        typer.Option(
+            "--rerank/--no-rerank",
+            help="Re-score candidates with [rerank] provider (default: as configured).",
+        ),
+    ] = None,
+    rerank_k: Annotated[
+        int | None, typer.Option(help="Candidates re-scored (default: [rerank] rerank_k).")
+    ] = None,
 ) -> None:
     """Search a knowledge base (dense, BM25 or hybrid), then rerank the top candidates."""
     if mode not in ("dense", "bm25", "hybrid"):
@@ -205,10 +261,16 @@ def search(
     lore = _lore()
     r = lore.settings.rerank
     if rerank and r.provider == "none":
-        fail(LoreError("--rerank: no reranker configured ([rerank] provider = \"none\")"))
-    opts = SearchOptions(mode=_mode(mode), recall_k=recall_k, top_k=k, rrf_k=lore.settings.retrieve.rrf_k,
-                         min_score=lore.settings.retrieve.min_score,
-                         rerank=r.provider != "none" if rerank is None else rerank, rerank_k=rerank_k or r.rerank_k)
+        fail(LoreError('--rerank: no reranker configured ([rerank] provider = "none")'))
+    opts = SearchOptions(
+        mode=_mode(mode),
+        recall_k=recall_k,
+        top_k=k,
+        rrf_k=lore.settings.retrieve.rrf_k,
+        min_score=lore.settings.retrieve.min_score,
+        rerank=r.provider != "none" if rerank is None else rerank,
+        rerank_k=rerank_k or r.rerank_k,
+    )
     try:
         retriever = lore.retriever(kb)
         hits = retriever.search(query, lore.scoped(kb, opts, version))
@@ -216,16 +278,23 @@ def search(
         fail(exc)
     info = retriever.last_rerank.to_json() if retriever.last_rerank else None
     if as_json:
-        print(json.dumps({"query": query, "kb": kb, "mode": mode, "rerank": info,
-                          "hits": [h.to_json() for h in hits]}, ensure_ascii=False, indent=2))
+        print(
+            json.dumps(
+                {"query": query, "kb": kb, "mode": mode, "rerank": info, "hits": [h.to_json() for h in hits]},
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
         return
     table = Table("#", "score", "where", "text")
     for i, h in enumerate(hits, 1):
         table.add_row(str(i), f"{h.score:.4f}", where(h.to_json()), h.chunk.text[:160].replace("\n", " "))
     console.print(table)
     if info:
-        console.print(f"rerank: {info['provider']}, {info['candidates']} candidates, {info['ms']} ms"
-                      + (f" ({info['note']})" if info.get("note") else ""))
+        console.print(
+            f"rerank: {info['provider']}, {info['candidates']} candidates, {info['ms']} ms"
+            + (f" ({info['note']})" if info.get("note") else "")
+        )
 
 
 def _mode(mode: str) -> SearchMode:
@@ -236,8 +305,9 @@ def _mode(mode: str) -> SearchMode:
 def demo(
     source: Annotated[Path, typer.Option(help="Folder of sample documents.")] = Path("examples/handbook"),
     kb: Annotated[str, typer.Option("--kb")] = "handbook",
-    scenarios: Annotated[Path | None, typer.Option(help="Scenarios folder (the `hr` sample is built).")] = Path(
-        "examples/scenarios"),
+    scenarios: Annotated[
+        Path | None, typer.Option(help="Scenarios folder (the `hr` sample is built).")
+    ] = Path("examples/scenarios"),
 ) -> None:
     """Build the sample knowledge base and run sample searches."""
     lore = _lore()
@@ -247,19 +317,30 @@ def demo(
         with RichIngestProgress(console, len(discover([source]))) as progress:
             report = lore.ingest(kb, [source], progress)
         print_report(report)
-        for q in ("报销需要什么材料", "What is the refund window?", "LF-200 的保修期多久",
-                  "一线城市住宿上限是多少", "How many days per week can I work remotely?"):
+        for q in (
+            "报销需要什么材料",
+            "What is the refund window?",
+            "LF-200 的保修期多久",
+            "一线城市住宿上限是多少",
+            "How many days per week can I work remotely?",
+        ):
             console.rule(f"search: {q}")
             for i, h in enumerate(lore.search(kb, q, SearchOptions(top_k=3)), 1):
                 console.print(f"{i}. [dim]{where(h.to_json())}[/] {h.chunk.text[:120].replace(chr(10), ' ')}")
-        for q, mode in (("年假有几天？怎么申请？", "fast"), ("What is the refund window?", "fast"),
-                        ("Who won the 1998 World Cup?", "fast"), ("对比LF-200和LF-500的载重", "deep")):
+        for q, mode in (
+            ("年假有几天？怎么申请？", "fast"),
+            ("What is the refund window?", "fast"),
+            ("Who won the 1998 World Cup?", "fast"),
+            ("对比LF-200和LF-500的载重", "deep"),
+        ):
             _demo_answer(f"ask ({mode}): {q}", lore.ask(kb, q, mode=mode))
         if scenarios is not None and (scenarios / "hr" / "scenario.toml").exists():
             console.rule("scenario hr: build")
             lore.settings.scenario.scenarios_dir = scenarios  # the demo's folder, whatever is configured
             result = build_scenario(lore, Scenarios(scenarios).get("hr"), activate=True).result
-            console.print(f"version {result.version.seq} {result.version.status.value}: {result.version.counts}")
+            console.print(
+                f"version {result.version.seq} {result.version.status.value}: {result.version.counts}"
+            )
             for q in ("你好", "如何申请年假？", "一线城市出差住宿每晚最多多少钱？"):
                 _demo_answer(f"scenario hr: {q}", lore.ask(None, q, scenario="hr"))
     except LoreError as exc:

@@ -18,8 +18,15 @@ err = Console(stderr=True)  # stdout belongs to the protocol on stdio
 
 def mcp(
     transport: Annotated[str, typer.Option(help="stdio | http (streamable HTTP at /mcp).")] = "stdio",
-    key: Annotated[str | None, typer.Option("--key", envvar="LORE_API_KEY", show_envvar=True,
-                                            help="stdio: the API key whose grant bounds every call.")] = None,
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key",
+            envvar="LORE_API_KEY",
+            show_envvar=True,
+            help="stdio: the API key whose grant bounds every call.",
+        ),
+    ] = None,
     host: Annotated[str, typer.Option(help="http: bind address.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="http: port.")] = 8001,
 ) -> None:
@@ -39,7 +46,11 @@ def mcp(
     try:
         if transport == "stdio":
             if not key:
-                fail(LoreError("lore mcp (stdio) needs an API key: --key KEY or LORE_API_KEY (lore keys create)"))
+                fail(
+                    LoreError(
+                        "lore mcp (stdio) needs an API key: --key KEY or LORE_API_KEY (lore keys create)"
+                    )
+                )
             if lore.catalog.authenticate(key) is None:
                 fail(LoreError("lore mcp: invalid or revoked API key"))
             logging.basicConfig(level=os.environ.get("LORE_MCP_LOG", "WARNING"), force=True)  # to stderr

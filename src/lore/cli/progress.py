@@ -16,8 +16,12 @@ class RichIngestProgress(IngestProgress):
 
     def __init__(self, console: Console, total_files: int) -> None:
         self.bars = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=console, transient=False,
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
         )
         self.files = self.bars.add_task("files", total=total_files)
         self.chunks = self.bars.add_task("chunks", total=0, visible=False)

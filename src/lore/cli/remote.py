@@ -33,7 +33,19 @@ class Connection:
 
 connection = Connection()
 # What runs against a server; `serve`, `mcp` and `keys` run where the service's data is, the rest only locally.
-COMMANDS = {"kb", "ingest", "build", "search", "ask", "versions", "activate", "rollback", "serve", "mcp", "keys"}
+COMMANDS = {
+    "kb",
+    "ingest",
+    "build",
+    "search",
+    "ask",
+    "versions",
+    "activate",
+    "rollback",
+    "serve",
+    "mcp",
+    "keys",
+}
 
 
 def client() -> LoreClient | None:
@@ -42,7 +54,9 @@ def client() -> LoreClient | None:
 
 
 def local_only(option: str) -> LoreError:
-    return LoreError(f"{option}: not available against a server (the API key sets tenant, roles and datasets)")
+    return LoreError(
+        f"{option}: not available against a server (the API key sets tenant, roles and datasets)"
+    )
 
 
 def kb_list(c: LoreClient, as_json: bool) -> None:
@@ -52,8 +66,14 @@ def kb_list(c: LoreClient, as_json: bool) -> None:
         return
     table = Table("name", "embedding model", "files", "chunks", "active version", "description")
     for k in kbs:
-        table.add_row(k.name, k.embedding_model, str(k.files), str(k.chunks),
-                      "-" if k.active_version is None else str(k.active_version), k.description)
+        table.add_row(
+            k.name,
+            k.embedding_model,
+            str(k.files),
+            str(k.chunks),
+            "-" if k.active_version is None else str(k.active_version),
+            k.description,
+        )
     console.print(table)
 
 
@@ -73,6 +93,7 @@ def upload(c: LoreClient, kb: str, paths: list[Path]) -> list[str]:
         def progress(name: str, sent: int, _size: int) -> None:
             done[name] = sent
             bars.update(task, completed=sum(done.values()), description=f"uploading {name[-40:]}")
+
         uploaded = c.upload(kb, list(files), progress)
     return [u.name for u in uploaded]
 
@@ -86,20 +107,33 @@ def ingest(c: LoreClient, kb: str, paths: list[Path]) -> IngestReport:
 def build(c: LoreClient, kb: str, sources: list[Path], **options: Any) -> IngestResult:
     names = upload(c, kb, sources)
     with console.status("building…") as status:
+
         def progress(event: AskEvent) -> None:
             d = event.data
             if d.get("stage") == "file":
                 status.update(f"embedding {d['file'][-40:]} ({d['chunks']} chunks)")
             elif d.get("stage") == "file_done":
                 console.print(f"[dim]{d['file']}: {d['status']}[/]")
+
         return c.build(kb, names, progress=progress, **options)
 
 
 def search(c: LoreClient, kb: str, query: str, mode: str, k: int, version: int | None, as_json: bool) -> None:
     result = c.search(kb, query, top_k=k, mode=mode, version=version)
     if as_json:
-        print(json.dumps({"query": query, "kb": kb, "mode": mode, "version": result.version,
-                          "hits": [h.raw for h in result.hits]}, ensure_ascii=False, indent=2))
+        print(
+            json.dumps(
+                {
+                    "query": query,
+                    "kb": kb,
+                    "mode": mode,
+                    "version": result.version,
+                    "hits": [h.raw for h in result.hits],
+                },
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
         return
     table = Table("#", "score", "where", "text")
     for i, h in enumerate(result.hits, 1):
@@ -117,6 +151,13 @@ def ask_events(c: LoreClient, question: str, **options: Any) -> Iterator[Event]:
 def version_rows(c: LoreClient, kb: str) -> list[dict[str, Any]]:
     """Versions in the shape `lore versions --json` prints locally."""
     skip = {"status", "created_at", "finished_at", "activated_at", "embedding_model", "chunk_schema"}
-    return [{"seq": v.seq, "status": v.status.upper(), "active": v.active, "created": v.created_at[:19],
-             **{k: x for k, x in v.raw.items() if k not in skip and k != "seq" and k != "active"}}
-            for v in c.versions(kb)]
+    return [
+        {
+            "seq": v.seq,
+            "status": v.status.upper(),
+            "active": v.active,
+            "created": v.created_at[:19],
+            **{k: x for k, x in v.raw.items() if k not in skip and k != "seq" and k != "active"},
+        }
+        for v in c.versions(kb)
+    ]

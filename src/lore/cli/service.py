@@ -22,9 +22,13 @@ badcases_app = typer.Typer(help="Answers people marked thumbs-down, as an eval s
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (default: api.host).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: api.port).")] = None,
-    workers: Annotated[int | None, typer.Option(help="Worker processes (default: api.workers). More than one "
-                                                "needs [redis] url for global rate limits and shared caches.")]
-    = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="Worker processes (default: api.workers). More than one "
+            "needs [redis] url for global rate limits and shared caches."
+        ),
+    ] = None,
 ) -> None:
     """Run the HTTP service and web UI after the preflight checks (no degraded mode).
 
@@ -48,18 +52,30 @@ def serve(
     settings = lore.settings
     api, n = settings.api, workers or settings.api.workers
     if n > 1 and not settings.redis.url:
-        console.print(f"[yellow]warning[/] {n} workers without [redis] url: rate limits, caches and deep-mode "
-                      "sessions are per process")
-    log_config = configure_logging(settings.log.json_lines, settings.log.level) or uvicorn.config.LOGGING_CONFIG
-    options = {"host": host or api.host, "port": port or api.port, "log_level": settings.log.level.lower(),
-               "log_config": log_config, "timeout_graceful_shutdown": api.shutdown_grace_s}
-    console.print(f"serving on http://{options['host']}:{options['port']}/" + (f" ({n} workers)" if n > 1 else ""))
+        console.print(
+            f"[yellow]warning[/] {n} workers without [redis] url: rate limits, caches and deep-mode "
+            "sessions are per process"
+        )
+    log_config = (
+        configure_logging(settings.log.json_lines, settings.log.level) or uvicorn.config.LOGGING_CONFIG
+    )
+    options = {
+        "host": host or api.host,
+        "port": port or api.port,
+        "log_level": settings.log.level.lower(),
+        "log_config": log_config,
+        "timeout_graceful_shutdown": api.shutdown_grace_s,
+    }
+    console.print(
+        f"serving on http://{options['host']}:{options['port']}/" + (f" ({n} workers)" if n > 1 else "")
+    )
     if n > 1:  # each worker makes its own app from the same settings; preflight already passed here
         lore.close()
         _multiprocess_metrics()
         # A worker loads the models before it answers the supervisor's health pings: give it time.
-        uvicorn.run("lore.api.app:serve_app", factory=True, workers=n, timeout_worker_healthcheck=120,
-                    **options)  # type: ignore[arg-type]
+        uvicorn.run(
+            "lore.api.app:serve_app", factory=True, workers=n, timeout_worker_healthcheck=120, **options
+        )  # type: ignore[arg-type]
         return
     app = create_app(lore, run_preflight=False)  # just ran
     try:
@@ -110,13 +126,22 @@ def _multiprocess_metrics() -> None:
 @keys_app.command("create")
 def keys_create(
     tenant: Annotated[str, typer.Option(help="Tenant the key's requests are bound to.")],
-    roles: Annotated[str, typer.Option(help="Comma-separated roles (e.g. admin,staff). 'admin' changes KBs "
-                                       "holding only its tenant's documents and reads 'restricted' chunks; "
-                                       "'platform-admin' (with 'admin') also changes KBs shared with other "
-                                       "tenants, never another tenant's files.")] = "",
-    datasets: Annotated[str | None, typer.Option(help="Comma-separated datasets (default: all of the tenant's); a key with several "
-                                                "names the one each write goes to.")]
-    = None,
+    roles: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated roles (e.g. admin,staff). 'admin' changes KBs "
+            "holding only its tenant's documents and reads 'restricted' chunks; "
+            "'platform-admin' (with 'admin') also changes KBs shared with other "
+            "tenants, never another tenant's files."
+        ),
+    ] = "",
+    datasets: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated datasets (default: all of the tenant's); a key with several "
+            "names the one each write goes to."
+        ),
+    ] = None,
     name: Annotated[str, typer.Option(help="A label to recognise the key by.")] = "",
 ) -> None:
     """Create an API key; the key itself is printed alone on the last line (it is stored hashed)."""
@@ -124,12 +149,21 @@ def keys_create(
         catalog = Lore().catalog
         with catalog.transaction():
             key, secret = catalog.create_api_key(tenant, split_list(roles) or [], split_list(datasets), name)
-            catalog.audit("key_create", tenant=key.tenant_id, key_id=None, target=key.id, roles=key.roles,
-                          datasets=key.datasets, via="cli")
+            catalog.audit(
+                "key_create",
+                tenant=key.tenant_id,
+                key_id=None,
+                target=key.id,
+                roles=key.roles,
+                datasets=key.datasets,
+                via="cli",
+            )
     except LoreError as exc:
         fail(exc)
-    console.print(f"created key {key.id} for tenant {key.tenant_id!r}, roles {key.roles}, "
-                  f"datasets {key.datasets or 'all'}; store it now, it is not shown again:")
+    console.print(
+        f"created key {key.id} for tenant {key.tenant_id!r}, roles {key.roles}, "
+        f"datasets {key.datasets or 'all'}; store it now, it is not shown again:"
+    )
     print(secret)
 
 
@@ -151,9 +185,15 @@ def keys_list() -> None:
     """List API keys (never the keys themselves)."""
     table = Table("id", "prefix", "tenant", "roles", "datasets", "created", "revoked")
     for k in Lore().catalog.list_api_keys():
-        table.add_row(k.id, k.prefix + "…", k.tenant_id, ",".join(k.roles), ",".join(k.datasets or ["*"]),
-                      k.created_at.strftime("%Y-%m-%d %H:%M"),
-                      k.revoked_at.strftime("%Y-%m-%d %H:%M") if k.revoked_at else "")
+        table.add_row(
+            k.id,
+            k.prefix + "…",
+            k.tenant_id,
+            ",".join(k.roles),
+            ",".join(k.datasets or ["*"]),
+            k.created_at.strftime("%Y-%m-%d %H:%M"),
+            k.revoked_at.strftime("%Y-%m-%d %H:%M") if k.revoked_at else "",
+        )
     console.print(table)
 
 

@@ -28,9 +28,15 @@ def build(
     source: Annotated[list[Path], typer.Option("--source", help="Files and folders (repeatable).")],
     message: Annotated[str, typer.Option("-m", "--message", help="What this version is.")] = "",
     activate: Annotated[bool, typer.Option("--activate", help="Activate the version when built.")] = False,
-    quality_gate: Annotated[bool, typer.Option("--quality-gate", help="Fail the version on a bad report.")] = False,
-    new_version: Annotated[bool, typer.Option("--new-version", help="Make a new version (every build does).")] = True,
-    incremental_from: Annotated[str, typer.Option(help="Base recorded for the version: latest | active.")] = "latest",
+    quality_gate: Annotated[
+        bool, typer.Option("--quality-gate", help="Fail the version on a bad report.")
+    ] = False,
+    new_version: Annotated[
+        bool, typer.Option("--new-version", help="Make a new version (every build does).")
+    ] = True,
+    incremental_from: Annotated[
+        str, typer.Option(help="Base recorded for the version: latest | active.")
+    ] = "latest",
     force: Annotated[bool, typer.Option("--force", help="Re-read and re-chunk every file.")] = False,
 ) -> None:
     """Build a new STAGED version incrementally from the active one (unchanged files are reused)."""
@@ -39,8 +45,16 @@ def build(
     del new_version  # accepted for scripts that spell it out: a build always makes a new version
     if (c := remote.client()) is not None:
         try:  # the sources are uploaded, then built on the server
-            built = remote.build(c, kb, source, description=message, activate=activate, quality_gate=quality_gate,
-                                 force=force, incremental_from=incremental_from)
+            built = remote.build(
+                c,
+                kb,
+                source,
+                description=message,
+                activate=activate,
+                quality_gate=quality_gate,
+                force=force,
+                incremental_from=incremental_from,
+            )
         except LoreError as exc:
             fail(exc)
         assert built.version is not None
@@ -52,13 +66,23 @@ def build(
     try:
         lore.catalog.get_kb(kb)
         with RichIngestProgress(console, len(discover(source))) as progress:
-            result = lore.build(kb, source, description=message, activate=activate, quality_gate=quality_gate,
-                                incremental_from=incremental_from, force=force, progress=progress)
+            result = lore.build(
+                kb,
+                source,
+                description=message,
+                activate=activate,
+                quality_gate=quality_gate,
+                incremental_from=incremental_from,
+                force=force,
+                progress=progress,
+            )
     except LoreError as exc:
         fail(exc)
     print_report(result.report)
     v = result.version
-    console.print(f"version {v.seq} {v.status.value.upper()}: " + ", ".join(f"{k}={n}" for k, n in v.counts.items()))
+    console.print(
+        f"version {v.seq} {v.status.value.upper()}: " + ", ".join(f"{k}={n}" for k, n in v.counts.items())
+    )
     console.print(f"[dim]quality report: {lore.reports_dir(kb) / str(v.seq) / 'quality.md'}[/]")
     _gate(result.gate_reasons)
 
@@ -72,8 +96,11 @@ def _gate(reasons: list[str]) -> None:
         raise typer.Exit(1)
 
 
-def report(kb: KbOption, seq: Annotated[int, typer.Argument(help="Version number.")],
-           as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def report(
+    kb: KbOption,
+    seq: Annotated[int, typer.Argument(help="Version number.")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
     """Print a version's quality report."""
     lore = Lore()
     try:
@@ -104,8 +131,15 @@ def versions(kb: KbOption, as_json: Annotated[bool, typer.Option("--json")] = Fa
         files = f"{r['files_added']}/{r['files_changed']}/{r['files_removed']}/{r['files_reused']}"
         gate = {None: "-", True: "pass", False: "FAIL"}[r["gate_passed"]]
         status = f"[bold green]{r['status']}[/]" if r["active"] else r["status"]
-        table.add_row(str(r["seq"]), status, r["created"][:16].replace("T", " "), files,
-                      f"{r['chunks_embedded']}/{r['chunks_reused']}", gate, r["description"])
+        table.add_row(
+            str(r["seq"]),
+            status,
+            r["created"][:16].replace("T", " "),
+            files,
+            f"{r['chunks_embedded']}/{r['chunks_reused']}",
+            gate,
+            r["description"],
+        )
     console.print(table)
     console.print("[dim]files: +added ~changed -removed =reused[/]")
 
@@ -120,7 +154,9 @@ def activate(kb: KbOption, seq: Annotated[int, typer.Argument(help="Version to a
         record = lore.catalog.get_kb(kb)
         with lore.catalog.transaction():
             v = lore.catalog.activate(record.id, seq, actor=f"cli@{record.owner_tenant}"[:64])
-            lore.catalog.audit("activate", tenant=record.owner_tenant, key_id=None, kb=kb, target=str(seq), via="cli")
+            lore.catalog.audit(
+                "activate", tenant=record.owner_tenant, key_id=None, kb=kb, target=str(seq), via="cli"
+            )
     except LoreError as exc:
         fail(exc)
     console.print(f"version {v.seq} is active")
@@ -136,17 +172,23 @@ def rollback(kb: KbOption) -> None:
         record = lore.catalog.get_kb(kb)
         with lore.catalog.transaction():
             v = lore.catalog.rollback(record.id, actor=f"cli@{record.owner_tenant}"[:64])
-            lore.catalog.audit("rollback", tenant=record.owner_tenant, key_id=None, kb=kb, target=str(v.seq),
-                               via="cli")
+            lore.catalog.audit(
+                "rollback", tenant=record.owner_tenant, key_id=None, kb=kb, target=str(v.seq), via="cli"
+            )
     except LoreError as exc:
         fail(exc)
     console.print(f"rolled back: version {v.seq} is active")
 
 
-def diff(kb: KbOption, base: Annotated[int, typer.Argument(help="Base version.")],
-         candidate: Annotated[int, typer.Argument(help="Candidate version.")],
-         eval_set: Annotated[Path | None, typer.Option("--eval", help="Eval set JSONL (default: gate.eval_set).")] = None,
-         as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def diff(
+    kb: KbOption,
+    base: Annotated[int, typer.Argument(help="Base version.")],
+    candidate: Annotated[int, typer.Argument(help="Candidate version.")],
+    eval_set: Annotated[
+        Path | None, typer.Option("--eval", help="Eval set JSONL (default: gate.eval_set).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
     """Compare two versions: files added/changed/removed and, with an eval set, Recall@k and MRR."""
     lore = Lore()
     try:
@@ -157,12 +199,16 @@ def diff(kb: KbOption, base: Annotated[int, typer.Argument(help="Base version.")
         print(json.dumps(d, ensure_ascii=False, indent=2))
         return
     f = d["files"]
-    console.print(f"[bold]{kb}[/]: version {base} → {candidate}: {len(f['added'])} added, {len(f['changed'])} changed, "
-                  f"{len(f['removed'])} removed, {f['unchanged']} unchanged")
+    console.print(
+        f"[bold]{kb}[/]: version {base} → {candidate}: {len(f['added'])} added, {len(f['changed'])} changed, "
+        f"{len(f['removed'])} removed, {f['unchanged']} unchanged"
+    )
     for path in f["added"]:
         console.print(f"  [green]+ {path}[/]")
     for c in f["changed"]:
-        console.print(f"  [yellow]~ {c['file']}[/] ({', '.join(c['why'])}; chunks {c['chunks'][0]} → {c['chunks'][1]})")
+        console.print(
+            f"  [yellow]~ {c['file']}[/] ({', '.join(c['why'])}; chunks {c['chunks'][0]} → {c['chunks'][1]})"
+        )
     for path in f["removed"]:
         console.print(f"  [red]- {path}[/]")
     r = d.get("retrieval")
@@ -186,8 +232,10 @@ def gc(kb: KbOption) -> None:
         fail(exc)
     if result.recovered_builds:
         console.print(f"closed abandoned builds: {', '.join(map(str, result.recovered_builds))}")
-    console.print(f"deleted {result.deleted_chunks} chunks; versions kept readable: "
-                  f"{', '.join(map(str, result.kept_versions)) or 'none'}")
+    console.print(
+        f"deleted {result.deleted_chunks} chunks; versions kept readable: "
+        f"{', '.join(map(str, result.kept_versions)) or 'none'}"
+    )
 
 
 def unlock(kb: KbOption) -> None:
@@ -206,15 +254,24 @@ def unlock(kb: KbOption) -> None:
 
 
 def _row(v: Version) -> dict:
-    return {"seq": v.seq, "status": v.status.value.upper(), "active": v.status.value == "active",
-            "created": v.created_at.isoformat(timespec="seconds"), **v.counts, "gate_passed": v.gate_passed,
-            "description": v.description, "base_seq": v.base_seq}
+    return {
+        "seq": v.seq,
+        "status": v.status.value.upper(),
+        "active": v.status.value == "active",
+        "created": v.created_at.isoformat(timespec="seconds"),
+        **v.counts,
+        "gate_passed": v.gate_passed,
+        "description": v.description,
+        "base_seq": v.base_seq,
+    }
 
 
-def calibrate(kb: KbOption,
-              eval_set: Annotated[Path | None, typer.Option("--eval", help="JSONL of {question, answerable}.")] = None,
-              version: Annotated[int | None, typer.Option(help="Version number (default: the active one).")] = None,
-              as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def calibrate(
+    kb: KbOption,
+    eval_set: Annotated[Path | None, typer.Option("--eval", help="JSONL of {question, answerable}.")] = None,
+    version: Annotated[int | None, typer.Option(help="Version number (default: the active one).")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
     """Fit the KB's refusal threshold and print the expected false-refusal and off-topic rates."""
     from lore.answer.calibration import read_eval_set
 
@@ -228,11 +285,17 @@ def calibrate(kb: KbOption,
         print(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
         return
     where = f"version {result.version}" if result.version is not None else "the unversioned index"
-    console.print(f"{kb} ({where}): threshold {result.threshold:.2f} on P(answerable) "
-                  f"(model default {result.model_threshold:.2f}), from {result.answerable} {result.source} "
-                  f"answerable and {result.offtopic} off-topic questions")
-    console.print(f"expected false refusals {result.false_refusal:.1%}, off-topic answered "
-                  f"{result.offtopic_answered:.1%} (off-topic refused {1 - result.offtopic_answered:.1%})")
+    console.print(
+        f"{kb} ({where}): threshold {result.threshold:.2f} on P(answerable) "
+        f"(model default {result.model_threshold:.2f}), from {result.answerable} {result.source} "
+        f"answerable and {result.offtopic} off-topic questions"
+    )
+    console.print(
+        f"expected false refusals {result.false_refusal:.1%}, off-topic answered "
+        f"{result.offtopic_answered:.1%} (off-topic refused {1 - result.offtopic_answered:.1%})"
+    )
     pinned = lore.settings.answer.evidence_threshold
     if pinned is not None:
-        console.print(f"[yellow]note:[/] answer.evidence_threshold = {pinned} is pinned in the config and wins")
+        console.print(
+            f"[yellow]note:[/] answer.evidence_threshold = {pinned} is pinned in the config and wins"
+        )

@@ -16,11 +16,21 @@ def is_url(value: str) -> bool:
     return value.startswith(("http://", "https://"))
 
 
-def fetch_sources(lore: Lore, kb: str, urls: list[str], sitemap: str | None, prefix: str | None,
-                  max_pages: int, console: Console) -> list[SourceFile]:
+def fetch_sources(
+    lore: Lore,
+    kb: str,
+    urls: list[str],
+    sitemap: str | None,
+    prefix: str | None,
+    max_pages: int,
+    console: Console,
+) -> list[SourceFile]:
     """Crawl each URL (and the sitemap) into the KB's web cache; refused URLs are printed."""
-    crawler = WebCrawler(lore.settings.home / "web" / kb, max_pages=max_pages,
-                         max_bytes=int(lore.settings.ingest.max_file_mb * 1e6))
+    crawler = WebCrawler(
+        lore.settings.home / "web" / kb,
+        max_pages=max_pages,
+        max_bytes=int(lore.settings.ingest.max_file_mb * 1e6),
+    )
     sources: list[SourceFile] = []
     refused: list[tuple[str, str]] = []
     unchanged = 0

@@ -19,5 +19,21 @@ from lore.client.models import (
 )
 from lore.client.sync import LoreClient
 
-__all__ = ["Answer", "AskEvent", "AsyncLoreClient", "Citation", "Document", "FileResult", "Hit", "IngestResult",
-           "KnowledgeBase", "LoreAPIError", "LoreClient", "Passage", "SearchResult", "Session", "Upload", "Version"]
+__all__ = [
+    "Answer",
+    "AskEvent",
+    "AsyncLoreClient",
+    "Citation",
+    "Document",
+    "FileResult",
+    "Hit",
+    "IngestResult",
+    "KnowledgeBase",
+    "LoreAPIError",
+    "LoreClient",
+    "Passage",
+    "SearchResult",
+    "Session",
+    "Upload",
+    "Version",
+]

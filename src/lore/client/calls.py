@@ -67,7 +67,9 @@ def raise_for(response: httpx.Response, body: bytes | None = None) -> None:
     except (ValueError, AttributeError):
         detail = raw.decode("utf-8", "replace").strip() or response.reason_phrase
     message = detail if isinstance(detail, str) else json.dumps(detail, ensure_ascii=False)
-    raise LoreAPIError(response.status_code, message, method=response.request.method, url=str(response.request.url))
+    raise LoreAPIError(
+        response.status_code, message, method=response.request.method, url=str(response.request.url)
+    )
 
 
 class SseParser:
@@ -144,8 +146,9 @@ def delete_kb(kb: str) -> Call[None]:
 
 def upload(kb: str, readers: list[ProgressReader]) -> Call[list[Upload]]:
     files = [("file", (r.name, r, "application/octet-stream")) for r in readers]
-    return Call("POST", kb_path(kb, "/files"), lambda d: [Upload.from_json(f) for f in d["files"]],
-                files=files)  # type: ignore[arg-type]
+    return Call(
+        "POST", kb_path(kb, "/files"), lambda d: [Upload.from_json(f) for f in d["files"]], files=files
+    )  # type: ignore[arg-type]
 
 
 def list_files(kb: str) -> Call[dict[str, Any]]:
@@ -173,7 +176,9 @@ def versions(kb: str) -> Call[list[Version]]:
 
 
 def activate(kb: str, seq: int, reason: str) -> Call[Version]:
-    return Call("POST", kb_path(kb, f"/versions/{int(seq)}/activate"), Version.from_json, json={"reason": reason})
+    return Call(
+        "POST", kb_path(kb, f"/versions/{int(seq)}/activate"), Version.from_json, json={"reason": reason}
+    )
 
 
 def rollback(kb: str, reason: str) -> Call[Version]:
@@ -185,7 +190,9 @@ def report(kb: str, seq: int) -> Call[dict[str, Any]]:
 
 
 def _search_result(data: dict[str, Any]) -> SearchResult:
-    return SearchResult(data["kb"], data["query"], [Hit.from_json(h) for h in data["hits"]], data.get("version"))
+    return SearchResult(
+        data["kb"], data["query"], [Hit.from_json(h) for h in data["hits"]], data.get("version")
+    )
 
 
 def search(kb: str, query: str, top_k: int, mode: str | None, version: int | None) -> Call[SearchResult]:
@@ -223,8 +230,9 @@ def finish_build(kb: str, event: AskEvent) -> IngestResult:
 
 
 def list_sessions(kb: str | None) -> Call[list[Session]]:
-    return Call("GET", "/api/sessions", lambda d: [Session.from_json(s) for s in d],
-                params={"kb": kb} if kb else None)
+    return Call(
+        "GET", "/api/sessions", lambda d: [Session.from_json(s) for s in d], params={"kb": kb} if kb else None
+    )
 
 
 def get_session(session_id: str) -> Call[Session]:
@@ -236,12 +244,18 @@ def delete_session(session_id: str) -> Call[None]:
 
 
 def feedback(trace_id: str, rating: int, note: str) -> Call[dict[str, Any]]:
-    return Call("POST", "/api/feedback", lambda d: d, json={"trace_id": trace_id, "rating": rating, "note": note})
+    return Call(
+        "POST", "/api/feedback", lambda d: d, json={"trace_id": trace_id, "rating": rating, "note": note}
+    )
 
 
 def get_passage(kb: str, chunk_id: str, version: int | None) -> Call[Passage]:
-    return Call("GET", kb_path(kb, f"/passages/{quote(chunk_id, safe='')}"), Passage.from_json,
-                params={"version": version} if version is not None else None)
+    return Call(
+        "GET",
+        kb_path(kb, f"/passages/{quote(chunk_id, safe='')}"),
+        Passage.from_json,
+        params={"version": version} if version is not None else None,
+    )
 
 
 def get_document(kb: str, file: str, version: int | None) -> Call[Document]:

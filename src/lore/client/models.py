@@ -157,9 +157,14 @@ class IngestResult:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> IngestResult:
         version = data.get("version")
-        return cls(data["kb"], [FileResult.from_json(f) for f in data.get("files", [])], data.get("chunks", 0),
-                   data.get("counts", {}), Version.from_json(version) if isinstance(version, dict) else None,
-                   data.get("gate_reasons", []))
+        return cls(
+            data["kb"],
+            [FileResult.from_json(f) for f in data.get("files", [])],
+            data.get("chunks", 0),
+            data.get("counts", {}),
+            Version.from_json(version) if isinstance(version, dict) else None,
+            data.get("gate_reasons", []),
+        )
 
     def count(self, status: str) -> int:
         return self.counts.get(status, 0)

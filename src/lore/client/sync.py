@@ -33,11 +33,21 @@ class LoreClient:
     Every method raises `LoreAPIError` (with the server's status and message) when the server refuses.
     """
 
-    def __init__(self, base_url: str | None = None, api_key: str | None = None, *, timeout: float = 120.0,
-                 transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float = 120.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         self.base_url, key = calls.settings_from_env(base_url, api_key)
-        self._http = httpx.Client(base_url=self.base_url, headers=calls.headers(key),
-                                  timeout=httpx.Timeout(timeout, connect=10.0), transport=transport)
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            headers=calls.headers(key),
+            timeout=httpx.Timeout(timeout, connect=10.0),
+            transport=transport,
+        )
 
     def close(self) -> None:
         self._http.close()
@@ -50,8 +60,9 @@ class LoreClient:
 
     def _run(self, call: Call[T]) -> T:
         try:
-            response = self._http.request(call.method, call.path, json=call.json, params=call.params,
-                                          files=call.files or None)
+            response = self._http.request(
+                call.method, call.path, json=call.json, params=call.params, files=call.files or None
+            )
         except httpx.TransportError as exc:
             raise LoreAPIError(0, f"cannot reach {self.base_url}: {exc or type(exc).__name__}") from exc
         calls.raise_for(response)
@@ -84,7 +95,9 @@ class LoreClient:
     def delete_kb(self, kb: str) -> None:
         self._run(calls.delete_kb(kb))
 
-    def upload(self, kb: str, paths: list[str | Path], progress: UploadProgress | None = None) -> list[Upload]:
+    def upload(
+        self, kb: str, paths: list[str | Path], progress: UploadProgress | None = None
+    ) -> list[Upload]:
         """Upload files (folders: the files in them); `progress(name, sent, size)` as bytes go out."""
         readers = [ProgressReader(p, progress) for p in calls.local_files(paths)]
         try:
@@ -96,28 +109,50 @@ class LoreClient:
     def list_files(self, kb: str) -> dict[str, Any]:
         return self._run(calls.list_files(kb))
 
-    def ingest(self, kb: str, files: list[str] | None = None, *, paths: list[str] | None = None,
-               dataset: str | None = None) -> IngestResult:
+    def ingest(
+        self,
+        kb: str,
+        files: list[str] | None = None,
+        *,
+        paths: list[str] | None = None,
+        dataset: str | None = None,
+    ) -> IngestResult:
         """Index uploaded `files` (default: every upload) and server `paths` into an unversioned KB."""
         return self._run(calls.ingest(kb, calls.sources(files, paths, dataset)))
 
-    def upload_and_ingest(self, kb: str, paths: list[str | Path], progress: UploadProgress | None = None
-                          ) -> IngestResult:
+    def upload_and_ingest(
+        self, kb: str, paths: list[str | Path], progress: UploadProgress | None = None
+    ) -> IngestResult:
         """Upload local files, then index exactly those."""
         uploaded = self.upload(kb, paths, progress)
         return self.ingest(kb, [u.name for u in uploaded])
 
     # --- builds and versions ------------------------------------------------------------------
 
-    def build(self, kb: str, files: list[str] | None = None, *, paths: list[str] | None = None,
-              description: str = "", activate: bool = False, quality_gate: bool = False, force: bool = False,
-              dataset: str | None = None, incremental_from: str = "latest", progress: BuildProgress | None = None
-              ) -> IngestResult:
+    def build(
+        self,
+        kb: str,
+        files: list[str] | None = None,
+        *,
+        paths: list[str] | None = None,
+        description: str = "",
+        activate: bool = False,
+        quality_gate: bool = False,
+        force: bool = False,
+        dataset: str | None = None,
+        incremental_from: str = "latest",
+        progress: BuildProgress | None = None,
+    ) -> IngestResult:
         """Build a new version of exactly these sources (a server job, followed to its end); `progress` gets
         each per-file `status` event."""
-        body = {**calls.sources(files, paths, dataset), "description": description, "activate": activate,
-                "quality_gate": quality_gate, "force": force,
-                "incremental_from": incremental_from}
+        body = {
+            **calls.sources(files, paths, dataset),
+            "description": description,
+            "activate": activate,
+            "quality_gate": quality_gate,
+            "force": force,
+            "incremental_from": incremental_from,
+        }
         # the server queues a build as a job (202); its event stream carries the progress and the result
         for event in self._stream(calls.build(kb, body)):
             if event.event in ("end", "error"):
@@ -140,8 +175,9 @@ class LoreClient:
 
     # --- search and answers -------------------------------------------------------------------
 
-    def search(self, kb: str, query: str, *, top_k: int = 10, mode: str | None = None,
-               version: int | None = None) -> SearchResult:
+    def search(
+        self, kb: str, query: str, *, top_k: int = 10, mode: str | None = None, version: int | None = None
+    ) -> SearchResult:
         return self._run(calls.search(kb, query, top_k, mode, version))
 
     def ask_stream(self, question: str, kb: str | None = None, **options: Any) -> Iterator[AskEvent]:
@@ -175,4 +211,3 @@ class LoreClient:
     def feedback(self, trace_id: str, rating: int, note: str = "") -> dict[str, Any]:
         """Thumbs up (1) or down (-1) on an answer, by its trace id."""
         return self._run(calls.feedback(trace_id, rating, note))
-

@@ -130,14 +130,17 @@ class RedisEmbeddingCache(EmbeddingCache):
             return {}
         return {i: np.frombuffer(b, dtype=_DTYPE).astype(np.float32) for i, b in enumerate(blobs) if b}
 
-    def put_many(self, model_id: str, kind: InputKind, texts: Sequence[str],
-                 vectors: np.ndarray | Sequence[np.ndarray]) -> None:
+    def put_many(
+        self, model_id: str, kind: InputKind, texts: Sequence[str], vectors: np.ndarray | Sequence[np.ndarray]
+    ) -> None:
         if len(texts) != len(vectors):
             raise ValueError(f"put_many: {len(texts)} texts but {len(vectors)} vectors")
         try:
             pipe = self.client.pipeline(transaction=False)
             for text, vector in zip(texts, vectors, strict=True):
-                pipe.set(self._key(model_id, kind, text), np.asarray(vector, dtype=_DTYPE).tobytes(), ex=self.ttl_s)
+                pipe.set(
+                    self._key(model_id, kind, text), np.asarray(vector, dtype=_DTYPE).tobytes(), ex=self.ttl_s
+                )
             pipe.execute()
         except redis_errors() as exc:
             log.warning("embedding cache: Redis unavailable, vectors not stored: %s", exc)

@@ -85,8 +85,14 @@ class OpenAIEmbedder(EndpointClient):
         return normalise(vectors)
 
     def _post_with_retries(self, body: dict[str, Any]) -> Any:
-        return with_retries(self._post, body, max_retries=self.max_retries, backoff_s=self.backoff_s,
-                            cap_s=_MAX_WAIT_S, error=LoreError)
+        return with_retries(
+            self._post,
+            body,
+            max_retries=self.max_retries,
+            backoff_s=self.backoff_s,
+            cap_s=_MAX_WAIT_S,
+            error=LoreError,
+        )
 
     def _post(self, body: dict[str, Any]) -> Any:
         where = f"embedding endpoint {self.url}"

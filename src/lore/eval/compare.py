@@ -50,7 +50,7 @@ def question_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         except json.JSONDecodeError as exc:
             raise LoreError(f"{path}:{n}: not JSON ({exc.msg})") from None
         if not isinstance(row, dict) or not str(row.get("question", "")).strip():
-            raise LoreError(f"{path}:{n}: needs a non-empty \"question\"")
+            raise LoreError(f'{path}:{n}: needs a non-empty "question"')
         yield n, row
 
 
@@ -64,18 +64,29 @@ def load_eval_set(path: Path) -> list[EvalQuestion]:
         files, docs, contains = row.get("files", []), row.get("documents", []), row.get("contains", [])
         refuse = row.get("refuse", False) is True
         if not isinstance(files, list) or not isinstance(docs, list) or not (files or docs or refuse):
-            raise LoreError(f"{path}:{n}: needs a list \"files\" or \"documents\" naming what answers it, "
-                            "or \"refuse\": true for a question the KB must refuse")
+            raise LoreError(
+                f'{path}:{n}: needs a list "files" or "documents" naming what answers it, '
+                'or "refuse": true for a question the KB must refuse'
+            )
         if not isinstance(contains, list) or not all(isinstance(c, str) and c.strip() for c in contains):
-            raise LoreError(f"{path}:{n}: \"contains\" must be a list of non-empty strings")
-        questions.append(EvalQuestion(row["question"].strip(), frozenset(map(str, files)), frozenset(map(str, docs)),
-                                      tuple(c.strip() for c in contains), refuse))
+            raise LoreError(f'{path}:{n}: "contains" must be a list of non-empty strings')
+        questions.append(
+            EvalQuestion(
+                row["question"].strip(),
+                frozenset(map(str, files)),
+                frozenset(map(str, docs)),
+                tuple(c.strip() for c in contains),
+                refuse,
+            )
+        )
     if not questions:
         raise LoreError(f"{path}: eval set has no questions")
     return questions
 
 
-def score(search: Callable[[str], Sequence[Hit]], questions: Sequence[EvalQuestion], k: int) -> dict[str, Any]:
+def score(
+    search: Callable[[str], Sequence[Hit]], questions: Sequence[EvalQuestion], k: int
+) -> dict[str, Any]:
     """Recall@k (share of each question's files/documents found), MRR@k and nDCG@k averaged over the
     questions that name what answers them, with each search's latency in ms."""
     recalls, rrs, ndcgs, found, latency = [], [], [], [], []
@@ -91,26 +102,41 @@ def score(search: Callable[[str], Sequence[Hit]], questions: Sequence[EvalQuesti
         recalls.append(recall_at_k(ranked, relevant, k))
         rrs.append(mrr_at_k(ranked, relevant, k))
         # A file found again further down gains nothing the second time.
-        ndcgs.append(ndcg_at_k([key if key not in ranked[:i] else f"again:{i}" for i, key in enumerate(ranked)],
-                               relevant, k))
+        ndcgs.append(
+            ndcg_at_k(
+                [key if key not in ranked[:i] else f"again:{i}" for i, key in enumerate(ranked)], relevant, k
+            )
+        )
         found.append(rrs[-1] > 0)
     n = max(len(found), 1)
-    return {"recall": sum(recalls) / n, "mrr": sum(rrs) / n, "ndcg": sum(ndcgs) / n, "found": found,
-            "latency_ms": latency}
+    return {
+        "recall": sum(recalls) / n,
+        "mrr": sum(rrs) / n,
+        "ndcg": sum(ndcgs) / n,
+        "found": found,
+        "latency_ms": latency,
+    }
 
 
-def compare_scores(base: dict[str, Any] | None, cand: dict[str, Any], questions: Sequence[EvalQuestion],
-                   k: int) -> dict[str, Any]:
+def compare_scores(
+    base: dict[str, Any] | None, cand: dict[str, Any], questions: Sequence[EvalQuestion], k: int
+) -> dict[str, Any]:
     """Side-by-side figures plus the questions one version finds and the other does not."""
     questions = [q for q in questions if q.retrieval]
-    out: dict[str, Any] = {"k": k, "questions": len(questions),
-                           "candidate": {"recall": cand["recall"], "mrr": cand["mrr"], "ndcg": cand["ndcg"]},
-                           "base": None}
+    out: dict[str, Any] = {
+        "k": k,
+        "questions": len(questions),
+        "candidate": {"recall": cand["recall"], "mrr": cand["mrr"], "ndcg": cand["ndcg"]},
+        "base": None,
+    }
     if base is not None:
         out["base"] = {"recall": base["recall"], "mrr": base["mrr"], "ndcg": base["ndcg"]}
-        out["lost"] = [q.question for q, b, c in zip(questions, base["found"], cand["found"], strict=True) if b and not c]
-        out["gained"] = [q.question for q, b, c in zip(questions, base["found"], cand["found"], strict=True)
-                         if c and not b]
+        out["lost"] = [
+            q.question for q, b, c in zip(questions, base["found"], cand["found"], strict=True) if b and not c
+        ]
+        out["gained"] = [
+            q.question for q, b, c in zip(questions, base["found"], cand["found"], strict=True) if c and not b
+        ]
     return out
 
 
@@ -119,8 +145,15 @@ def diff_manifests(base: Mapping[str, ManifestEntry], cand: Mapping[str, Manifes
     changed = []
     for path in sorted(set(base) & set(cand)):
         b, c = base[path], cand[path]
-        why = [w for w, differs in (("content", b.sha256 != c.sha256), ("chunk schema", b.chunk_schema != c.chunk_schema),
-                                    ("embedding model", b.embedding_model != c.embedding_model)) if differs]
+        why = [
+            w
+            for w, differs in (
+                ("content", b.sha256 != c.sha256),
+                ("chunk schema", b.chunk_schema != c.chunk_schema),
+                ("embedding model", b.embedding_model != c.embedding_model),
+            )
+            if differs
+        ]
         if why:
             changed.append({"file": path, "why": why, "chunks": [b.chunk_count, c.chunk_count]})
     return {

@@ -30,16 +30,22 @@ class Thresholds:
     max_p95_ms: float | None = None
 
 
-def evaluate(search: Callable[[str], Sequence[Hit]], questions: Sequence[EvalQuestion], k: int,
-             ask: Ask | None = None) -> dict[str, Any]:
+def evaluate(
+    search: Callable[[str], Sequence[Hit]], questions: Sequence[EvalQuestion], k: int, ask: Ask | None = None
+) -> dict[str, Any]:
     """Retrieval figures for the questions naming their files/documents; answer figures when `ask` is given."""
     ranked = [q for q in questions if q.retrieval]
     s = score(search, ranked, k) if ranked else None
     out: dict[str, Any] = {"k": k, "questions": len(questions), "retrieval": None, "answers": None}
     if s is not None:
-        out["retrieval"] = {"questions": len(ranked), "recall": s["recall"], "mrr": s["mrr"], "ndcg": s["ndcg"],
-                            "latency_ms": _latency(s["latency_ms"]),
-                            "missed": [q.question for q, hit in zip(ranked, s["found"], strict=True) if not hit]}
+        out["retrieval"] = {
+            "questions": len(ranked),
+            "recall": s["recall"],
+            "mrr": s["mrr"],
+            "ndcg": s["ndcg"],
+            "latency_ms": _latency(s["latency_ms"]),
+            "missed": [q.question for q, hit in zip(ranked, s["found"], strict=True) if not hit],
+        }
     if ask is not None:
         out["answers"] = _answers(ask, questions)
     return out
@@ -80,27 +86,39 @@ def _answers(ask: Ask, questions: Sequence[EvalQuestion]) -> dict[str, Any]:
             if missing:
                 problems.append({"question": q.question, "problem": f"answer lacks {missing}"})
     n = max(len(answerable), 1)
-    return {"answerable": len(answerable), "cited": cited / n,
-            "cites_expected_file": cites_expected / max(sum(1 for q in answerable if q.files), 1),
-            "contains": contains / with_contains if with_contains else None, "false_refusals": false_refusals / n,
-            "off_topic": len(off_topic), "refusal": refused / len(off_topic) if off_topic else None,
-            "latency_ms": _latency(latency), "problems": problems}
+    return {
+        "answerable": len(answerable),
+        "cited": cited / n,
+        "cites_expected_file": cites_expected / max(sum(1 for q in answerable if q.files), 1),
+        "contains": contains / with_contains if with_contains else None,
+        "false_refusals": false_refusals / n,
+        "off_topic": len(off_topic),
+        "refusal": refused / len(off_topic) if off_topic else None,
+        "latency_ms": _latency(latency),
+        "problems": problems,
+    }
 
 
 def check(result: dict[str, Any], t: Thresholds) -> list[str]:
     """The thresholds the result misses, as sentences (empty: it passes)."""
     r, a = result.get("retrieval") or {}, result.get("answers") or {}
     k = result["k"]
-    checks = [(f"Recall@{k}", r.get("recall"), t.min_recall), (f"MRR@{k}", r.get("mrr"), t.min_mrr),
-              (f"nDCG@{k}", r.get("ndcg"), t.min_ndcg), ("cited answers", a.get("cited"), t.min_cited),
-              ("answers holding their phrases", a.get("contains"), t.min_contains),
-              ("off-topic questions refused", a.get("refusal"), t.min_refusal)]
+    checks = [
+        (f"Recall@{k}", r.get("recall"), t.min_recall),
+        (f"MRR@{k}", r.get("mrr"), t.min_mrr),
+        (f"nDCG@{k}", r.get("ndcg"), t.min_ndcg),
+        ("cited answers", a.get("cited"), t.min_cited),
+        ("answers holding their phrases", a.get("contains"), t.min_contains),
+        ("off-topic questions refused", a.get("refusal"), t.min_refusal),
+    ]
     failures = []
     for name, value, minimum in checks:
         if minimum is None:
             continue
         if value is None:
-            failures.append(f"{name}: not measured (the eval set or options give no such figure); minimum {minimum}")
+            failures.append(
+                f"{name}: not measured (the eval set or options give no such figure); minimum {minimum}"
+            )
         elif value < minimum:
             failures.append(f"{name} is {value:.3f}, below the minimum {minimum:.3f}")
     if t.max_p95_ms is not None:
@@ -118,19 +136,31 @@ def thresholds_json(t: Thresholds) -> dict[str, float]:
 def to_markdown(result: dict[str, Any]) -> str:
     """A Markdown report of an eval run (for CI logs and pull requests)."""
     k = result["k"]
-    lines = [f"# Eval — {result.get('kb', '')} version {result.get('version') or 'active'}", "",
-             f"{result['questions']} questions, k={k}", "", "| figure | value |", "|---|---|"]
+    lines = [
+        f"# Eval — {result.get('kb', '')} version {result.get('version') or 'active'}",
+        "",
+        f"{result['questions']} questions, k={k}",
+        "",
+        "| figure | value |",
+        "|---|---|",
+    ]
     r, a = result.get("retrieval"), result.get("answers")
     if r:
-        lines += [f"| Recall@{k} | {r['recall']:.3f} |", f"| MRR@{k} | {r['mrr']:.3f} |",
-                  f"| nDCG@{k} | {r['ndcg']:.3f} |",
-                  f"| search latency p50 / p95 (ms) | {r['latency_ms']['p50']:.0f} / {r['latency_ms']['p95']:.0f} |"]
+        lines += [
+            f"| Recall@{k} | {r['recall']:.3f} |",
+            f"| MRR@{k} | {r['mrr']:.3f} |",
+            f"| nDCG@{k} | {r['ndcg']:.3f} |",
+            f"| search latency p50 / p95 (ms) | {r['latency_ms']['p50']:.0f} / {r['latency_ms']['p95']:.0f} |",
+        ]
     if a:
-        lines += [f"| cited answers | {a['cited']:.3f} |", f"| cites an expected file | {a['cites_expected_file']:.3f} |",
-                  f"| answers holding their phrases | {_fmt(a['contains'])} |",
-                  f"| false refusals | {a['false_refusals']:.3f} |",
-                  f"| off-topic refused ({a['off_topic']}) | {_fmt(a['refusal'])} |",
-                  f"| answer latency p50 / p95 (ms) | {a['latency_ms']['p50']:.0f} / {a['latency_ms']['p95']:.0f} |"]
+        lines += [
+            f"| cited answers | {a['cited']:.3f} |",
+            f"| cites an expected file | {a['cites_expected_file']:.3f} |",
+            f"| answers holding their phrases | {_fmt(a['contains'])} |",
+            f"| false refusals | {a['false_refusals']:.3f} |",
+            f"| off-topic refused ({a['off_topic']}) | {_fmt(a['refusal'])} |",
+            f"| answer latency p50 / p95 (ms) | {a['latency_ms']['p50']:.0f} / {a['latency_ms']['p95']:.0f} |",
+        ]
     failed = result.get("thresholds", {}).get("failed", [])
     lines += ["", f"Thresholds: **{'FAILED' if failed else 'passed'}**", *[f"- {f}" for f in failed]]
     if r and r["missed"]:

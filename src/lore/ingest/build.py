@@ -36,11 +36,21 @@ class BuildResult:
     gate_reasons: list[str]
 
 
-def build_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, pipeline: IngestPipeline,
-                  files: list[SourceFile], version: Version, *, gate: GateSettings, reports_dir: Path,
-                  quality_gate: bool = False, activate: bool = False,
-                  compare: Callable[[Version], dict[str, Any]] | None = None,
-                  extra_quality: dict[str, Any] | None = None) -> BuildResult:
+def build_version(
+    kb: KnowledgeBase,
+    catalog: Catalog,
+    store: VectorStore,
+    pipeline: IngestPipeline,
+    files: list[SourceFile],
+    version: Version,
+    *,
+    gate: GateSettings,
+    reports_dir: Path,
+    quality_gate: bool = False,
+    activate: bool = False,
+    compare: Callable[[Version], dict[str, Any]] | None = None,
+    extra_quality: dict[str, Any] | None = None,
+) -> BuildResult:
     """Run `pipeline` (created with `seq=version.seq`) over `files`, record the manifest, write the
     quality report, apply the gate if asked (a failing version is FAILED and never activated), maybe
     activate. `compare(version)` returns the eval comparison against the active version, if configured;
@@ -68,11 +78,24 @@ def build_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, pipel
         "chunks_reused": sum(f.chunks for f in reused),
     }
     changes = {f.name: ("changed" if f.name in before else "added") for f in done}
-    catalog.record_manifest(kb.id, version.seq, [
-        ManifestEntry(f.path, f.sha256, f.size, f.mtime, f.chunk_count, changes.get(f.path, "reused"),
-                      f.chunk_schema or "", f.embedding_model or "")
-        for f in after if f.path not in dropped
-    ])
+    catalog.record_manifest(
+        kb.id,
+        version.seq,
+        [
+            ManifestEntry(
+                f.path,
+                f.sha256,
+                f.size,
+                f.mtime,
+                f.chunk_count,
+                changes.get(f.path, "reused"),
+                f.chunk_schema or "",
+                f.embedding_model or "",
+            )
+            for f in after
+            if f.path not in dropped
+        ],
+    )
     quality = {"seq": version.seq, **quality_report(report, removed, gate)}
     quality["reindexed"] = [{"file": f.name, "why": f.note} for f in done if f.note]
     quality["dropped_old_model"] = stale_model
@@ -86,8 +109,9 @@ def build_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, pipel
         quality["gate"] = {"passed": passed, "reasons": reasons}
     write_report(reports_dir / str(version.seq), quality)
     # The catalog keeps the gate's outcome only (read with every version); the full report is quality.json.
-    version = catalog.finish_version(kb.id, version.seq, counts=counts, gate_passed=passed,
-                                     gate_report=quality.get("gate"))
+    version = catalog.finish_version(
+        kb.id, version.seq, counts=counts, gate_passed=passed, gate_report=quality.get("gate")
+    )
     if activate and passed is not False:
         version = catalog.activate(kb.id, version.seq, reason=version.description)
     return BuildResult(version, report, removed, quality, reasons)
@@ -96,8 +120,9 @@ def build_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, pipel
 def recover_abandoned(kb: KnowledgeBase, catalog: Catalog, store: VectorStore) -> list[int]:
     """Close builds that never finished (killed, crashed): hide the chunks they wrote that the
     catalog never recorded, and mark them FAILED. Returns their seqs."""
-    abandoned = [v for v in catalog.list_versions(kb.id)
-                 if v.status == VersionStatus.STAGED and v.finished_at is None]
+    abandoned = [
+        v for v in catalog.list_versions(kb.id) if v.status == VersionStatus.STAGED and v.finished_at is None
+    ]
     for v in abandoned:
         fail_version(kb, catalog, store, v.seq, "the build did not finish")
     return [v.seq for v in abandoned]
@@ -114,8 +139,14 @@ def fail_version(kb: KnowledgeBase, catalog: Catalog, store: VectorStore, seq: i
     orphans = [cid for cid in written if cid not in known]
     if orphans:
         store.expire(orphans, seq)  # valid from seq to seq: visible in no version
-    return catalog.finish_version(kb.id, seq, counts={}, gate_passed=None, failed=True,
-                                  gate_report={"error": reason, "hidden_chunks": len(orphans)})
+    return catalog.finish_version(
+        kb.id,
+        seq,
+        counts={},
+        gate_passed=None,
+        failed=True,
+        gate_report={"error": reason, "hidden_chunks": len(orphans)},
+    )
 
 
 @contextmanager
@@ -133,8 +164,10 @@ def build_lock(catalog: Catalog, kb: KnowledgeBase, lease_s: float = 60.0) -> It
         while not stop.wait(lease_s / 3):
             try:
                 if not catalog.renew_build_lock(lock, lease_s):
-                    log.error("build lock of %r was taken over (lease expired); this build no longer holds it",
-                              kb.name)
+                    log.error(
+                        "build lock of %r was taken over (lease expired); this build no longer holds it",
+                        kb.name,
+                    )
                     return
             except Exception:  # a database hiccup: try again at the next beat
                 log.warning("could not renew the build lock of %r", kb.name, exc_info=True)

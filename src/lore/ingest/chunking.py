@@ -69,7 +69,11 @@ class Chunker:
                 parent_key += 1
                 continue
             for parent in self._parents.split_text(text):
-                children = self._children.split_text(parent) if text_units(parent) > self.params.child_size else [parent]
+                children = (
+                    self._children.split_text(parent)
+                    if text_units(parent) > self.params.child_size
+                    else [parent]
+                )
                 for child in children:
                     yield Piece(child, parent_key, parent, section)
                 parent_key += 1

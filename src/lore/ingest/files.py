@@ -46,5 +46,6 @@ def sha256_file(path: Path) -> str:
 def links_outside(inputs: list[Path], roots: list[Path]) -> list[SourceFile]:
     """Files `discover` would read whose real path (symlinks followed) lies outside every one of `roots`."""
     real_roots = [root.expanduser().resolve() for root in roots]
-    return [f for f in discover(inputs)
-            if not any(f.path.resolve().is_relative_to(root) for root in real_roots)]
+    return [
+        f for f in discover(inputs) if not any(f.path.resolve().is_relative_to(root) for root in real_roots)
+    ]

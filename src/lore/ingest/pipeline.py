@@ -78,8 +78,11 @@ class Progress:
 
 
 # A file's status from why it could not be read; encrypted, corrupt and no-text files are "failed".
-_STATUS = {LoadErrorKind.UNSUPPORTED: "unsupported", LoadErrorKind.EMPTY: "empty",
-           LoadErrorKind.TOO_LARGE: "too_large"}
+_STATUS = {
+    LoadErrorKind.UNSUPPORTED: "unsupported",
+    LoadErrorKind.EMPTY: "empty",
+    LoadErrorKind.TOO_LARGE: "too_large",
+}
 
 ChunkMetadata = Callable[[SourceFile], dict[str, Any]]
 """Chunk fields (tenant_id, source, ...) for a file's chunks, overriding the defaults."""
@@ -90,12 +93,24 @@ CustomChunks = Callable[[SourceFile, str, "int | None"], "list[Chunk] | None"]
 class IngestPipeline:
     """Ingests files into one knowledge base (its store, embedder and catalog rows)."""
 
-    def __init__(self, kb: KnowledgeBase, catalog: Catalog, store: VectorStore, embedder: Embedder,
-                 chunker: Chunker, cache: EmbeddingCache | None, *, max_file_bytes: int,
-                 ocr: bool = True, limits: FileLimits | None = None, progress: Progress | None = None,
-                 seq: int | None = None,
-                 force: bool = False, chunk_metadata: ChunkMetadata | None = None,
-                 custom_chunks: CustomChunks | None = None) -> None:
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        catalog: Catalog,
+        store: VectorStore,
+        embedder: Embedder,
+        chunker: Chunker,
+        cache: EmbeddingCache | None,
+        *,
+        max_file_bytes: int,
+        ocr: bool = True,
+        limits: FileLimits | None = None,
+        progress: Progress | None = None,
+        seq: int | None = None,
+        force: bool = False,
+        chunk_metadata: ChunkMetadata | None = None,
+        custom_chunks: CustomChunks | None = None,
+    ) -> None:
         self.kb, self.catalog, self.store, self.embedder = kb, catalog, store, embedder
         self.chunk_metadata, self.custom_chunks = chunk_metadata, custom_chunks
         self.chunker, self.cache, self.max_file_bytes = chunker, cache, max_file_bytes
@@ -119,7 +134,9 @@ class IngestPipeline:
         prepared = _Prepared(source, "", stat.st_size, stat.st_mtime)
         if stat.st_size > self.max_file_bytes:
             limit = self.max_file_bytes / 1e6
-            return self._fail(prepared, "too_large", f"file is {stat.st_size / 1e6:.1f} MB, limit {limit:g} MB")
+            return self._fail(
+                prepared, "too_large", f"file is {stat.st_size / 1e6:.1f} MB, limit {limit:g} MB"
+            )
         try:
             prepared.sha256 = sha256_file(source.path)
         except FileNotFoundError:
@@ -162,8 +179,15 @@ class IngestPipeline:
         for doc in p.documents:
             if doc.document_id and tenant != "default":  # a record's own id, namespaced by its tenant
                 doc = replace(doc, document_id=f"{tenant}:{doc.document_id}")
-            chunks = chunk_document(doc, self.chunker, kb_id=self.kb.id, file_name=p.source.name,
-                                    file_sha256=p.sha256, embedding_model=self.embedder.model_id, seq=self.seq)
+            chunks = chunk_document(
+                doc,
+                self.chunker,
+                kb_id=self.kb.id,
+                file_name=p.source.name,
+                file_sha256=p.sha256,
+                embedding_model=self.embedder.model_id,
+                seq=self.seq,
+            )
             for c in chunks:
                 for name, value in meta.items():
                     setattr(c, name, value)
@@ -187,9 +211,17 @@ class IngestPipeline:
         encoding = next((d.encoding for d in p.documents if d.encoding), None)
         with self.catalog.transaction():
             record = self.catalog.upsert_file(
-                self.kb.id, p.source.name, sha256=p.sha256, size=p.size, mtime=p.mtime, status="ingested",
-                chunk_count=len(p.chunks), document_count=len(p.documents), ocr_pages=ocr_pages,
-                encoding=encoding, chunk_schema=self.chunker.params.schema,
+                self.kb.id,
+                p.source.name,
+                sha256=p.sha256,
+                size=p.size,
+                mtime=p.mtime,
+                status="ingested",
+                chunk_count=len(p.chunks),
+                document_count=len(p.documents),
+                ocr_pages=ocr_pages,
+                encoding=encoding,
+                chunk_schema=self.chunker.params.schema,
                 embedding_model=self.embedder.model_id,
             )
             self.catalog.set_file_chunks(
@@ -197,7 +229,12 @@ class IngestPipeline:
             )
             self.catalog.claim_files(self.kb.id, [p.source.name], p.chunks[0].tenant_id)
         return FileResult(
-            p.source.name, "ingested", len(p.chunks), len(p.documents), ocr_pages, encoding=encoding,
+            p.source.name,
+            "ingested",
+            len(p.chunks),
+            len(p.documents),
+            ocr_pages,
+            encoding=encoding,
             table_rows=sum(c.source_type == "table_row" for c in p.chunks),
             # Only a versioned build makes a quality report; a plain ingest skips its per-chunk data.
             chunk_units=[text_units(c.text) for c in p.chunks] if self.seq else [],
@@ -211,15 +248,30 @@ class IngestPipeline:
         if known is None or known.status != "ingested":
             meta = self.chunk_metadata(p.source) if self.chunk_metadata else {}
             with self.catalog.transaction():
-                self.catalog.upsert_file(self.kb.id, p.source.name, sha256=p.sha256, size=p.size, mtime=p.mtime,
-                                         status=_catalog_status(status), error=reason)
+                self.catalog.upsert_file(
+                    self.kb.id,
+                    p.source.name,
+                    sha256=p.sha256,
+                    size=p.size,
+                    mtime=p.mtime,
+                    status=_catalog_status(status),
+                    error=reason,
+                )
                 self.catalog.claim_files(self.kb.id, [p.source.name], meta.get("tenant_id", "default"))
         p.result = FileResult(p.source.name, status, error=reason)
         return p
 
 
-def chunk_document(doc: LoadedDocument, chunker: Chunker, *, kb_id: str, file_name: str,
-                   file_sha256: str, embedding_model: str, seq: int | None = None) -> list[Chunk]:
+def chunk_document(
+    doc: LoadedDocument,
+    chunker: Chunker,
+    *,
+    kb_id: str,
+    file_name: str,
+    file_sha256: str,
+    embedding_model: str,
+    seq: int | None = None,
+) -> list[Chunk]:
     """Split one loaded document into child chunks carrying the metadata contract.
 
     In a versioned build (`seq` set) the chunks are valid from `seq` and their ids include it, so a
@@ -230,17 +282,31 @@ def chunk_document(doc: LoadedDocument, chunker: Chunker, *, kb_id: str, file_na
     chunks = []
     for i, piece in enumerate(chunker.split(doc.sections)):
         s = piece.section
-        chunks.append(Chunk(
-            chunk_id=stable_id(kb_id, file_name, document_id, schema, i, piece.text, *([f"v{seq}"] if seq else [])),
-            text=piece.text,
-            parent_id=stable_id(kb_id, document_id, piece.parent_key, piece.parent_text),
-            parent_text=piece.parent_text, kb_id=kb_id, document_id=document_id,
-            file_path=file_name, file_sha256=file_sha256, chunk_index=i, chunk_schema=schema,
-            embedding_model=embedding_model,
-            source_type="table_row" if s.kind == "table_row" else "doc",
-            page=s.page, slide=s.slide, heading_path=list(s.heading_path), sheet=s.sheet, row=s.row,
-            title=doc.title, valid_from_seq=seq or 1,
-        ))
+        chunks.append(
+            Chunk(
+                chunk_id=stable_id(
+                    kb_id, file_name, document_id, schema, i, piece.text, *([f"v{seq}"] if seq else [])
+                ),
+                text=piece.text,
+                parent_id=stable_id(kb_id, document_id, piece.parent_key, piece.parent_text),
+                parent_text=piece.parent_text,
+                kb_id=kb_id,
+                document_id=document_id,
+                file_path=file_name,
+                file_sha256=file_sha256,
+                chunk_index=i,
+                chunk_schema=schema,
+                embedding_model=embedding_model,
+                source_type="table_row" if s.kind == "table_row" else "doc",
+                page=s.page,
+                slide=s.slide,
+                heading_path=list(s.heading_path),
+                sheet=s.sheet,
+                row=s.row,
+                title=doc.title,
+                valid_from_seq=seq or 1,
+            )
+        )
     return chunks
 
 

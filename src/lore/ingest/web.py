@@ -41,14 +41,29 @@ class Crawl:
 class WebCrawler:
     """Fetches pages into `cache_dir` (one file per URL plus `pages.json` with validators and links)."""
 
-    def __init__(self, cache_dir: Path, *, max_pages: int = 100, max_bytes: int = 20_000_000,
-                 timeout_s: float = 20.0, user_agent: str = USER_AGENT) -> None:
-        self.cache_dir, self.max_pages, self.max_bytes, self.user_agent = cache_dir, max_pages, max_bytes, user_agent
-        self.client = httpx.Client(timeout=timeout_s, follow_redirects=True, headers={"User-Agent": user_agent})
+    def __init__(
+        self,
+        cache_dir: Path,
+        *,
+        max_pages: int = 100,
+        max_bytes: int = 20_000_000,
+        timeout_s: float = 20.0,
+        user_agent: str = USER_AGENT,
+    ) -> None:
+        self.cache_dir, self.max_pages, self.max_bytes, self.user_agent = (
+            cache_dir,
+            max_pages,
+            max_bytes,
+            user_agent,
+        )
+        self.client = httpx.Client(
+            timeout=timeout_s, follow_redirects=True, headers={"User-Agent": user_agent}
+        )
         self._robots: dict[str, RobotFileParser] = {}
         self._state_file = cache_dir / "pages.json"
         self._state: dict[str, dict[str, object]] = (
-            json.loads(self._state_file.read_text(encoding="utf-8")) if self._state_file.is_file() else {})
+            json.loads(self._state_file.read_text(encoding="utf-8")) if self._state_file.is_file() else {}
+        )
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -100,8 +115,14 @@ class WebCrawler:
         cached = self.cache_dir / str(known.get("file", ""))
         headers = {}
         if known.get("file") and cached.is_file():
-            headers = {k: str(v) for k, v in (("If-None-Match", known.get("etag")),
-                                                ("If-Modified-Since", known.get("last_modified"))) if v}
+            headers = {
+                k: str(v)
+                for k, v in (
+                    ("If-None-Match", known.get("etag")),
+                    ("If-Modified-Since", known.get("last_modified")),
+                )
+                if v
+            }
         body, response = self._get(url, headers)
         if response.status_code == 304 and headers:
             crawl.unchanged += 1
@@ -120,8 +141,12 @@ class WebCrawler:
             suffix = Path(urlsplit(url).path).suffix.lower() or mimetypes.guess_extension(ctype) or ".bin"
             name, data = _name(url, suffix), body
         (self.cache_dir / name).write_bytes(data)
-        self._state[url] = {"file": name, "etag": response.headers.get("etag"),
-                            "last_modified": response.headers.get("last-modified"), "links": links}
+        self._state[url] = {
+            "file": name,
+            "etag": response.headers.get("etag"),
+            "last_modified": response.headers.get("last-modified"),
+            "links": links,
+        }
         return SourceFile(self.cache_dir / name, url), links
 
     def _get(self, url: str, headers: dict[str, str]) -> tuple[bytes, httpx.Response]:
@@ -163,7 +188,9 @@ class WebCrawler:
             root = etree.fromstring(body, parser=etree.XMLParser(resolve_entities=False, no_network=True))
         except etree.XMLSyntaxError as exc:
             raise LoreError(f"sitemap {url}: not XML ({exc})") from exc
-        locs = [_clean(el.text.strip()) for el in root.iter(f"{_SITEMAP_NS}loc") if el.text and el.text.strip()]
+        locs = [
+            _clean(el.text.strip()) for el in root.iter(f"{_SITEMAP_NS}loc") if el.text and el.text.strip()
+        ]
         if root.tag == f"{_SITEMAP_NS}sitemapindex" and depth < 3:
             return [u for sub in locs for u in self._sitemap_urls(sub, depth + 1)]
         return list(dict.fromkeys(locs))
@@ -181,10 +208,22 @@ def _main_text(html: str, url: str) -> tuple[str | None, list[str], bool]:
     links = []
     if "nofollow" not in robots:
         doc.make_links_absolute(url, resolve_base_href=True, handle_failures="discard")
-        links = list(dict.fromkeys(_clean(link) for el, attr, link, _ in doc.iterlinks()
-                                   if el.tag == "a" and attr == "href" and link.startswith(("http://", "https://"))))
-    text = trafilatura.extract(html, url=url, output_format="markdown", include_tables=True,
-                               include_links=False, include_comments=False, favor_recall=True)
+        links = list(
+            dict.fromkeys(
+                _clean(link)
+                for el, attr, link, _ in doc.iterlinks()
+                if el.tag == "a" and attr == "href" and link.startswith(("http://", "https://"))
+            )
+        )
+    text = trafilatura.extract(
+        html,
+        url=url,
+        output_format="markdown",
+        include_tables=True,
+        include_links=False,
+        include_comments=False,
+        favor_recall=True,
+    )
     if text:
         meta = trafilatura.extract_metadata(html, default_url=url)
         title = (meta.title or "").strip() if meta else ""

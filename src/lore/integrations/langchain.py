@@ -1,8 +1,8 @@
 """LangChain: `LoreRetriever` returns `Document`s with Lore's citation metadata (`pip install "lore-kb[langchain]"`).
 
-    from lore.integrations.langchain import LoreRetriever
-    docs = LoreRetriever(kb="handbook", lore=Lore()).invoke("What is the refund window?")          # in-process
-    docs = LoreRetriever(kb="handbook", server="http://127.0.0.1:8000", api_key=KEY).invoke("...")  # lore serve
+from lore.integrations.langchain import LoreRetriever
+docs = LoreRetriever(kb="handbook", lore=Lore()).invoke("What is the refund window?")          # in-process
+docs = LoreRetriever(kb="handbook", server="http://127.0.0.1:8000", api_key=KEY).invoke("...")  # lore serve
 """
 
 from __future__ import annotations
@@ -35,11 +35,22 @@ class LoreRetriever(BaseRetriever):
     _source: PassageSource = PrivateAttr()
 
     def model_post_init(self, context: Any) -> None:
-        self._source = PassageSource.of(self.kb, lore=self.lore, client=self.client, server=self.server,
-                                        api_key=self.api_key, top_k=self.top_k, mode=self.mode,
-                                        version=self.version)
+        self._source = PassageSource.of(
+            self.kb,
+            lore=self.lore,
+            client=self.client,
+            server=self.server,
+            api_key=self.api_key,
+            top_k=self.top_k,
+            mode=self.mode,
+            version=self.version,
+        )
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
         hits, version = self._source.search(query)
-        return [Document(page_content=h.text, metadata=citation_metadata(h, self.kb, version), id=h.chunk_id)
-                for h in hits]
+        return [
+            Document(page_content=h.text, metadata=citation_metadata(h, self.kb, version), id=h.chunk_id)
+            for h in hits
+        ]

@@ -29,13 +29,16 @@ from lore.state.ratelimit import make_rate_limiter
 
 P = ParamSpec("P")
 R = TypeVar("R")
-INSTRUCTIONS = ("Lore answers questions from an organisation's knowledge bases with numbered citations, and "
-                "refuses when the documents do not cover the question. Call list_knowledge_bases first; use "
-                "search for passages, ask for a cited answer, get_passage/get_document to read a source.")
+INSTRUCTIONS = (
+    "Lore answers questions from an organisation's knowledge bases with numbered citations, and "
+    "refuses when the documents do not cover the question. Call list_knowledge_bases first; use "
+    "search for passages, ask for a cited answer, get_passage/get_document to read a source."
+)
 
 
 def _tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     """HTTP-style refusals (401/403/404/409/429...) as tool errors that carry the status and the reason."""
+
     @wraps(fn)
     async def call(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
@@ -47,6 +50,7 @@ def _tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             raise ToolError(f"400: bad arguments ({problems})") from exc
+
     return call
 
 
@@ -73,9 +77,14 @@ def build_server(state: ServiceState, api_key: str | None = None) -> MCPServer:
 
     @server.tool()
     @_tool_errors
-    async def search(kb: str, query: str, ctx: Context, top_k: int = 5,
-                     mode: Literal["dense", "bm25", "hybrid"] | None = None, version: int | None = None
-                     ) -> dict[str, Any]:
+    async def search(
+        kb: str,
+        query: str,
+        ctx: Context,
+        top_k: int = 5,
+        mode: Literal["dense", "bm25", "hybrid"] | None = None,
+        version: int | None = None,
+    ) -> dict[str, Any]:
         """Hybrid search of one knowledge base: passages best first, each with file, page, sheet/row, heading
         and `chunk_id` (for get_passage). `version` (admin keys): search that version instead of the active."""
         body = search_api.SearchBody(kb=kb, query=query, top_k=top_k, mode=mode, version=version)
@@ -83,13 +92,26 @@ def build_server(state: ServiceState, api_key: str | None = None) -> MCPServer:
 
     @server.tool()
     @_tool_errors
-    async def ask(question: str, ctx: Context, kb: str | None = None, scenario: str | None = None,
-                  mode: Literal["fast", "deep"] = "fast", session_id: str | None = None,
-                  version: int | None = None) -> dict[str, Any]:
+    async def ask(
+        question: str,
+        ctx: Context,
+        kb: str | None = None,
+        scenario: str | None = None,
+        mode: Literal["fast", "deep"] = "fast",
+        session_id: str | None = None,
+        version: int | None = None,
+    ) -> dict[str, Any]:
         """Answer a question from a knowledge base (or a scenario) with `[n]` citations to numbered passages.
         When the documents do not cover it, `refused` is true and the answer says so: that is a normal result."""
-        body = AskBody(kb=kb, scenario=scenario, question=question, mode=mode, session_id=session_id,
-                       new_session=False, version=version)
+        body = AskBody(
+            kb=kb,
+            scenario=scenario,
+            question=question,
+            mode=mode,
+            session_id=session_id,
+            new_session=False,
+            version=version,
+        )
         events = await start_stream(state, await caller(ctx), body, "mcp")
         start: dict[str, Any] = {}
         end: dict[str, Any] | None = None
@@ -102,11 +124,18 @@ def build_server(state: ServiceState, api_key: str | None = None) -> MCPServer:
                 end = event["data"]
         if end is None:
             raise ToolError("the answer stream ended without a result")
-        return {"answer": end["answer"], "refused": end["refused"], "route": end["route"],
-                "citations": end["citations"], "warning": end.get("warning"),
-                "evidence_confidence": end.get("evidence_confidence"), "kb": start.get("kb"),
-                "kb_version": start.get("kb_version"), "trace_id": end.get("trace_id"),
-                "session_id": end.get("session_id")}
+        return {
+            "answer": end["answer"],
+            "refused": end["refused"],
+            "route": end["route"],
+            "citations": end["citations"],
+            "warning": end.get("warning"),
+            "evidence_confidence": end.get("evidence_confidence"),
+            "kb": start.get("kb"),
+            "kb_version": start.get("kb_version"),
+            "trace_id": end.get("trace_id"),
+            "session_id": end.get("session_id"),
+        }
 
     @server.tool()
     @_tool_errors
@@ -137,8 +166,13 @@ class BearerGate:
                 await authenticate(self.state, bearer(headers.get("authorization")), count=False)
             except HTTPException as exc:
                 body = json.dumps({"detail": exc.detail}).encode()
-                await send({"type": "http.response.start", "status": exc.status_code, "headers": [
-                    (b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": exc.status_code,
+                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
+                    }
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)

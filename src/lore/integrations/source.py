@@ -19,7 +19,7 @@ def require(module: str, extra: str) -> None:
     except ModuleNotFoundError:  # its parent package is missing
         found = False
     if not found:
-        raise MissingDependencyError(f"{module} is not installed: pip install \"lore-kb[{extra}]\"")
+        raise MissingDependencyError(f'{module} is not installed: pip install "lore-kb[{extra}]"')
 
 
 @dataclass
@@ -34,8 +34,16 @@ class PassageSource:
     client: LoreClient | None = None
 
     @classmethod
-    def of(cls, kb: str, *, lore: Any = None, client: LoreClient | None = None, server: str | None = None,
-           api_key: str | None = None, **options: Any) -> PassageSource:
+    def of(
+        cls,
+        kb: str,
+        *,
+        lore: Any = None,
+        client: LoreClient | None = None,
+        server: str | None = None,
+        api_key: str | None = None,
+        **options: Any,
+    ) -> PassageSource:
         """In-process with `lore`, else remote with `client` or `server` (+ `api_key`, or LORE_SERVER/LORE_API_KEY)."""
         if lore is not None and (client is not None or server is not None):
             raise LoreError("give either lore (in-process) or client/server (remote), not both")
@@ -46,7 +54,9 @@ class PassageSource:
     def search(self, query: str) -> tuple[list[Hit], int | None]:
         """Hits best first and the version they were read from (None: an unversioned KB)."""
         if self.client is not None:
-            result = self.client.search(self.kb, query, top_k=self.top_k, mode=self.mode, version=self.version)
+            result = self.client.search(
+                self.kb, query, top_k=self.top_k, mode=self.mode, version=self.version
+            )
             return result.hits, result.version
         from dataclasses import replace
 
@@ -62,8 +72,20 @@ class PassageSource:
 
 def citation_metadata(hit: Hit, kb: str, version: int | None) -> dict[str, Any]:
     """Lore's citation fields: file, page, slide, sheet/row, heading, version, ids and score (no Nones)."""
-    meta = {"kb": kb, "file": hit.file, "page": hit.page, "slide": hit.slide, "sheet": hit.sheet, "row": hit.row,
-            "heading": " > ".join(hit.heading_path) or None, "heading_path": hit.heading_path or None,
-            "version": version, "chunk_id": hit.chunk_id, "document_id": hit.document_id, "score": hit.score,
-            "source_type": hit.source_type, "where": hit.where()}
+    meta = {
+        "kb": kb,
+        "file": hit.file,
+        "page": hit.page,
+        "slide": hit.slide,
+        "sheet": hit.sheet,
+        "row": hit.row,
+        "heading": " > ".join(hit.heading_path) or None,
+        "heading_path": hit.heading_path or None,
+        "version": version,
+        "chunk_id": hit.chunk_id,
+        "document_id": hit.document_id,
+        "score": hit.score,
+        "source_type": hit.source_type,
+        "where": hit.where(),
+    }
     return {k: v for k, v in meta.items() if v is not None}

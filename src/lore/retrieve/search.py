@@ -44,21 +44,39 @@ class SearchOptions:
     rerank_k: int = 50
 
     @classmethod
-    def from_settings(cls, r: RetrieveSettings, top_k: int | None = None, filter: SearchFilter | None = None,
-                      rerank: RerankSettings | None = None) -> SearchOptions:
+    def from_settings(
+        cls,
+        r: RetrieveSettings,
+        top_k: int | None = None,
+        filter: SearchFilter | None = None,
+        rerank: RerankSettings | None = None,
+    ) -> SearchOptions:
         """The configured defaults (`[retrieve]`, and `[rerank]`'s depths when given), with another
         `top_k` or filter if given."""
         on = rerank is not None and rerank.provider != "none"
         keep = top_k or (rerank.top_k if on and rerank and rerank.top_k else r.top_k)
-        return cls(r.mode, r.recall_k, keep, r.rrf_k, r.min_score, filter or SearchFilter(), on,
-                   rerank.rerank_k if rerank else cls.rerank_k)
+        return cls(
+            r.mode,
+            r.recall_k,
+            keep,
+            r.rrf_k,
+            r.min_score,
+            filter or SearchFilter(),
+            on,
+            rerank.rerank_k if rerank else cls.rerank_k,
+        )
 
 
 class Retriever:
     """Embeds and tokenises the query, searches the store, reranks and de-duplicates."""
 
-    def __init__(self, store: VectorStore, embedder: Embedder, cache: EmbeddingCache | None = None,
-                 reranker: Reranker | None = None) -> None:
+    def __init__(
+        self,
+        store: VectorStore,
+        embedder: Embedder,
+        cache: EmbeddingCache | None = None,
+        reranker: Reranker | None = None,
+    ) -> None:
         self.store, self.embedder, self.cache, self.reranker = store, embedder, cache, reranker
         self.last_rerank: RerankInfo | None = None
 
@@ -92,8 +110,13 @@ class Retriever:
         finally:
             RERANK_NOTE.reset(token)
         note = "; ".join(notes)
-        info = RerankInfo(getattr(self.reranker, "name", type(self.reranker).__name__), len(head),
-                          (time.perf_counter() - started) * 1000, note, (time.thread_time() - cpu) * 1000)
+        info = RerankInfo(
+            getattr(self.reranker, "name", type(self.reranker).__name__),
+            len(head),
+            (time.perf_counter() - started) * 1000,
+            note,
+            (time.thread_time() - cpu) * 1000,
+        )
         self.last_rerank = info
         report(info)
         return [*ranked, *tail]

@@ -31,8 +31,11 @@ from lore.state.cache import Cache, LocalCache
 def scope_key(options: SearchOptions, epoch: int, namespace: str = "") -> str:
     """Everything that bounds what a search may return, as one canonical string."""
     o = asdict(options)
-    return json.dumps({"ns": namespace, "epoch": epoch, "filter": o.pop("filter"), "options": o},
-                      sort_keys=True, ensure_ascii=False)
+    return json.dumps(
+        {"ns": namespace, "epoch": epoch, "filter": o.pop("filter"), "options": o},
+        sort_keys=True,
+        ensure_ascii=False,
+    )
 
 
 def anchors(query: str) -> frozenset[str]:
@@ -79,8 +82,12 @@ class SemanticCache:
         """Remember the candidates of `query` under `scope` (the oldest of a full scope goes)."""
         if self.max_entries == 0:
             return
-        entry = {"v": _encode(_unit(vector)), "a": sorted(anchors(query)), "q": query,
-                 "h": [hit_record(h) for h in hits]}
+        entry = {
+            "v": _encode(_unit(vector)),
+            "a": sorted(anchors(query)),
+            "q": query,
+            "h": [hit_record(h) for h in hits],
+        }
         self.backend.push(scope, entry, self.max_entries)
 
     def clear(self) -> None:
@@ -108,8 +115,9 @@ def _unit(vector: np.ndarray) -> np.ndarray:
 class CachedRetriever:
     """A `Retriever` whose searches go through a semantic cache bounded by scope and epoch."""
 
-    def __init__(self, retriever: Retriever, cache: SemanticCache, *, epoch: int = 0,
-                 namespace: str = "") -> None:
+    def __init__(
+        self, retriever: Retriever, cache: SemanticCache, *, epoch: int = 0, namespace: str = ""
+    ) -> None:
         self.inner, self.semantic, self.epoch, self.namespace = retriever, cache, epoch, namespace
         self.embedder, self.cache, self.store = retriever.embedder, retriever.cache, retriever.store
         self.last_cached = False

@@ -138,7 +138,9 @@ class ScenarioRuntime:
     def _faq_exact(self, ctx: AskContext, retriever: Retriever) -> None:
         """A lexical lookup (no embedding, no generation) for an FAQ question equal to the question."""
         key = normalise(ctx.question)
-        opts = SearchOptions("bm25", 20, 20, filter=narrow(ctx.search.filter, source_types=["faq"]), rerank=False)
+        opts = SearchOptions(
+            "bm25", 20, 20, filter=narrow(ctx.search.filter, source_types=["faq"]), rerank=False
+        )
         for hit in retriever.search(ctx.question, opts):
             if normalise(hit.chunk.text) == key:
                 self._answer_with_faq(ctx, hit, 1.0, "faq_exact")
@@ -205,21 +207,26 @@ class ScenarioRuntime:
         plan: RetrievalPlan = ctx.plan
         if ctx.search.mode != "bm25":
             ctx.query_vector = embed_texts(retriever.embedder, [ctx.question], "query", retriever.cache)[0]
-        base = replace(ctx.search, top_k=plan.doc_k, recall_k=max(plan.recall_k, plan.doc_k),
-                       rerank=plan.rerank and ctx.search.rerank)  # a request may switch reranking off
+        base = replace(
+            ctx.search,
+            top_k=plan.doc_k,
+            recall_k=max(plan.recall_k, plan.doc_k),
+            rerank=plan.rerank and ctx.search.rerank,
+        )  # a request may switch reranking off
         source = ctx.extra["source"]
         hits: list[Hit] = []
         if source["ids"]:
-            hits = retriever.search(ctx.question,
+            hits = retriever.search(
+                ctx.question,
                 replace(base, filter=narrow(base.filter, source_types=DOC_TYPES, sources=source["ids"])),
             )
             if not hits and source["how"] == "inferred":
                 source["how"] = "inferred, no hits: whole scope"
         if not hits and source["how"] != "given":
-            hits = retriever.search(ctx.question, replace(base, filter=narrow(base.filter, source_types=DOC_TYPES))
+            hits = retriever.search(
+                ctx.question, replace(base, filter=narrow(base.filter, source_types=DOC_TYPES))
             )
         ctx.hits = [*ctx.faq_hits, *hits]
-
 
 
 def faq_agreement(question: str, faq_question: str) -> float:

@@ -85,8 +85,11 @@ def build_scenario(
     if scenario.faq_path.exists():
         rows, problems = read_faq(scenario.faq_path, scenario)
     if scenario.kb_name not in {k.name for k in lore.catalog.list_kbs()}:
-        lore.create_kb(scenario.kb_name, f"scenario {scenario.id}: {scenario.name}",
-                       owner_tenant=scenario.defaults.tenant)
+        lore.create_kb(
+            scenario.kb_name,
+            f"scenario {scenario.id}: {scenario.name}",
+            owner_tenant=scenario.defaults.tenant,
+        )
     kb = lore.catalog.get_kb(scenario.kb_name)
     for tenant in scenario.tenants:  # the tenants the scenario's data is written for read its KB
         lore.catalog.share_kb(kb.id, tenant)
@@ -120,9 +123,14 @@ def build_scenario(
         progress=progress,
         chunk_metadata=lambda f: document_metadata(scenario, f.name),
         custom_chunks=custom,
-        extra_quality={"faq": {"rows": len(rows), "skipped": len(problems),
-                               "conflicts": sum(p.reason.startswith("conflicting answer") for p in problems)},
-                       "problems": [p.to_json() for p in problems]},
+        extra_quality={
+            "faq": {
+                "rows": len(rows),
+                "skipped": len(problems),
+                "conflicts": sum(p.reason.startswith("conflicting answer") for p in problems),
+            },
+            "problems": [p.to_json() for p in problems],
+        },
     )
     stamp.parent.mkdir(parents=True, exist_ok=True)
     stamp.write_text(json.dumps({"fingerprint": fingerprint, "seq": result.version.seq}), encoding="utf-8")

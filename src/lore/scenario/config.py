@@ -138,16 +138,22 @@ class Scenario(_Model):
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
         if unknown := sorted(set(self.profiles) - set(PROFILE_NAMES)):
-            raise ValueError(f"profiles: unknown profile {', '.join(unknown)} (profiles: {', '.join(PROFILE_NAMES)})")
+            raise ValueError(
+                f"profiles: unknown profile {', '.join(unknown)} (profiles: {', '.join(PROFILE_NAMES)})"
+            )
         ids = [s.id for s in self.sources]
         if dupes := sorted({i for i in ids if ids.count(i) > 1}):
             raise ValueError(f"sources: duplicate id {', '.join(dupes)}")
         a = self.access
         checks = [("access.default_roles", a.default_roles, a.roles, "access.roles")]
         if a.tenants:
-            checks.append(("tenants of defaults/sources", self._written("tenant_id"), a.tenants, "access.tenants"))
+            checks.append(
+                ("tenants of defaults/sources", self._written("tenant_id"), a.tenants, "access.tenants")
+            )
         if a.datasets:
-            checks.append(("datasets of defaults/sources", self._written("dataset_id"), a.datasets, "access.datasets"))
+            checks.append(
+                ("datasets of defaults/sources", self._written("dataset_id"), a.datasets, "access.datasets")
+            )
         for name, values, allowed, where in checks:
             if extra := sorted({v for v in values if v not in allowed}):
                 raise ValueError(f"{name}: {', '.join(extra)} not in {where}")

@@ -100,8 +100,14 @@ def read_faq(path: Path, scenario: Scenario) -> tuple[list[FaqRow], list[FaqProb
             key = (row.tenant, normalise(row.question))
             if key in seen:
                 first, answer = seen[key]
-                row, reason = None, (f"duplicate question (same as line {first})" if normalise(row.answer) == answer
-                                     else f"conflicting answer: line {first} answers the same question differently")
+                row, reason = (
+                    None,
+                    (
+                        f"duplicate question (same as line {first})"
+                        if normalise(row.answer) == answer
+                        else f"conflicting answer: line {first} answers the same question differently"
+                    ),
+                )
             else:
                 seen[key] = (start, normalise(row.answer))
         if row is None:

@@ -116,9 +116,7 @@ def make_plan(
     adjust them by the question's features."""
     units = text_units(question)
     table = is_table_question(question, intent)
-    p = RetrievalPlan(
-        5, doc_k, recall_k, rerank, faq_threshold, max_passages, context_budget, table
-    )
+    p = RetrievalPlan(5, doc_k, recall_k, rerank, faq_threshold, max_passages, context_budget, table)
     if units <= 12:
         p.doc_k, p.max_passages = min(doc_k, 6), min(max_passages, 4)
         p.reasons.append(f"short question ({units} units): FAQ first, small context")

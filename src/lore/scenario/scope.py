@@ -58,7 +58,9 @@ def check_scope(scope: Scope, scenario: Scenario) -> Scope:
     if scope.scenario is not None and scope.scenario != scenario.id:
         raise ScopeError(f"scope is for scenario {scope.scenario!r}, not {scenario.id!r}")
     if bad := [v for v in scope.visibility if v not in scenario.access.visibility]:
-        raise ScopeError(f"visibility {bad}: not allowed in scenario {scenario.id!r} "
-                         f"(visibility: {', '.join(scenario.access.visibility)})")
+        raise ScopeError(
+            f"visibility {bad}: not allowed in scenario {scenario.id!r} "
+            f"(visibility: {', '.join(scenario.access.visibility)})"
+        )
     checked = scenario_scope(scenario, tenant=scope.tenant, roles=scope.roles, datasets=scope.datasets)
     return replace(scope, datasets=checked.datasets, scenario=scenario.id)

@@ -90,7 +90,7 @@ class LocalCache(_Counted):
             return
         with self._lock:
             old = self._lru.pop(key, None)
-            self._lru[key] = _Bucket([*(old or []), value][-max(1, min(keep, self.maxsize)):])
+            self._lru[key] = _Bucket([*(old or []), value][-max(1, min(keep, self.maxsize)) :])
 
     def items(self, key: str) -> list[Any]:
         with self._lock:
@@ -153,7 +153,9 @@ class RedisCache(_Counted):
         k = self._key(key)
         try:
             pipe = self.client.pipeline(transaction=True)
-            pipe.rpush(k, json.dumps(value, ensure_ascii=False)).ltrim(k, -max(1, keep), -1).expire(k, self.ttl_s)
+            pipe.rpush(k, json.dumps(value, ensure_ascii=False)).ltrim(k, -max(1, keep), -1).expire(
+                k, self.ttl_s
+            )
             pipe.execute()
         except redis_errors() as exc:
             log.warning("cache %s: Redis unavailable, entry not stored: %s", self.name, exc)

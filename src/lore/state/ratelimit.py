@@ -80,7 +80,9 @@ class RedisRateLimiter:
         if self.per_minute <= 0:
             return 0.0
         try:
-            wait = self._script(keys=[f"{self.prefix}:rate:{key_id}"], args=[self.per_minute, self.per_minute / 60.0])
+            wait = self._script(
+                keys=[f"{self.prefix}:rate:{key_id}"], args=[self.per_minute, self.per_minute / 60.0]
+            )
         except redis_errors() as exc:
             log.warning("rate limit: Redis unavailable, request allowed: %s", exc)
             return 0.0

@@ -18,11 +18,17 @@ def redis_client(url: str) -> Any:
             try:
                 import redis
             except ImportError as exc:
-                raise MissingDependencyError('[redis] url is set but redis-py is missing: pip install '
-                                             '"lore-kb[redis]"') from exc
+                raise MissingDependencyError(
+                    '[redis] url is set but redis-py is missing: pip install "lore-kb[redis]"'
+                ) from exc
             try:
-                _clients[url] = redis.Redis.from_url(url, socket_timeout=5.0, socket_connect_timeout=5.0,
-                                                     health_check_interval=30, retry_on_timeout=True)
+                _clients[url] = redis.Redis.from_url(
+                    url,
+                    socket_timeout=5.0,
+                    socket_connect_timeout=5.0,
+                    health_check_interval=30,
+                    retry_on_timeout=True,
+                )
             except ValueError as exc:
                 raise ConfigError(f"redis.url {url!r}: {exc}") from exc
         return _clients[url]

@@ -62,10 +62,13 @@ class VectorStore(Protocol):
 StoreFactory = Callable[..., VectorStore]
 """(collection name, LORE_HOME data dir, dimension, uri, connection=StoreSettings | None) -> store."""
 
-STORES: Registry[StoreFactory] = Registry("store.backend", {
-    "embedded": "lore.store.embedded:EmbeddedStore",
-    "milvus": "lore.store.milvus:MilvusStore",
-})
+STORES: Registry[StoreFactory] = Registry(
+    "store.backend",
+    {
+        "embedded": "lore.store.embedded:EmbeddedStore",
+        "milvus": "lore.store.milvus:MilvusStore",
+    },
+)
 
 
 def register_store(name: str, factory: StoreFactory) -> None:
@@ -73,10 +76,14 @@ def register_store(name: str, factory: StoreFactory) -> None:
     STORES.register(name, factory)
 
 
-def open_store(backend: str, collection: str, data_dir: Path, dim: int, uri: str = "",
-               connection: object = None) -> VectorStore:
+def open_store(
+    backend: str, collection: str, data_dir: Path, dim: int, uri: str = "", connection: object = None
+) -> VectorStore:
     """Open (creating if needed) the collection `collection` on the named backend; `connection` (the
     `[store]` settings) carries a server's credentials, database and TLS."""
     factory = STORES.get(backend)
-    return factory(collection, data_dir, dim, uri, connection=connection) if connection is not None \
+    return (
+        factory(collection, data_dir, dim, uri, connection=connection)
+        if connection is not None
         else factory(collection, data_dir, dim, uri)
+    )

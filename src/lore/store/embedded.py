@@ -47,13 +47,17 @@ _MAGIC = b"LOREIDX1"  # snapshot file format, version 1
 class EmbeddedStore:
     """One SQLite file per collection under `<data_dir>/embedded/`, searched in memory."""
 
-    def __init__(self, collection: str, data_dir: Path, dim: int, uri: str = "", connection: object = None) -> None:
+    def __init__(
+        self, collection: str, data_dir: Path, dim: int, uri: str = "", connection: object = None
+    ) -> None:
         folder = Path(uri) if uri else Path(data_dir) / "embedded"
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / f"{collection}.sqlite"
         self.snapshot = folder / f"{collection}.index"  # a cache of the in-memory index
         self.dim = dim
-        self._db: sqlite3.Connection | None = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db: sqlite3.Connection | None = sqlite3.connect(
+            self.path, check_same_thread=False, isolation_level=None
+        )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
@@ -71,8 +75,10 @@ class EmbeddedStore:
         with self._write():
             ids = [c.chunk_id for c in chunks]
             self._db.executemany("DELETE FROM chunks WHERE chunk_id = ?", [(i,) for i in ids])
-            sql = f"INSERT INTO chunks ({', '.join(_COLUMNS)}, meta, text, parent_text, tokens, vector) " \
-                  f"VALUES ({', '.join('?' * (len(_COLUMNS) + 5))}) RETURNING rid"
+            sql = (
+                f"INSERT INTO chunks ({', '.join(_COLUMNS)}, meta, text, parent_text, tokens, vector) "
+                f"VALUES ({', '.join('?' * (len(_COLUMNS) + 5))}) RETURNING rid"
+            )
             rows = []  # the same layout `_load` reads, so memory matches a reload exactly
             for chunk, vec, toks in zip(chunks, vectors, tokens, strict=True):
                 row = _db_row(chunk, vec, toks)
@@ -125,17 +131,27 @@ class EmbeddedStore:
         return [r[0] for r in rows]
 
     def expired(self) -> list[tuple[str, int, int]]:
-        rows = self._db.execute("SELECT chunk_id, valid_from_seq, valid_to_seq FROM chunks WHERE valid_to_seq != 0")
+        rows = self._db.execute(
+            "SELECT chunk_id, valid_from_seq, valid_to_seq FROM chunks WHERE valid_to_seq != 0"
+        )
         return [(r[0], int(r[1]), int(r[2])) for r in rows]
 
     def get(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         marks = ",".join("?" * len(chunk_ids))
-        found = {
-            c.chunk_id: c
-            for c in map(_chunk_from_row, self._db.execute(
-                f"SELECT meta, text, parent_text FROM chunks WHERE chunk_id IN ({marks})", list(chunk_ids)
-            ))
-        } if chunk_ids else {}
+        found = (
+            {
+                c.chunk_id: c
+                for c in map(
+                    _chunk_from_row,
+                    self._db.execute(
+                        f"SELECT meta, text, parent_text FROM chunks WHERE chunk_id IN ({marks})",
+                        list(chunk_ids),
+                    ),
+                )
+            }
+            if chunk_ids
+            else {}
+        )
         return [found[i] for i in chunk_ids if i in found]
 
     def search(self, query: StoreQuery) -> list[Hit]:
@@ -145,8 +161,9 @@ class EmbeddedStore:
         if query.mode in ("dense", "hybrid") and query.vector is not None:
             dense = index.dense(np.asarray(query.vector, dtype=np.float32), mask, query.k)
         if query.mode in ("bm25", "hybrid"):
-            bm25 = index.bm25(query.tokens, mask, query.k, query.filter.version_seq,
-                              corpus=index.visible(query.filter))
+            bm25 = index.bm25(
+                query.tokens, mask, query.k, query.filter.version_seq, corpus=index.visible(query.filter)
+            )
         if query.mode == "dense":
             fused = [(int(p), float(s)) for p, s in zip(*dense, strict=True)]
         elif query.mode == "bm25":
@@ -201,7 +218,9 @@ class EmbeddedStore:
             key = {"store_id": meta["store_id"], "generation": int(meta["generation"]), "dim": self.dim}
             if (index := _read_snapshot(self.snapshot, key)) is not None:
                 return index, key["generation"]
-            rows = self._db.execute(f"SELECT rid, {', '.join(_COLUMNS)}, tokens, vector FROM chunks ORDER BY rid")
+            rows = self._db.execute(
+                f"SELECT rid, {', '.join(_COLUMNS)}, tokens, vector FROM chunks ORDER BY rid"
+            )
             rows = rows.fetchall()
         finally:
             self._db.execute("COMMIT")
@@ -226,16 +245,24 @@ class EmbeddedStore:
         if not rids:
             return {}
         marks = ",".join("?" * len(rids))
-        rows = self._db.execute(f"SELECT rid, meta, text, parent_text FROM chunks WHERE rid IN ({marks})", rids)
+        rows = self._db.execute(
+            f"SELECT rid, meta, text, parent_text FROM chunks WHERE rid IN ({marks})", rids
+        )
         return {rid: _chunk_from_row(rest) for rid, *rest in rows}
 
 
 def _db_row(chunk: Chunk, vec: np.ndarray, tokens: list[str]) -> tuple:
     meta = {k: v for k, v in chunk.__dict__.items() if k not in _TEXT_FIELDS}
     return (
-        chunk.chunk_id, *(getattr(chunk, f) for f in SCALAR_FIELDS), json.dumps(chunk.allowed_roles),
-        chunk.valid_from_seq, chunk.valid_to_seq, json.dumps(meta, ensure_ascii=False),
-        chunk.text, chunk.parent_text, " ".join(t.replace(" ", "_") for t in tokens),
+        chunk.chunk_id,
+        *(getattr(chunk, f) for f in SCALAR_FIELDS),
+        json.dumps(chunk.allowed_roles),
+        chunk.valid_from_seq,
+        chunk.valid_to_seq,
+        json.dumps(meta, ensure_ascii=False),
+        chunk.text,
+        chunk.parent_text,
+        " ".join(t.replace(" ", "_") for t in tokens),
         np.asarray(vec, dtype=np.float32).tobytes(),
     )
 

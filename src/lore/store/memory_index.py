@@ -47,12 +47,20 @@ class Columns:
         parsed = json.loads(f"[{','.join(roles[i] for i in with_roles)}]")  # one parse for all rows
         role_counts = np.zeros(len(rows), dtype=np.int64)
         role_counts[with_roles] = [len(p) for p in parsed]
-        token_counts = np.fromiter((t.count(" ") + 1 if t else 0 for t in tokens), dtype=np.int64, count=len(rows))
+        token_counts = np.fromiter(
+            (t.count(" ") + 1 if t else 0 for t in tokens), dtype=np.int64, count=len(rows)
+        )
         return cls(
-            np.array(rids, dtype=np.int64), list(chunk_ids), dict(zip(SCALAR_FIELDS, map(list, scalars), strict=True)),
-            list(chain.from_iterable(parsed)), role_counts, np.array(valid_from, dtype=np.int64),
-            np.array(valid_to, dtype=np.int64), " ".join(filter(None, tokens)).split(" ") if token_counts.any() else [],
-            token_counts, np.concatenate([np.frombuffer(b, dtype=np.float32) for b in blobs]).reshape(len(rows), dim),
+            np.array(rids, dtype=np.int64),
+            list(chunk_ids),
+            dict(zip(SCALAR_FIELDS, map(list, scalars), strict=True)),
+            list(chain.from_iterable(parsed)),
+            role_counts,
+            np.array(valid_from, dtype=np.int64),
+            np.array(valid_to, dtype=np.int64),
+            " ".join(filter(None, tokens)).split(" ") if token_counts.any() else [],
+            token_counts,
+            np.concatenate([np.frombuffer(b, dtype=np.float32) for b in blobs]).reshape(len(rows), dim),
         )
 
 
@@ -147,7 +155,14 @@ class MemoryIndex:
         """Boolean mask of live rows that pass the filter."""
         # The version's view is cached (BM25 statistics use it too); every other field narrows a copy.
         m = self._stats(flt.version_seq)[0].copy()
-        wanted = (flt.tenant_ids, flt.dataset_ids, flt.visibility, flt.source_types, flt.sources, flt.document_ids)
+        wanted = (
+            flt.tenant_ids,
+            flt.dataset_ids,
+            flt.visibility,
+            flt.source_types,
+            flt.sources,
+            flt.document_ids,
+        )
         for field, values in zip(SCALAR_FIELDS, wanted, strict=True):
             if values is not None:
                 m &= np.isin(self.scalars[field], self.codes[field].codes(values))
@@ -174,11 +189,24 @@ class MemoryIndex:
         source or document), or None when the filter restricts none of them."""
         if all(v is None for v in (flt.tenant_ids, flt.dataset_ids, flt.visibility, flt.roles)):
             return None
-        return self.mask(SearchFilter(tenant_ids=flt.tenant_ids, dataset_ids=flt.dataset_ids,
-                                      visibility=flt.visibility, roles=flt.roles, version_seq=flt.version_seq))
+        return self.mask(
+            SearchFilter(
+                tenant_ids=flt.tenant_ids,
+                dataset_ids=flt.dataset_ids,
+                visibility=flt.visibility,
+                roles=flt.roles,
+                version_seq=flt.version_seq,
+            )
+        )
 
-    def bm25(self, tokens: Sequence[str], mask: np.ndarray, k: int, version_seq: int | None = None,
-             corpus: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def bm25(
+        self,
+        tokens: Sequence[str],
+        mask: np.ndarray,
+        k: int,
+        version_seq: int | None = None,
+        corpus: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Okapi BM25 top-k over masked rows: (positions, scores). idf and length norms come from
         `corpus` (the caller's visible rows: scores then say nothing about other tenants' documents),
         else from the version's view (all live rows when `version_seq` is None)."""
@@ -208,13 +236,23 @@ class MemoryIndex:
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """Everything this index holds, as plain arrays that later changes will not touch (for a snapshot)."""
-        out = {"rids": self.rids, "alive": self.alive.copy(), "vectors": self.vectors, "valid_from": self.valid_from,
-               "valid_to": self.valid_to.copy(), "doc_len": self.doc_len, "tf_data": self.tf.data,
-               "tf_indices": self.tf.indices, "tf_indptr": self.tf.indptr, "roles_indices": self.roles.indices,
-               "roles_indptr": self.roles.indptr,
-               "live_rows": np.fromiter(self.position.values(), dtype=np.int64, count=len(self.position)),
-               **_pack("live_ids", list(self.position)), **_pack("terms", list(self.terms.ids)),
-               **_pack("role_names", list(self.role_codes.ids))}
+        out = {
+            "rids": self.rids,
+            "alive": self.alive.copy(),
+            "vectors": self.vectors,
+            "valid_from": self.valid_from,
+            "valid_to": self.valid_to.copy(),
+            "doc_len": self.doc_len,
+            "tf_data": self.tf.data,
+            "tf_indices": self.tf.indices,
+            "tf_indptr": self.tf.indptr,
+            "roles_indices": self.roles.indices,
+            "roles_indptr": self.roles.indptr,
+            "live_rows": np.fromiter(self.position.values(), dtype=np.int64, count=len(self.position)),
+            **_pack("live_ids", list(self.position)),
+            **_pack("terms", list(self.terms.ids)),
+            **_pack("role_names", list(self.role_codes.ids)),
+        }
         for f in SCALAR_FIELDS:
             out.update({f"col_{f}": self.scalars[f], **_pack(f"codes_{f}", list(self.codes[f].ids))})
         return out
@@ -224,29 +262,45 @@ class MemoryIndex:
         """Inverse of `to_arrays`; raises ValueError if the arrays do not fit together."""
         index = cls(dim)
         n = len(a["rids"])
-        index.rids, index.vectors, index.valid_from, index.doc_len = a["rids"], a["vectors"], a["valid_from"], a["doc_len"]
+        index.rids, index.vectors, index.valid_from, index.doc_len = (
+            a["rids"],
+            a["vectors"],
+            a["valid_from"],
+            a["doc_len"],
+        )
         index.alive, index.valid_to = np.array(a["alive"]), np.array(a["valid_to"])  # changed in place later
         index.terms, index.role_codes = _Codes(_unpack(a, "terms")), _Codes(_unpack(a, "role_names"))
         for f in SCALAR_FIELDS:
             index.scalars[f], index.codes[f] = a[f"col_{f}"], _Codes(_unpack(a, f"codes_{f}"))
-        index.tf = sparse.csc_matrix((a["tf_data"], a["tf_indices"], a["tf_indptr"]), shape=(n, len(index.terms.ids)))
+        index.tf = sparse.csc_matrix(
+            (a["tf_data"], a["tf_indices"], a["tf_indptr"]), shape=(n, len(index.terms.ids))
+        )
         roles = a["roles_indices"]
-        index.roles = sparse.csc_matrix((np.ones(len(roles), dtype=np.int8), roles, a["roles_indptr"]),
-                                        shape=(n, len(index.role_codes.ids)))
+        index.roles = sparse.csc_matrix(
+            (np.ones(len(roles), dtype=np.int8), roles, a["roles_indptr"]),
+            shape=(n, len(index.role_codes.ids)),
+        )
         index.tf.check_format(full_check=True)
         index.roles.check_format(full_check=True)
         index._open_rows = np.bincount(roles, minlength=n) == 0
         index.position = dict(zip(_unpack(a, "live_ids"), a["live_rows"].tolist(), strict=True))
         columns = [index.alive, index.valid_from, index.valid_to, index.doc_len, *index.scalars.values()]
-        if index.vectors.shape != (n, dim) or any(c.shape != (n,) for c in columns) or index.alive.dtype != bool:
+        if (
+            index.vectors.shape != (n, dim)
+            or any(c.shape != (n,) for c in columns)
+            or index.alive.dtype != bool
+        ):
             raise ValueError("snapshot arrays do not fit together")
         return index
 
     def _stats(self, seq: int | None) -> tuple[np.ndarray, int, float]:
         """(corpus mask, row count, mean doc length) of live rows, or of version `seq`'s view."""
         if seq not in self._stats_cache:
-            corpus = self.alive if seq is None else (
-                self.alive & (self.valid_from <= seq) & ((self.valid_to == 0) | (self.valid_to > seq)))
+            corpus = (
+                self.alive
+                if seq is None
+                else (self.alive & (self.valid_from <= seq) & ((self.valid_to == 0) | (self.valid_to > seq)))
+            )
             n = int(corpus.sum())
             self._stats_cache[seq] = (corpus, n, float(self.doc_len[corpus].mean()) if n else 1.0)
         return self._stats_cache[seq]
@@ -274,7 +328,9 @@ def _cat(old: np.ndarray, new: np.ndarray) -> np.ndarray:
     return new if len(old) == 0 else np.concatenate([old, new])
 
 
-def _grow(old: sparse.spmatrix, counts: np.ndarray, cols: np.ndarray, width: int, dtype: type) -> sparse.spmatrix:
+def _grow(
+    old: sparse.spmatrix, counts: np.ndarray, cols: np.ndarray, width: int, dtype: type
+) -> sparse.spmatrix:
     """`old` plus rows holding `counts[i]` entries each from `cols` (duplicates summed), as CSR."""
     rows = np.repeat(np.arange(len(counts)), counts)
     new = sparse.csr_matrix((np.ones(len(cols), dtype=dtype), (rows, cols)), shape=(len(counts), width))

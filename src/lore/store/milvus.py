@@ -86,8 +86,14 @@ def _import_pymilvus() -> ModuleType:
 class MilvusStore:
     """A `VectorStore` on one Milvus collection: FLAT cosine dense index plus BM25 sparse index."""
 
-    def __init__(self, collection: str, data_dir: Path, dim: int, uri: str = "",
-                 connection: StoreSettings | None = None) -> None:
+    def __init__(
+        self,
+        collection: str,
+        data_dir: Path,
+        dim: int,
+        uri: str = "",
+        connection: StoreSettings | None = None,
+    ) -> None:
         self._pm = _import_pymilvus()
         self.name = collection_name(collection)
         self.dim = dim
@@ -104,8 +110,9 @@ class MilvusStore:
                 self._client = self._pm.MilvusClient(target, dedicated=True)
             else:  # a server: credentials, database and TLS; reconnects after a restart
                 patience = connection.timeout_s if connection is not None else 10.0
-                self._client = ResilientClient(self._pm, target, self.name, connection_kwargs(connection),
-                                               patience_s=patience)
+                self._client = ResilientClient(
+                    self._pm, target, self.name, connection_kwargs(connection), patience_s=patience
+                )
         except Exception as exc:
             _release_lite(self._lite_path)
             if not isinstance(exc, self._pm.MilvusException):
@@ -266,8 +273,10 @@ class MilvusStore:
 
     def expired(self) -> list[tuple[str, int, int]]:
         """(chunk_id, valid_from_seq, valid_to_seq) of every expired chunk, read in pages."""
-        return [(r["chunk_id"], int(r["valid_from_seq"]), int(r["valid_to_seq"]))
-                for r in self._scan("valid_to_seq != 0", ["chunk_id", "valid_from_seq", "valid_to_seq"])]
+        return [
+            (r["chunk_id"], int(r["valid_from_seq"]), int(r["valid_to_seq"]))
+            for r in self._scan("valid_to_seq != 0", ["chunk_id", "valid_from_seq", "valid_to_seq"])
+        ]
 
     def _scan(self, expr: str, fields: list[str]) -> Iterator[dict]:
         """Every row matching `expr`, in pages of 1,000 (query() caps its result size)."""
@@ -291,7 +300,11 @@ class MilvusStore:
         """Set `valid_to_seq = seq` on still-valid chunks; returns how many were updated."""
         # No partial update in Milvus Lite: read whole rows (vector included) and upsert them back.
         # Only ever shorten a validity window: re-expiring must not revive versions in between.
-        rows = [r for r in self._rows(chunk_ids, _ROW) if r["valid_to_seq"] in (0, None) or r["valid_to_seq"] > seq]
+        rows = [
+            r
+            for r in self._rows(chunk_ids, _ROW)
+            if r["valid_to_seq"] in (0, None) or r["valid_to_seq"] > seq
+        ]
         for row in rows:
             row["valid_to_seq"] = int(seq)
             row["dense"] = [float(x) for x in row["dense"]]

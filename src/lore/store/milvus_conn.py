@@ -16,8 +16,22 @@ from lore.errors import UnavailableError
 log = logging.getLogger("lore.store.milvus")
 
 # Messages of failures a reconnect or a reload cures (lost channel, server restarted, collection released).
-_TRANSIENT = ("connect", "unavailable", "released", "not loaded", "not load", "deadline", "channel",
-              "socket", "closed", "reset", "refused", "timeout", "server is not ready", "broken pipe")
+_TRANSIENT = (
+    "connect",
+    "unavailable",
+    "released",
+    "not loaded",
+    "not load",
+    "deadline",
+    "channel",
+    "socket",
+    "closed",
+    "reset",
+    "refused",
+    "timeout",
+    "server is not ready",
+    "broken pipe",
+)
 
 
 def connection_kwargs(settings: Any) -> dict[str, Any]:
@@ -52,8 +66,15 @@ class ResilientClient:
     thread sees it first), reloads the collection and is retried, for up to `patience_s` seconds; then
     `UnavailableError` (503)."""
 
-    def __init__(self, pm: ModuleType, target: str, collection: str, kwargs: dict[str, Any], *,
-                 patience_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        pm: ModuleType,
+        target: str,
+        collection: str,
+        kwargs: dict[str, Any],
+        *,
+        patience_s: float = 10.0,
+    ) -> None:
         self.pm, self.target, self.collection, self.kwargs = pm, target, collection, kwargs
         self.patience_s = patience_s
         self._lock = threading.Lock()
@@ -79,8 +100,9 @@ class ResilientClient:
                     if not is_transient(exc):
                         raise
                     if retried and time.monotonic() >= deadline:  # always one retry on a fresh connection
-                        raise UnavailableError(f"Milvus at {self.target} is unavailable ({exc}); "
-                                               "try again shortly") from exc
+                        raise UnavailableError(
+                            f"Milvus at {self.target} is unavailable ({exc}); try again shortly"
+                        ) from exc
                     log.warning("milvus %s: %s failed (%s); reconnecting", self.collection, name, exc)
                     self._recover(generation)
                     retried = True

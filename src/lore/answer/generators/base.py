@@ -38,10 +38,13 @@ class Generator(Protocol):
 
 
 GeneratorFactory = Callable[..., Generator]
-GENERATORS: Registry[GeneratorFactory] = Registry("answer.generator", {
-    "extractive": "lore.answer.generators.extractive:ExtractiveGenerator",
-    "openai": "lore.answer.generators.openai_chat:OpenAIChatGenerator",
-})
+GENERATORS: Registry[GeneratorFactory] = Registry(
+    "answer.generator",
+    {
+        "extractive": "lore.answer.generators.extractive:ExtractiveGenerator",
+        "openai": "lore.answer.generators.openai_chat:OpenAIChatGenerator",
+    },
+)
 
 
 def register_generator(name: str, factory: GeneratorFactory) -> None:

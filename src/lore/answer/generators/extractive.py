@@ -29,7 +29,9 @@ _PARTS = re.compile(r"[？?；;]")
 
 _TYPE_MISS = 0.6  # a sentence without an answer of the asked type (no number for "how many") weighs less
 _SAME_FACT = 0.85
-_NUMBERS = re.compile(r"\d+(?:[.,]\d+)*")  # token overlap (both ways) at which two sentences say the same thing
+_NUMBERS = re.compile(
+    r"\d+(?:[.,]\d+)*"
+)  # token overlap (both ways) at which two sentences say the same thing
 
 
 @dataclass(eq=False)
@@ -52,9 +54,18 @@ class ExtractiveGenerator:
     name = "extractive"
     buffered = True  # the whole answer is known before the first token: the pipeline may renumber it
 
-    def __init__(self, embedder: Embedder | None = None, cache: EmbeddingCache | None = None, *,
-                 max_sentences: int = 3, max_units: int = 320, keep_ratio: float = 0.8,
-                 other_ratio: float = 0.95, top_ratio: float = 0.7, shortlist: int = 8) -> None:
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        cache: EmbeddingCache | None = None,
+        *,
+        max_sentences: int = 3,
+        max_units: int = 320,
+        keep_ratio: float = 0.8,
+        other_ratio: float = 0.95,
+        top_ratio: float = 0.7,
+        shortlist: int = 8,
+    ) -> None:
         self.embedder, self.cache = embedder, cache
         self.max_sentences, self.max_units = max_sentences, max_units
         self.keep_ratio, self.other_ratio, self.shortlist = keep_ratio, other_ratio, shortlist
@@ -68,7 +79,7 @@ class ExtractiveGenerator:
             for n in [cand.passage, *cand.also]:
                 sentence = insert_marker(sentence, n)
             joined = join_sentences([text, sentence]) if text else sentence
-            yield joined[len(text):]
+            yield joined[len(text) :]
             text = joined
 
     def select(self, question: str, passages: Sequence[Passage]) -> list[_Candidate]:
@@ -106,9 +117,18 @@ class ExtractiveGenerator:
             size = text_units(cand.said)
             # Sentences from the best sentence's own passage join more easily than other passages'; when
             # the best is not in the retriever's top passage, that passage's best sentence supports it.
-            ratio = self.keep_ratio if cand.passage == best.passage else \
-                self.top_ratio if cand.passage == top_n and all(c.passage != top_n for c in chosen) else self.other_ratio
-            if len(chosen) >= self.max_sentences or cand.score < ratio * best.score or units + size > self.max_units:
+            ratio = (
+                self.keep_ratio
+                if cand.passage == best.passage
+                else self.top_ratio
+                if cand.passage == top_n and all(c.passage != top_n for c in chosen)
+                else self.other_ratio
+            )
+            if (
+                len(chosen) >= self.max_sentences
+                or cand.score < ratio * best.score
+                or units + size > self.max_units
+            ):
                 continue
             chosen.append(cand)
             units += size
@@ -128,9 +148,15 @@ class ExtractiveGenerator:
             return []
         extra = []
         for tokens in parts:
-            top = max(cands, key=lambda c: coverage(tokens, c.text) - (0.5 if c.text.endswith(("?", "？")) else 0))
-            if top is not best and top not in extra and coverage(tokens, top.text) > 0 \
-                    and _same_fact(top, [c for c in (best, *extra) if c is not None]) is None:
+            top = max(
+                cands, key=lambda c: coverage(tokens, c.text) - (0.5 if c.text.endswith(("?", "？")) else 0)
+            )
+            if (
+                top is not best
+                and top not in extra
+                and coverage(tokens, top.text) > 0
+                and _same_fact(top, [c for c in (best, *extra) if c is not None]) is None
+            ):
                 extra.append(top)
         return extra
 

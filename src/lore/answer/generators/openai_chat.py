@@ -58,8 +58,13 @@ class OpenAIChatGenerator(EndpointClient):
         super().__init__(api_key, _API_KEY_ENV, timeout)
         self._where = f"chat endpoint {self.url}"
 
-    def stream(self, question: str, passages: Sequence[Passage], system: str | None = None,
-               user_template: str | None = None) -> Iterator[str]:
+    def stream(
+        self,
+        question: str,
+        passages: Sequence[Passage],
+        system: str | None = None,
+        user_template: str | None = None,
+    ) -> Iterator[str]:
         """Yield the answer in pieces as the server sends them; `system`/`user_template` come from a
         prompt profile. Raises GenerationError."""
         body = {
@@ -86,8 +91,14 @@ class OpenAIChatGenerator(EndpointClient):
             response.close()
 
     def _open_with_retries(self, body: dict[str, Any]) -> httpx.Response:
-        return with_retries(self._open, body, max_retries=self.max_retries, backoff_s=self.backoff_s,
-                            cap_s=_MAX_WAIT_S, error=GenerationError)
+        return with_retries(
+            self._open,
+            body,
+            max_retries=self.max_retries,
+            backoff_s=self.backoff_s,
+            cap_s=_MAX_WAIT_S,
+            error=GenerationError,
+        )
 
     def _open(self, body: dict[str, Any]) -> httpx.Response:
         """Send the request and return the open response once its status is 200."""

@@ -34,20 +34,34 @@ class AskBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kb: str | None = Field(default=None, description="Knowledge base name (or give `scenario`).")
-    scenario: str | None = Field(default=None, description="Scenario id: routing, FAQ, prompt profiles and "
-                                 "the scenario's access lists bound the key's scope (or give `kb`).")
-    source: str | None = Field(default=None, description="Only this business source (e.g. a scenario source).")
+    scenario: str | None = Field(
+        default=None,
+        description="Scenario id: routing, FAQ, prompt profiles and "
+        "the scenario's access lists bound the key's scope (or give `kb`).",
+    )
+    source: str | None = Field(
+        default=None, description="Only this business source (e.g. a scenario source)."
+    )
     question: str = Field(description="The question, Chinese or English.")
     session_id: str | None = Field(default=None, description="Continue this session (follow-ups use it).")
     new_session: bool = Field(default=True, description="Open a session when no session_id is given.")
     version: Seq | None = Field(default=None, description="Answer from this version (admin keys only).")
     top_k: int | None = Field(default=None, ge=1, le=50, description="Hits handed to context building.")
-    mode: Literal["fast", "deep"] = Field(default="fast", description="deep: plan sub-questions, retrieve, "
-                                          "grade and retry (at most 3 rounds); status events show each round.")
-    rerank: bool | None = Field(default=None, description="false: no reranking; true/absent: the configured "
-                                "reranker where the retrieval plan uses it.")
-    rewrite: Literal["off", "on", "hyde"] = Field(default="off", description="Search query variants (fast mode); "
-                                                  "LLM steps are skipped with a note when no LLM is configured.")
+    mode: Literal["fast", "deep"] = Field(
+        default="fast",
+        description="deep: plan sub-questions, retrieve, "
+        "grade and retry (at most 3 rounds); status events show each round.",
+    )
+    rerank: bool | None = Field(
+        default=None,
+        description="false: no reranking; true/absent: the configured "
+        "reranker where the retrieval plan uses it.",
+    )
+    rewrite: Literal["off", "on", "hyde"] = Field(
+        default="off",
+        description="Search query variants (fast mode); "
+        "LLM steps are skipped with a note when no LLM is configured.",
+    )
 
     @model_validator(mode="after")
     def _one_target(self) -> AskBody:
@@ -56,8 +70,9 @@ class AskBody(BaseModel):
         return self
 
 
-async def start_stream(state: ServiceState, scope: Grant, body: AskBody, transport: str,
-                       history: list[str] | None = None) -> AsyncIterator[dict[str, Any]]:
+async def start_stream(
+    state: ServiceState, scope: Grant, body: AskBody, transport: str, history: list[str] | None = None
+) -> AsyncIterator[dict[str, Any]]:
     """Resolve the question (4xx errors raise here) and return its event stream."""
     limit = state.lore.settings.answer.max_question_chars
     check_text("question", body.question, limit)  # over the limit: never echoed, streamed or stored
@@ -66,15 +81,29 @@ async def start_stream(state: ServiceState, scope: Grant, body: AskBody, transpo
     try:
         call = None
         if body.scenario is not None:
-            call = await run_in_threadpool(scenarios.resolve, state.lore, scope, body.scenario, body.source,
-                                           body.version)
+            call = await run_in_threadpool(
+                scenarios.resolve, state.lore, scope, body.scenario, body.source, body.version
+            )
         kb = call.scenario.kb_name if call else body.kb
         assert kb is not None
         plan = await run_in_threadpool(
-            prepare_ask, state.lore, scope, kb=kb, question=body.question, transport=transport,
-            session_id=body.session_id, new_session=body.new_session, version=body.version,
-            history=history, top_k=body.top_k, source=body.source, scenario=call, mode=body.mode,
-            query_rewrite=body.rewrite, rerank=body.rerank)
+            prepare_ask,
+            state.lore,
+            scope,
+            kb=kb,
+            question=body.question,
+            transport=transport,
+            session_id=body.session_id,
+            new_session=body.new_session,
+            version=body.version,
+            history=history,
+            top_k=body.top_k,
+            source=body.source,
+            scenario=call,
+            mode=body.mode,
+            query_rewrite=body.rewrite,
+            rerank=body.rerank,
+        )
     except LoreError as exc:
         raise HTTPException(error_status(exc), str(exc)) from exc
     return ask_events(state, scope, plan)
@@ -104,14 +133,24 @@ async def _sse_lines(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str
         await events.aclose()  # type: ignore[attr-defined]
 
 
-@router.post("/api/ask", response_class=StreamingResponse, responses={
-    200: {"content": {"text/event-stream": {}},
-          "description": "Events `start`, `status`, `token`, then `end` or `error`, as SSE."}})
+@router.post(
+    "/api/ask",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "content": {"text/event-stream": {}},
+            "description": "Events `start`, `status`, `token`, then `end` or `error`, as SSE.",
+        }
+    },
+)
 async def ask(body: AskBody, scope: Caller, state: State) -> StreamingResponse:
     """Answer a question as Server-Sent Events."""
     events = await start_stream(state, scope, body, "sse")
-    return ClosingStream(_sse_lines(events), media_type="text/event-stream",
-                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return ClosingStream(
+        _sse_lines(events),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 @router.websocket("/api/stream")
@@ -133,8 +172,15 @@ async def stream(websocket: WebSocket) -> None:
             if message["type"] == "websocket.disconnect":
                 return
             if message.get("text") is None:  # a binary frame: say so, and keep the socket
-                await websocket.send_json({"event": "error", "data": {
-                    "message": "send each question as a JSON text frame, not a binary frame", "status": 400}})
+                await websocket.send_json(
+                    {
+                        "event": "error",
+                        "data": {
+                            "message": "send each question as a JSON text frame, not a binary frame",
+                            "status": 400,
+                        },
+                    }
+                )
                 continue
             await _answer_one(websocket, state, scope, message["text"])
     except WebSocketDisconnect:
@@ -144,9 +190,16 @@ async def stream(websocket: WebSocket) -> None:
 async def _answer_one(websocket: WebSocket, state: ServiceState, scope: Grant, raw: str) -> None:
     wait = state.limiter.check(scope.key_id or "")  # every question counts, not only the handshake
     if wait > 0:
-        await websocket.send_json({"event": "error", "data": {
-            "message": f"rate limit of {state.limiter.per_minute} requests/minute exceeded for this key",
-            "status": 429, "retry_after": round(wait, 1)}})
+        await websocket.send_json(
+            {
+                "event": "error",
+                "data": {
+                    "message": f"rate limit of {state.limiter.per_minute} requests/minute exceeded for this key",
+                    "status": 429,
+                    "retry_after": round(wait, 1),
+                },
+            }
+        )
         return
     if problem := text_problem(raw.encode("utf-8", "surrogatepass")):
         await websocket.send_json({"event": "error", "data": {"message": problem, "status": 422}})
@@ -159,13 +212,19 @@ async def _answer_one(websocket: WebSocket, state: ServiceState, scope: Grant, r
         await websocket.send_json({"event": "error", "data": {"message": f"bad request ({problems})"}})
         return
     except HTTPException as exc:
-        await websocket.send_json({"event": "error", "data": {"message": exc.detail, "status": exc.status_code}})
+        await websocket.send_json(
+            {"event": "error", "data": {"message": exc.detail, "status": exc.status_code}}
+        )
         return
     except Exception:  # an unexpected fault answers this message; the socket stays usable
         error_id = uuid.uuid4().hex
         log.exception("error %s: websocket question failed", error_id)
-        await websocket.send_json({"event": "error", "data": {"message": internal_message(error_id),
-                                                              "status": 500, "trace_id": error_id}})
+        await websocket.send_json(
+            {
+                "event": "error",
+                "data": {"message": internal_message(error_id), "status": 500, "trace_id": error_id},
+            }
+        )
         return
     try:
         async for event in events:

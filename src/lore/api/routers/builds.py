@@ -32,21 +32,29 @@ def _queue(state: ServiceState, kb: str, body: BuildBody, scope: Grant) -> Job:
     check_sources_write(lore, kb, inputs, scope, replaces_all=True)
     stamp = scope.chunk_stamp(body.dataset)
     job = queue_build(lore, kb, inputs, body.model_dump(), stamp)
-    lore.catalog.audit("build", tenant=scope.tenant, key_id=scope.key_id, kb=kb, target=job.id,
-                       activate=body.activate)
+    lore.catalog.audit(
+        "build", tenant=scope.tenant, key_id=scope.key_id, kb=kb, target=job.id, activate=body.activate
+    )
     return job
 
 
-@router.post("/builds", status_code=202, responses={
-    202: {"description": "The build is queued: `job` (poll `GET .../jobs/{id}` or stream its events)."},
-    409: {"description": "Another build of the knowledge base is running or queued."}})
+@router.post(
+    "/builds",
+    status_code=202,
+    responses={
+        202: {"description": "The build is queued: `job` (poll `GET .../jobs/{id}` or stream its events)."},
+        409: {"description": "Another build of the knowledge base is running or queued."},
+    },
+)
 async def build(kb: str, body: BuildBody, scope: Caller, state: State) -> JSONResponse:
     """Queue a build of a new STAGED version of exactly the given sources, optionally gated and activated (admin).
 
     New and changed files' chunks belong to the key's tenant (and its dataset, if it has exactly one).
     """
     job = await run_in_threadpool(_queue, state, kb, body, scope)
-    return JSONResponse({"kb": kb, "job": job.to_json()}, 202, headers={"Location": f"/api/kbs/{kb}/jobs/{job.id}"})
+    return JSONResponse(
+        {"kb": kb, "job": job.to_json()}, 202, headers={"Location": f"/api/kbs/{kb}/jobs/{job.id}"}
+    )
 
 
 def _job(state: ServiceState, kb: str, job_id: str, scope: Grant) -> Job:
@@ -80,19 +88,39 @@ async def _job_events(state: ServiceState, kb: str, job_id: str) -> AsyncIterato
             await asyncio.sleep(0.25)
 
 
-@router.get("/jobs/{job_id}/events", response_class=StreamingResponse, responses={
-    200: {"content": {"text/event-stream": {}}, "description": "`status` per file, then `end` or `error`."}})
+@router.get(
+    "/jobs/{job_id}/events",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "content": {"text/event-stream": {}},
+            "description": "`status` per file, then `end` or `error`.",
+        }
+    },
+)
 async def job_events(kb: str, job_id: str, scope: Caller, state: State) -> StreamingResponse:
     """A build job's progress as SSE, from its start (any replica can serve it)."""
     await run_in_threadpool(_job, state, kb, job_id, scope)
-    return StreamingResponse(_job_events(state, kb, job_id), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache"})
+    return StreamingResponse(
+        _job_events(state, kb, job_id), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
+    )
 
 
-@router.post("/builds/stream", response_class=StreamingResponse, responses={
-    200: {"content": {"text/event-stream": {}}, "description": "`status` per file, then `end` or `error`."}})
+@router.post(
+    "/builds/stream",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "content": {"text/event-stream": {}},
+            "description": "`status` per file, then `end` or `error`.",
+        }
+    },
+)
 async def build_stream(kb: str, body: BuildBody, scope: Caller, state: State) -> StreamingResponse:
     """Queue the same build and stream its progress as SSE; a client that leaves does not stop the build."""
     job = await run_in_threadpool(_queue, state, kb, body, scope)  # bad input is a 4xx before streaming
-    return StreamingResponse(_job_events(state, kb, job.id), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Lore-Job": job.id})
+    return StreamingResponse(
+        _job_events(state, kb, job.id),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Lore-Job": job.id},
+    )

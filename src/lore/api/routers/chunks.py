@@ -34,8 +34,9 @@ class ChunkIn(BaseModel):
 
     text: str = Field(max_length=20_000)
     chunk_index: int | None = Field(default=None, description="Ignored: the list order is the chunk order.")
-    parent_text: str | None = Field(default=None, max_length=40_000,
-                                    description="Context handed to answers; default: the text.")
+    parent_text: str | None = Field(
+        default=None, max_length=40_000, description="Context handed to answers; default: the text."
+    )
     heading_path: list[str] = Field(default_factory=list)
     title: str | None = None
     page: PositiveInt | None = None
@@ -60,30 +61,51 @@ class CommitBody(BaseModel):
     chunks: list[ChunkIn] = Field(min_length=1, max_length=5000)
     visibility: Literal["public", "internal", "restricted"] = "internal"
     allowed_roles: list[str] = Field(default_factory=list, description="Roles that may read them; [] = all.")
-    dataset: str | None = Field(default=None, description="Dataset the chunks go to; required for a key "
-                                "with several datasets (one of them).")
+    dataset: str | None = Field(
+        default=None,
+        description="Dataset the chunks go to; required for a key with several datasets (one of them).",
+    )
 
 
-def make_chunks(kb: KnowledgeBase, name: str, sha256: str, model: str, body: CommitBody,
-                stamp: dict[str, str]) -> list[Chunk]:
+def make_chunks(
+    kb: KnowledgeBase, name: str, sha256: str, model: str, body: CommitBody, stamp: dict[str, str]
+) -> list[Chunk]:
     """Chunks carrying the metadata contract, the caller's tenant (and dataset) and the file's identity."""
     document_id = file_document_id(kb.id, name)  # the same document as when the file is ingested
     out = []
     for i, c in enumerate(body.chunks):
         parent = (c.parent_text or "").strip() or c.text
-        out.append(Chunk(
-            chunk_id=stable_id(kb.id, name, document_id, kb.chunk_schema, i, c.text, "edited"),
-            text=c.text, parent_id=stable_id(kb.id, document_id, "edited", i, parent), parent_text=parent,
-            kb_id=kb.id, document_id=document_id, file_path=name, file_sha256=sha256, chunk_index=i,
-            chunk_schema=kb.chunk_schema, embedding_model=model, source_type=c.source_type,
-            visibility=body.visibility, allowed_roles=list(body.allowed_roles), page=c.page,
-            heading_path=list(c.heading_path), sheet=c.sheet, row=c.row, title=c.title, **stamp))
+        out.append(
+            Chunk(
+                chunk_id=stable_id(kb.id, name, document_id, kb.chunk_schema, i, c.text, "edited"),
+                text=c.text,
+                parent_id=stable_id(kb.id, document_id, "edited", i, parent),
+                parent_text=parent,
+                kb_id=kb.id,
+                document_id=document_id,
+                file_path=name,
+                file_sha256=sha256,
+                chunk_index=i,
+                chunk_schema=kb.chunk_schema,
+                embedding_model=model,
+                source_type=c.source_type,
+                visibility=body.visibility,
+                allowed_roles=list(body.allowed_roles),
+                page=c.page,
+                heading_path=list(c.heading_path),
+                sheet=c.sheet,
+                row=c.row,
+                title=c.title,
+                **stamp,
+            )
+        )
     return out
 
 
 @router.post("/chunks")
 async def add_by_chunks(kb: str, body: CommitBody, scope: Caller, state: State) -> dict[str, Any]:
     """Store a previewed file's (edited) chunks in an unversioned KB (admin); 409 for a versioned KB."""
+
     def run() -> dict[str, Any]:
         lore = state.lore
         record = require_kb(lore, scope, kb, Action.UPLOAD)
@@ -93,11 +115,14 @@ async def add_by_chunks(kb: str, body: CommitBody, scope: Caller, state: State) 
         model = lore.embedder(record).model_id
 
         def custom(source: SourceFile, sha256: str, _seq: int | None) -> list[Chunk] | None:
-            return make_chunks(record, source.name, sha256, model, body, stamp) if source.path == path else None
+            return (
+                make_chunks(record, source.name, sha256, model, body, stamp) if source.path == path else None
+            )
 
         report = lore.ingest(kb, [path], custom_chunks=custom, force=True)
         result = report.files[0]
         if result.status != "ingested":
             raise HTTPException(422, f"{body.file}: {result.error or result.status}")
         return {"kb": kb, "file": result.name, "committed": result.chunks, **report_json(report)}
+
     return await run_in_threadpool(run)

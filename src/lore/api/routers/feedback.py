@@ -32,10 +32,21 @@ class FeedbackBody(BaseModel):
 @router.post("/api/feedback", status_code=201)
 async def feedback(body: FeedbackBody, scope: Caller, state: State) -> dict[str, Any]:
     """Record feedback; thumbs-down answers become the bad-case eval set (`lore badcases export`)."""
+
     def run() -> Any:
-        check(scope, Action.READ_TRACE, trace_resource(state.lore.catalog.get_trace(body.trace_id, scope.tenant)))
-        return state.lore.catalog.add_feedback(trace_id=body.trace_id, tenant_id=scope.tenant, key_id=scope.key_id,
-                                               rating=body.rating, note=body.note)
+        check(
+            scope,
+            Action.READ_TRACE,
+            trace_resource(state.lore.catalog.get_trace(body.trace_id, scope.tenant)),
+        )
+        return state.lore.catalog.add_feedback(
+            trace_id=body.trace_id,
+            tenant_id=scope.tenant,
+            key_id=scope.key_id,
+            rating=body.rating,
+            note=body.note,
+        )
+
     fb = await run_in_threadpool(run)
     return {"id": fb.id, "trace_id": fb.trace_id, "rating": fb.rating, "kb": fb.kb}
 
@@ -49,31 +60,46 @@ def _redacted(f: Feedback, readable: set[str]) -> dict[str, Any]:
     answer built on one of them is withheld."""
     hidden = [c for c in f.citations if c.get("chunk_id") not in readable]
     return {
-        "id": f.id, "trace_id": f.trace_id, "kb": f.kb, "rating": f.rating, "note": f.note,
-        "question": f.question, "created_at": f.created_at.isoformat(), "redacted": bool(hidden),
+        "id": f.id,
+        "trace_id": f.trace_id,
+        "kb": f.kb,
+        "rating": f.rating,
+        "note": f.note,
+        "question": f.question,
+        "created_at": f.created_at.isoformat(),
+        "redacted": bool(hidden),
         "answer": None if hidden else f.answer,
         "citations": [c if c.get("chunk_id") in readable else {**c, "text": None} for c in f.citations],
     }
 
 
 @router.get("/api/feedback")
-async def list_feedback(scope: Caller, state: State, kb: str | None = None,
-                        rating: Annotated[int | None, Query(ge=-1, le=1)] = None) -> list[dict[str, Any]]:
+async def list_feedback(
+    scope: Caller,
+    state: State,
+    kb: str | None = None,
+    rating: Annotated[int | None, Query(ge=-1, le=1)] = None,
+) -> list[dict[str, Any]]:
     """The tenant's feedback, newest first (admin); passages the caller may not read are redacted."""
+
     def run() -> list[dict[str, Any]]:
         _review(scope)
-        rows = [f for f in state.lore.catalog.list_feedback(rating=rating, kb=kb) if f.tenant_id == scope.tenant]
+        rows = [
+            f for f in state.lore.catalog.list_feedback(rating=rating, kb=kb) if f.tenant_id == scope.tenant
+        ]
         out = []
         for f in reversed(rows):
             ids = {c["chunk_id"] for c in f.citations if c.get("chunk_id")}
             out.append(_redacted(f, readable_chunk_ids(state.lore, scope, f.kb, ids)))
         return out
+
     return await run_in_threadpool(run)
 
 
 @router.get("/api/feedback/export", response_class=PlainTextResponse)
 async def export_feedback(scope: Caller, state: State, kb: str | None = None) -> PlainTextResponse:
     """Thumbs-down answers of the tenant as a JSONL eval set (as `lore badcases export`; admin)."""
+
     def run() -> str:
         _review(scope)
         rows = [f for f in state.lore.catalog.list_feedback(rating=-1, kb=kb) if f.tenant_id == scope.tenant]
@@ -85,5 +111,9 @@ async def export_feedback(scope: Caller, state: State, kb: str | None = None) ->
                 case["bad_answer"] = None
             lines.append(json.dumps(case, ensure_ascii=False) + "\n")
         return "".join(lines)
-    return PlainTextResponse(await run_in_threadpool(run), media_type="application/x-ndjson",
-                             headers={"Content-Disposition": 'attachment; filename="badcases.jsonl"'})
+
+    return PlainTextResponse(
+        await run_in_threadpool(run),
+        media_type="application/x-ndjson",
+        headers={"Content-Disposition": 'attachment; filename="badcases.jsonl"'},
+    )

@@ -47,8 +47,9 @@ async def upload(kb: str, request: Request, scope: Caller, state: State) -> dict
     except BaseException:
         upload.discard()
         raise
-    saved = await run_in_threadpool(commit, parts, folder, lambda names: lore.catalog.claim_files(
-        record.id, names, scope.tenant))
+    saved = await run_in_threadpool(
+        commit, parts, folder, lambda names: lore.catalog.claim_files(record.id, names, scope.tenant)
+    )
     return {"kb": kb, "files": saved}
 
 
@@ -56,19 +57,35 @@ async def upload(kb: str, request: Request, scope: Caller, state: State) -> dict
 async def list_files(kb: str, scope: Caller, state: State) -> dict[str, Any]:
     """Uploads and indexed files the caller may see: those it can read a chunk of, and, for admins who may
     write to the KB, their tenant's own files (e.g. uploads not indexed yet)."""
+
     def run() -> dict[str, Any]:
         lore = state.lore
         record = require_kb(lore, scope, kb)
         folder = uploads_dir(lore, kb)
-        uploads = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")) \
-            if folder.is_dir() else []
+        uploads = (
+            sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+            if folder.is_dir()
+            else []
+        )
         return {
-            "uploads": [{"name": p.name, "size": p.stat().st_size} for p in uploads
-                        if file_visible(lore, record, p.name, scope)],
-            "indexed": [{"path": f.path, "status": f.status, "chunks": f.chunk_count, "error": f.error,
-                         "size": f.size} for f in lore.catalog.list_files(record.id)
-                        if file_visible(lore, record, f.path, scope)],
+            "uploads": [
+                {"name": p.name, "size": p.stat().st_size}
+                for p in uploads
+                if file_visible(lore, record, p.name, scope)
+            ],
+            "indexed": [
+                {
+                    "path": f.path,
+                    "status": f.status,
+                    "chunks": f.chunk_count,
+                    "error": f.error,
+                    "size": f.size,
+                }
+                for f in lore.catalog.list_files(record.id)
+                if file_visible(lore, record, f.path, scope)
+            ],
         }
+
     return await run_in_threadpool(run)
 
 
@@ -92,20 +109,43 @@ class PreviewBody(BaseModel):
 @router.post("/preview")
 async def preview(kb: str, body: PreviewBody, scope: Caller, state: State) -> dict[str, Any]:
     """Load and chunk an uploaded file as a build would (file-to-chunk); nothing is stored (admin)."""
+
     def run() -> dict[str, Any]:
         lore = state.lore
         record = require_kb(lore, scope, kb, Action.UPLOAD)
         path = _visible_upload(lore, kb, body.file, scope)
         try:
-            docs = load_file(path, ocr=lore.settings.ingest.ocr, limits=FileLimits.from_settings(lore.settings.ingest))
+            docs = load_file(
+                path, ocr=lore.settings.ingest.ocr, limits=FileLimits.from_settings(lore.settings.ingest)
+            )
         except LoadError as exc:
             raise HTTPException(422, f"{body.file}: {exc.reason}") from exc
         chunker = Chunker(lore.chunk_params)
-        chunks = [c for d in docs for c in chunk_document(
-            d, chunker, kb_id=record.id, file_name=body.file, file_sha256="", embedding_model="")]
-        return {"file": body.file, "documents": len(docs), "chunks": len(chunks), "preview": [
-            {"chunk_index": c.chunk_index, "text": c.text, "page": c.page, "sheet": c.sheet, "row": c.row,
-             "heading_path": c.heading_path, "source_type": c.source_type} for c in chunks[: body.limit]]}
+        chunks = [
+            c
+            for d in docs
+            for c in chunk_document(
+                d, chunker, kb_id=record.id, file_name=body.file, file_sha256="", embedding_model=""
+            )
+        ]
+        return {
+            "file": body.file,
+            "documents": len(docs),
+            "chunks": len(chunks),
+            "preview": [
+                {
+                    "chunk_index": c.chunk_index,
+                    "text": c.text,
+                    "page": c.page,
+                    "sheet": c.sheet,
+                    "row": c.row,
+                    "heading_path": c.heading_path,
+                    "source_type": c.source_type,
+                }
+                for c in chunks[: body.limit]
+            ],
+        }
+
     return await run_in_threadpool(run)
 
 
@@ -115,9 +155,13 @@ class SourcesBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     files: list[str] | None = Field(default=None, description="Uploaded file names; default: every upload.")
-    paths: list[str] = Field(default_factory=list, description="Server files/folders inside api.ingest_roots.")
-    dataset: str | None = Field(default=None, description="Dataset the chunks go to; required for a key "
-                                "with several datasets (one of them).")
+    paths: list[str] = Field(
+        default_factory=list, description="Server files/folders inside api.ingest_roots."
+    )
+    dataset: str | None = Field(
+        default=None,
+        description="Dataset the chunks go to; required for a key with several datasets (one of them).",
+    )
 
 
 class BuildBody(SourcesBody):
@@ -158,24 +202,34 @@ def check_sources_write(lore: Lore, kb: str, inputs: list[Path], scope: Grant, *
 def _sources(lore: Lore, kb: str, body: SourcesBody) -> list[Path]:
     folder = uploads_dir(lore, kb)
     if body.files is None:
-        inputs = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")) \
-            if folder.is_dir() else []
+        inputs = (
+            sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+            if folder.is_dir()
+            else []
+        )
     else:
         inputs = [_uploaded(lore, kb, name) for name in body.files]
     server = [within_roots(p, lore.settings.api.ingest_roots) for p in body.paths]
     if escaping := links_outside(server, lore.settings.api.ingest_roots):
         # refused rather than dropped: Lore.ingest/build re-discover the folder, and a build indexes exactly it
-        raise HTTPException(403, "server paths: symbolic links lead outside the configured ingest roots: "
-                                 + ", ".join(f.name for f in escaping[:20]))
+        raise HTTPException(
+            403,
+            "server paths: symbolic links lead outside the configured ingest roots: "
+            + ", ".join(f.name for f in escaping[:20]),
+        )
     inputs += server
     if not inputs:
-        raise HTTPException(400, f"nothing to index: upload files to knowledge base '{kb}' or give server paths")
+        raise HTTPException(
+            400, f"nothing to index: upload files to knowledge base '{kb}' or give server paths"
+        )
     return inputs
 
 
 def report_json(report: IngestReport) -> dict[str, Any]:
     """Per-file outcomes and totals."""
-    files = [{k: v for k, v in asdict(f).items() if k not in ("chunk_units", "chunk_hashes")} for f in report.files]
+    files = [
+        {k: v for k, v in asdict(f).items() if k not in ("chunk_units", "chunk_hashes")} for f in report.files
+    ]
     statuses = {f["status"] for f in files}
     return {"files": files, "chunks": report.chunks, "counts": {s: report.count(s) for s in sorted(statuses)}}
 
@@ -186,6 +240,7 @@ async def ingest(kb: str, body: SourcesBody, scope: Caller, state: State) -> dic
 
     The chunks belong to the key's tenant (and its dataset, if it has exactly one), as in builds.
     """
+
     def run() -> dict[str, Any]:
         lore = state.lore
         require_kb(lore, scope, kb, Action.UPLOAD)
@@ -194,4 +249,5 @@ async def ingest(kb: str, body: SourcesBody, scope: Caller, state: State) -> dic
         check_sources_write(lore, kb, inputs, scope, replaces_all=False)
         report = lore.ingest(kb, inputs, chunk_metadata=lambda _source: stamp)
         return {"kb": kb, **report_json(report)}
+
     return await run_in_threadpool(run)

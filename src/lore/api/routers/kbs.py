@@ -37,49 +37,67 @@ def kb_json(lore: Lore, kb: KnowledgeBase, grant: Grant) -> dict[str, Any]:
     active = lore.catalog.active_version(kb.id)
     files, chunks = own_counts(lore, kb, grant)
     return {
-        "name": kb.name, "description": kb.description, "embedding_model": kb.embedding_model,
-        "embedding_dim": kb.embedding_dim, "store_backend": kb.store_backend, "chunk_schema": kb.chunk_schema,
-        "owner": kb.owner_tenant == grant.tenant, "files": files, "chunks": chunks,
-        "versioned": lore.catalog.has_versions(kb.id), "active_version": active.seq if active else None,
-        "created_at": kb.created_at.isoformat(), "updated_at": kb.updated_at.isoformat(),
+        "name": kb.name,
+        "description": kb.description,
+        "embedding_model": kb.embedding_model,
+        "embedding_dim": kb.embedding_dim,
+        "store_backend": kb.store_backend,
+        "chunk_schema": kb.chunk_schema,
+        "owner": kb.owner_tenant == grant.tenant,
+        "files": files,
+        "chunks": chunks,
+        "versioned": lore.catalog.has_versions(kb.id),
+        "active_version": active.seq if active else None,
+        "created_at": kb.created_at.isoformat(),
+        "updated_at": kb.updated_at.isoformat(),
     }
 
 
 @router.get("")
 async def list_kbs(scope: Caller, state: State) -> list[dict[str, Any]]:
     """The knowledge bases the caller's tenant owns or that are shared with it."""
+
     def run() -> list[dict[str, Any]]:
         return [kb_json(state.lore, kb, scope) for kb in visible_kbs(state.lore, scope)]
+
     return await run_in_threadpool(run)
 
 
 @router.post("", status_code=201)
 async def create_kb(body: KbBody, scope: Caller, state: State) -> dict[str, Any]:
     """Create a knowledge base owned by the key's tenant, bound to the configured embedder and store (admin)."""
+
     def run() -> dict[str, Any]:
         check(scope, Action.CREATE, Resource(Kind.KB, body.name, tenants=frozenset({scope.tenant})))
         kb = state.lore.create_kb(body.name, body.description, owner_tenant=scope.tenant)
-        state.lore.catalog.audit("create", tenant=scope.tenant, key_id=scope.key_id, kb=kb.name, target=kb.name)
+        state.lore.catalog.audit(
+            "create", tenant=scope.tenant, key_id=scope.key_id, kb=kb.name, target=kb.name
+        )
         return kb_json(state.lore, kb, scope)
+
     return await run_in_threadpool(run)
 
 
 @router.get("/{kb}")
 async def get_kb(kb: str, scope: Caller, state: State) -> dict[str, Any]:
     """One knowledge base (404 for one the caller may not see)."""
+
     def run() -> dict[str, Any]:
         return kb_json(state.lore, require_kb(state.lore, scope, kb), scope)
+
     return await run_in_threadpool(run)
 
 
 @router.delete("/{kb}", status_code=204)
 async def delete_kb(kb: str, scope: Caller, state: State) -> None:
     """Delete a knowledge base, its index and its uploaded files (admin of the tenant owning all of it)."""
+
     def run() -> None:
         record = require_kb(state.lore, scope, kb, Action.DELETE)
         state.lore.delete_kb(kb)
         shutil.rmtree(uploads_dir(state.lore, kb), ignore_errors=True)
         state.lore.catalog.audit("delete", tenant=scope.tenant, key_id=scope.key_id, kb=kb, target=record.id)
+
     await run_in_threadpool(run)
 
 
@@ -94,22 +112,26 @@ class ShareBody(BaseModel):
 @router.post("/{kb}/shares", status_code=201)
 async def share(kb: str, body: ShareBody, scope: Caller, state: State) -> dict[str, Any]:
     """Let another tenant read the KB and add its own files (admin of the owner tenant)."""
+
     def run() -> dict[str, Any]:
         record = require_kb(state.lore, scope, kb, Action.SHARE)
         state.lore.catalog.share_kb(record.id, body.tenant)
         state.lore.catalog.audit("share", tenant=scope.tenant, key_id=scope.key_id, kb=kb, target=body.tenant)
         return {"kb": kb, "shared_with": sorted(state.lore.catalog.kb_tenants(record.id)[1])}
+
     return await run_in_threadpool(run)
 
 
 @router.delete("/{kb}/shares/{tenant}", status_code=204)
 async def unshare(kb: str, tenant: str, scope: Caller, state: State) -> None:
     """Stop sharing the KB with a tenant (its files stay, owned by it)."""
+
     def run() -> None:
         record = require_kb(state.lore, scope, kb, Action.SHARE)
         if not state.lore.catalog.unshare_kb(record.id, tenant):
             raise NotFoundError(f"knowledge base '{kb}' is not shared with tenant '{tenant}'")
         state.lore.catalog.audit("unshare", tenant=scope.tenant, key_id=scope.key_id, kb=kb, target=tenant)
+
     await run_in_threadpool(run)
 
 

@@ -33,9 +33,16 @@ class KeyBody(BaseModel):
 
 def key_json(key: ApiKey) -> dict[str, Any]:
     """A key without its secret."""
-    return {"id": key.id, "prefix": key.prefix, "name": key.name, "tenant": key.tenant_id, "roles": key.roles,
-            "datasets": key.datasets, "created_at": key.created_at.isoformat(),
-            "revoked_at": key.revoked_at.isoformat() if key.revoked_at else None}
+    return {
+        "id": key.id,
+        "prefix": key.prefix,
+        "name": key.name,
+        "tenant": key.tenant_id,
+        "roles": key.roles,
+        "datasets": key.datasets,
+        "created_at": key.created_at.isoformat(),
+        "revoked_at": key.revoked_at.isoformat() if key.revoked_at else None,
+    }
 
 
 @router.get("")
@@ -55,9 +62,16 @@ async def create_key(body: KeyBody, scope: Caller, state: State) -> dict[str, An
         catalog = state.lore.catalog
         with catalog.transaction():
             key, secret = catalog.create_api_key(scope.tenant, body.roles, body.datasets, body.name)
-            catalog.audit("key_create", tenant=scope.tenant, key_id=scope.key_id, target=key.id, roles=key.roles,
-                          datasets=key.datasets)
+            catalog.audit(
+                "key_create",
+                tenant=scope.tenant,
+                key_id=scope.key_id,
+                target=key.id,
+                roles=key.roles,
+                datasets=key.datasets,
+            )
         return key, secret
+
     key, secret = await run_in_threadpool(run)
     return {**key_json(key), "secret": secret}
 
@@ -65,6 +79,7 @@ async def create_key(body: KeyBody, scope: Caller, state: State) -> dict[str, An
 @router.delete("/{key_id}", status_code=204)
 async def revoke_key(key_id: str, scope: Caller, state: State) -> None:
     """Revoke one of the tenant's keys by id (404 for another tenant's, as for an unknown one)."""
+
     def run() -> None:
         _manage(scope)
         owner = next((k.tenant_id for k in state.lore.catalog.list_api_keys() if k.id == key_id), None)
@@ -72,4 +87,5 @@ async def revoke_key(key_id: str, scope: Caller, state: State) -> None:
         with state.lore.catalog.transaction():
             state.lore.catalog.revoke_api_key(key_id)
             state.lore.catalog.audit("key_revoke", tenant=scope.tenant, key_id=scope.key_id, target=key_id)
+
     await run_in_threadpool(run)

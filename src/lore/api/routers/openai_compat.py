@@ -49,8 +49,22 @@ class ChatRequest(BaseModel):
 
 
 def _lore_extra(end: dict[str, Any]) -> dict[str, Any]:
-    extra = {k: end.get(k) for k in ("trace_id", "route", "refused", "evidence_confidence", "answer_confidence",
-                                     "low_confidence", "warning", "answer", "scenario", "plan", "faq_match")}
+    extra = {
+        k: end.get(k)
+        for k in (
+            "trace_id",
+            "route",
+            "refused",
+            "evidence_confidence",
+            "answer_confidence",
+            "low_confidence",
+            "warning",
+            "answer",
+            "scenario",
+            "plan",
+            "faq_match",
+        )
+    }
     extra["profile"] = (end.get("profile") or {}).get("name")
     return extra
 
@@ -72,8 +86,11 @@ async def chat_completions(body: ChatRequest, scope: Caller, state: State) -> Re
     events = await start_stream(state, scope, ask, "openai", history=users[:-1])
     created, model = int(time.time()), body.model
     if body.stream:
-        return ClosingStream(_chunks(events, created, model), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache"})
+        return ClosingStream(
+            _chunks(events, created, model),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache"},
+        )
     end, error = None, None
     try:
         async for event in events:
@@ -85,21 +102,41 @@ async def chat_completions(body: ChatRequest, scope: Caller, state: State) -> Re
         await events.aclose()  # type: ignore[attr-defined]
     if end is None:
         data = error or {"message": "the answer stream ended without a result"}
-        return JSONResponse({"error": {"message": data["message"], "type": "lore_error",
-                                       "trace_id": data.get("trace_id")}}, _error_status(data))
-    return JSONResponse({
-        "id": f"chatcmpl-{end['trace_id']}", "object": "chat.completion", "created": created, "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": end["answer"]},
-                     "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-        "citations": end["citations"], "lore": _lore_extra(end),
-    })
+        return JSONResponse(
+            {"error": {"message": data["message"], "type": "lore_error", "trace_id": data.get("trace_id")}},
+            _error_status(data),
+        )
+    return JSONResponse(
+        {
+            "id": f"chatcmpl-{end['trace_id']}",
+            "object": "chat.completion",
+            "created": created,
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": end["answer"]},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            "citations": end["citations"],
+            "lore": _lore_extra(end),
+        }
+    )
 
 
-def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None,
-           **extra: Any) -> str:
-    payload = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
-               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+def _chunk(
+    cid: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None, **extra: Any
+) -> str:
+    payload = {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
     return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
 
 
@@ -114,7 +151,9 @@ async def _chunks(events: AsyncIterator[dict[str, Any]], created: int, model: st
             elif kind == "token":
                 yield _chunk(cid, created, model, {"content": data["text"]})
             elif kind == "end":
-                yield _chunk(cid, created, model, {}, "stop", citations=data["citations"], lore=_lore_extra(data))
+                yield _chunk(
+                    cid, created, model, {}, "stop", citations=data["citations"], lore=_lore_extra(data)
+                )
             elif kind == "error":
                 err = {"message": data["message"], "type": "lore_error", "trace_id": data.get("trace_id")}
                 yield f"data: {json.dumps({'error': err}, ensure_ascii=False)}\n\n"
@@ -129,8 +168,29 @@ async def models(scope: Caller, state: State) -> dict[str, Any]:
     kbs = await run_in_threadpool(visible_kbs, state.lore, scope)
     found = await run_in_threadpool(visible_scenarios, state.lore, scope)
     created = {kb.name: int(kb.created_at.timestamp()) for kb in kbs}
-    return {"object": "list", "data": [
-        *({"id": kb.name, "object": "model", "created": created[kb.name], "owned_by": "lore",
-           "description": kb.description} for kb in kbs),
-        *({"id": MODEL_PREFIX + sc.id, "object": "model", "created": created.get(sc.kb_name, 0), "owned_by": "lore",
-           "description": sc.name, "kb": sc.kb_name} for sc in found)]}
+    return {
+        "object": "list",
+        "data": [
+            *(
+                {
+                    "id": kb.name,
+                    "object": "model",
+                    "created": created[kb.name],
+                    "owned_by": "lore",
+                    "description": kb.description,
+                }
+                for kb in kbs
+            ),
+            *(
+                {
+                    "id": MODEL_PREFIX + sc.id,
+                    "object": "model",
+                    "created": created.get(sc.kb_name, 0),
+                    "owned_by": "lore",
+                    "description": sc.name,
+                    "kb": sc.kb_name,
+                }
+                for sc in found
+            ),
+        ],
+    }

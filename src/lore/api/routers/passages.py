@@ -25,11 +25,14 @@ router = APIRouter(prefix="/api/kbs/{kb}", tags=["search"])
 
 
 def _valid_at(chunk: Chunk, seq: int | None) -> bool:
-    return seq is None or (chunk.valid_from_seq <= seq and (chunk.valid_to_seq == 0 or chunk.valid_to_seq > seq))
+    return seq is None or (
+        chunk.valid_from_seq <= seq and (chunk.valid_to_seq == 0 or chunk.valid_to_seq > seq)
+    )
 
 
-def readable(lore: Lore, kb: KnowledgeBase, scope: Grant, chunks: list[Chunk], version: int | None
-             ) -> tuple[list[Chunk], int | None]:
+def readable(
+    lore: Lore, kb: KnowledgeBase, scope: Grant, chunks: list[Chunk], version: int | None
+) -> tuple[list[Chunk], int | None]:
     """The chunks the caller reads at the version (active unless named: the policy decides), and its number."""
     require_kb(lore, scope, kb.name, Action.READ if version is None else Action.READ_VERSION)
     flt = lore.scoped(kb, search_options(lore, scope), version).filter
@@ -41,8 +44,14 @@ def readable(lore: Lore, kb: KnowledgeBase, scope: Grant, chunks: list[Chunk], v
 
 
 def _where(c: Chunk) -> dict[str, Any]:
-    return {"file": c.file_path, "page": c.page, "slide": c.slide, "sheet": c.sheet, "row": c.row,
-            "heading_path": list(c.heading_path)}
+    return {
+        "file": c.file_path,
+        "page": c.page,
+        "slide": c.slide,
+        "sheet": c.sheet,
+        "row": c.row,
+        "heading_path": list(c.heading_path),
+    }
 
 
 def _chunks_at(lore: Lore, kb: KnowledgeBase, file: str, seq: int) -> list[Chunk]:
@@ -54,10 +63,12 @@ def _chunks_at(lore: Lore, kb: KnowledgeBase, file: str, seq: int) -> list[Chunk
 
 
 @router.get("/passages/{chunk_id}")
-async def get_passage(kb: str, chunk_id: str, scope: Caller, state: State, version: int | None = None
-                      ) -> dict[str, Any]:
+async def get_passage(
+    kb: str, chunk_id: str, scope: Caller, state: State, version: int | None = None
+) -> dict[str, Any]:
     """A passage (a search hit's or citation's `chunk_id`) with its parent text and location; 404 when the
     caller could not have found it."""
+
     def run() -> dict[str, Any]:
         lore = state.lore
         record = require_kb(lore, scope, kb)  # foreign or unknown: the same 404
@@ -65,23 +76,36 @@ async def get_passage(kb: str, chunk_id: str, scope: Caller, state: State, versi
         if not chunks:
             raise HTTPException(404, f"passage {chunk_id!r} not found in knowledge base '{kb}'")
         c = chunks[0]
-        return {"kb": kb, "chunk_id": c.chunk_id, "document_id": c.document_id, **_where(c), "text": c.text,
-                "parent_text": c.parent_text, "source_type": c.source_type, "version": seq}
+        return {
+            "kb": kb,
+            "chunk_id": c.chunk_id,
+            "document_id": c.document_id,
+            **_where(c),
+            "text": c.text,
+            "parent_text": c.parent_text,
+            "source_type": c.source_type,
+            "version": seq,
+        }
+
     return await run_in_threadpool(run)
 
 
 @router.get("/document")
-async def get_document(kb: str, file: str, scope: Caller, state: State, version: int | None = None
-                       ) -> dict[str, Any]:
+async def get_document(
+    kb: str, file: str, scope: Caller, state: State, version: int | None = None
+) -> dict[str, Any]:
     """An indexed file's text as the caller may read it, section by section (its passages' parent texts in
     order, each with its location); 404 when the caller reads none of it."""
+
     def run() -> dict[str, Any]:
         lore = state.lore
         record = require_kb(lore, scope, kb)  # foreign or unknown: the same 404
         entry = lore.catalog.get_file(record.id, file)
         ids = lore.catalog.file_chunk_ids(entry.id) if entry is not None else []
         chunks, seq = readable(lore, record, scope, lore.store(record).get(ids) if ids else [], version)
-        if not chunks and entry is not None and seq is not None:  # the catalog lists the newest build's chunks
+        if (
+            not chunks and entry is not None and seq is not None
+        ):  # the catalog lists the newest build's chunks
             chunks, seq = readable(lore, record, scope, _chunks_at(lore, record, file, seq), version)
         if not chunks:
             raise HTTPException(404, f"document {file!r} not found in knowledge base '{kb}'")
@@ -90,6 +114,13 @@ async def get_document(kb: str, file: str, scope: Caller, state: State, version:
             if c.parent_id not in seen:
                 seen.add(c.parent_id)
                 sections.append({**_where(c), "text": c.parent_text})
-        return {"kb": kb, "file": file, "document_id": chunks[0].document_id, "version": seq,
-                "text": "\n\n".join(s["text"] for s in sections), "sections": sections}
+        return {
+            "kb": kb,
+            "file": file,
+            "document_id": chunks[0].document_id,
+            "version": seq,
+            "text": "\n\n".join(s["text"] for s in sections),
+            "sections": sections,
+        }
+
     return await run_in_threadpool(run)

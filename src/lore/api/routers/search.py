@@ -29,16 +29,20 @@ class SearchBody(BaseModel):
     top_k: int = Field(default=10, ge=1, le=100)
     mode: Literal["dense", "bm25", "hybrid"] | None = None
     version: Seq | None = Field(default=None, description="Search this version (admin keys only).")
-    rerank: bool | None = Field(default=None, description="Re-score the candidates with the configured "
-                                "reranker (default: as configured; false: first-stage order).")
+    rerank: bool | None = Field(
+        default=None,
+        description="Re-score the candidates with the configured "
+        "reranker (default: as configured; false: first-stage order).",
+    )
 
 
 @router.post("/api/search")
 async def search(body: SearchBody, scope: Caller, state: State) -> dict[str, Any]:
     """Hits, best first, with file/page/sheet/row and scores; the query's terms and the filter applied."""
     check_text("query", body.query, state.lore.settings.answer.max_question_chars)
-    kb = await run_in_threadpool(require_kb, state.lore, scope, body.kb,
-                                 Action.READ if body.version is None else Action.READ_VERSION)
+    kb = await run_in_threadpool(
+        require_kb, state.lore, scope, body.kb, Action.READ if body.version is None else Action.READ_VERSION
+    )
     options = search_options(state.lore, scope, body.top_k, body.rerank)
     if body.mode:
         options = replace(options, mode=body.mode)
@@ -49,9 +53,15 @@ async def search(body: SearchBody, scope: Caller, state: State) -> dict[str, Any
     if not bm25_scores_are_scoped(kb.store_backend):
         for row in rows:
             row["bm25_score"] = None
-    return {"kb": body.kb, "query": body.query, "version": read.filter.version_seq,
-            "terms": sorted(set(tokenize(body.query))), "filter": asdict(options.filter), "hits": rows,
-            "rerank": events[-1].to_json() if events else None}
+    return {
+        "kb": body.kb,
+        "query": body.query,
+        "version": read.filter.version_seq,
+        "terms": sorted(set(tokenize(body.query))),
+        "filter": asdict(options.filter),
+        "hits": rows,
+        "rerank": events[-1].to_json() if events else None,
+    }
 
 
 def _search(state: Any, body: SearchBody, options: Any, events: list[RerankInfo]) -> list[Any]:

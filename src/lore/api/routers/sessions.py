@@ -18,8 +18,14 @@ router = APIRouter(prefix="/api/sessions", tags=["sessions"])
 
 
 def _json(s: ChatSession) -> dict[str, Any]:
-    return {"id": s.id, "kb": s.kb, "title": s.title, "summary": s.summary,
-            "created_at": s.created_at.isoformat(), "updated_at": s.updated_at.isoformat()}
+    return {
+        "id": s.id,
+        "kb": s.kb,
+        "title": s.title,
+        "summary": s.summary,
+        "created_at": s.created_at.isoformat(),
+        "updated_at": s.updated_at.isoformat(),
+    }
 
 
 @router.get("")
@@ -32,20 +38,34 @@ async def list_sessions(scope: Caller, state: State, kb: str | None = None) -> l
 @router.get("/{session_id}")
 async def get_session(session_id: str, scope: Caller, state: State) -> dict[str, Any]:
     """A session with its messages."""
+
     def run() -> dict[str, Any]:
         s = own_session(state.lore.catalog, session_id, scope)
-        return {**_json(s), "messages": [
-            {"role": m.role, "content": _content(state, scope, m.trace_id, m.content), "query": m.query,
-             "trace_id": m.trace_id, "created_at": m.created_at.isoformat()} for m in state.lore.catalog.messages(s.id)]}
+        return {
+            **_json(s),
+            "messages": [
+                {
+                    "role": m.role,
+                    "content": _content(state, scope, m.trace_id, m.content),
+                    "query": m.query,
+                    "trace_id": m.trace_id,
+                    "created_at": m.created_at.isoformat(),
+                }
+                for m in state.lore.catalog.messages(s.id)
+            ],
+        }
+
     return await run_in_threadpool(run)
 
 
 @router.delete("/{session_id}", status_code=204)
 async def delete_session(session_id: str, scope: Caller, state: State) -> None:
     """Delete a session and its messages."""
+
     def run() -> None:
         own_session(state.lore.catalog, session_id, scope)
         state.lore.catalog.delete_session(session_id, scope.tenant)
+
     await run_in_threadpool(run)
 
 

@@ -62,7 +62,9 @@ def loader_for(path: Path) -> Loader:
     """The loader for `path`'s suffix, or an `unsupported` `LoadError` naming the file."""
     loader = LOADERS.find(path.suffix.lower())
     if loader is None:
-        raise LoadError(str(path), f"unsupported file type {path.suffix or '(none)'!r}", LoadErrorKind.UNSUPPORTED)
+        raise LoadError(
+            str(path), f"unsupported file type {path.suffix or '(none)'!r}", LoadErrorKind.UNSUPPORTED
+        )
     return loader
 
 

@@ -36,10 +36,17 @@ def load_eml(path: Path, options: LoadOptions) -> list[LoadedDocument]:
         raise LoadError(str(path), "not an e-mail message (no headers)")
     hint = next((c for c in msg.get_charsets() if c), None)
     subject = _header(msg, "Subject", hint, str(path))
-    head = [f"{name}: {value}" for name in ("From", "To", "Cc", "Date", "Subject")
-            if (value := _header(msg, name, hint, str(path)))]
-    main = LoadedDocument(path=str(path), sections=[Section(text="\n".join(head))] if head else [],
-                          title=subject or None, encoding=hint)
+    head = [
+        f"{name}: {value}"
+        for name in ("From", "To", "Cc", "Date", "Subject")
+        if (value := _header(msg, name, hint, str(path)))
+    ]
+    main = LoadedDocument(
+        path=str(path),
+        sections=[Section(text="\n".join(head))] if head else [],
+        title=subject or None,
+        encoding=hint,
+    )
     plain: list[Message] = []
     html: list[Message] = []
     attachments: list[Message] = []
@@ -53,19 +60,25 @@ def load_eml(path: Path, options: LoadOptions) -> list[LoadedDocument]:
         elif part.get_content_type() == "text/html":
             html.append(part)
     for part in plain or html:
-        text, _ = decode_bytes(part.get_payload(decode=True) or b"", str(path), part.get_content_charset() or hint)
+        text, _ = decode_bytes(
+            part.get_payload(decode=True) or b"", str(path), part.get_content_charset() or hint
+        )
         if part.get_content_type() == "text/html":
             main.sections.extend(html_document(text, str(path)).sections)
         elif text.strip():
             main.sections.append(Section(text=text.strip()))
     digest = hashlib.sha256(data).hexdigest()
-    children = [doc for i, part in enumerate(attachments, 1)
-                for doc in _attachment(part, i, main, digest, hint, options)]
+    children = [
+        doc
+        for i, part in enumerate(attachments, 1)
+        for doc in _attachment(part, i, main, digest, hint, options)
+    ]
     return [main, *children]
 
 
-def _attachment(part: Message, index: int, main: LoadedDocument, digest: str, hint: str | None,
-                options: LoadOptions) -> list[LoadedDocument]:
+def _attachment(
+    part: Message, index: int, main: LoadedDocument, digest: str, hint: str | None, options: LoadOptions
+) -> list[LoadedDocument]:
     """An attachment loaded by the loader for its file name, as documents of its own."""
     name = _file_name(part, index, hint, main.path)
     payload = part.get_payload(decode=True) or b""

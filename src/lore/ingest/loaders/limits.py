@@ -28,8 +28,12 @@ class FileLimits:
 
     @classmethod
     def from_settings(cls, ingest: IngestSettings) -> FileLimits:
-        return cls(int(ingest.max_unzipped_mb * 1e6), ingest.max_zip_entries, ingest.max_zip_ratio,
-                   ingest.max_pdf_pages)
+        return cls(
+            int(ingest.max_unzipped_mb * 1e6),
+            ingest.max_zip_entries,
+            ingest.max_zip_ratio,
+            ingest.max_pdf_pages,
+        )
 
 
 def check_file(path: Path, limits: FileLimits) -> None:
@@ -47,17 +51,26 @@ def _check_zip(path: Path, limits: FileLimits) -> None:
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         raise LoadError(str(path), f"not a valid ZIP-based document ({exc})") from exc
     if len(entries) > limits.max_zip_entries:
-        raise LoadError(str(path), f"archive has {len(entries)} entries, limit {limits.max_zip_entries}",
-                        LoadErrorKind.TOO_LARGE)
+        raise LoadError(
+            str(path),
+            f"archive has {len(entries)} entries, limit {limits.max_zip_entries}",
+            LoadErrorKind.TOO_LARGE,
+        )
     unzipped = sum(e.file_size for e in entries)
     if unzipped > limits.max_unzipped_bytes:
-        raise LoadError(str(path), f"decompresses to {unzipped / 1e6:.1f} MB, limit "
-                                   f"{limits.max_unzipped_bytes / 1e6:g} MB", LoadErrorKind.TOO_LARGE)
+        raise LoadError(
+            str(path),
+            f"decompresses to {unzipped / 1e6:.1f} MB, limit {limits.max_unzipped_bytes / 1e6:g} MB",
+            LoadErrorKind.TOO_LARGE,
+        )
     packed = max(1, sum(e.compress_size for e in entries))
     if unzipped > 1_000_000 and unzipped / packed > limits.max_zip_ratio:
-        raise LoadError(str(path), f"decompresses {unzipped / packed:.0f} times its size (to "
-                                   f"{unzipped / 1e6:.1f} MB), limit {limits.max_zip_ratio:g} times",
-                        LoadErrorKind.TOO_LARGE)
+        raise LoadError(
+            str(path),
+            f"decompresses {unzipped / packed:.0f} times its size (to "
+            f"{unzipped / 1e6:.1f} MB), limit {limits.max_zip_ratio:g} times",
+            LoadErrorKind.TOO_LARGE,
+        )
 
 
 def _check_pdf(path: Path, limits: FileLimits) -> None:
@@ -69,5 +82,6 @@ def _check_pdf(path: Path, limits: FileLimits) -> None:
     except (pymupdf.FileDataError, RuntimeError, ValueError):
         return  # the PDF loader reports a broken file with its own reason
     if pages > limits.max_pdf_pages:
-        raise LoadError(str(path), f"PDF has {pages} pages, limit {limits.max_pdf_pages}",
-                        LoadErrorKind.TOO_LARGE)
+        raise LoadError(
+            str(path), f"PDF has {pages} pages, limit {limits.max_pdf_pages}", LoadErrorKind.TOO_LARGE
+        )

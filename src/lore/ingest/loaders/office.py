@@ -59,21 +59,35 @@ def convert(path: Path, target: str, out_dir: Path) -> Path:
     """Convert `path` to `target` ("docx", "pptx") in `out_dir` with headless LibreOffice."""
     exe = soffice()
     if exe is None:
-        raise LoadError(str(path), f"reading {path.suffix} files needs LibreOffice, which is not installed: {_INSTALL}",
-                        LoadErrorKind.UNSUPPORTED)
+        raise LoadError(
+            str(path),
+            f"reading {path.suffix} files needs LibreOffice, which is not installed: {_INSTALL}",
+            LoadErrorKind.UNSUPPORTED,
+        )
     source = out_dir / ("source" + path.suffix.lower())  # a plain name: the output name is predictable
     shutil.copyfile(path, source)
     with _lock:
-        cmd = [exe, f"-env:UserInstallation={_profile_dir().as_uri()}", "--headless", "--norestore",
-               "--nolockcheck", "--convert-to", target, "--outdir", str(out_dir / "out"), str(source)]
+        cmd = [
+            exe,
+            f"-env:UserInstallation={_profile_dir().as_uri()}",
+            "--headless",
+            "--norestore",
+            "--nolockcheck",
+            "--convert-to",
+            target,
+            "--outdir",
+            str(out_dir / "out"),
+            str(source),
+        ]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         try:
             _, err = proc.communicate(timeout=CONVERT_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-            raise LoadError(str(path), f"LibreOffice did not finish converting it within {CONVERT_TIMEOUT_S} s"
-                            ) from None
+            raise LoadError(
+                str(path), f"LibreOffice did not finish converting it within {CONVERT_TIMEOUT_S} s"
+            ) from None
     result = out_dir / "out" / f"source.{target}"
     if not result.is_file():
         detail = err.decode("utf-8", "replace").strip().splitlines()
@@ -100,8 +114,12 @@ def _via(path: Path, target: str, options: LoadOptions) -> list[LoadedDocument]:
 
 
 _OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-_MAGIC = {".doc": ((_OLE2, b"{\\rtf"), "a Word 97-2003 file"), ".ppt": ((_OLE2,), "a PowerPoint 97-2003 file"),
-          ".rtf": ((b"{\\rtf",), "an RTF file"), ".odt": ((b"PK\x03\x04",), "an OpenDocument file")}
+_MAGIC = {
+    ".doc": ((_OLE2, b"{\\rtf"), "a Word 97-2003 file"),
+    ".ppt": ((_OLE2,), "a PowerPoint 97-2003 file"),
+    ".rtf": ((b"{\\rtf",), "an RTF file"),
+    ".odt": ((b"PK\x03\x04",), "an OpenDocument file"),
+}
 
 
 def _check_magic(path: Path) -> None:

@@ -28,8 +28,9 @@ def load_pptx(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as exc:
         raise LoadError(str(path), f"not a valid .pptx (corrupt or not a zip package: {exc})") from exc
     sections: list[Section] = []
-    loaded = LoadedDocument(path=str(path), sections=sections,
-                            title=(presentation.core_properties.title or "").strip() or None)
+    loaded = LoadedDocument(
+        path=str(path), sections=sections, title=(presentation.core_properties.title or "").strip() or None
+    )
     for number, slide in enumerate(presentation.slides, start=1):
         title_shape = slide.shapes.title
         title = _clean(title_shape.text_frame.text) if title_shape is not None else ""

@@ -26,10 +26,16 @@ class RerankInfo:
     candidates: int
     ms: float
     note: str = ""
-    cpu_ms: float = 0.0  # this thread's CPU time: what the rerank costs apart from waiting (busy hosts, endpoints)
+    cpu_ms: float = (
+        0.0  # this thread's CPU time: what the rerank costs apart from waiting (busy hosts, endpoints)
+    )
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"provider": self.provider, "candidates": self.candidates, "ms": round(self.ms, 1)}
+        out: dict[str, Any] = {
+            "provider": self.provider,
+            "candidates": self.candidates,
+            "ms": round(self.ms, 1),
+        }
         if self.note:
             out["note"] = self.note
         return out
@@ -79,11 +85,14 @@ def reorder(hits: Sequence[Hit], scores: Sequence[float], unit: Sequence[float] 
 RerankerFactory = Callable[..., Any]
 """(settings: RerankSettings, **deps) -> Reranker; deps: `llm` (a chat client or None)."""
 
-RERANKERS: Registry[RerankerFactory] = Registry("rerank.provider", {
-    "ltr": "lore.retrieve.rerank.learned:from_settings",
-    "http": "lore.retrieve.rerank.http:from_settings",
-    "llm": "lore.retrieve.rerank.llm:from_settings",
-})
+RERANKERS: Registry[RerankerFactory] = Registry(
+    "rerank.provider",
+    {
+        "ltr": "lore.retrieve.rerank.learned:from_settings",
+        "http": "lore.retrieve.rerank.http:from_settings",
+        "llm": "lore.retrieve.rerank.llm:from_settings",
+    },
+)
 
 
 def register_reranker(name: str, factory: RerankerFactory) -> None:

@@ -23,9 +23,30 @@ DEPTH = 50  # first-stage ranks beyond this count as "not in that list" (the def
 RRF_K = 60
 
 FEATURES = [
-    "dense", "dense_gap", "dense_z", "dense_rank", "bm25_ratio", "bm25_z", "bm25_rank", "rrf", "fused_rank",
-    "cover", "cover_idf", "title_cover", "parent_cover_idf", "bigram", "span", "chunk_index", "chunk_len",
-    "doc_chunks", "doc_dense_max", "doc_bm25_max", "doc_rrf_sum", "doc_cover_idf", "q_len", "zh",
+    "dense",
+    "dense_gap",
+    "dense_z",
+    "dense_rank",
+    "bm25_ratio",
+    "bm25_z",
+    "bm25_rank",
+    "rrf",
+    "fused_rank",
+    "cover",
+    "cover_idf",
+    "title_cover",
+    "parent_cover_idf",
+    "bigram",
+    "span",
+    "chunk_index",
+    "chunk_len",
+    "doc_chunks",
+    "doc_dense_max",
+    "doc_bm25_max",
+    "doc_rrf_sum",
+    "doc_cover_idf",
+    "q_len",
+    "zh",
 ]
 
 
@@ -91,12 +112,23 @@ def candidate_features(query: str, hits: Sequence[Hit]) -> np.ndarray:
     n = len(hits)
     q_terms = list(dict.fromkeys(_tokens(query)))
     q_set = set(q_terms)
-    dense = np.array([h.dense_score if h.dense_score is not None and (h.dense_rank or 0) <= DEPTH else np.nan
-                      for h in hits], dtype=np.float64)
-    bm25 = np.array([h.bm25_score if h.bm25_score is not None and (h.bm25_rank or 0) <= DEPTH else np.nan
-                     for h in hits], dtype=np.float64)
-    d_rank = np.array([h.dense_rank if not np.isnan(dense[i]) else np.nan for i, h in enumerate(hits)], dtype=np.float64)
-    b_rank = np.array([h.bm25_rank if not np.isnan(bm25[i]) else np.nan for i, h in enumerate(hits)], dtype=np.float64)
+    dense = np.array(
+        [
+            h.dense_score if h.dense_score is not None and (h.dense_rank or 0) <= DEPTH else np.nan
+            for h in hits
+        ],
+        dtype=np.float64,
+    )
+    bm25 = np.array(
+        [h.bm25_score if h.bm25_score is not None and (h.bm25_rank or 0) <= DEPTH else np.nan for h in hits],
+        dtype=np.float64,
+    )
+    d_rank = np.array(
+        [h.dense_rank if not np.isnan(dense[i]) else np.nan for i, h in enumerate(hits)], dtype=np.float64
+    )
+    b_rank = np.array(
+        [h.bm25_rank if not np.isnan(bm25[i]) else np.nan for i, h in enumerate(hits)], dtype=np.float64
+    )
     rrf = np.nan_to_num(1 / (RRF_K + d_rank), nan=0.0) + np.nan_to_num(1 / (RRF_K + b_rank), nan=0.0)
     body = [_tokens(h.chunk.text) for h in hits]
     body_sets = [set(b) for b in body]
@@ -123,7 +155,9 @@ def candidate_features(query: str, hits: Sequence[Hit]) -> np.ndarray:
         rows[i, col["cover"]] = len(tset) / len(q_set) if q_set else np.nan
         rows[i, col["cover_idf"]] = sum(idf[t] for t in tset) / idf_total
         head = " ".join([h.chunk.title or "", *h.chunk.heading_path])
-        rows[i, col["title_cover"]] = len(set(_tokens(head)) & q_set) / len(q_set) if q_set and head.strip() else np.nan
+        rows[i, col["title_cover"]] = (
+            len(set(_tokens(head)) & q_set) / len(q_set) if q_set and head.strip() else np.nan
+        )
         parent = _term_set(h.chunk.parent_text) & q_set if h.chunk.parent_text else tset
         rows[i, col["parent_cover_idf"]] = sum(idf[t] for t in parent) / idf_total
         if bigrams:

@@ -31,8 +31,16 @@ class HttpReranker(EndpointClient):
 
     name = "http"
 
-    def __init__(self, base_url: str, model: str = "", api: str = "cohere", api_key: str | None = None,
-                 timeout_s: float = 10.0, max_retries: int = 1, backoff_s: float = 0.2) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str = "",
+        api: str = "cohere",
+        api_key: str | None = None,
+        timeout_s: float = 10.0,
+        max_retries: int = 1,
+        backoff_s: float = 0.2,
+    ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"rerank.base_url: must start with http:// or https://, got {base_url!r}")
         if api not in ("cohere", "tei"):
@@ -51,8 +59,14 @@ class HttpReranker(EndpointClient):
             body = {"query": query, "documents": texts, "top_n": len(texts), "return_documents": False}
             if self.model:
                 body["model"] = self.model
-        payload = with_retries(self._post, body, max_retries=self.max_retries, backoff_s=self.backoff_s,
-                               cap_s=_MAX_WAIT_S, error=RerankError)
+        payload = with_retries(
+            self._post,
+            body,
+            max_retries=self.max_retries,
+            backoff_s=self.backoff_s,
+            cap_s=_MAX_WAIT_S,
+            error=RerankError,
+        )
         scores = self._parse(payload, len(hits))
         return reorder(hits, scores)
 
@@ -82,8 +96,14 @@ class HttpReranker(EndpointClient):
                 score = item["relevance_score"] if "relevance_score" in item else item["score"]
             except (KeyError, TypeError) as exc:
                 raise RerankError(f"{where}: malformed result {str(item)[:100]} ({exc!r})") from exc
-            if (not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < expected
-                    or not isinstance(score, int | float) or isinstance(score, bool) or not math.isfinite(score)):
+            if (
+                not isinstance(index, int)
+                or isinstance(index, bool)
+                or not 0 <= index < expected
+                or not isinstance(score, int | float)
+                or isinstance(score, bool)
+                or not math.isfinite(score)
+            ):
                 raise RerankError(f"{where}: malformed result {str(item)[:100]}")
             if index in scores:
                 raise RerankError(f"{where}: document {index} scored twice")
@@ -97,5 +117,10 @@ def from_settings(settings: Any, **_: Any) -> HttpReranker:
     """`[rerank] provider = "http"` with `base_url`, `model`, `api`, `timeout_s`, `max_retries`."""
     if not settings.base_url:
         raise ConfigError("rerank.base_url: required for the http provider")
-    return HttpReranker(settings.base_url, settings.model, settings.api, timeout_s=settings.timeout_s,
-                        max_retries=settings.max_retries)
+    return HttpReranker(
+        settings.base_url,
+        settings.model,
+        settings.api,
+        timeout_s=settings.timeout_s,
+        max_retries=settings.max_retries,
+    )

@@ -30,7 +30,9 @@ def _load(path: str) -> tuple[Any, dict[str, Any]]:
         raise ConfigError(f"rerank.model: {model} (and its .json) not found")
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     if meta.get("features") != FEATURES:
-        raise ConfigError(f"rerank.model: {model} was trained on other features; re-run benchmarks/train_reranker.py")
+        raise ConfigError(
+            f"rerank.model: {model} was trained on other features; re-run benchmarks/train_reranker.py"
+        )
     return lightgbm.Booster(model_str=model.read_text(encoding="utf-8")), meta
 
 

@@ -15,8 +15,10 @@ from lore.lexical import CJK_CHAR
 from lore.retrieve.rerank.base import RerankError, note, reorder
 from lore.schema import Hit
 
-_SYSTEM = ("You rate how well passages answer a search query. Reply with JSON only, no prose. "
-           "A score is a number from 0 (unrelated) to 10 (answers the query directly).")
+_SYSTEM = (
+    "You rate how well passages answer a search query. Reply with JSON only, no prose. "
+    "A score is a number from 0 (unrelated) to 10 (answers the query directly)."
+)
 _REPLY_TOKENS = 12  # per scored passage
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
 
@@ -43,8 +45,12 @@ def _json(reply: str) -> Any:
 
 
 def _score(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or not 0 <= value <= 10:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 <= value <= 10
+    ):
         raise RerankError(f"LLM score {value!r} is not a number from 0 to 10")
     return float(value)
 
@@ -54,8 +60,9 @@ class LlmReranker:
 
     name = "llm"
 
-    def __init__(self, llm: Chat, mode: str = "listwise", token_budget: int = 3000,
-                 passage_chars: int = 400) -> None:
+    def __init__(
+        self, llm: Chat, mode: str = "listwise", token_budget: int = 3000, passage_chars: int = 400
+    ) -> None:
         if mode not in ("listwise", "pointwise"):
             raise ConfigError(f"rerank.llm_mode: 'listwise' or 'pointwise', got {mode!r}")
         self.llm, self.mode, self.budget, self.passage_chars = llm, mode, token_budget, passage_chars
@@ -68,10 +75,15 @@ class LlmReranker:
         if fit == 0:
             raise RerankError(f"token budget {self.budget} is too small for one passage")
         if fit < len(hits):
-            note(f"token budget {self.budget}: {fit} of {len(hits)} candidates re-scored, the rest keep their order")
+            note(
+                f"token budget {self.budget}: {fit} of {len(hits)} candidates re-scored, the rest keep their order"
+            )
         try:
-            scores = self._listwise(query, texts[:fit]) if self.mode == "listwise" else \
-                [self._pointwise(query, t) for t in texts[:fit]]
+            scores = (
+                self._listwise(query, texts[:fit])
+                if self.mode == "listwise"
+                else [self._pointwise(query, t) for t in texts[:fit]]
+            )
         except RerankError:
             raise
         except LoreError as exc:
@@ -92,10 +104,14 @@ class LlmReranker:
 
     def _listwise(self, query: str, texts: list[str]) -> list[float]:
         numbered = "\n".join(f"[{i}] {t}" for i, t in enumerate(texts, start=1))
-        prompt = (f"Query: {query}\n\nPassages:\n{numbered}\n\nReply {{\"scores\": [s1, ..., s{len(texts)}]}}: "
-                  f"exactly {len(texts)} numbers, one per passage in order.")
-        reply = self.llm.complete([{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}],
-                                  max_tokens=_REPLY_TOKENS * len(texts) + 20)
+        prompt = (
+            f'Query: {query}\n\nPassages:\n{numbered}\n\nReply {{"scores": [s1, ..., s{len(texts)}]}}: '
+            f"exactly {len(texts)} numbers, one per passage in order."
+        )
+        reply = self.llm.complete(
+            [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}],
+            max_tokens=_REPLY_TOKENS * len(texts) + 20,
+        )
         data = _json(reply)
         scores = data.get("scores") if isinstance(data, dict) else data
         if not isinstance(scores, list) or len(scores) != len(texts):
@@ -103,9 +119,11 @@ class LlmReranker:
         return [_score(s) for s in scores]
 
     def _pointwise(self, query: str, text: str) -> float:
-        prompt = f"Query: {query}\n\nPassage: {text}\n\nReply {{\"score\": s}}."
-        reply = self.llm.complete([{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}],
-                                  max_tokens=_REPLY_TOKENS + 8)
+        prompt = f'Query: {query}\n\nPassage: {text}\n\nReply {{"score": s}}.'
+        reply = self.llm.complete(
+            [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}],
+            max_tokens=_REPLY_TOKENS + 8,
+        )
         data = _json(reply)
         if not isinstance(data, dict) or "score" not in data:
             raise RerankError(f"LLM reply has no score: {reply[:120]!r}")
@@ -115,5 +133,7 @@ class LlmReranker:
 def from_settings(settings: Any, *, llm: Chat | None = None, **_: Any) -> LlmReranker:
     """`[rerank] provider = "llm"`: needs the chat endpoint of `[answer]` (llm_base_url, llm_model)."""
     if llm is None:
-        raise ConfigError("rerank.provider = 'llm' needs a chat endpoint: set answer.llm_base_url and llm_model")
+        raise ConfigError(
+            "rerank.provider = 'llm' needs a chat endpoint: set answer.llm_base_url and llm_model"
+        )
     return LlmReranker(llm, settings.llm_mode, settings.llm_token_budget, settings.llm_passage_chars)

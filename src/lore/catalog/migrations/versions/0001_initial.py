@@ -79,7 +79,9 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(
             ["kb_id"], ["knowledge_bases.id"], name="fk_chunks_kb_id_knowledge_bases", ondelete="CASCADE"
         ),
-        sa.ForeignKeyConstraint(["file_id"], ["files.id"], name="fk_chunks_file_id_files", ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["file_id"], ["files.id"], name="fk_chunks_file_id_files", ondelete="CASCADE"
+        ),
     )
     ddl.create_index("ix_chunks_kb_id_chunk_id", "chunks", ["kb_id", "chunk_id"])
     ddl.create_index("ix_chunks_file_id", "chunks", ["file_id"])

@@ -20,14 +20,24 @@ down_revision: str | None = "0001"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-_COUNTS = ("files_added", "files_changed", "files_removed", "files_reused", "chunks_embedded", "chunks_reused")
+_COUNTS = (
+    "files_added",
+    "files_changed",
+    "files_removed",
+    "files_reused",
+    "chunks_embedded",
+    "chunks_reused",
+)
 
 
 def upgrade() -> None:
     """Add active_seq/cache_epoch to knowledge_bases and create the version and activation tables."""
     # Plain ALTER TABLE ... ADD COLUMN keeps every existing row in place.
-    ddl.add_columns("knowledge_bases", sa.Column("active_seq", sa.Integer(), nullable=True),
-                    sa.Column("cache_epoch", sa.Integer(), nullable=False, server_default="0"))
+    ddl.add_columns(
+        "knowledge_bases",
+        sa.Column("active_seq", sa.Integer(), nullable=True),
+        sa.Column("cache_epoch", sa.Integer(), nullable=False, server_default="0"),
+    )
     ddl.create_table(
         "kb_versions",
         sa.Column("kb_id", sa.String(32), nullable=False),
@@ -62,7 +72,9 @@ def upgrade() -> None:
         sa.Column("at", timestamp_type(), nullable=False),
         sa.PrimaryKeyConstraint("id", name="pk_kb_activations"),
         sa.ForeignKeyConstraint(
-            ["kb_id"], ["knowledge_bases.id"], name="fk_kb_activations_kb_id_knowledge_bases",
+            ["kb_id"],
+            ["knowledge_bases.id"],
+            name="fk_kb_activations_kb_id_knowledge_bases",
             ondelete="CASCADE",
         ),
     )

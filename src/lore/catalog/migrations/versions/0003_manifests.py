@@ -23,13 +23,18 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     """Add files.chunk_schema/embedding_model and create kb_version_files and kb_build_locks."""
-    ddl.add_columns("files", sa.Column("chunk_schema", sa.String(64), nullable=True),
-                    sa.Column("embedding_model", sa.String(255), nullable=True))
+    ddl.add_columns(
+        "files",
+        sa.Column("chunk_schema", sa.String(64), nullable=True),
+        sa.Column("embedding_model", sa.String(255), nullable=True),
+    )
     # Files indexed before this revision were indexed with their knowledge base's settings.
-    op.execute("UPDATE files SET "
-               "chunk_schema = (SELECT k.chunk_schema FROM knowledge_bases k WHERE k.id = files.kb_id), "
-               "embedding_model = (SELECT k.embedding_model FROM knowledge_bases k WHERE k.id = files.kb_id) "
-               "WHERE status = 'ingested'")
+    op.execute(
+        "UPDATE files SET "
+        "chunk_schema = (SELECT k.chunk_schema FROM knowledge_bases k WHERE k.id = files.kb_id), "
+        "embedding_model = (SELECT k.embedding_model FROM knowledge_bases k WHERE k.id = files.kb_id) "
+        "WHERE status = 'ingested'"
+    )
     # MySQL refuses a key over 3,072 bytes (kb_id, seq and a 1024-character utf8mb4 path): there the
     # key holds the path's digest from the start; 0006 moves the other databases to the same key.
     mysql = ddl.dialect() == "mysql"
@@ -49,7 +54,9 @@ def upgrade() -> None:
         sa.Column("embedding_model", sa.String(255), nullable=False),
         sa.PrimaryKeyConstraint(*key, name="pk_kb_version_files"),
         sa.ForeignKeyConstraint(
-            ["kb_id"], ["knowledge_bases.id"], name="fk_kb_version_files_kb_id_knowledge_bases",
+            ["kb_id"],
+            ["knowledge_bases.id"],
+            name="fk_kb_version_files_kb_id_knowledge_bases",
             ondelete="CASCADE",
         ),
     )
@@ -61,7 +68,9 @@ def upgrade() -> None:
         sa.Column("acquired_at", timestamp_type(), nullable=False),
         sa.PrimaryKeyConstraint("kb_id", name="pk_kb_build_locks"),
         sa.ForeignKeyConstraint(
-            ["kb_id"], ["knowledge_bases.id"], name="fk_kb_build_locks_kb_id_knowledge_bases",
+            ["kb_id"],
+            ["knowledge_bases.id"],
+            name="fk_kb_build_locks_kb_id_knowledge_bases",
             ondelete="CASCADE",
         ),
     )

@@ -64,8 +64,12 @@ def upgrade() -> None:
         sa.Column("trace_id", sa.String(32), nullable=True),
         _at("created_at"),
         sa.PrimaryKeyConstraint("id", name="pk_chat_messages"),
-        sa.ForeignKeyConstraint(["session_id"], ["chat_sessions.id"],
-                                name="fk_chat_messages_session_id_chat_sessions", ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["session_id"],
+            ["chat_sessions.id"],
+            name="fk_chat_messages_session_id_chat_sessions",
+            ondelete="CASCADE",
+        ),
         sa.CheckConstraint("role IN ('user', 'assistant')", name="ck_chat_messages_role"),
     )
     ddl.create_index("ix_chat_messages_session_id", "chat_messages", ["session_id"])

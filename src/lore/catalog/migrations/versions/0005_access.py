@@ -24,16 +24,18 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     """Add the owner column, the shares, file-owner and audit tables (each step skipped when done, so a
     MariaDB migration cut half-way through finishes on the next run)."""
-    ddl.add_columns("knowledge_bases",
-                    sa.Column("owner_tenant", sa.String(128), nullable=False, server_default="default"))
+    ddl.add_columns(
+        "knowledge_bases", sa.Column("owner_tenant", sa.String(128), nullable=False, server_default="default")
+    )
     ddl.create_table(
         "kb_shares",
         sa.Column("kb_id", sa.String(32), nullable=False),
         sa.Column("tenant_id", sa.String(128), nullable=False),
         sa.Column("created_at", timestamp_type(), nullable=False),
         sa.PrimaryKeyConstraint("kb_id", "tenant_id", name="pk_kb_shares"),
-        sa.ForeignKeyConstraint(["kb_id"], ["knowledge_bases.id"], name="fk_kb_shares_kb_id_knowledge_bases",
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["kb_id"], ["knowledge_bases.id"], name="fk_kb_shares_kb_id_knowledge_bases", ondelete="CASCADE"
+        ),
     )
     ddl.create_table(
         "kb_file_owners",
@@ -44,8 +46,12 @@ def upgrade() -> None:
         sa.Column("created_at", timestamp_type(), nullable=False),
         sa.Column("updated_at", timestamp_type(), nullable=False),
         sa.PrimaryKeyConstraint("kb_id", "path_digest", name="pk_kb_file_owners"),
-        sa.ForeignKeyConstraint(["kb_id"], ["knowledge_bases.id"],
-                                name="fk_kb_file_owners_kb_id_knowledge_bases", ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["kb_id"],
+            ["knowledge_bases.id"],
+            name="fk_kb_file_owners_kb_id_knowledge_bases",
+            ondelete="CASCADE",
+        ),
     )
     ddl.create_index("ix_kb_file_owners_kb_id_tenant_id", "kb_file_owners", ["kb_id", "tenant_id"])
     ddl.create_table(

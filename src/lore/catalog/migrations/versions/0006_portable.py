@@ -31,7 +31,9 @@ def _fill_digests(table: str) -> None:
     conn = op.get_bind()
     rows = conn.execute(sa.select(t.c.path).where(t.c.path_hash.is_(None)).distinct()).scalars().all()
     for path in rows:
-        conn.execute(sa.update(t).where(t.c.path == path, t.c.path_hash.is_(None)).values(path_hash=digest(path)))
+        conn.execute(
+            sa.update(t).where(t.c.path == path, t.c.path_hash.is_(None)).values(path_hash=digest(path))
+        )
 
 
 def _files() -> None:
@@ -51,7 +53,9 @@ def _version_files() -> None:
     # SQLite rebuilds the table (no ALTER of a primary key); kb_version_files has no child table.
     with op.batch_alter_table("kb_version_files", recreate="auto") as batch:
         batch.alter_column("path_hash", existing_type=Digest, nullable=False)
-        batch.alter_column("path", existing_type=sa.String(1024), type_=sa.String(4096), existing_nullable=False)
+        batch.alter_column(
+            "path", existing_type=sa.String(1024), type_=sa.String(4096), existing_nullable=False
+        )
         batch.drop_constraint("pk_kb_version_files", type_="primary")
         batch.create_primary_key("pk_kb_version_files", ["kb_id", "seq", "path_hash"])
 
@@ -59,9 +63,16 @@ def _version_files() -> None:
 def _mysql_collation() -> None:
     """utf8mb4 with binary collation for tables made before this revision with the database default."""
     conn = op.get_bind()
-    rows = conn.execute(sa.text(
-        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
-        "AND TABLE_NAME <> 'alembic_version' AND TABLE_COLLATION <> 'utf8mb4_bin'")).scalars().all()
+    rows = (
+        conn.execute(
+            sa.text(
+                "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
+                "AND TABLE_NAME <> 'alembic_version' AND TABLE_COLLATION <> 'utf8mb4_bin'"
+            )
+        )
+        .scalars()
+        .all()
+    )
     for name in rows:
         op.execute(f"ALTER TABLE `{name}` CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
 
@@ -70,8 +81,11 @@ def upgrade() -> None:
     """Digest keys for paths, lease columns on kb_build_locks, the jobs and job_events tables."""
     _files()
     _version_files()
-    ddl.add_columns("kb_build_locks", sa.Column("token", sa.String(32), nullable=True),
-                    sa.Column("lease_expires_at", timestamp_type(), nullable=True))
+    ddl.add_columns(
+        "kb_build_locks",
+        sa.Column("token", sa.String(32), nullable=True),
+        sa.Column("lease_expires_at", timestamp_type(), nullable=True),
+    )
     ddl.create_table(
         "jobs",
         sa.Column("id", sa.String(32), nullable=False),
@@ -88,8 +102,9 @@ def upgrade() -> None:
         sa.Column("heartbeat_at", timestamp_type(), nullable=True),
         sa.Column("finished_at", timestamp_type(), nullable=True),
         sa.PrimaryKeyConstraint("id", name="pk_jobs"),
-        sa.ForeignKeyConstraint(["kb_id"], ["knowledge_bases.id"], name="fk_jobs_kb_id_knowledge_bases",
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["kb_id"], ["knowledge_bases.id"], name="fk_jobs_kb_id_knowledge_bases", ondelete="CASCADE"
+        ),
         sa.CheckConstraint(JOB_STATUSES, name="ck_jobs_status"),
     )
     ddl.create_index("ix_jobs_status_created_at", "jobs", ["status", "created_at"])
@@ -100,7 +115,9 @@ def upgrade() -> None:
         sa.Column("job_id", sa.String(32), nullable=False),
         sa.Column("data", LongText, nullable=False),
         sa.PrimaryKeyConstraint("id", name="pk_job_events"),
-        sa.ForeignKeyConstraint(["job_id"], ["jobs.id"], name="fk_job_events_job_id_jobs", ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["job_id"], ["jobs.id"], name="fk_job_events_job_id_jobs", ondelete="CASCADE"
+        ),
     )
     ddl.create_index("ix_job_events_job_id_id", "job_events", ["job_id", "id"])
     if ddl.dialect() == "mysql":
