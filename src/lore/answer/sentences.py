@@ -21,6 +21,11 @@ _SPLIT = re.compile(
     r"|(?<=[.!?]\[\d\])\s+|(?<=[.!?]\[\d\d\])\s+"
     r"|\n+"
 )
+# Latin abbreviations and initials after which ". X" goes on: no sentence ends there.
+_ABBREVIATION = re.compile(
+    r"(?:\b(?:No|Nos|Op|St|Mr|Mrs|Ms|Dr|Prof|Jr|Sr|vs|etc|approx|ca|Vol|pp|Fig|Mt|Inc|Ltd|Co|Corp|Gen|"
+    r"Gov|Sen|Rev|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)|\b[A-Z]|\b(?:[A-Za-z]\.){1,3}[A-Za-z])\.$"
+)
 _LIST_ITEM = re.compile(r"^(?:[-*•·]|\d{1,2}[.)、]|[（(]?\d{1,2}[)）])\s*")
 _MAX_LIST_ITEMS = 8
 # A single line break after a character that ends no sentence, before a line that starts no list
@@ -45,10 +50,22 @@ def _unwrap(text: str) -> str:
     return _WRAP.sub(join, text)
 
 
+def _rejoin_abbreviations(pieces: list[str]) -> list[str]:
+    """Undo splits after an abbreviation or initial ("Op. 21", "the U.S. Billboard", "J. S. Bach")."""
+    out: list[str] = []
+    for piece in pieces:
+        if out and _ABBREVIATION.search(out[-1]) and "\n" not in out[-1][-4:]:
+            out[-1] = f"{out[-1]} {piece}"
+        else:
+            out.append(piece)
+    return out
+
+
 def split_sentences(text: str) -> list[str]:
     """Sentences in order, stripped, empty ones dropped; a line ending in a colon keeps the list
     items that follow it (so "年假天数如下：" comes with its items)."""
     pieces = [s.strip() for s in _SPLIT.split(_unwrap(text)) if s and s.strip()]
+    pieces = _rejoin_abbreviations(pieces)
     merged: list[str] = []
     items = 0
     for piece in pieces:
@@ -107,11 +124,27 @@ def _weight(token: str) -> float:
     return min(cap, max(0.1, (rarity - 7.0) / 5.0))
 
 
-def coverage(query_tokens: Iterable[str], text: str) -> float:
-    """Weighted share of the query's distinct tokens that occur in `text` (0-1)."""
-    weights = token_weights(query_tokens)
+def coverage(query_tokens: Iterable[str], text: str, weights: dict[str, float] | None = None) -> float:
+    """Weighted share of the query's distinct tokens that occur in `text` (0-1); `weights` overrides
+    the tokens' own weights (e.g. `local_weights`)."""
+    weights = weights if weights is not None else token_weights(query_tokens)
     total = sum(weights.values())
     if not total:
         return 0.0
     present = token_set(text)
     return sum(w for t, w in weights.items() if t in present) / total
+
+
+def local_weights(query_tokens: Iterable[str], texts: Iterable[str]) -> dict[str, float]:
+    """The query tokens' weights scaled by how rare each is among `texts` (the retrieved passages):
+    a word every passage shares (the article's subject) tells them apart less than one only a few hold."""
+    weights = token_weights(query_tokens)
+    sets = [token_set(t) for t in texts]
+    if len(sets) < 3:
+        return weights
+    n = len(sets)
+    out = {}
+    for t, w in weights.items():
+        df = sum(t in s for s in sets)
+        out[t] = w * (0.5 + 0.5 * math.log((n + 1) / (df + 0.5)) / math.log((n + 1) / 0.5))
+    return out

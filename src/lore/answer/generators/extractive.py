@@ -18,7 +18,7 @@ from lore.answer.citations import insert_marker, join_sentences
 from lore.answer.generators.base import Passage
 from lore.answer.qtypes import has_answer_type, question_type
 from lore.answer.rows import faq_cells, read_row
-from lore.answer.sentences import coverage, split_sentences, token_set
+from lore.answer.sentences import coverage, local_weights, split_sentences, token_set
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.ingest.chunking import text_units
@@ -27,6 +27,9 @@ from lore.lexical import tokenize
 _PARTS = re.compile(r"[？?；;]")
 
 
+LOCAL_RARITY = True  # weigh question terms by their rarity among the retrieved passages
+PASSAGE_MIX = 0.25  # share of a sentence's score that is its passage's coverage of the question
+RANK_BONUS = 0.02  # added for the retriever's top passage, divided by rank below it
 _TYPE_MISS = 0.6  # a sentence without an answer of the asked type (no number for "how many") weighs less
 _SAME_FACT = 0.85
 _NUMBERS = re.compile(
@@ -62,7 +65,7 @@ class ExtractiveGenerator:
         max_sentences: int = 3,
         max_units: int = 320,
         keep_ratio: float = 0.8,
-        other_ratio: float = 0.95,
+        other_ratio: float = 0.9,
         top_ratio: float = 0.7,
         shortlist: int = 8,
     ) -> None:
@@ -86,11 +89,15 @@ class ExtractiveGenerator:
         """The chosen sentences: the best one first (the direct answer), then its support in passage order."""
         q_tokens = tokenize(question)
         qtype = question_type(question)
+        weights = local_weights(q_tokens, [p.text for p in passages]) if LOCAL_RARITY else None
         cands = []
         for p in passages:
+            # The passage's own coverage backs its sentences (the answer sentence often repeats only part
+            # of the question; the rest is in its neighbours); a slight preference for higher-ranked
+            # passages breaks ties towards retrieval's order.
+            context = PASSAGE_MIX * coverage(q_tokens, p.text, weights) + RANK_BONUS / p.n
             for j, (text, out) in enumerate(_pieces(p, question)):
-                # A slight preference for higher-ranked passages breaks ties towards retrieval's order.
-                score = coverage(q_tokens, text) + 0.02 / p.n
+                score = (1 - PASSAGE_MIX) * coverage(q_tokens, text, weights) + context
                 if not out and text.rstrip().endswith(("?", "？")):
                     score *= 0.3  # a question (an FAQ's own, a heading) does not answer anything
                 if not has_answer_type(out or text, qtype, question):
