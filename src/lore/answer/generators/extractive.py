@@ -43,6 +43,7 @@ class _Candidate:
     index: int  # sentence position within the passage
     text: str  # what is scored against the question
     score: float
+    own: float = 0.0  # the sentence's own score, without its passage's backing: what support is judged by
     out: str = ""  # what the answer says (a row's asked cell, an FAQ row's answer); `text` if empty
     also: list[int] = field(default_factory=list)  # other passages stating the same fact
 
@@ -97,12 +98,14 @@ class ExtractiveGenerator:
             # passages breaks ties towards retrieval's order.
             context = PASSAGE_MIX * coverage(q_tokens, p.text, weights) + RANK_BONUS / p.n
             for j, (text, out) in enumerate(_pieces(p, question)):
-                score = (1 - PASSAGE_MIX) * coverage(q_tokens, text, weights) + context
+                own = coverage(q_tokens, text, weights)
+                factor = 1.0
                 if not out and text.rstrip().endswith(("?", "？")):
-                    score *= 0.3  # a question (an FAQ's own, a heading) does not answer anything
+                    factor *= 0.3  # a question (an FAQ's own, a heading) does not answer anything
                 if not has_answer_type(out or text, qtype, question):
-                    score *= _TYPE_MISS
-                cands.append(_Candidate(p.n, j, text, score, out))
+                    factor *= _TYPE_MISS
+                score = factor * ((1 - PASSAGE_MIX) * own + context)
+                cands.append(_Candidate(p.n, j, text, score, factor * own, out))
         if not cands:
             return []
         cands.sort(key=lambda c: -c.score)
@@ -133,7 +136,7 @@ class ExtractiveGenerator:
             )
             if (
                 len(chosen) >= self.max_sentences
-                or cand.score < ratio * best.score
+                or cand.own < ratio * best.own
                 or units + size > self.max_units
             ):
                 continue
@@ -175,6 +178,7 @@ class ExtractiveGenerator:
         sims = np.clip(scaled_similarity(self.embedder, vecs @ q), 0.0, 1.0)
         for cand, sim in zip(cands, sims, strict=True):
             cand.score = 0.6 * cand.score + 0.4 * float(sim)
+            cand.own = 0.6 * cand.own + 0.4 * float(sim)
 
 
 def _pieces(p: Passage, question: str) -> list[tuple[str, str]]:
