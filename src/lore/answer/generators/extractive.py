@@ -43,7 +43,6 @@ class _Candidate:
     index: int  # sentence position within the passage
     text: str  # what is scored against the question
     score: float
-    own: float = 0.0  # the sentence's own score, without its passage's backing: what support is judged by
     out: str = ""  # what the answer says (a row's asked cell, an FAQ row's answer); `text` if empty
     also: list[int] = field(default_factory=list)  # other passages stating the same fact
 
@@ -98,14 +97,12 @@ class ExtractiveGenerator:
             # passages breaks ties towards retrieval's order.
             context = PASSAGE_MIX * coverage(q_tokens, p.text, weights) + RANK_BONUS / p.n
             for j, (text, out) in enumerate(_pieces(p, question)):
-                own = coverage(q_tokens, text, weights)
-                factor = 1.0
+                score = (1 - PASSAGE_MIX) * coverage(q_tokens, text, weights) + context
                 if not out and text.rstrip().endswith(("?", "？")):
-                    factor *= 0.3  # a question (an FAQ's own, a heading) does not answer anything
+                    score *= 0.3  # a question (an FAQ's own, a heading) does not answer anything
                 if not has_answer_type(out or text, qtype, question):
-                    factor *= _TYPE_MISS
-                score = factor * ((1 - PASSAGE_MIX) * own + context)
-                cands.append(_Candidate(p.n, j, text, score, factor * own, out))
+                    score *= _TYPE_MISS
+                cands.append(_Candidate(p.n, j, text, score, out))
         if not cands:
             return []
         cands.sort(key=lambda c: -c.score)
@@ -136,7 +133,7 @@ class ExtractiveGenerator:
             )
             if (
                 len(chosen) >= self.max_sentences
-                or cand.own < ratio * best.own
+                or cand.score < ratio * best.score
                 or units + size > self.max_units
             ):
                 continue
@@ -178,7 +175,6 @@ class ExtractiveGenerator:
         sims = np.clip(scaled_similarity(self.embedder, vecs @ q), 0.0, 1.0)
         for cand, sim in zip(cands, sims, strict=True):
             cand.score = 0.6 * cand.score + 0.4 * float(sim)
-            cand.own = 0.6 * cand.own + 0.4 * float(sim)
 
 
 def _pieces(p: Passage, question: str) -> list[tuple[str, str]]:
