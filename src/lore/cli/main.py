@@ -14,7 +14,7 @@ from rich.table import Column, Table
 
 from lore.answer.pipeline import Event
 from lore.cli import remote
-from lore.cli.access import audit, kb_share, kb_unshare
+from lore.cli.access import audit, kb_owner, kb_share, kb_unshare
 from lore.cli.ask import ask
 from lore.cli.db import db_app
 from lore.cli.evaluate import eval_command
@@ -54,6 +54,7 @@ for _command in (build, versions, diff, activate, rollback, report, gc, unlock, 
     app.command()(_command)
 kb_app.command("share")(kb_share)
 kb_app.command("unshare")(kb_unshare)
+kb_app.command("owner")(kb_owner)
 console = Console()
 err = Console(stderr=True)
 
@@ -162,7 +163,7 @@ def kb_delete(name: str, yes: Annotated[bool, typer.Option("--yes", help="Do not
             c.delete_kb(name)
         else:
             lore = _lore()
-            owner = lore.catalog.get_kb(name).owner_tenant
+            owner = lore.catalog.get_kb(name).owner_tenant or ""
             lore.delete_kb(name)
             lore.catalog.audit("delete", tenant=owner, key_id=None, kb=name, target=name, via="cli")
     except LoreError as exc:
