@@ -129,6 +129,7 @@ def kb_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         rows = [
             {
                 "name": k.name,
+                "owner": k.owner_tenant,
                 "embedding_model": k.embedding_model,
                 "embedding_dim": k.embedding_dim,
                 "store_backend": k.store_backend,
@@ -139,11 +140,12 @@ def kb_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         ]
         print(json.dumps(rows, ensure_ascii=False, indent=2))
         return
-    table = Table("name", "embedding model", "store", "files", "chunks", "created")
+    table = Table("name", "owner", "embedding model", "store", "files", "chunks", "created")
     for k in kbs:
         files = len(lore.catalog.list_files(k.id, "ingested"))
         table.add_row(
             k.name,
+            k.owner_tenant or "(none: lore kb owner)",
             k.embedding_model,
             k.store_backend,
             str(files),
