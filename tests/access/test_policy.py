@@ -65,3 +65,18 @@ def test_every_action_has_a_decision_for_every_kind() -> None:
         for kind in Kind:
             d = decide(grant, action, Resource(kind, "x", frozenset({"acme"}), frozenset({"acme"})))
             assert d.allowed or d.status in (403, 404, 409)
+
+
+def test_a_kb_without_owner_is_absent_to_every_key() -> None:
+    """A KB from before 0005 without content has no owner (`kb_resource` gives it no tenant): every key, a
+    platform admin's too, gets the 404 of an unknown KB for every action; only the local operator acts."""
+    nobodys = Resource(Kind.KB, "old")
+    for roles in (["employee"], ["admin"], ["admin", "platform-admin"]):
+        key = Grant.of_key("k", "acme", roles, None)
+        for action in Action:
+            if action in (Action.MANAGE_KEYS, Action.AUDIT, Action.REVIEW, Action.WRITE_FILE):
+                continue  # tenant-wide, or about one file (decided after the KB's own 404)
+            d = decide(key, action, nobodys)
+            assert (d.allowed, d.status) == (False, 404), (roles, action, d)
+    operator = Grant("acme")
+    assert all(decide(operator, a, nobodys).allowed for a in (Action.READ, Action.DELETE, Action.SHARE))

@@ -251,16 +251,18 @@ def test_writes_to_a_kb_of_another_tenant(env: Env) -> None:
     ):
         r = client.request(method, path, json=body, headers=b)
         assert r.status_code == 403, (path, r.text)
-    # a platform admin of B may add its own files, never replace or remove A's
+    # a platform admin of B may add its own files, never replace or remove A's: its files are keyed by
+    # tenant, so a name A also uses is B's own file (stored as `B|name`), answered like any other name
     p = auth(k.b_platform)
     r = client.post(
         "/api/kbs/shared/files", files={"file": ("secret.md", b"# B\n\nTenant B travel rules.\n")}, headers=p
     )
-    assert r.status_code == 409 and "another tenant" in r.json()["detail"]
+    assert r.status_code == 201 and r.json()["files"] == [{"name": "B|secret.md", "size": 28}], r.text
     r = client.post(
         "/api/kbs/shared/chunks", headers=p, json={"file": "secret.md", "chunks": [{"text": "B text"}]}
     )
-    assert r.status_code == 409
+    assert r.status_code == 200 and r.json()["file"] == "B|secret.md", r.text
+    assert client.get("/api/kbs/shared/files/secret.md", headers=p).content.startswith(b"# B")
     assert client.delete("/api/kbs/shared", headers=p).status_code == 403
     assert client.get("/api/kbs/shared/files/secret.md", headers=auth(k.a_staff)).content == SECRET
     assert "secret.md" in {h["file"] for h in _hits(env, k.a_staff, "launch code nightingale", "shared")}
@@ -270,14 +272,16 @@ def test_writes_to_a_kb_of_another_tenant(env: Env) -> None:
         headers=p,
     )
     assert r.status_code == 201
-    r = client.post("/api/kbs/shared/ingest", json={}, headers=p)  # every upload: A's file among them
-    assert r.status_code == 409
     r = client.post("/api/kbs/shared/builds", json={"files": ["travel.md"]}, headers=p)  # would remove A's
     assert r.status_code == 403 and "other tenants" in r.json()["detail"]
-    r = client.post("/api/kbs/shared/ingest", json={"files": ["travel.md"]}, headers=p)
-    assert r.status_code == 200 and r.json()["counts"] == {"ingested": 1}, r.text
-    assert {h["file"] for h in _hits(env, k.b_staff, "economy flights travel", "shared")} == {"travel.md"}
-    assert "travel.md" not in {h["file"] for h in _hits(env, k.a_staff, "economy flights travel", "shared")}
+    r = client.post("/api/kbs/shared/ingest", json={}, headers=p)  # every upload of B's, none of A's
+    assert r.status_code == 200 and r.json()["counts"] == {"ingested": 1, "skipped": 1}, r.text
+    assert "B|travel.md" in {h["file"] for h in _hits(env, k.b_staff, "economy flights travel", "shared")}
+    assert not {h["file"] for h in _hits(env, k.a_staff, "economy flights travel", "shared")} & {
+        "B|travel.md",
+        "B|secret.md",
+    }
+    assert client.get("/api/kbs/shared/files/secret.md", headers=auth(k.a_staff)).content == SECRET
     # now that B's chunks are in it, A's plain admin is refused too
     r = client.post("/api/kbs/shared/ingest", json={"files": ["secret.md"]}, headers=a)
     assert r.status_code == 403

@@ -103,7 +103,7 @@ def test_kb_create_get_list_delete(catalog: Catalog) -> None:
 
 def test_kb_errors(catalog: Catalog) -> None:
     _kb(catalog)
-    with pytest.raises(LoreError, match="knowledge base 'docs' already exists"):
+    with pytest.raises(LoreError, match="knowledge base name 'docs' is not available"):
         _kb(catalog)
     for bad in ["", "a" * 65, "has space", "dot.name", "斜/线"]:
         with pytest.raises(LoreError, match="invalid knowledge base name"):
@@ -241,5 +241,5 @@ def test_migrations_are_reversible_on_fresh_db(db_url: str) -> None:
         engine.dispose()
     with Catalog(url) as cat:  # a catalog opens a DB migrated outside it
         assert _kb(cat).name == "docs"
-        with pytest.raises(LoreError, match="already exists"):
+        with pytest.raises(LoreError, match="is not available"):
             _kb(cat)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
+from urllib.parse import quote
 
 from lore.catalog import Catalog, KnowledgeBase
 from lore.catalog.service import ChatSession, Trace
@@ -21,14 +22,20 @@ REDACTED = "[redacted: outside your access]"
 
 
 def kb_resource(lore: Lore, kb: KnowledgeBase) -> Resource:
-    """A KB: seen by its owner tenant and the tenants it is shared with; changes touch every file owner."""
+    """A KB: seen by its owner tenant and the tenants it is shared with; changes touch every file owner.
+    A KB without owner (from before 0005, no content) is seen by no API key: only by the local operator."""
     owner, shared = lore.catalog.kb_tenants(kb.id)
+    mine = _tenants(owner)
     return Resource(
         Kind.KB,
         kb.name,
-        tenants=frozenset({owner}) | shared,
-        owners=frozenset({owner}) | lore.catalog.content_tenants(kb.id),
+        tenants=mine | shared,
+        owners=mine | lore.catalog.content_tenants(kb.id),
     )
+
+
+def _tenants(owner: str | None) -> frozenset[str]:
+    return frozenset() if owner is None else frozenset({owner})
 
 
 def require_kb(lore: Lore, grant: Grant, name: str, action: Action = Action.READ) -> KnowledgeBase:
@@ -59,11 +66,45 @@ def file_resource(lore: Lore, kb: KnowledgeBase, name: str, grant: Grant) -> Res
     return Resource(
         Kind.FILE,
         name,
-        tenants=frozenset({owner}),
-        owners=frozenset({owner}),
+        tenants=_tenants(owner),
+        owners=_tenants(owner),
         indexed=bool(ids),
         readable=readable,
     )
+
+
+TENANT_MARK = "|"  # joins a share tenant to its file names; never in an uploaded name (`uploads.safe_name`)
+
+
+def tenant_prefix(grant: Grant) -> str:
+    """What a share tenant's stored file names start with (the tenant quoted: no '/' reaches a path)."""
+    return quote(grant.tenant, safe="") + TENANT_MARK
+
+
+def own_name(lore: Lore, kb: KnowledgeBase, grant: Grant, name: str) -> str:
+    """The stored name of the caller's file `name`: files are keyed by (KB, path, tenant). The owner tenant
+    (and the operator) use the name itself; a tenant the KB is shared with stores `<tenant>|<name>`, so its
+    upload succeeds as its own file whatever another tenant holds, and tells nothing of it (a plain name
+    that tenant already owns, from before, stays). `name` may carry the caller's own prefix."""
+    if grant.key_id is None or kb.owner_tenant == grant.tenant:
+        return name
+    plain = name.removeprefix(tenant_prefix(grant))
+    if lore.catalog.file_owner(kb.id, plain) == grant.tenant:
+        return plain
+    return tenant_prefix(grant) + plain
+
+
+def plain_name(grant: Grant, name: str) -> str:
+    """`name` without the caller's own tenant prefix (what upload names are checked as)."""
+    return name.removeprefix(tenant_prefix(grant))
+
+
+def own_files(lore: Lore, kb: KnowledgeBase, grant: Grant, names: Iterable[str]) -> list[str]:
+    """The names among `names` that the caller's tenant owns (all of them for the operator)."""
+    if grant.key_id is None:
+        return list(names)
+    owners = lore.catalog.file_owners(kb.id)
+    return [n for n in names if owners.get(n, kb.owner_tenant) == grant.tenant]
 
 
 def file_visible(lore: Lore, kb: KnowledgeBase, name: str, grant: Grant) -> bool:
@@ -84,7 +125,7 @@ def check_file_writes(lore: Lore, kb: KnowledgeBase, names: Iterable[str], grant
         check(
             grant,
             Action.WRITE_FILE,
-            Resource(Kind.FILE, name, tenants=frozenset({owner}), owners=frozenset({owner})),
+            Resource(Kind.FILE, name, tenants=_tenants(owner), owners=_tenants(owner)),
         )
 
 

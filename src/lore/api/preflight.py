@@ -6,6 +6,7 @@ from lore.catalog import SchemaError
 from lore.embed.cache import embed_texts
 from lore.engine import Lore
 from lore.errors import LoreError
+from lore.owners import backfill, backfill_line
 from lore.retrieve.search import SearchOptions
 from lore.scenario.request import scenarios
 
@@ -30,6 +31,7 @@ def preflight(lore: Lore) -> list[str]:
         raise PreflightError(f"service cannot start: {exc}") from exc
     except Exception as exc:  # any failure here means no service
         raise PreflightError(f"service cannot start: catalog unreachable: {exc}") from exc
+    passed += [line for b in backfill(lore) if (line := backfill_line(b))]
     try:
         # A KB's embedder is the configured one, and it stays loaded for serving; no KB yet: a fresh one.
         embedder = lore.embedder(kbs[0]) if kbs else lore.configured_embedder()

@@ -110,12 +110,28 @@ class AccessMixin:
 
     # -- sharing -------------------------------------------------------------------------------
 
-    def kb_tenants(self, kb_id: str) -> tuple[str, frozenset[str]]:
-        """(owner tenant, tenants it is shared with)."""
+    def kb_tenants(self, kb_id: str) -> tuple[str | None, frozenset[str]]:
+        """(owner tenant or None for a KB without owner, tenants it is shared with)."""
         with self.transaction() as s:
             owner = self._kb_id(s, kb_id).owner_tenant
             shared = s.scalars(select(KbShareRow.tenant_id).where(KbShareRow.kb_id == kb_id))
-            return owner, frozenset(shared)
+            return owner or None, frozenset(shared)
+
+    def set_kb_owner(self, kb_id: str, tenant: str) -> str | None:
+        """Make `tenant` the KB's owner (no longer a share); a previous owner keeps reading it as a share.
+        Returns the previous owner (None: the KB had none)."""
+        tenant = tenant.strip()
+        if not tenant:
+            raise ConflictError("owner: tenant must not be empty")
+        with self.transaction() as s:
+            row = self._kb_id(s, kb_id)
+            before = row.owner_tenant or None
+            s.execute(delete(KbShareRow).where(KbShareRow.kb_id == kb_id, KbShareRow.tenant_id == tenant))
+            if before is not None and before != tenant:
+                s.add(KbShareRow(kb_id=kb_id, tenant_id=before, created_at=_now()))
+            row.owner_tenant = tenant
+            s.flush()
+            return before
 
     def share_kb(self, kb_id: str, tenant: str) -> bool:
         """Let `tenant` read the KB and add its own files; False if it already could."""
@@ -123,7 +139,12 @@ class AccessMixin:
         if not tenant:
             raise ConflictError("share: tenant must not be empty")
         with self.transaction() as s:
-            if self._kb_id(s, kb_id).owner_tenant == tenant or s.get(KbShareRow, (kb_id, tenant)) is not None:
+            owner = self._kb_id(s, kb_id).owner_tenant
+            if not owner:
+                raise ConflictError(
+                    "share: the knowledge base has no owner; give it one first (lore kb owner)"
+                )
+            if owner == tenant or s.get(KbShareRow, (kb_id, tenant)) is not None:
                 return False
             s.add(KbShareRow(kb_id=kb_id, tenant_id=tenant, created_at=_now()))
             return True
@@ -165,6 +186,17 @@ class AccessMixin:
         with self.transaction() as s:
             row = s.get(FileOwnerRow, (kb_id, path_digest(path)))
             return None if row is None else row.tenant_id
+
+    def claim_unowned_files(self, kb_id: str, owners: dict[str, str]) -> None:
+        """Record each file's owner unless one is recorded (the backfill of KBs from before 0005)."""
+        recorded = self.file_owners(kb_id)
+        by_tenant: dict[str, list[str]] = {}
+        for path, tenant in owners.items():
+            if path not in recorded:
+                by_tenant.setdefault(tenant, []).append(path)
+        with self.transaction():
+            for tenant, paths in sorted(by_tenant.items()):
+                self.claim_files(kb_id, paths, tenant)
 
     def file_owners(self, kb_id: str) -> dict[str, str]:
         """Every recorded file of the KB and its owner tenant."""

@@ -42,7 +42,7 @@ from lore.catalog.service import ServiceMixin
 from lore.catalog.types import digest
 from lore.catalog.versions import VersionsMixin
 from lore.config import CatalogSettings
-from lore.errors import LoreError, MissingDependencyError, NotFoundError
+from lore.errors import ConflictError, LoreError, MissingDependencyError, NotFoundError
 
 log = logging.getLogger("lore.catalog")
 _KB_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -212,14 +212,16 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin, AccessMixi
         description: str = "",
         owner_tenant: str = "default",
     ) -> KnowledgeBase:
-        """Register a new knowledge base; the name must be unused and 1-64 letters, digits, '_' or '-'."""
+        """Register a new knowledge base; the name must be unused and 1-64 letters, digits, '_' or '-'.
+
+        Names are global: a taken name is refused with one message whoever holds it (409)."""
         if not _KB_NAME.fullmatch(name):
             raise LoreError(f"invalid knowledge base name {name!r}: use 1-64 letters, digits, '_' or '-'")
         if embedding_dim <= 0:
             raise LoreError(
                 f"knowledge base '{name}': embedding dimension must be positive, got {embedding_dim}"
             )
-        duplicate = LoreError(f"knowledge base '{name}' already exists")
+        duplicate = ConflictError(f"knowledge base name '{name}' is not available; choose another name")
         now = _now()
         with self.transaction() as s:
             if s.scalar(select(KnowledgeBaseRow.id).where(KnowledgeBaseRow.name == name)) is not None:

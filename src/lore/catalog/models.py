@@ -33,6 +33,8 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
+NO_OWNER = ""  # knowledge_bases.owner_tenant of a KB without owner (a tenant is never empty)
+
 
 class Base(DeclarativeBase):
     """Declarative base holding the catalog metadata."""
@@ -61,6 +63,7 @@ class KnowledgeBaseRow(Base):
     # Bumped on every activation so answer/retrieval caches keyed by it go stale at once.
     cache_epoch: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # The tenant that owns the KB (also while it is empty); other tenants see it only when it is shared.
+    # NO_OWNER: ownership never recorded (from before 0005, without content): only the operator sees it.
     owner_tenant: Mapped[str] = mapped_column(String(128), default="default", server_default="default")
 
 
@@ -211,7 +214,7 @@ class KnowledgeBase:
     store_backend: str
     created_at: datetime
     updated_at: datetime
-    owner_tenant: str = "default"
+    owner_tenant: str | None = "default"  # None: no owner (only the local operator sees the KB)
 
     @classmethod
     def from_row(cls, row: KnowledgeBaseRow) -> KnowledgeBase:
@@ -227,7 +230,7 @@ class KnowledgeBase:
             store_backend=row.store_backend,
             created_at=row.created_at,
             updated_at=row.updated_at,
-            owner_tenant=row.owner_tenant,
+            owner_tenant=row.owner_tenant or None,
         )
 
 

@@ -24,11 +24,26 @@ def kb_share(name: str, tenant: Annotated[str, typer.Argument(help="Tenant to sh
         with lore.catalog.transaction():
             added = lore.catalog.share_kb(kb.id, tenant)
             lore.catalog.audit(
-                "share", tenant=kb.owner_tenant, key_id=None, kb=name, target=tenant, via="cli"
+                "share", tenant=kb.owner_tenant or "", key_id=None, kb=name, target=tenant, via="cli"
             )
     except LoreError as exc:
         fail(exc)
     console.print(f"{name}: shared with {tenant}" if added else f"{name}: {tenant} already reads it")
+
+
+def kb_owner(name: str, tenant: Annotated[str, typer.Argument(help="The new owner tenant.")]) -> None:
+    """Give the KB an owner tenant (one without owner is seen only here); a previous owner keeps a share."""
+    try:
+        lore = Lore()
+        kb = lore.catalog.get_kb(name)
+        with lore.catalog.transaction():
+            before = lore.catalog.set_kb_owner(kb.id, tenant)
+            lore.catalog.audit("owner", tenant=tenant, key_id=None, kb=name, target=tenant, via="cli")
+    except LoreError as exc:
+        fail(exc)
+    console.print(
+        f"{name}: owned by {tenant}" + (f" ({before} keeps a share)" if before not in (None, tenant) else "")
+    )
 
 
 def kb_unshare(
@@ -42,7 +57,7 @@ def kb_unshare(
             if not lore.catalog.unshare_kb(kb.id, tenant):
                 raise NotFoundError(f"knowledge base '{name}' is not shared with tenant '{tenant}'")
             lore.catalog.audit(
-                "unshare", tenant=kb.owner_tenant, key_id=None, kb=name, target=tenant, via="cli"
+                "unshare", tenant=kb.owner_tenant or "", key_id=None, kb=name, target=tenant, via="cli"
             )
     except LoreError as exc:
         fail(exc)

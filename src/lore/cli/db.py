@@ -13,7 +13,9 @@ from lore.catalog.catalog import open_engine
 from lore.catalog.migrate import current_revision, upgrade
 from lore.cli.render import fail
 from lore.config import load_settings
+from lore.engine import Lore
 from lore.errors import LoreError
+from lore.owners import backfill, backfill_line
 
 console = Console()
 db_app = typer.Typer(
@@ -40,6 +42,15 @@ def db_upgrade() -> None:
         console.print(f"catalog {mask_url(url)} is at revision {after} (head); nothing to do")
     else:
         console.print(f"catalog {mask_url(url)} migrated from {before or 'empty'} to {after}")
+    try:  # owners of KBs from before 0005 (0007 leaves them without one), read from their content
+        lore = Lore(settings)
+        try:
+            for b in backfill(lore):
+                console.print(backfill_line(b))
+        finally:
+            lore.close()
+    except LoreError as exc:
+        fail(exc)
 
 
 @db_app.command("current")

@@ -14,7 +14,7 @@ from rich.table import Column, Table
 
 from lore.answer.pipeline import Event
 from lore.cli import remote
-from lore.cli.access import audit, kb_share, kb_unshare
+from lore.cli.access import audit, kb_owner, kb_share, kb_unshare
 from lore.cli.ask import ask
 from lore.cli.db import db_app
 from lore.cli.evaluate import eval_command
@@ -54,6 +54,7 @@ for _command in (build, versions, diff, activate, rollback, report, gc, unlock, 
     app.command()(_command)
 kb_app.command("share")(kb_share)
 kb_app.command("unshare")(kb_unshare)
+kb_app.command("owner")(kb_owner)
 console = Console()
 err = Console(stderr=True)
 
@@ -128,6 +129,7 @@ def kb_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         rows = [
             {
                 "name": k.name,
+                "owner": k.owner_tenant,
                 "embedding_model": k.embedding_model,
                 "embedding_dim": k.embedding_dim,
                 "store_backend": k.store_backend,
@@ -138,11 +140,12 @@ def kb_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         ]
         print(json.dumps(rows, ensure_ascii=False, indent=2))
         return
-    table = Table("name", "embedding model", "store", "files", "chunks", "created")
+    table = Table("name", "owner", "embedding model", "store", "files", "chunks", "created")
     for k in kbs:
         files = len(lore.catalog.list_files(k.id, "ingested"))
         table.add_row(
             k.name,
+            k.owner_tenant or "(none: lore kb owner)",
             k.embedding_model,
             k.store_backend,
             str(files),
@@ -162,7 +165,7 @@ def kb_delete(name: str, yes: Annotated[bool, typer.Option("--yes", help="Do not
             c.delete_kb(name)
         else:
             lore = _lore()
-            owner = lore.catalog.get_kb(name).owner_tenant
+            owner = lore.catalog.get_kb(name).owner_tenant or ""
             lore.delete_kb(name)
             lore.catalog.audit("delete", tenant=owner, key_id=None, kb=name, target=name, via="cli")
     except LoreError as exc:

@@ -153,9 +153,9 @@ def activate(kb: KbOption, seq: Annotated[int, typer.Argument(help="Version to a
         lore = Lore()
         record = lore.catalog.get_kb(kb)
         with lore.catalog.transaction():
-            v = lore.catalog.activate(record.id, seq, actor=f"cli@{record.owner_tenant}"[:64])
+            v = lore.catalog.activate(record.id, seq, actor=f"cli@{record.owner_tenant or ''}"[:64])
             lore.catalog.audit(
-                "activate", tenant=record.owner_tenant, key_id=None, kb=kb, target=str(seq), via="cli"
+                "activate", tenant=record.owner_tenant or "", key_id=None, kb=kb, target=str(seq), via="cli"
             )
     except LoreError as exc:
         fail(exc)
@@ -171,9 +171,9 @@ def rollback(kb: KbOption) -> None:
         lore = Lore()
         record = lore.catalog.get_kb(kb)
         with lore.catalog.transaction():
-            v = lore.catalog.rollback(record.id, actor=f"cli@{record.owner_tenant}"[:64])
+            v = lore.catalog.rollback(record.id, actor=f"cli@{record.owner_tenant or ''}"[:64])
             lore.catalog.audit(
-                "rollback", tenant=record.owner_tenant, key_id=None, kb=kb, target=str(v.seq), via="cli"
+                "rollback", tenant=record.owner_tenant or "", key_id=None, kb=kb, target=str(v.seq), via="cli"
             )
     except LoreError as exc:
         fail(exc)

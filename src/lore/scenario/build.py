@@ -91,6 +91,8 @@ def build_scenario(
             owner_tenant=scenario.defaults.tenant,
         )
     kb = lore.catalog.get_kb(scenario.kb_name)
+    if kb.owner_tenant is None:  # from before 0005 and empty: the scenario's tenant, as for a new one
+        lore.catalog.set_kb_owner(kb.id, scenario.defaults.tenant)
     for tenant in scenario.tenants:  # the tenants the scenario's data is written for read its KB
         lore.catalog.share_kb(kb.id, tenant)
     # Reused files keep the metadata they were indexed with, so a metadata change re-reads them all.

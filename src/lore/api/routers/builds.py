@@ -28,7 +28,7 @@ def _queue(state: ServiceState, kb: str, body: BuildBody, scope: Grant) -> Job:
     """Check the build's sources (403/409), its dataset stamp (400) and the KB's lock (409), then queue it."""
     lore = state.lore
     require_kb(lore, scope, kb, Action.BUILD)  # foreign or unknown: 404 before anything else
-    inputs = _sources(lore, kb, body)
+    inputs = _sources(lore, kb, body, scope)
     check_sources_write(lore, kb, inputs, scope, replaces_all=True)
     stamp = scope.chunk_stamp(body.dataset)
     job = queue_build(lore, kb, inputs, body.model_dump(), stamp)

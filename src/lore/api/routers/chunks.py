@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from lore.api.access import check_file_writes, require_kb
 from lore.api.deps import Caller, State
 from lore.api.limits import PositiveInt
-from lore.api.routers.ingest import _uploaded, report_json
+from lore.api.routers.ingest import report_json, uploaded
 from lore.catalog import KnowledgeBase
 from lore.ingest.chunking import stable_id
 from lore.ingest.files import SourceFile
@@ -110,7 +110,7 @@ async def add_by_chunks(kb: str, body: CommitBody, scope: Caller, state: State) 
         lore = state.lore
         record = require_kb(lore, scope, kb, Action.UPLOAD)
         stamp = scope.chunk_stamp(body.dataset)
-        path = _uploaded(lore, kb, body.file)
+        path = uploaded(lore, record, body.file, scope)
         check_file_writes(lore, record, [path.name], scope)
         model = lore.embedder(record).model_id
 

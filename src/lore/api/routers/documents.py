@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import file_visible, kb_resource, require_kb
+from lore.api.access import file_visible, kb_resource, own_name, require_kb
 from lore.api.deps import Caller, State
 from lore.catalog import KnowledgeBase
 from lore.catalog.models import FileRecord
@@ -89,15 +89,16 @@ async def document_chunks(kb: str, name: str, scope: Caller, state: State) -> di
     def run() -> dict[str, Any]:
         lore = state.lore
         record = require_kb(lore, scope, kb)
-        f = lore.catalog.get_file(record.id, name)
-        if f is None or not file_visible(lore, record, name, scope):
+        path = own_name(lore, record, scope, name)
+        f = lore.catalog.get_file(record.id, path)
+        if f is None or not file_visible(lore, record, path, scope):
             raise NotFoundError(f"file '{name}' not found")
         chunks = sorted(
             _readable_chunks(lore, record, f, scope), key=lambda c: (c.document_id, c.chunk_index)
         )
         return {
             "kb": kb,
-            "name": name,
+            "name": path,
             "status": f.status,
             "reason": f.error,
             "chunks": [{**c.metadata(), "text": c.text, "parent_text": c.parent_text} for c in chunks],

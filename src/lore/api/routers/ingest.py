@@ -11,11 +11,20 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import FileResponse
 
-from lore.api.access import check_file_writes, file_visible, require_file, require_kb
+from lore.api.access import (
+    check_file_writes,
+    file_visible,
+    own_files,
+    own_name,
+    plain_name,
+    require_file,
+    require_kb,
+)
 from lore.api.deps import Caller, State
 from lore.api.routers.kbs import uploads_dir
 from lore.api.security import original_response
 from lore.api.uploads import MultipartUpload, commit, safe_name, within_roots
+from lore.catalog import KnowledgeBase
 from lore.engine import Lore
 from lore.errors import LoadError, NotFoundError
 from lore.grant import Grant
@@ -33,7 +42,8 @@ router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
 async def upload(kb: str, request: Request, scope: Caller, state: State) -> dict[str, Any]:
     """Upload files (multipart `file` parts), streamed to disk; over the size limit is a 413 (admin).
 
-    403 for a KB holding other tenants' documents (unless platform admin); 409 for another tenant's file.
+    403 for a KB holding other tenants' documents (unless platform admin). A tenant the KB is shared with
+    stores its files as `<tenant>|<name>` (`access.own_name`): never another tenant's file, whatever its name.
     """
     lore = state.lore
     record = await run_in_threadpool(require_kb, lore, scope, kb, Action.UPLOAD)
@@ -43,6 +53,9 @@ async def upload(kb: str, request: Request, scope: Caller, state: State) -> dict
     upload = MultipartUpload(folder, limit, request.headers.get("content-type", ""))
     parts = await upload.consume(request.stream())
     try:
+        parts = [
+            (await run_in_threadpool(own_name, lore, record, scope, n), tmp, size) for n, tmp, size in parts
+        ]
         await run_in_threadpool(check_file_writes, lore, record, [name for name, _, _ in parts], scope)
     except BaseException:
         upload.discard()
@@ -174,8 +187,10 @@ class BuildBody(SourcesBody):
     force: bool = False
 
 
-def _uploaded(lore: Lore, kb: str, name: str) -> Path:
-    path = uploads_dir(lore, kb) / safe_name(name)
+def uploaded(lore: Lore, record: KnowledgeBase, name: str, scope: Grant) -> Path:
+    """The caller's upload `name` (its tenant's own file: `access.own_name`); 404 if there is none."""
+    safe_name(plain_name(scope, name))  # 400/415 for a name no upload can have
+    path = uploads_dir(lore, record.name) / own_name(lore, record, scope, name)
     if not path.is_file():
         raise NotFoundError(f"file '{name}' not found")
     return path
@@ -184,7 +199,7 @@ def _uploaded(lore: Lore, kb: str, name: str) -> Path:
 def _visible_upload(lore: Lore, kb: str, name: str, scope: Grant) -> Path:
     """The upload if the caller may see it; the same 404 as a missing file (and KB) otherwise."""
     record = require_kb(lore, scope, kb)
-    path = _uploaded(lore, kb, name)
+    path = uploaded(lore, record, name, scope)
     require_file(lore, record, path.name, scope)
     return path
 
@@ -199,16 +214,19 @@ def check_sources_write(lore: Lore, kb: str, inputs: list[Path], scope: Grant, *
     check_file_writes(lore, record, sorted(names), scope)
 
 
-def _sources(lore: Lore, kb: str, body: SourcesBody) -> list[Path]:
+def _sources(lore: Lore, kb: str, body: SourcesBody, scope: Grant) -> list[Path]:
+    """The named uploads (default: every upload of the caller's tenant) and server paths."""
+    record = require_kb(lore, scope, kb)
     folder = uploads_dir(lore, kb)
     if body.files is None:
-        inputs = (
-            sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+        names = (
+            sorted(p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
             if folder.is_dir()
             else []
         )
+        inputs = [folder / n for n in own_files(lore, record, scope, names)]
     else:
-        inputs = [_uploaded(lore, kb, name) for name in body.files]
+        inputs = [uploaded(lore, record, name, scope) for name in body.files]
     server = [within_roots(p, lore.settings.api.ingest_roots) for p in body.paths]
     if escaping := links_outside(server, lore.settings.api.ingest_roots):
         # refused rather than dropped: Lore.ingest/build re-discover the folder, and a build indexes exactly it
@@ -245,7 +263,7 @@ async def ingest(kb: str, body: SourcesBody, scope: Caller, state: State) -> dic
         lore = state.lore
         require_kb(lore, scope, kb, Action.UPLOAD)
         stamp = scope.chunk_stamp(body.dataset)
-        inputs = _sources(lore, kb, body)
+        inputs = _sources(lore, kb, body, scope)
         check_sources_write(lore, kb, inputs, scope, replaces_all=False)
         report = lore.ingest(kb, inputs, chunk_metadata=lambda _source: stamp)
         return {"kb": kb, **report_json(report)}
