@@ -11,6 +11,7 @@ from typing import Any
 from starlette.testclient import WebSocketDenialResponse
 from starlette.websockets import WebSocketDisconnect
 
+from lore.scenario.faq_edit import revision
 from tests.api.matrix_world import (
     CALLERS,
     OWNERS,
@@ -111,6 +112,16 @@ def _passage(kb: str, name: str) -> Callable[[World, Caller], tuple[str, Any, An
         record = w.lore.catalog.get_file(w.lore.catalog.get_kb(kb).id, name)
         assert record is not None, name
         return f"/api/kbs/{kb}/passages/{w.lore.catalog.file_chunk_ids(record.id)[0]}", None, None
+
+    return make
+
+
+def _faq_edit(path: str, row: dict[str, Any]) -> Callable[[World, Caller], tuple[str, Any, Any]]:
+    """A FAQ edit of scenario `ahr` at the file's current revision."""
+
+    def make(w: World, _c: Caller) -> tuple[str, Any, Any]:
+        folder = w.lore.settings.scenario.scenarios_dir / "ahr"
+        return path, {"revision": revision(folder / "faq.csv"), **row}, None
 
     return make
 
@@ -384,6 +395,45 @@ def entries() -> dict[tuple[str, str], list[Call]]:
         ],
         ("GET", "/v1/models"): [Call("list", _fixed("/v1/models"), lambda c: 200)],
         ("GET", "/api/scenarios"): [Call("list", _fixed("/api/scenarios"), lambda c: 200)],
+        ("GET", "/api/scenarios/{scenario_id}"): [
+            Call(x, _fixed(f"/api/scenarios/{x}"), _ask_expect(f"scenario:{x}")) for x in ("ahr", "nosc")
+        ],
+        ("GET", "/api/scenarios/{scenario_id}/faq"): [
+            Call(x, _fixed(f"/api/scenarios/{x}/faq"), _ask_expect(f"scenario:{x}")) for x in ("ahr", "nosc")
+        ],
+        ("POST", "/api/scenarios/{scenario_id}/faq"): [
+            Call(
+                "ahr-add",
+                _faq_edit("/api/scenarios/ahr/faq", {"question": "Where is parking?", "answer": "Harmless."}),
+                lambda c: 404 if c.tenant != A else 201 if c.admin and c.datasets is None else 403,
+                "POST",
+            )
+        ],
+        ("PUT", "/api/scenarios/{scenario_id}/faq/{index}"): [
+            Call(  # the row everyone of tenant A reads (dataset main): only its admins change it
+                "ahr-row0",
+                _faq_edit("/api/scenarios/ahr/faq/0", {"disabled": False}),
+                lambda c: 404 if c.tenant != A else (404 if c.datasets else 200) if c.admin else 403,
+                "PUT",
+            ),
+            Call(  # the managers' row: an admin without the manager role does not see it
+                "ahr-row1",
+                _faq_edit("/api/scenarios/ahr/faq/1", {"disabled": False}),
+                lambda c: (
+                    404 if c.tenant != A else (200 if "manager" in c.roles else 404) if c.admin else 403
+                ),
+                "PUT",
+            ),
+        ],
+        ("POST", "/api/scenarios/{scenario_id}/route"): [
+            Call(
+                x,
+                _fixed(f"/api/scenarios/{x}/route", {"question": "hello"}),
+                _ask_expect(f"scenario:{x}"),
+                "POST",
+            )
+            for x in ("ahr", "nosc")
+        ],
         ("GET", "/api/audit"): [Call("tenant", _fixed("/api/audit"), lambda c: 200 if c.admin else 403)],
         ("GET", "/api/kbs/{kb}/jobs/{job_id}"): [Call("job-a", _job(), _kb_admin({A}, {A}, 200))],
         ("GET", "/api/kbs/{kb}/jobs/{job_id}/events"): [

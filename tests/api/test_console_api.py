@@ -1,13 +1,21 @@
-"""The console's API: documents with status and metadata, a document's chunks, feedback review, keys."""
+"""The console's API: documents with status and metadata, a document's chunks, feedback review, keys,
+scenarios with their FAQ rows and routing test."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
+import pytest
 from fastapi.testclient import TestClient
 
+from lore.api import create_app
 from lore.engine import Lore
+from lore.scenario.build import build_scenario
+from lore.scenario.config import Scenarios
+from lore.scenario.faq import read_faq
 from tests.api.conftest import Keys, auth, sse_events
+from tests.scenario.conftest import copy_scenarios, scenario_lore
 
 
 def test_documents_table_lists_indexed_files_with_metadata(client: TestClient, keys: Keys) -> None:
@@ -116,3 +124,130 @@ def test_feedback_redacts_passages_the_reader_cannot_read(client: TestClient, ke
     theirs = client.get("/api/feedback", headers=auth(b_limited))
     row = next(r for r in theirs.json() if r["trace_id"] == trace)
     assert row["redacted"] and "NG-7731" not in theirs.text
+
+
+# ---- scenarios and FAQ ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hr(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient, Lore, dict[str, str]]]:
+    """The sample `hr` scenario (copied: its faq.csv is edited here), built, behind an in-process client."""
+    root = tmp_path_factory.mktemp("console3_hr")
+    folder = copy_scenarios(root / "scenarios")
+    lore = scenario_lore(root / "home", folder, api={"rate_limit_per_minute": 0})
+    build_scenario(lore, Scenarios(folder).get("hr"), activate=True)
+    cat = lore.catalog
+    keys = {
+        "employee": cat.create_api_key("bluefin", ["employee"])[1],
+        "admin": cat.create_api_key("bluefin", ["admin"])[1],
+        "outsider": cat.create_api_key("acme", ["admin"])[1],
+    }
+    with TestClient(create_app(lore)) as client:
+        yield client, lore, keys
+    lore.close()
+
+
+def test_scenario_configuration_and_the_faq_rows_a_key_reads(hr) -> None:  # type: ignore[no-untyped-def]
+    client, _, keys = hr
+    config = client.get("/api/scenarios/hr", headers=auth(keys["employee"]))
+    assert config.status_code == 200, config.text
+    c = config.json()
+    assert {s["id"] for s in c["sources"]} >= {"leave", "expense"} and c["access"]["roles"]
+    assert c["routing"]["out_of_scope"] and not c["writable"] and "folder" not in c
+    assert client.get("/api/scenarios/hr", headers=auth(keys["outsider"])).status_code == 404
+    assert client.get("/api/scenarios/nope", headers=auth(keys["employee"])).status_code == 404
+    rows = client.get("/api/scenarios/hr/faq", headers=auth(keys["employee"])).json()
+    questions = [r["question"] for r in rows["rows"]]
+    assert "如何申请年假？" in questions and "调薪什么时候生效？" not in questions  # managers and HR only
+    assert "香港同事的年假有几天？" not in questions and all(r["status"] == "ok" for r in rows["rows"])
+    assert rows["hidden"] >= 5 and not rows["writable"]
+    # An editor also sees the malformed rows, with the reason each is skipped.
+    admin = client.get("/api/scenarios/hr/faq", headers=auth(keys["admin"])).json()
+    invalid = {r["line"]: r["reason"] for r in admin["rows"] if r["status"] == "invalid"}
+    assert (
+        admin["writable"]
+        and "empty question" in invalid.values()
+        and any("holidays" in v for v in invalid.values())
+    )
+    assert client.get("/api/scenarios/hr/faq", headers=auth(keys["outsider"])).status_code == 404
+
+
+def test_faq_add_edit_disable_flags_conflicts(hr) -> None:  # type: ignore[no-untyped-def]
+    client, lore, keys = hr
+    h = auth(keys["admin"])
+    rev = client.get("/api/scenarios/hr/faq", headers=h).json()["revision"]
+    row = {"question": "年假有几天？", "answer": "二十天。", "source": "leave", "dataset": "hr-faq"}
+    assert (
+        client.post(
+            "/api/scenarios/hr/faq", json={"revision": rev, **row}, headers=auth(keys["employee"])
+        ).status_code
+        == 403
+    )
+    made = client.post("/api/scenarios/hr/faq", json={"revision": rev, **row}, headers=h)
+    assert made.status_code == 201, made.text
+    new = made.json()
+    assert new["status"] == "conflict" and new["clash"] == [3] and "line 3" in new["reason"]
+    stale = client.put(
+        f"/api/scenarios/hr/faq/{new['index']}", json={"revision": rev, "disabled": True}, headers=h
+    )
+    assert stale.status_code == 409  # the file changed since `rev`
+    rev = client.get("/api/scenarios/hr/faq", headers=h).json()["revision"]
+    off = client.put(
+        f"/api/scenarios/hr/faq/{new['index']}", json={"revision": rev, "disabled": True}, headers=h
+    )
+    assert off.status_code == 200 and off.json()["status"] == "disabled" and off.json()["disabled"]
+    rev = client.get("/api/scenarios/hr/faq", headers=h).json()["revision"]
+    fixed = client.put(
+        "/api/scenarios/hr/faq/9", json={"revision": rev, "question": "缺少问题的那一行？"}, headers=h
+    )
+    assert fixed.status_code == 200 and fixed.json()["status"] == "ok"  # the malformed row, repaired
+    rev = fixed_rev = client.get("/api/scenarios/hr/faq", headers=h).json()["revision"]
+    bad = client.post(
+        "/api/scenarios/hr/faq",
+        json={"revision": rev, "question": "q?", "answer": "a", "source": "nope"},
+        headers=h,
+    )
+    assert bad.status_code == 422 and "source" in bad.text
+    outside = client.post(
+        "/api/scenarios/hr/faq",
+        json={"revision": rev, "question": "q?", "answer": "a", "roles": ["manager"]},
+        headers=h,
+    )
+    assert outside.status_code == 403  # a row its own key could not read
+    hidden = client.put("/api/scenarios/hr/faq/8", json={"revision": rev, "answer": "x"}, headers=h)
+    assert hidden.status_code == 404 and "调薪" not in hidden.text  # the managers' row is not this key's
+    assert client.get("/api/scenarios/hr/faq", headers=h).json()["revision"] == fixed_rev  # nothing written
+    sc = Scenarios(lore.settings.scenario.scenarios_dir).get("hr")
+    rows, problems = read_faq(sc.faq_path, sc)
+    assert "缺少问题的那一行？" in [r.question for r in rows] and "二十天。" not in [r.answer for r in rows]
+    assert not any("二十天" in p.reason or p.line == new["line"] for p in problems)  # disabled: not a problem
+    actions = [e.action for e in lore.catalog.audit_log("bluefin")]
+    assert "faq_add" in actions and "faq_edit" in actions
+
+
+def test_routing_test_shows_route_profile_and_plan(hr) -> None:  # type: ignore[no-untyped-def]
+    client, _, keys = hr
+    h = auth(keys["employee"])
+
+    def route(q: str) -> dict:
+        r = client.post("/api/scenarios/hr/route", json={"question": q}, headers=h)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    assert route("你好")["route"]["name"] == "greeting"
+    hotel = route("出差住宿标准是多少？")
+    assert hotel["route"]["name"] == "retrieval" and hotel["source"] == {
+        "ids": ["expense"],
+        "how": "inferred",
+    }
+    assert hotel["plan"]["faq_k"] and hotel["plan"]["reasons"] and hotel["intent"] == "lookup"
+    risky = route("可以预支差旅费吗")
+    assert risky["route"]["risk"] == "pricing" and risky["profile"]["name"] == "guarded"
+    assert route("今天天气怎么样")["route"]["name"] == "out_of_scope"
+    assert (
+        client.post(
+            "/api/scenarios/hr/route", json={"question": "x"}, headers=auth(keys["outsider"])
+        ).status_code
+        == 404
+    )
+    assert client.post("/api/scenarios/hr/route", json={"question": ""}, headers=h).status_code == 422
