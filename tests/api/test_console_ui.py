@@ -16,17 +16,24 @@ from playwright.sync_api import expect
 from lore.api import create_app
 from lore.config import load_settings
 from lore.engine import Lore
+from lore.scenario.build import build_scenario
+from lore.scenario.config import Scenarios
 from tests.api.conftest import LiveServer
 from tests.api.test_web_ui import new_kb_with_files, sign_in
 from tests.conftest import EXAMPLES, SHARED
+from tests.scenario.conftest import copy_scenarios
 
 FIXTURES = SHARED / "fixtures" / "documents"
 SHOTS = os.environ.get("LORE_SCREENSHOTS")
 
 
 @pytest.fixture()
-def site(tmp_path: Path) -> Iterator[tuple[str, str, Lore]]:
-    lore = Lore(load_settings(home=tmp_path / "home"))
+def site(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[str, str, Lore]]:
+    """A live service; parametrized (indirect) with a scenario id, that sample scenario is built first."""
+    scenarios = copy_scenarios(tmp_path / "scenarios")
+    lore = Lore(load_settings(home=tmp_path / "home", scenario={"scenarios_dir": scenarios}))
+    if hasattr(request, "param"):
+        build_scenario(lore, Scenarios(scenarios).get(request.param), activate=True)
     _, secret = lore.catalog.create_api_key("default", ["admin", "platform-admin"])
     with LiveServer(create_app(lore)) as server:
         yield server.url, secret, lore
@@ -136,3 +143,49 @@ def test_console_explains_what_a_key_may_not_do(site, page) -> None:  # type: ig
     assert "may not" in page.inner_text("#tab-keys .denied") and "admin" in page.inner_text(
         "#tab-keys .denied"
     )
+
+
+@pytest.mark.parametrize("site", ["hr"], indirect=True)
+def test_console_scenario_faq_and_routing(site, page) -> None:  # type: ignore[no-untyped-def]
+    url, _, lore = site
+    _, admin = lore.catalog.create_api_key("bluefin", ["admin"])
+    sign_in(page, url, admin)
+    page.click("button[data-tab=scenarios]")
+    page.wait_for_selector("#faq tbody tr")
+    assert "hr-desk@bluefin.example" in page.inner_text("#sc-config")
+    # Malformed rows are flagged with their reason; the managers' row is not this key's to see.
+    assert "empty question" in page.inner_text("#faq tbody tr.faq-invalid >> nth=0")
+    assert "调薪" not in page.inner_text("#faq") and "not shown" in page.inner_text("#faq-meta")
+
+    # Routing test: a greeting, then a risky question (guarded profile, the plan's reasons).
+    page.fill("#sc-question", "出差可以预支多少钱？")
+    page.click("#sc-route-form button")
+    page.wait_for_selector("#sc-route:not(.hidden) table")
+    routed = page.inner_text("#sc-route")
+    assert "guarded" in routed and "pricing" in routed and "expense" in routed
+
+    # Add a row that answers an existing question differently: saved, flagged as a conflict.
+    page.click("#faq-add")
+    page.fill("#faq-q", "年假有几天？")
+    page.fill("#faq-a", "二十天。")
+    page.select_option("#faq-source", "leave")
+    page.click("#faq-form button:not([type=button])")
+    page.wait_for_selector("#faq tbody tr.faq-conflict")
+    assert "line 3" in page.inner_text("#faq tbody tr.faq-conflict")
+    shot(page, "scenarios")
+    # Disable it: kept in the file, no longer indexed at the next build.
+    page.click("#faq tbody tr.faq-conflict .faq-toggle")
+    page.wait_for_selector("#faq tbody tr.faq-disabled")
+    assert not page.locator("#faq tbody tr.faq-conflict").count()
+    # Edit a malformed row into a valid one.
+    page.click("#faq tbody tr.faq-invalid >> nth=0 >> .faq-edit")
+    page.fill("#faq-q", "缺少问题的那一行？")
+    page.click("#faq-form button:not([type=button])")
+    expect(page.locator("#faq tbody tr", has_text="缺少问题的那一行")).to_have_class("faq-ok", timeout=60_000)
+
+    # The same panel in Chinese.
+    page.click("#lang")
+    page.click("button[data-tab=scenarios]")
+    expect(page.locator("#tab-scenarios h3").first).to_have_text("路由测试", timeout=60_000)
+    expect(page.locator("#faq tbody tr.faq-disabled")).to_contain_text("已停用", timeout=60_000)
+    expect(page.locator("#faq-meta")).to_contain_text("未显示")
