@@ -135,6 +135,7 @@ FILES = [("ka", f"a_{k}.md") for k in ("public", "restricted", "manager", "ds2",
 ]
 QUESTION = "What is the canary code?"
 BOARD_QUESTION = "What is the canary code of the board minutes?"
+EVAL_JSONL = '{"question": "What is the canary code?", "files": ["a_public.md"]}\n'
 
 
 def _ask_expect(target: str) -> Expect:
@@ -274,6 +275,19 @@ def entries() -> dict[tuple[str, str], list[Call]]:
         ],
         ("GET", "/api/kbs/{kb}/diff"): [
             Call(kb, _fixed(f"/api/kbs/{kb}/diff?base=1&candidate=1"), _kb_admin(SEES[kb], OWNERS[kb], 200))
+            for kb in ("ka", "kb", "nokb")
+        ],
+        ("POST", "/api/kbs/{kb}/diff"): [
+            Call(
+                kb,
+                _fixed(f"/api/kbs/{kb}/diff", {"base": 1, "candidate": 1, "eval_jsonl": EVAL_JSONL}),
+                _kb_admin(SEES[kb], OWNERS[kb], 200),
+                "POST",
+            )
+            for kb in ("ka", "kb", "nokb")
+        ],
+        ("GET", "/api/kbs/{kb}/eval-sets"): [
+            Call(kb, _fixed(f"/api/kbs/{kb}/eval-sets"), _kb_admin(SEES[kb], OWNERS[kb], 200))
             for kb in ("ka", "kb", "nokb")
         ],
         ("POST", "/api/search"): [

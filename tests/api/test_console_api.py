@@ -251,3 +251,46 @@ def test_routing_test_shows_route_profile_and_plan(hr) -> None:  # type: ignore[
         == 404
     )
     assert client.post("/api/scenarios/hr/route", json={"question": ""}, headers=h).status_code == 422
+
+
+def test_version_diff_with_an_uploaded_or_saved_eval_set_and_who_activated(hr) -> None:  # type: ignore[no-untyped-def]
+    client, lore, keys = hr
+    build_scenario(
+        lore, Scenarios(lore.settings.scenario.scenarios_dir).get("hr")
+    )  # a second, staged version
+    h = auth(keys["admin"])
+    evals = '{"question": "出差住宿标准是多少？", "files": ["faq.csv"]}\n{"question": "试用期多长？", "files": ["faq.csv"]}\n'
+    r = client.post(
+        "/api/kbs/hr/diff",
+        json={"base": 1, "candidate": 2, "eval_jsonl": evals, "save_as": "smoke"},
+        headers=h,
+    )
+    assert r.status_code == 200, r.text
+    d = r.json()
+    assert set(d["files"]) >= {"added", "changed", "removed", "unchanged"}
+    q = d["retrieval"]
+    assert q["questions"] == 2 and q["base"]["recall"] == 1.0 and "mrr" in q["candidate"]
+    sets = client.get("/api/kbs/hr/eval-sets", headers=h).json()["eval_sets"]
+    assert {"name": "smoke", "questions": 2} in sets
+    again = client.post("/api/kbs/hr/diff", json={"base": 1, "candidate": 2, "eval_set": "smoke"}, headers=h)
+    assert again.status_code == 200 and again.json()["retrieval"]["candidate"] == q["candidate"]
+    assert (
+        client.post(
+            "/api/kbs/hr/diff", json={"base": 1, "candidate": 2, "eval_set": "nope"}, headers=h
+        ).status_code
+        == 404
+    )
+    bad = client.post(
+        "/api/kbs/hr/diff", json={"base": 1, "candidate": 2, "eval_jsonl": "{not json"}, headers=h
+    )
+    assert bad.status_code == 400 and ":1:" in bad.text
+    assert client.post("/api/kbs/hr/diff", json={"base": 1, "candidate": 9}, headers=h).status_code == 404
+    assert client.get("/api/kbs/hr/eval-sets", headers=auth(keys["employee"])).status_code == 403
+    assert client.get("/api/kbs/hr/eval-sets", headers=auth(keys["outsider"])).status_code == 404
+    # Activate with a reason: the activation log says who (key and tenant) and why.
+    act = client.post("/api/kbs/hr/versions/2/activate", json={"reason": "faq fixes"}, headers=h)
+    assert act.status_code == 200, act.text
+    log = client.get("/api/kbs/hr/versions", headers=h).json()["activations"]
+    assert (
+        log[-1]["to_seq"] == 2 and log[-1]["reason"] == "faq fixes" and log[-1]["actor"].endswith("@bluefin")
+    )

@@ -30,7 +30,7 @@ SHOTS = os.environ.get("LORE_SCREENSHOTS")
 @pytest.fixture()
 def site(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[str, str, Lore]]:
     """A live service; parametrized (indirect) with a scenario id, that sample scenario is built first."""
-    scenarios = copy_scenarios(tmp_path / "scenarios")
+    scenarios = copy_scenarios(tmp_path / "scenarios") if hasattr(request, "param") else tmp_path / "none"
     lore = Lore(load_settings(home=tmp_path / "home", scenario={"scenarios_dir": scenarios}))
     if hasattr(request, "param"):
         build_scenario(lore, Scenarios(scenarios).get(request.param), activate=True)
@@ -63,18 +63,49 @@ def test_console_documents_chunks_retrieval_feedback_keys(site, page, tmp_path: 
     page.click("#versions tbody tr.active .rep")  # the quality report rendered as tables, not JSON
     page.wait_for_selector("#report table th")
     assert "broken.pdf" in page.inner_text("#report")
+
+    # A second version with one more file; the diff of the two, scored on an uploaded eval set.
+    page.set_input_files("#files", [str(EXAMPLES / "travel_policy.docx")])
+    page.click("#upload")
+    page.wait_for_selector("#uploads tbody tr:nth-child(5)")
+    page.click("#build")
+    expect(page.locator("#versions tbody tr.active td").first).to_have_text("2", timeout=120_000)
+    evals = tmp_path / "evals.jsonl"
+    evals.write_text(
+        '{"question": "报销需要什么材料？", "files": ["employee_handbook.md"]}\n', encoding="utf-8"
+    )
+    page.select_option("#diff-base", "1")
+    page.select_option("#diff-cand", "2")
+    page.set_input_files("#diff-eval-file", [str(evals)])
+    page.fill("#diff-save-as", "smoke")
+    page.click("#diff-run")
+    page.wait_for_selector("#diff-result table.diff-metrics")
+    assert "travel_policy.docx" in page.inner_text("#diff-result .diff-added")
+    assert "Recall@" in page.inner_text("#diff-result") and "MRR@" in page.inner_text("#diff-result")
+    expect(page.locator("#diff-eval option[value=smoke]")).to_be_attached(timeout=60_000)  # saved for later
+    # Roll back, confirmed with a reason: the activation log shows who did it and why.
+    page.once("dialog", lambda dialog: dialog.accept("docx not reviewed yet"))
+    page.click("#rollback")
+    expect(page.locator("#activations tbody tr").first).to_contain_text(
+        "docx not reviewed yet", timeout=60_000
+    )
+    assert "key:" in page.inner_text("#activations tbody tr:first-child") and "2 → 1" in page.inner_text(
+        "#activations tbody tr:first-child"
+    )
     shot(page, "versions")
 
     # Documents: every file with its status; the broken one says why; filter and open a document's chunks.
     page.click("button[data-tab=documents]")
     page.wait_for_selector("#docs tbody tr.st-failed")
-    assert page.locator("#docs tbody tr").count() == 4
+    assert page.locator("#docs tbody tr").count() == 5
+    docx = page.locator("#docs tbody tr", has_text="travel_policy.docx")
+    assert docx.locator("td:nth-child(12)").inner_text().strip() == "2"  # in version 2 only (rolled back)
     failed = page.inner_text("#docs tbody tr.st-failed")
     assert "broken.pdf" in failed and page.inner_text("#docs tbody tr.st-failed .reason").strip()
     shot(page, "documents")
     page.fill("#docs-filter", "xlsx")
     expect(page.locator("#docs tbody tr")).to_have_count(1, timeout=60_000)  # no string predicates: CSP
-    assert "1" in page.inner_text("#docs tbody tr td:nth-child(13)")  # in version 1
+    assert page.inner_text("#docs tbody tr td:nth-child(12)") == "1, 2"  # in versions 1 and 2
     page.click("#docs tbody tr .chunks-btn")
     page.wait_for_selector("#doc-chunks .chunk")
     assert "sheet" in page.inner_text("#doc-chunks .chunk .muted")
