@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import event
 
 from lore.api import create_app
 from lore.engine import Lore
@@ -294,3 +295,33 @@ def test_version_diff_with_an_uploaded_or_saved_eval_set_and_who_activated(hr) -
     assert (
         log[-1]["to_seq"] == 2 and log[-1]["reason"] == "faq fixes" and log[-1]["actor"].endswith("@bluefin")
     )
+
+
+def test_documents_table_takes_the_same_queries_whatever_the_number_of_files(
+    client: TestClient, keys: Keys, lore: Lore, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    folder = tmp_path_factory.mktemp("console3_docs")
+    for i in range(12):
+        (folder / f"note{i}.md").write_text(f"# Note {i}\n\nParking rule number {i}.\n", encoding="utf-8")
+    lore.create_kb("one", "one file")
+    lore.ingest("one", [folder / "note0.md"])
+    lore.create_kb("many", "twelve files")
+    lore.ingest("many", sorted(folder.glob("*.md")))
+    counted: list[str] = []
+
+    def count(*args: object) -> None:
+        counted.append(str(args[2]))
+
+    def queries(kb: str) -> int:
+        counted.clear()
+        event.listen(lore.catalog.engine, "before_cursor_execute", count)
+        try:
+            r = client.get(f"/api/kbs/{kb}/documents", headers=auth(keys.admin))
+        finally:
+            event.remove(lore.catalog.engine, "before_cursor_execute", count)
+        assert r.status_code == 200 and r.json()["documents"], r.text
+        return len(counted)
+
+    one, many = queries("one"), queries("many")
+    assert len(client.get("/api/kbs/many/documents", headers=auth(keys.admin)).json()["documents"]) == 12
+    assert many == one, (one, many)

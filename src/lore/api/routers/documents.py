@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import PurePosixPath
 from typing import Any
 
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import file_visible, kb_resource, require_kb
+from lore.api.access import file_visible, indexed_file, kb_resource, require_kb
 from lore.api.deps import Caller, State
 from lore.catalog import KnowledgeBase
 from lore.catalog.models import FileRecord
@@ -29,13 +28,28 @@ def _readable_chunks(lore: Lore, kb: KnowledgeBase, record: FileRecord, scope: G
     return [c for c in (lore.store(kb).get(ids) if ids else []) if flt.matches(c)]
 
 
-def _versions_holding(lore: Lore, kb: KnowledgeBase) -> dict[str, list[int]]:
-    """For each path, the versions whose manifest lists it."""
-    held: dict[str, list[int]] = defaultdict(list)
-    for version in lore.catalog.list_versions(kb.id):
-        for path in lore.catalog.version_manifest(kb.id, version.seq):
-            held[path].append(version.seq)
-    return held
+def _documents(lore: Lore, kb: KnowledgeBase, scope: Grant) -> list[dict[str, Any]]:
+    """Every catalogued file the caller may see, from a fixed number of catalog queries and one store read
+    (files, owners, chunk ids and version manifests each in one query, whatever the number of files)."""
+    files = lore.catalog.list_files(kb.id)
+    owners = lore.catalog.file_owners(kb.id)
+    ids_by_file = lore.catalog.kb_chunk_ids(kb.id)
+    versions = lore.catalog.versions_by_path(kb.id)
+
+    def owner(f: FileRecord) -> str:
+        return owners.get(f.path) or kb.owner_tenant
+
+    # Only the caller's tenant's files can be readable: only their chunks are fetched.
+    wanted = [i for f in files if owner(f) == scope.tenant for i in ids_by_file.get(f.id, [])]
+    flt = scope.to_filter()
+    readable = {c.chunk_id: c for c in (lore.store(kb).get(wanted) if wanted else []) if flt.matches(c)}
+    docs = []
+    for f in files:
+        ids = ids_by_file.get(f.id, [])
+        chunks = [readable[i] for i in ids if i in readable]
+        if can(scope, Action.DOWNLOAD, indexed_file(f.path, owner(f), bool(ids), bool(chunks))):
+            docs.append(_document_json(f, chunks, versions.get(f.path, [])))
+    return docs
 
 
 def _document_json(record: FileRecord, chunks: list[Chunk], versions: list[int]) -> dict[str, Any]:
@@ -71,13 +85,7 @@ async def list_documents(kb: str, scope: Caller, state: State) -> dict[str, Any]
         lore = state.lore
         record = require_kb(lore, scope, kb)
         writer = can(scope, Action.UPLOAD, kb_resource(lore, record))
-        versions = _versions_holding(lore, record)
-        docs = []
-        for f in lore.catalog.list_files(record.id):
-            if not file_visible(lore, record, f.path, scope):
-                continue
-            docs.append(_document_json(f, _readable_chunks(lore, record, f, scope), versions.get(f.path, [])))
-        return {"kb": kb, "writable": writer, "documents": docs}
+        return {"kb": kb, "writable": writer, "documents": _documents(lore, record, scope)}
 
     return await run_in_threadpool(run)
 
