@@ -345,6 +345,14 @@ def entries() -> dict[tuple[str, str], list[Call]]:
             for kb, n in FILES
             if "upload" not in n
         ],
+        ("PUT", "/api/kbs/{kb}/documents/{name:path}/chunks/{index}"): [
+            Call(  # dataset "default": a key limited to ds2 does not see the file
+                "fresh-a",
+                _fresh(A, "/api/kbs/{kb}/documents/x.md/chunks/0", {"off": True}, versioned=True),
+                lambda c: 404 if c.tenant != A else 403 if not c.admin else 404 if c.datasets else 200,
+                "PUT",
+            )
+        ],
         ("GET", "/api/keys"): [Call("tenant", _fixed("/api/keys"), lambda c: 200 if c.platform else 403)],
         ("POST", "/api/keys"): [
             Call(

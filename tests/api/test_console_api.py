@@ -15,7 +15,7 @@ from lore.engine import Lore
 from lore.scenario.build import build_scenario
 from lore.scenario.config import Scenarios
 from lore.scenario.faq import read_faq
-from tests.api.conftest import Keys, auth, sse_events
+from tests.api.conftest import Keys, auth, build_and_wait, sse_events
 from tests.scenario.conftest import copy_scenarios, scenario_lore
 
 
@@ -325,3 +325,82 @@ def test_documents_table_takes_the_same_queries_whatever_the_number_of_files(
     one, many = queries("one"), queries("many")
     assert len(client.get("/api/kbs/many/documents", headers=auth(keys.admin)).json()["documents"]) == 12
     assert many == one, (one, many)
+
+
+NOTES = "".join(
+    f"# Section {i}\n\n"
+    + f"Section {i} says the shuttle leaves from gate {i} every {10 + i} minutes. " * 6
+    + "\n\n"
+    for i in range(4)
+)
+
+
+def _kb_with_upload(client: TestClient, h: dict[str, str], kb: str) -> None:
+    assert client.post("/api/kbs", json={"name": kb}, headers=h).status_code == 201
+    up = client.post(f"/api/kbs/{kb}/files", files={"file": ("notes.md", NOTES.encode())}, headers=h)
+    assert up.status_code == 201, up.text
+
+
+def test_chunk_edit_and_switch_off_in_an_unversioned_kb_apply_at_once(client: TestClient, keys: Keys) -> None:
+    h = auth(keys.admin)
+    _kb_with_upload(client, h, "edits3")
+    assert client.post("/api/kbs/edits3/ingest", json={}, headers=h).status_code == 200
+    chunks = client.get("/api/kbs/edits3/documents/notes.md/chunks", headers=h).json()["chunks"]
+    assert len(chunks) >= 3
+    staff = client.put(
+        "/api/kbs/edits3/documents/notes.md/chunks/0", json={"off": True}, headers=auth(keys.staff)
+    )
+    assert staff.status_code == 403
+    r = client.put(
+        "/api/kbs/edits3/documents/notes.md/chunks/0",
+        json={"text": "The ferry leaves from pier nine."},
+        headers=h,
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["applied"] and not r.json()["edit"]["pending"]
+    off = client.put("/api/kbs/edits3/documents/notes.md/chunks/1", json={"off": True}, headers=h).json()
+    assert off["applied"] and off["edit"]["off"]
+    after = client.get("/api/kbs/edits3/documents/notes.md/chunks", headers=h).json()
+    texts = [c["text"] for c in after["chunks"]]
+    assert texts[0] == "The ferry leaves from pier nine." and len(texts) == len(chunks) - 1
+    assert chunks[1]["text"] not in texts and {e["chunk_index"] for e in after["edits"]} == {0, 1}
+    hits = client.post("/api/search", json={"kb": "edits3", "query": "ferry pier nine"}, headers=h).json()[
+        "hits"
+    ]
+    assert hits[0]["text"] == "The ferry leaves from pier nine."  # re-embedded and re-indexed
+    back = client.put("/api/kbs/edits3/documents/notes.md/chunks/1", json={}, headers=h)  # switch it on again
+    assert back.status_code == 200 and back.json()["applied"]
+    restored = client.get("/api/kbs/edits3/documents/notes.md/chunks", headers=h).json()
+    assert chunks[1]["text"] in [c["text"] for c in restored["chunks"]]
+    assert [e["chunk_index"] for e in restored["edits"]] == [0]
+    assert (
+        client.put("/api/kbs/edits3/documents/notes.md/chunks/99", json={"off": True}, headers=h).status_code
+        == 404
+    )
+    assert (
+        client.put("/api/kbs/edits3/documents/notes.md/chunks/0", json={"text": " "}, headers=h).status_code
+        == 422
+    )
+
+
+def test_chunk_edit_in_a_versioned_kb_waits_for_the_next_build(client: TestClient, keys: Keys) -> None:
+    h = auth(keys.admin)
+    _kb_with_upload(client, h, "vedits3")
+    assert build_and_wait(client, "vedits3", {"activate": True}, h)["status"] == "succeeded"
+    chunks = client.get("/api/kbs/vedits3/documents/notes.md/chunks", headers=h).json()["chunks"]
+    r = client.put(
+        "/api/kbs/vedits3/documents/notes.md/chunks/0",
+        json={"text": "The ferry leaves from pier nine."},
+        headers=h,
+    )
+    assert r.status_code == 200 and not r.json()["applied"] and r.json()["edit"]["pending"]
+    still = client.get("/api/kbs/vedits3/documents/notes.md/chunks", headers=h).json()
+    assert still["chunks"][0]["text"] == chunks[0]["text"] and still["edits"][0]["pending"]
+    assert build_and_wait(client, "vedits3", {"activate": True}, h)["status"] == "succeeded"
+    now = client.get("/api/kbs/vedits3/documents/notes.md/chunks", headers=h).json()
+    assert now["chunks"][0]["text"] == "The ferry leaves from pier nine."
+    assert now["edits"][0]["applied_in"] == 2 and not now["edits"][0]["pending"]
+    v1 = client.post(
+        "/api/search", json={"kb": "vedits3", "query": "ferry pier nine", "version": 1}, headers=h
+    ).json()["hits"]
+    assert all(x["text"] != "The ferry leaves from pier nine." for x in v1)  # version 1 is as it was built

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, replace
 from pathlib import PurePosixPath
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, HTTPException
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import file_visible, indexed_file, kb_resource, require_kb
+from lore.api.access import check_file_writes, file_visible, indexed_file, kb_resource, require_kb
 from lore.api.deps import Caller, State
+from lore.api.routers.kbs import uploads_dir
 from lore.catalog import KnowledgeBase
 from lore.catalog.models import FileRecord
 from lore.engine import Lore
 from lore.errors import NotFoundError
 from lore.grant import Grant
+from lore.ingest.edits import ChunkEdit, digest
 from lore.policy import Action, can
 from lore.schema import Chunk
 
@@ -103,12 +107,81 @@ async def document_chunks(kb: str, name: str, scope: Caller, state: State) -> di
         chunks = sorted(
             _readable_chunks(lore, record, f, scope), key=lambda c: (c.document_id, c.chunk_index)
         )
+        flt = replace(scope.to_filter(), version_seq=None)
+        edits = [e for e in lore.chunk_edits(kb).for_file(name) if flt.matches(e.chunk())]
         return {
             "kb": kb,
             "name": name,
             "status": f.status,
             "reason": f.error,
+            "versioned": lore.catalog.has_versions(record.id),
             "chunks": [{**c.metadata(), "text": c.text, "parent_text": c.parent_text} for c in chunks],
+            "edits": [e.to_json() for e in edits],
         }
+
+    return await run_in_threadpool(run)
+
+
+class ChunkEditBody(BaseModel):
+    """Switch a chunk off, or give its new text (re-embedded); neither undoes an earlier edit."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str | None = Field(default=None, max_length=20_000)
+    off: bool = False
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("empty text (switch the chunk off instead)")
+        return value.strip() if value is not None else None
+
+
+@router.put("/{name:path}/chunks/{index}")
+async def edit_chunk(
+    kb: str, name: str, index: int, body: ChunkEditBody, scope: Caller, state: State
+) -> dict[str, Any]:
+    """Switch chunk `index` of a document off or replace its text (admin who may add to the KB). An
+    unversioned KB re-indexes the uploaded file at once; a versioned one applies it in its next build
+    (pending until then)."""
+    if not 0 <= index < 1_000_000:
+        raise HTTPException(422, "index: out of range")
+
+    def run() -> dict[str, Any]:
+        lore = state.lore
+        record = require_kb(lore, scope, kb, Action.UPLOAD)
+        f = lore.catalog.get_file(record.id, name)
+        if f is None or not file_visible(lore, record, name, scope):
+            raise NotFoundError(f"file '{name}' not found")
+        check_file_writes(lore, record, [name], scope)
+        edits = lore.chunk_edits(kb)
+        flt = replace(scope.to_filter(), version_seq=None)
+        prior = next((e for e in edits.for_file(name) if e.chunk_index == index), None)
+        current = next((c for c in _readable_chunks(lore, record, f, scope) if c.chunk_index == index), None)
+        original = prior.chunk() if prior else current
+        if original is None or not flt.matches(original):
+            raise NotFoundError(f"chunk {index} of '{name}' not found")
+        edit = edits.put(
+            ChunkEdit(name, index, digest(original.text), asdict(original), body.text, body.off, scope.actor)
+        )
+        applied = False
+        source = uploads_dir(lore, kb) / name
+        if not lore.catalog.has_versions(record.id) and source.is_file():
+            stamp = {"tenant_id": original.tenant_id, "dataset_id": original.dataset_id}  # as it was indexed
+            result = lore.ingest(kb, [source], chunk_metadata=lambda _s: stamp).files[0]
+            if result.status != "ingested":
+                raise HTTPException(422, f"{name}: {result.error or result.status}")
+            applied = True
+        lore.catalog.audit(
+            "chunk_edit",
+            tenant=scope.tenant,
+            key_id=scope.key_id,
+            kb=kb,
+            target=f"{name}#{index}",
+            off=body.off,
+        )
+        now = next((e for e in edits.for_file(name) if e.chunk_index == index), edit)
+        return {"kb": kb, "file": name, "edit": now.to_json(), "applied": applied}
 
     return await run_in_threadpool(run)
