@@ -109,6 +109,23 @@ def test_console_documents_chunks_retrieval_feedback_keys(site, page, tmp_path: 
     page.click("#docs tbody tr .chunks-btn")
     page.wait_for_selector("#doc-chunks .chunk")
     assert "sheet" in page.inner_text("#doc-chunks .chunk .muted")
+    # Fix a chunk's text and switch another off: a versioned KB takes both in its next build (pending).
+    first = page.locator("#doc-chunks .chunk").first
+    first.locator(".chunk-edit").click()
+    first.locator(".chunk-text").fill("Price list, corrected by the administrator.")
+    first.locator(".chunk-save").click()
+    expect(page.locator("#doc-chunks .chunk").first.locator(".badge.pending")).to_contain_text(
+        "next build", timeout=60_000
+    )
+    page.locator("#doc-chunks .chunk").nth(1).locator(".chunk-off").click()
+    expect(page.locator("#doc-chunks .chunk.off .badge.pending")).to_contain_text(
+        "switched off", timeout=60_000
+    )
+    edits = lore.chunk_edits("docs").all()
+    assert [(e.chunk_index, e.off, e.applied_in) for e in edits] == [
+        (0, False, None),
+        (1, True, None),
+    ] and edits[0].text == "Price list, corrected by the administrator."
     shot(page, "chunks")
 
     # Retrieval test: hits with each score and the query's terms highlighted; the filter applied is shown.

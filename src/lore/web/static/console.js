@@ -12,6 +12,8 @@ Object.assign(I18N.en, {
   createKey: "Create key", revoke: "Revoke", created: "Created", revoked: "Revoked", newSecret: "New key (shown once):",
   noDocs: "No documents yet: upload files and ingest or build.", reasonFor: "Why it failed",
   forbidden: "Your key may not do this", cites: "Citations", history: "History", deleteChat: "Delete chat",
+  switchOff: "Switch off", switchOn: "Switch on", switchedOff: "switched off", edited: "edited", applied: "applied",
+  pendingBuild: "pending: in the next build", pendingIngest: "pending: at the next ingest of this file",
 });
 Object.assign(I18N.zh, {
   documents: "文档", retrieval: "检索测试", feedbackTab: "反馈", keys: "密钥",
@@ -24,10 +26,13 @@ Object.assign(I18N.zh, {
   createKey: "创建密钥", revoke: "吊销", created: "创建时间", revoked: "已吊销", newSecret: "新密钥（只显示一次）：",
   noDocs: "还没有文档：请上传文件并入库或构建。", reasonFor: "失败原因",
   forbidden: "你的密钥无权执行此操作", cites: "引用", history: "历史对话", deleteChat: "删除对话",
+  switchOff: "停用", switchOn: "启用", switchedOff: "已停用", edited: "已编辑", applied: "已生效",
+  pendingBuild: "待生效：下次构建", pendingIngest: "待生效：该文件下次入库时",
 });
 
 const kbPath = () => `/api/kbs/${encodeURIComponent($("#docs-kb").value)}`;
 let docRows = [];
+let docWritable = false;
 let docSort = {key: "name", dir: 1};
 
 // ---- documents ---------------------------------------------------------------------------------
@@ -65,20 +70,46 @@ async function loadDocs() {
   if (!$("#docs-kb").value) return;
   const r = await api(`${kbPath()}/documents`);
   docRows = r.documents;
+  docWritable = r.writable;
   renderDocs();
 }
 
 async function showChunks(name) {
   const r = await api(`${kbPath()}/documents/${encodeURIComponent(name)}/chunks`);
+  const edits = Object.fromEntries(r.edits.map((e) => [e.chunk_index, e]));
+  const shown = new Set(r.chunks.map((c) => c.chunk_index));
+  const badge = (e) => (!e ? "" : `<span class="badge ${e.pending ? "pending" : "applied"}">${esc(e.off ? t("switchedOff") : t("edited"))} ·
+    ${esc(e.pending ? t(r.versioned ? "pendingBuild" : "pendingIngest") : e.applied_in ? `${t("version")} ${e.applied_in}` : t("applied"))}</span>`);
+  const tools = (i, off) => (docWritable ? `<span class="chunk-tools" data-index="${i}">
+    ${off ? "" : `<button class="chunk-edit">${esc(t("edit"))}</button><button class="chunk-save hidden">${esc(t("save"))}</button>`}
+    <button class="chunk-off">${esc(t(off ? "switchOn" : "switchOff"))}</button></span>` : "");
+  const gone = r.edits.filter((e) => e.off && !shown.has(e.chunk_index)).map((e) =>
+    `<div class="chunk off"><span class="muted">#${e.chunk_index}</span> ${badge(e)} ${tools(e.chunk_index, true)}
+     <pre class="chunk-text">${esc(e.original_text)}</pre></div>`);
   const el = $("#doc-chunks");
   el.innerHTML = `<h4>${esc(name)}: ${r.chunks.length} ${esc(t("chunks"))}</h4>` + r.chunks.map((c) =>
-    `<div class="chunk"><span class="muted">#${c.chunk_index} ${esc(where({file: name, ...c}))} · ${esc(c.visibility)}
-     ${c.allowed_roles.length ? "· " + esc(c.allowed_roles.join(",")) : ""}</span>
+    `<div class="chunk${edits[c.chunk_index]?.off ? " off" : ""}" data-index="${c.chunk_index}"><span class="muted">#${c.chunk_index} ${esc(where({file: name, ...c}))} · ${esc(c.visibility)}
+     ${c.allowed_roles.length ? "· " + esc(c.allowed_roles.join(",")) : ""}</span> ${badge(edits[c.chunk_index])}
+     ${tools(c.chunk_index, Boolean(edits[c.chunk_index]?.off))}
      <pre class="chunk-text">${esc(c.text)}</pre>
      <details><summary>${esc(t("parent"))}</summary><pre>${esc(c.parent_text)}</pre></details>
      <details><summary>${esc(t("metadata"))}</summary><pre>${esc(JSON.stringify(c, (k, v) =>
-       (k === "text" || k === "parent_text" ? undefined : v), 2))}</pre></details></div>`).join("");
+       (k === "text" || k === "parent_text" ? undefined : v), 2))}</pre></details></div>`).join("") + gone.join("");
   el.classList.remove("hidden");
+  const send = (i, body) => api(`${kbPath()}/documents/${encodeURIComponent(name)}/chunks/${i}`, {method: "PUT", body: JSON.stringify(body)})
+    .then((x) => { toast(x.applied ? t("applied") : t(r.versioned ? "pendingBuild" : "pendingIngest")); return showChunks(name); })
+    .catch((e) => toast(e.message, true));
+  el.querySelectorAll(".chunk-tools").forEach((box) => {
+    const i = Number(box.dataset.index);
+    const pre = box.closest(".chunk").querySelector(".chunk-text");
+    box.querySelector(".chunk-edit")?.addEventListener("click", () => {
+      pre.setAttribute("contenteditable", "plaintext-only");
+      pre.focus();
+      box.querySelector(".chunk-save").classList.remove("hidden");
+    });
+    box.querySelector(".chunk-save")?.addEventListener("click", () => send(i, {text: pre.innerText}));
+    box.querySelector(".chunk-off").addEventListener("click", () => send(i, edits[i]?.off ? {} : {off: true}));
+  });
 }
 
 // ---- retrieval test ----------------------------------------------------------------------------
