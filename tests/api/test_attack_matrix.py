@@ -353,6 +353,11 @@ def entries() -> dict[tuple[str, str], list[Call]]:
                 "PUT",
             )
         ],
+        ("GET", "/api/kbs/{kb}/documents/{name:path}/pages/{page}"): [  # none is a PDF: 404 for everyone
+            Call(f"{kb}/{n}", _fixed(f"/api/kbs/{kb}/documents/{n}/pages/1"), lambda c: 404)
+            for kb, n in FILES
+            if "upload" not in n
+        ],
         ("GET", "/api/keys"): [Call("tenant", _fixed("/api/keys"), lambda c: 200 if c.platform else 403)],
         ("POST", "/api/keys"): [
             Call(

@@ -16,7 +16,10 @@ from lore.scenario.build import build_scenario
 from lore.scenario.config import Scenarios
 from lore.scenario.faq import read_faq
 from tests.api.conftest import Keys, auth, build_and_wait, sse_events
+from tests.conftest import SHARED
 from tests.scenario.conftest import copy_scenarios, scenario_lore
+
+FIXTURES = SHARED / "fixtures" / "documents"
 
 
 def test_documents_table_lists_indexed_files_with_metadata(client: TestClient, keys: Keys) -> None:
@@ -404,3 +407,32 @@ def test_chunk_edit_in_a_versioned_kb_waits_for_the_next_build(client: TestClien
         "/api/search", json={"kb": "vedits3", "query": "ferry pier nine", "version": 1}, headers=h
     ).json()["hits"]
     assert all(x["text"] != "The ferry leaves from pier nine." for x in v1)  # version 1 is as it was built
+
+
+def test_scanned_pdf_pages_as_images(client: TestClient, keys: Keys) -> None:
+    h = auth(keys.admin)
+    assert client.post("/api/kbs", json={"name": "scan3"}, headers=h).status_code == 201
+    pdf = (FIXTURES / "rapidocrpdf_image.pdf").read_bytes()
+    assert (
+        client.post("/api/kbs/scan3/files", files={"file": ("scan.pdf", pdf)}, headers=h).status_code == 201
+    )
+    up = client.post(
+        "/api/kbs/scan3/files", files={"file": ("notes.md", b"# Notes\n\nPlain text.\n")}, headers=h
+    )
+    assert up.status_code == 201
+    assert client.post("/api/kbs/scan3/ingest", json={}, headers=h).status_code == 200
+    docs = {d["name"]: d for d in client.get("/api/kbs/scan3/documents", headers=h).json()["documents"]}
+    assert docs["scan.pdf"]["ocr_pages"] == 1 and docs["scan.pdf"]["chunks"] > 0
+    r = client.get("/api/kbs/scan3/documents/scan.pdf/pages/1", headers=h)
+    assert (
+        r.status_code == 200
+        and r.headers["content-type"] == "image/png"
+        and r.content[:8] == b"\x89PNG\r\n\x1a\n"
+    )
+    assert client.get("/api/kbs/scan3/documents/scan.pdf/pages/2", headers=h).status_code == 404
+    assert client.get("/api/kbs/scan3/documents/scan.pdf/pages/0", headers=h).status_code == 422
+    assert client.get("/api/kbs/scan3/documents/notes.md/pages/1", headers=h).status_code == 404
+    assert (
+        client.get("/api/kbs/scan3/documents/scan.pdf/pages/1", headers=auth(keys.tenant_b)).status_code
+        == 404
+    )

@@ -237,3 +237,29 @@ def test_console_scenario_faq_and_routing(site, page) -> None:  # type: ignore[n
     expect(page.locator("#tab-scenarios h3").first).to_have_text("路由测试", timeout=60_000)
     expect(page.locator("#faq tbody tr.faq-disabled")).to_contain_text("已停用", timeout=60_000)
     expect(page.locator("#faq-meta")).to_contain_text("未显示")
+
+
+def test_console_scanned_pdf_page_beside_its_text_and_cited_page(site, page) -> None:  # type: ignore[no-untyped-def]
+    url, secret, _ = site
+    sign_in(page, url, secret)
+    new_kb_with_files(page, "scans", [FIXTURES / "rapidocrpdf_image.pdf"])
+    page.click("#ingest")
+    expect(page.locator("#build-status")).to_have_text("Done", timeout=300_000)
+    page.click("button[data-tab=documents]")
+    page.select_option("#docs-kb", "scans")
+    page.wait_for_selector("#docs tbody tr .chunks-btn")
+    assert page.inner_text("#docs tbody tr td:nth-child(7)").strip() == "1"  # one OCR page
+    page.click("#docs tbody tr .chunks-btn")
+    page.wait_for_selector("#doc-chunks .side .page-img")  # scanned: the page image beside the OCR text
+    assert page.locator("#doc-chunks .page-img").first.evaluate("i => i.naturalWidth") > 100
+    shot(page, "scanned")
+    # Chat: a citation of the scanned PDF opens its page (the whole page: no region is recorded).
+    page.click("button[data-tab=chat]")
+    page.select_option("#chat-kb", "scans")
+    page.fill("#question", "What fold change and significance level were used for glycoprotein expression?")
+    page.press("#question", "Enter")
+    page.wait_for_selector(".msg.assistant .sources a")
+    page.click(".msg.assistant .sources a >> nth=0")
+    page.wait_for_selector("#passage-page:not(.hidden) img.page-img")
+    assert "whole page" in page.inner_text("#passage-page")
+    shot(page, "citation-page")

@@ -9,9 +9,19 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
 
-from lore.api.access import check_file_writes, file_visible, indexed_file, kb_resource, require_kb
+from lore.api.access import (
+    check_file_writes,
+    file_visible,
+    indexed_file,
+    kb_resource,
+    require_file,
+    require_kb,
+)
 from lore.api.deps import Caller, State
+from lore.api.limits import PositiveInt
+from lore.api.routers.ingest import _uploaded
 from lore.api.routers.kbs import uploads_dir
 from lore.catalog import KnowledgeBase
 from lore.catalog.models import FileRecord
@@ -19,6 +29,7 @@ from lore.engine import Lore
 from lore.errors import NotFoundError
 from lore.grant import Grant
 from lore.ingest.edits import ChunkEdit, digest
+from lore.ingest.pages import render_page
 from lore.policy import Action, can
 from lore.schema import Chunk
 
@@ -185,3 +196,24 @@ async def edit_chunk(
         return {"kb": kb, "file": name, "edit": now.to_json(), "applied": applied}
 
     return await run_in_threadpool(run)
+
+
+@router.get(
+    "/{name:path}/pages/{page}",
+    response_class=Response,
+    responses={200: {"content": {"image/png": {}}, "description": "The page as a PNG."}},
+)
+async def page_image(kb: str, name: str, page: PositiveInt, scope: Caller, state: State) -> Response:
+    """Page `page` of an uploaded PDF as a PNG, to whoever may download the original (no region is marked:
+    chunks do not record where on the page they are)."""
+
+    def run() -> bytes:
+        lore = state.lore
+        record = require_kb(lore, scope, kb)
+        require_file(lore, record, name, scope)
+        if not name.lower().endswith(".pdf"):
+            raise NotFoundError(f"'{name}' is not a PDF: it has no page images")
+        return render_page(_uploaded(lore, kb, name), page)
+
+    png = await run_in_threadpool(run)
+    return Response(png, media_type="image/png", headers={"Cache-Control": "private, no-store"})

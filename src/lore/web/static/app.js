@@ -108,6 +108,7 @@ async function openPassage(c, kb) {
   $("#passage").classList.remove("hidden");
   $("#passage-where").textContent = where(c);
   $("#passage-text").textContent = c.text;
+  showCitedPage(c, kb);
   const link = $("#passage-link");
   link.classList.add("hidden");
   const name = c.file.split("/").pop();
