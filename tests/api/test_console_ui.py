@@ -252,6 +252,8 @@ def test_console_scanned_pdf_page_beside_its_text_and_cited_page(site, page) -> 
     page.click("#docs tbody tr .chunks-btn")
     page.wait_for_selector("#doc-chunks .side .page-img")  # scanned: the page image beside the OCR text
     assert page.locator("#doc-chunks .page-img").first.evaluate("i => i.naturalWidth") > 100
+    views = page.locator("#doc-chunks .page-view").count()
+    expect(page.locator("#doc-chunks .page-img")).to_have_count(views, timeout=60_000)  # every page shown
     shot(page, "scanned")
     # Chat: a citation of the scanned PDF opens its page (the whole page: no region is recorded).
     page.click("button[data-tab=chat]")
