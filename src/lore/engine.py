@@ -25,6 +25,7 @@ from lore.eval.compare import EvalQuestion, compare_scores, diff_manifests, load
 from lore.grant import Grant
 from lore.ingest.build import BuildResult, build_lock, build_version, fail_version, recover_abandoned
 from lore.ingest.chunking import Chunker, ChunkParams
+from lore.ingest.edits import ChunkEdits
 from lore.ingest.files import SourceFile, discover
 from lore.ingest.gc import GcResult, collect_garbage
 from lore.ingest.loaders.limits import FileLimits
@@ -434,7 +435,12 @@ class Lore:
             force=force,
             chunk_metadata=chunk_metadata,
             custom_chunks=custom_chunks,
+            edits=self.chunk_edits(kb.name),
         )
+
+    def chunk_edits(self, name: str) -> ChunkEdits:
+        """The console's chunk edits of a KB (applied whenever its files are chunked)."""
+        return ChunkEdits(self.settings.files_dir / "chunk_edits" / f"{name}.json")
 
     def scoped(
         self, name: str | KnowledgeBase, options: SearchOptions, version: int | None = None

@@ -11,6 +11,7 @@ from typing import Any
 from starlette.testclient import WebSocketDenialResponse
 from starlette.websockets import WebSocketDisconnect
 
+from lore.scenario.faq_edit import revision
 from tests.api.matrix_world import (
     CALLERS,
     OWNERS,
@@ -115,6 +116,16 @@ def _passage(kb: str, name: str) -> Callable[[World, Caller], tuple[str, Any, An
     return make
 
 
+def _faq_edit(path: str, row: dict[str, Any]) -> Callable[[World, Caller], tuple[str, Any, Any]]:
+    """A FAQ edit of scenario `ahr` at the file's current revision."""
+
+    def make(w: World, _c: Caller) -> tuple[str, Any, Any]:
+        folder = w.lore.settings.scenario.scenarios_dir / "ahr"
+        return path, {"revision": revision(folder / "faq.csv"), **row}, None
+
+    return make
+
+
 KBS = ("ka", "kb", "shared", "nokb")
 FILES = [("ka", f"a_{k}.md") for k in ("public", "restricted", "manager", "ds2", "upload")] + [
     ("kb", "b_public.md"),
@@ -124,6 +135,7 @@ FILES = [("ka", f"a_{k}.md") for k in ("public", "restricted", "manager", "ds2",
 ]
 QUESTION = "What is the canary code?"
 BOARD_QUESTION = "What is the canary code of the board minutes?"
+EVAL_JSONL = '{"question": "What is the canary code?", "files": ["a_public.md"]}\n'
 
 
 def _ask_expect(target: str) -> Expect:
@@ -275,6 +287,19 @@ def entries() -> dict[tuple[str, str], list[Call]]:
             Call(kb, _fixed(f"/api/kbs/{kb}/diff?base=1&candidate=1"), _kb_admin(SEES[kb], OWNERS[kb], 200))
             for kb in ("ka", "kb", "nokb")
         ],
+        ("POST", "/api/kbs/{kb}/diff"): [
+            Call(
+                kb,
+                _fixed(f"/api/kbs/{kb}/diff", {"base": 1, "candidate": 1, "eval_jsonl": EVAL_JSONL}),
+                _kb_admin(SEES[kb], OWNERS[kb], 200),
+                "POST",
+            )
+            for kb in ("ka", "kb", "nokb")
+        ],
+        ("GET", "/api/kbs/{kb}/eval-sets"): [
+            Call(kb, _fixed(f"/api/kbs/{kb}/eval-sets"), _kb_admin(SEES[kb], OWNERS[kb], 200))
+            for kb in ("ka", "kb", "nokb")
+        ],
         ("POST", "/api/search"): [
             *(
                 Call(
@@ -327,6 +352,19 @@ def entries() -> dict[tuple[str, str], list[Call]]:
         ],
         ("GET", "/api/kbs/{kb}/documents/{name:path}/chunks"): [
             Call(f"{kb}/{n}", _fixed(f"/api/kbs/{kb}/documents/{n}/chunks"), _file_expect(n))
+            for kb, n in FILES
+            if "upload" not in n
+        ],
+        ("PUT", "/api/kbs/{kb}/documents/{name:path}/chunks/{index}"): [
+            Call(  # dataset "default": a key limited to ds2 does not see the file
+                "fresh-a",
+                _fresh(A, "/api/kbs/{kb}/documents/x.md/chunks/0", {"off": True}, versioned=True),
+                lambda c: 404 if c.tenant != A else 403 if not c.admin else 404 if c.datasets else 200,
+                "PUT",
+            )
+        ],
+        ("GET", "/api/kbs/{kb}/documents/{name:path}/pages/{page}"): [  # none is a PDF: 404 for everyone
+            Call(f"{kb}/{n}", _fixed(f"/api/kbs/{kb}/documents/{n}/pages/1"), lambda c: 404)
             for kb, n in FILES
             if "upload" not in n
         ],
@@ -394,6 +432,45 @@ def entries() -> dict[tuple[str, str], list[Call]]:
         ],
         ("GET", "/v1/models"): [Call("list", _fixed("/v1/models"), lambda c: 200)],
         ("GET", "/api/scenarios"): [Call("list", _fixed("/api/scenarios"), lambda c: 200)],
+        ("GET", "/api/scenarios/{scenario_id}"): [
+            Call(x, _fixed(f"/api/scenarios/{x}"), _ask_expect(f"scenario:{x}")) for x in ("ahr", "nosc")
+        ],
+        ("GET", "/api/scenarios/{scenario_id}/faq"): [
+            Call(x, _fixed(f"/api/scenarios/{x}/faq"), _ask_expect(f"scenario:{x}")) for x in ("ahr", "nosc")
+        ],
+        ("POST", "/api/scenarios/{scenario_id}/faq"): [
+            Call(
+                "ahr-add",
+                _faq_edit("/api/scenarios/ahr/faq", {"question": "Where is parking?", "answer": "Harmless."}),
+                lambda c: 404 if c.tenant != A else 201 if c.admin and c.datasets is None else 403,
+                "POST",
+            )
+        ],
+        ("PUT", "/api/scenarios/{scenario_id}/faq/{index}"): [
+            Call(  # the row everyone of tenant A reads (dataset main): only its admins change it
+                "ahr-row0",
+                _faq_edit("/api/scenarios/ahr/faq/0", {"disabled": False}),
+                lambda c: 404 if c.tenant != A else (404 if c.datasets else 200) if c.admin else 403,
+                "PUT",
+            ),
+            Call(  # the managers' row: an admin without the manager role does not see it
+                "ahr-row1",
+                _faq_edit("/api/scenarios/ahr/faq/1", {"disabled": False}),
+                lambda c: (
+                    404 if c.tenant != A else (200 if "manager" in c.roles else 404) if c.admin else 403
+                ),
+                "PUT",
+            ),
+        ],
+        ("POST", "/api/scenarios/{scenario_id}/route"): [
+            Call(
+                x,
+                _fixed(f"/api/scenarios/{x}/route", {"question": "hello"}),
+                _ask_expect(f"scenario:{x}"),
+                "POST",
+            )
+            for x in ("ahr", "nosc")
+        ],
         ("GET", "/api/audit"): [Call("tenant", _fixed("/api/audit"), lambda c: 200 if c.admin else 403)],
         ("GET", "/api/kbs/{kb}/jobs/{job_id}"): [Call("job-a", _job(), _kb_admin({A}, {A}, 200))],
         ("GET", "/api/kbs/{kb}/jobs/{job_id}/events"): [

@@ -1,13 +1,25 @@
-"""The console's API: documents with status and metadata, a document's chunks, feedback review, keys."""
+"""The console's API: documents with status and metadata, a document's chunks, feedback review, keys,
+scenarios with their FAQ rows and routing test."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
+import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import event
 
+from lore.api import create_app
 from lore.engine import Lore
-from tests.api.conftest import Keys, auth, sse_events
+from lore.scenario.build import build_scenario
+from lore.scenario.config import Scenarios
+from lore.scenario.faq import read_faq
+from tests.api.conftest import Keys, auth, build_and_wait, sse_events
+from tests.conftest import SHARED
+from tests.scenario.conftest import copy_scenarios, scenario_lore
+
+FIXTURES = SHARED / "fixtures" / "documents"
 
 
 def test_documents_table_lists_indexed_files_with_metadata(client: TestClient, keys: Keys) -> None:
@@ -116,3 +128,311 @@ def test_feedback_redacts_passages_the_reader_cannot_read(client: TestClient, ke
     theirs = client.get("/api/feedback", headers=auth(b_limited))
     row = next(r for r in theirs.json() if r["trace_id"] == trace)
     assert row["redacted"] and "NG-7731" not in theirs.text
+
+
+# ---- scenarios and FAQ ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hr(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient, Lore, dict[str, str]]]:
+    """The sample `hr` scenario (copied: its faq.csv is edited here), built, behind an in-process client."""
+    root = tmp_path_factory.mktemp("console3_hr")
+    folder = copy_scenarios(root / "scenarios")
+    lore = scenario_lore(root / "home", folder, api={"rate_limit_per_minute": 0})
+    build_scenario(lore, Scenarios(folder).get("hr"), activate=True)
+    cat = lore.catalog
+    keys = {
+        "employee": cat.create_api_key("bluefin", ["employee"])[1],
+        "admin": cat.create_api_key("bluefin", ["admin"])[1],
+        "outsider": cat.create_api_key("acme", ["admin"])[1],
+    }
+    with TestClient(create_app(lore)) as client:
+        yield client, lore, keys
+    lore.close()
+
+
+def test_scenario_configuration_and_the_faq_rows_a_key_reads(hr) -> None:  # type: ignore[no-untyped-def]
+    client, _, keys = hr
+    config = client.get("/api/scenarios/hr", headers=auth(keys["employee"]))
+    assert config.status_code == 200, config.text
+    c = config.json()
+    assert {s["id"] for s in c["sources"]} >= {"leave", "expense"} and c["access"]["roles"]
+    assert c["routing"]["out_of_scope"] and not c["writable"] and "folder" not in c
+    assert client.get("/api/scenarios/hr", headers=auth(keys["outsider"])).status_code == 404
+    assert client.get("/api/scenarios/nope", headers=auth(keys["employee"])).status_code == 404
+    rows = client.get("/api/scenarios/hr/faq", headers=auth(keys["employee"])).json()
+    questions = [r["question"] for r in rows["rows"]]
+    assert "如何申请年假？" in questions and "调薪什么时候生效？" not in questions  # managers and HR only
+    assert "香港同事的年假有几天？" not in questions and all(r["status"] == "ok" for r in rows["rows"])
+    assert rows["hidden"] >= 5 and not rows["writable"]
+    # An editor also sees the malformed rows, with the reason each is skipped.
+    admin = client.get("/api/scenarios/hr/faq", headers=auth(keys["admin"])).json()
+    invalid = {r["line"]: r["reason"] for r in admin["rows"] if r["status"] == "invalid"}
+    assert (
+        admin["writable"]
+        and "empty question" in invalid.values()
+        and any("holidays" in v for v in invalid.values())
+    )
+    assert client.get("/api/scenarios/hr/faq", headers=auth(keys["outsider"])).status_code == 404
+
+
+def test_faq_add_edit_disable_flags_conflicts(hr) -> None:  # type: ignore[no-untyped-def]
+    client, lore, keys = hr
+    h = auth(keys["admin"])
+    rev = client.get("/api/scenarios/hr/faq", headers=h).json()["revision"]
+    row = {"question": "年假有几天？", "answer": "二十天。", "source": "leave", "dataset": "hr-faq"}
+    assert (
+        client.post(
+            "/api/scenarios/hr/faq", json={"revision": rev, **row}, headers=auth(keys["employee"])
+        ).status_code
+        == 403
+    )
+    made = client.post("/api/scenarios/hr/faq", json={"revision": rev, **row}, headers=h)
+    assert made.status_code == 201, made.text
+    new = made.json()
+    assert new["status"] == "conflict" and new["clash"] == [3] and "line 3" in new["reason"]
+    stale = client.put(
+        f"/api/scenarios/hr/faq/{new['index']}", json={"revision": rev, "disabled": True}, headers=h
+    )
+    assert stale.status_code == 409  # the file changed since `rev`
+    rev = client.get("/api/scenarios/hr/faq", headers=h).json()["revision"]
+    off = client.put(
+        f"/api/scenarios/hr/faq/{new['index']}", json={"revision": rev, "disabled": True}, headers=h
+    )
+    assert off.status_code == 200 and off.json()["status"] == "disabled" and off.json()["disabled"]
+    rev = client.get("/api/scenarios/hr/faq", headers=h).json()["revision"]
+    fixed = client.put(
+        "/api/scenarios/hr/faq/9", json={"revision": rev, "question": "缺少问题的那一行？"}, headers=h
+    )
+    assert fixed.status_code == 200 and fixed.json()["status"] == "ok"  # the malformed row, repaired
+    rev = fixed_rev = client.get("/api/scenarios/hr/faq", headers=h).json()["revision"]
+    bad = client.post(
+        "/api/scenarios/hr/faq",
+        json={"revision": rev, "question": "q?", "answer": "a", "source": "nope"},
+        headers=h,
+    )
+    assert bad.status_code == 422 and "source" in bad.text
+    outside = client.post(
+        "/api/scenarios/hr/faq",
+        json={"revision": rev, "question": "q?", "answer": "a", "roles": ["manager"]},
+        headers=h,
+    )
+    assert outside.status_code == 403  # a row its own key could not read
+    hidden = client.put("/api/scenarios/hr/faq/8", json={"revision": rev, "answer": "x"}, headers=h)
+    assert hidden.status_code == 404 and "调薪" not in hidden.text  # the managers' row is not this key's
+    assert client.get("/api/scenarios/hr/faq", headers=h).json()["revision"] == fixed_rev  # nothing written
+    sc = Scenarios(lore.settings.scenario.scenarios_dir).get("hr")
+    rows, problems = read_faq(sc.faq_path, sc)
+    assert "缺少问题的那一行？" in [r.question for r in rows] and "二十天。" not in [r.answer for r in rows]
+    assert not any("二十天" in p.reason or p.line == new["line"] for p in problems)  # disabled: not a problem
+    actions = [e.action for e in lore.catalog.audit_log("bluefin")]
+    assert "faq_add" in actions and "faq_edit" in actions
+
+
+def test_routing_test_shows_route_profile_and_plan(hr) -> None:  # type: ignore[no-untyped-def]
+    client, _, keys = hr
+    h = auth(keys["employee"])
+
+    def route(q: str) -> dict:
+        r = client.post("/api/scenarios/hr/route", json={"question": q}, headers=h)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    assert route("你好")["route"]["name"] == "greeting"
+    hotel = route("出差住宿标准是多少？")
+    assert hotel["route"]["name"] == "retrieval" and hotel["source"] == {
+        "ids": ["expense"],
+        "how": "inferred",
+    }
+    assert hotel["plan"]["faq_k"] and hotel["plan"]["reasons"] and hotel["intent"] == "lookup"
+    risky = route("可以预支差旅费吗")
+    assert risky["route"]["risk"] == "pricing" and risky["profile"]["name"] == "guarded"
+    assert route("今天天气怎么样")["route"]["name"] == "out_of_scope"
+    assert (
+        client.post(
+            "/api/scenarios/hr/route", json={"question": "x"}, headers=auth(keys["outsider"])
+        ).status_code
+        == 404
+    )
+    assert client.post("/api/scenarios/hr/route", json={"question": ""}, headers=h).status_code == 422
+
+
+def test_version_diff_with_an_uploaded_or_saved_eval_set_and_who_activated(hr) -> None:  # type: ignore[no-untyped-def]
+    client, lore, keys = hr
+    build_scenario(
+        lore, Scenarios(lore.settings.scenario.scenarios_dir).get("hr")
+    )  # a second, staged version
+    h = auth(keys["admin"])
+    evals = '{"question": "出差住宿标准是多少？", "files": ["faq.csv"]}\n{"question": "试用期多长？", "files": ["faq.csv"]}\n'
+    r = client.post(
+        "/api/kbs/hr/diff",
+        json={"base": 1, "candidate": 2, "eval_jsonl": evals, "save_as": "smoke"},
+        headers=h,
+    )
+    assert r.status_code == 200, r.text
+    d = r.json()
+    assert set(d["files"]) >= {"added", "changed", "removed", "unchanged"}
+    q = d["retrieval"]
+    assert q["questions"] == 2 and q["base"]["recall"] == 1.0 and "mrr" in q["candidate"]
+    sets = client.get("/api/kbs/hr/eval-sets", headers=h).json()["eval_sets"]
+    assert {"name": "smoke", "questions": 2} in sets
+    again = client.post("/api/kbs/hr/diff", json={"base": 1, "candidate": 2, "eval_set": "smoke"}, headers=h)
+    assert again.status_code == 200 and again.json()["retrieval"]["candidate"] == q["candidate"]
+    assert (
+        client.post(
+            "/api/kbs/hr/diff", json={"base": 1, "candidate": 2, "eval_set": "nope"}, headers=h
+        ).status_code
+        == 404
+    )
+    bad = client.post(
+        "/api/kbs/hr/diff", json={"base": 1, "candidate": 2, "eval_jsonl": "{not json"}, headers=h
+    )
+    assert bad.status_code == 400 and ":1:" in bad.text
+    assert client.post("/api/kbs/hr/diff", json={"base": 1, "candidate": 9}, headers=h).status_code == 404
+    assert client.get("/api/kbs/hr/eval-sets", headers=auth(keys["employee"])).status_code == 403
+    assert client.get("/api/kbs/hr/eval-sets", headers=auth(keys["outsider"])).status_code == 404
+    # Activate with a reason: the activation log says who (key and tenant) and why.
+    act = client.post("/api/kbs/hr/versions/2/activate", json={"reason": "faq fixes"}, headers=h)
+    assert act.status_code == 200, act.text
+    log = client.get("/api/kbs/hr/versions", headers=h).json()["activations"]
+    assert (
+        log[-1]["to_seq"] == 2 and log[-1]["reason"] == "faq fixes" and log[-1]["actor"].endswith("@bluefin")
+    )
+
+
+def test_documents_table_takes_the_same_queries_whatever_the_number_of_files(
+    client: TestClient, keys: Keys, lore: Lore, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    folder = tmp_path_factory.mktemp("console3_docs")
+    for i in range(12):
+        (folder / f"note{i}.md").write_text(f"# Note {i}\n\nParking rule number {i}.\n", encoding="utf-8")
+    lore.create_kb("one", "one file")
+    lore.ingest("one", [folder / "note0.md"])
+    lore.create_kb("many", "twelve files")
+    lore.ingest("many", sorted(folder.glob("*.md")))
+    counted: list[str] = []
+
+    def count(*args: object) -> None:
+        counted.append(str(args[2]))
+
+    def queries(kb: str) -> int:
+        counted.clear()
+        event.listen(lore.catalog.engine, "before_cursor_execute", count)
+        try:
+            r = client.get(f"/api/kbs/{kb}/documents", headers=auth(keys.admin))
+        finally:
+            event.remove(lore.catalog.engine, "before_cursor_execute", count)
+        assert r.status_code == 200 and r.json()["documents"], r.text
+        return len(counted)
+
+    one, many = queries("one"), queries("many")
+    assert len(client.get("/api/kbs/many/documents", headers=auth(keys.admin)).json()["documents"]) == 12
+    assert many == one, (one, many)
+
+
+NOTES = "".join(
+    f"# Section {i}\n\n"
+    + f"Section {i} says the shuttle leaves from gate {i} every {10 + i} minutes. " * 6
+    + "\n\n"
+    for i in range(4)
+)
+
+
+def _kb_with_upload(client: TestClient, h: dict[str, str], kb: str) -> None:
+    assert client.post("/api/kbs", json={"name": kb}, headers=h).status_code == 201
+    up = client.post(f"/api/kbs/{kb}/files", files={"file": ("notes.md", NOTES.encode())}, headers=h)
+    assert up.status_code == 201, up.text
+
+
+def test_chunk_edit_and_switch_off_in_an_unversioned_kb_apply_at_once(client: TestClient, keys: Keys) -> None:
+    h = auth(keys.admin)
+    _kb_with_upload(client, h, "edits3")
+    assert client.post("/api/kbs/edits3/ingest", json={}, headers=h).status_code == 200
+    chunks = client.get("/api/kbs/edits3/documents/notes.md/chunks", headers=h).json()["chunks"]
+    assert len(chunks) >= 3
+    staff = client.put(
+        "/api/kbs/edits3/documents/notes.md/chunks/0", json={"off": True}, headers=auth(keys.staff)
+    )
+    assert staff.status_code == 403
+    r = client.put(
+        "/api/kbs/edits3/documents/notes.md/chunks/0",
+        json={"text": "The ferry leaves from pier nine."},
+        headers=h,
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["applied"] and not r.json()["edit"]["pending"]
+    off = client.put("/api/kbs/edits3/documents/notes.md/chunks/1", json={"off": True}, headers=h).json()
+    assert off["applied"] and off["edit"]["off"]
+    after = client.get("/api/kbs/edits3/documents/notes.md/chunks", headers=h).json()
+    texts = [c["text"] for c in after["chunks"]]
+    assert texts[0] == "The ferry leaves from pier nine." and len(texts) == len(chunks) - 1
+    assert chunks[1]["text"] not in texts and {e["chunk_index"] for e in after["edits"]} == {0, 1}
+    hits = client.post("/api/search", json={"kb": "edits3", "query": "ferry pier nine"}, headers=h).json()[
+        "hits"
+    ]
+    assert hits[0]["text"] == "The ferry leaves from pier nine."  # re-embedded and re-indexed
+    back = client.put("/api/kbs/edits3/documents/notes.md/chunks/1", json={}, headers=h)  # switch it on again
+    assert back.status_code == 200 and back.json()["applied"]
+    restored = client.get("/api/kbs/edits3/documents/notes.md/chunks", headers=h).json()
+    assert chunks[1]["text"] in [c["text"] for c in restored["chunks"]]
+    assert [e["chunk_index"] for e in restored["edits"]] == [0]
+    assert (
+        client.put("/api/kbs/edits3/documents/notes.md/chunks/99", json={"off": True}, headers=h).status_code
+        == 404
+    )
+    assert (
+        client.put("/api/kbs/edits3/documents/notes.md/chunks/0", json={"text": " "}, headers=h).status_code
+        == 422
+    )
+
+
+def test_chunk_edit_in_a_versioned_kb_waits_for_the_next_build(client: TestClient, keys: Keys) -> None:
+    h = auth(keys.admin)
+    _kb_with_upload(client, h, "vedits3")
+    assert build_and_wait(client, "vedits3", {"activate": True}, h)["status"] == "succeeded"
+    chunks = client.get("/api/kbs/vedits3/documents/notes.md/chunks", headers=h).json()["chunks"]
+    r = client.put(
+        "/api/kbs/vedits3/documents/notes.md/chunks/0",
+        json={"text": "The ferry leaves from pier nine."},
+        headers=h,
+    )
+    assert r.status_code == 200 and not r.json()["applied"] and r.json()["edit"]["pending"]
+    still = client.get("/api/kbs/vedits3/documents/notes.md/chunks", headers=h).json()
+    assert still["chunks"][0]["text"] == chunks[0]["text"] and still["edits"][0]["pending"]
+    assert build_and_wait(client, "vedits3", {"activate": True}, h)["status"] == "succeeded"
+    now = client.get("/api/kbs/vedits3/documents/notes.md/chunks", headers=h).json()
+    assert now["chunks"][0]["text"] == "The ferry leaves from pier nine."
+    assert now["edits"][0]["applied_in"] == 2 and not now["edits"][0]["pending"]
+    v1 = client.post(
+        "/api/search", json={"kb": "vedits3", "query": "ferry pier nine", "version": 1}, headers=h
+    ).json()["hits"]
+    assert all(x["text"] != "The ferry leaves from pier nine." for x in v1)  # version 1 is as it was built
+
+
+def test_scanned_pdf_pages_as_images(client: TestClient, keys: Keys) -> None:
+    h = auth(keys.admin)
+    assert client.post("/api/kbs", json={"name": "scan3"}, headers=h).status_code == 201
+    pdf = (FIXTURES / "rapidocrpdf_image.pdf").read_bytes()
+    assert (
+        client.post("/api/kbs/scan3/files", files={"file": ("scan.pdf", pdf)}, headers=h).status_code == 201
+    )
+    up = client.post(
+        "/api/kbs/scan3/files", files={"file": ("notes.md", b"# Notes\n\nPlain text.\n")}, headers=h
+    )
+    assert up.status_code == 201
+    assert client.post("/api/kbs/scan3/ingest", json={}, headers=h).status_code == 200
+    docs = {d["name"]: d for d in client.get("/api/kbs/scan3/documents", headers=h).json()["documents"]}
+    assert docs["scan.pdf"]["ocr_pages"] == 1 and docs["scan.pdf"]["chunks"] > 0
+    r = client.get("/api/kbs/scan3/documents/scan.pdf/pages/1", headers=h)
+    assert (
+        r.status_code == 200
+        and r.headers["content-type"] == "image/png"
+        and r.content[:8] == b"\x89PNG\r\n\x1a\n"
+    )
+    assert client.get("/api/kbs/scan3/documents/scan.pdf/pages/2", headers=h).status_code == 404
+    assert client.get("/api/kbs/scan3/documents/scan.pdf/pages/0", headers=h).status_code == 422
+    assert client.get("/api/kbs/scan3/documents/notes.md/pages/1", headers=h).status_code == 404
+    assert (
+        client.get("/api/kbs/scan3/documents/scan.pdf/pages/1", headers=auth(keys.tenant_b)).status_code
+        == 404
+    )

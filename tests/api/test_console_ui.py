@@ -16,17 +16,24 @@ from playwright.sync_api import expect
 from lore.api import create_app
 from lore.config import load_settings
 from lore.engine import Lore
+from lore.scenario.build import build_scenario
+from lore.scenario.config import Scenarios
 from tests.api.conftest import LiveServer
 from tests.api.test_web_ui import new_kb_with_files, sign_in
 from tests.conftest import EXAMPLES, SHARED
+from tests.scenario.conftest import copy_scenarios
 
 FIXTURES = SHARED / "fixtures" / "documents"
 SHOTS = os.environ.get("LORE_SCREENSHOTS")
 
 
 @pytest.fixture()
-def site(tmp_path: Path) -> Iterator[tuple[str, str, Lore]]:
-    lore = Lore(load_settings(home=tmp_path / "home"))
+def site(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[str, str, Lore]]:
+    """A live service; parametrized (indirect) with a scenario id, that sample scenario is built first."""
+    scenarios = copy_scenarios(tmp_path / "scenarios") if hasattr(request, "param") else tmp_path / "none"
+    lore = Lore(load_settings(home=tmp_path / "home", scenario={"scenarios_dir": scenarios}))
+    if hasattr(request, "param"):
+        build_scenario(lore, Scenarios(scenarios).get(request.param), activate=True)
     _, secret = lore.catalog.create_api_key("default", ["admin", "platform-admin"])
     with LiveServer(create_app(lore)) as server:
         yield server.url, secret, lore
@@ -56,21 +63,69 @@ def test_console_documents_chunks_retrieval_feedback_keys(site, page, tmp_path: 
     page.click("#versions tbody tr.active .rep")  # the quality report rendered as tables, not JSON
     page.wait_for_selector("#report table th")
     assert "broken.pdf" in page.inner_text("#report")
+
+    # A second version with one more file; the diff of the two, scored on an uploaded eval set.
+    page.set_input_files("#files", [str(EXAMPLES / "travel_policy.docx")])
+    page.click("#upload")
+    page.wait_for_selector("#uploads tbody tr:nth-child(5)")
+    page.click("#build")
+    expect(page.locator("#versions tbody tr.active td").first).to_have_text("2", timeout=120_000)
+    evals = tmp_path / "evals.jsonl"
+    evals.write_text(
+        '{"question": "报销需要什么材料？", "files": ["employee_handbook.md"]}\n', encoding="utf-8"
+    )
+    page.select_option("#diff-base", "1")
+    page.select_option("#diff-cand", "2")
+    page.set_input_files("#diff-eval-file", [str(evals)])
+    page.fill("#diff-save-as", "smoke")
+    page.click("#diff-run")
+    page.wait_for_selector("#diff-result table.diff-metrics")
+    assert "travel_policy.docx" in page.inner_text("#diff-result .diff-added")
+    assert "Recall@" in page.inner_text("#diff-result") and "MRR@" in page.inner_text("#diff-result")
+    expect(page.locator("#diff-eval option[value=smoke]")).to_be_attached(timeout=60_000)  # saved for later
+    # Roll back, confirmed with a reason: the activation log shows who did it and why.
+    page.once("dialog", lambda dialog: dialog.accept("docx not reviewed yet"))
+    page.click("#rollback")
+    expect(page.locator("#activations tbody tr").first).to_contain_text(
+        "docx not reviewed yet", timeout=60_000
+    )
+    assert "key:" in page.inner_text("#activations tbody tr:first-child") and "2 → 1" in page.inner_text(
+        "#activations tbody tr:first-child"
+    )
     shot(page, "versions")
 
     # Documents: every file with its status; the broken one says why; filter and open a document's chunks.
     page.click("button[data-tab=documents]")
     page.wait_for_selector("#docs tbody tr.st-failed")
-    assert page.locator("#docs tbody tr").count() == 4
+    assert page.locator("#docs tbody tr").count() == 5
+    docx = page.locator("#docs tbody tr", has_text="travel_policy.docx")
+    assert docx.locator("td:nth-child(12)").inner_text().strip() == "2"  # in version 2 only (rolled back)
     failed = page.inner_text("#docs tbody tr.st-failed")
     assert "broken.pdf" in failed and page.inner_text("#docs tbody tr.st-failed .reason").strip()
     shot(page, "documents")
     page.fill("#docs-filter", "xlsx")
     expect(page.locator("#docs tbody tr")).to_have_count(1, timeout=60_000)  # no string predicates: CSP
-    assert "1" in page.inner_text("#docs tbody tr td:nth-child(13)")  # in version 1
+    assert page.inner_text("#docs tbody tr td:nth-child(12)") == "1, 2"  # in versions 1 and 2
     page.click("#docs tbody tr .chunks-btn")
     page.wait_for_selector("#doc-chunks .chunk")
     assert "sheet" in page.inner_text("#doc-chunks .chunk .muted")
+    # Fix a chunk's text and switch another off: a versioned KB takes both in its next build (pending).
+    first = page.locator("#doc-chunks .chunk").first
+    first.locator(".chunk-edit").click()
+    first.locator(".chunk-text").fill("Price list, corrected by the administrator.")
+    first.locator(".chunk-save").click()
+    expect(page.locator("#doc-chunks .chunk").first.locator(".badge.pending")).to_contain_text(
+        "next build", timeout=60_000
+    )
+    page.locator("#doc-chunks .chunk").nth(1).locator(".chunk-off").click()
+    expect(page.locator("#doc-chunks .chunk.off .badge.pending")).to_contain_text(
+        "switched off", timeout=60_000
+    )
+    edits = lore.chunk_edits("docs").all()
+    assert [(e.chunk_index, e.off, e.applied_in) for e in edits] == [
+        (0, False, None),
+        (1, True, None),
+    ] and edits[0].text == "Price list, corrected by the administrator."
     shot(page, "chunks")
 
     # Retrieval test: hits with each score and the query's terms highlighted; the filter applied is shown.
@@ -136,3 +191,77 @@ def test_console_explains_what_a_key_may_not_do(site, page) -> None:  # type: ig
     assert "may not" in page.inner_text("#tab-keys .denied") and "admin" in page.inner_text(
         "#tab-keys .denied"
     )
+
+
+@pytest.mark.parametrize("site", ["hr"], indirect=True)
+def test_console_scenario_faq_and_routing(site, page) -> None:  # type: ignore[no-untyped-def]
+    url, _, lore = site
+    _, admin = lore.catalog.create_api_key("bluefin", ["admin"])
+    sign_in(page, url, admin)
+    page.click("button[data-tab=scenarios]")
+    page.wait_for_selector("#faq tbody tr")
+    assert "hr-desk@bluefin.example" in page.inner_text("#sc-config")
+    # Malformed rows are flagged with their reason; the managers' row is not this key's to see.
+    assert "empty question" in page.inner_text("#faq tbody tr.faq-invalid >> nth=0")
+    assert "调薪" not in page.inner_text("#faq") and "not shown" in page.inner_text("#faq-meta")
+
+    # Routing test: a greeting, then a risky question (guarded profile, the plan's reasons).
+    page.fill("#sc-question", "出差可以预支多少钱？")
+    page.click("#sc-route-form button")
+    page.wait_for_selector("#sc-route:not(.hidden) table")
+    routed = page.inner_text("#sc-route")
+    assert "guarded" in routed and "pricing" in routed and "expense" in routed
+
+    # Add a row that answers an existing question differently: saved, flagged as a conflict.
+    page.click("#faq-add")
+    page.fill("#faq-q", "年假有几天？")
+    page.fill("#faq-a", "二十天。")
+    page.select_option("#faq-source", "leave")
+    page.click("#faq-form button:not([type=button])")
+    page.wait_for_selector("#faq tbody tr.faq-conflict")
+    assert "line 3" in page.inner_text("#faq tbody tr.faq-conflict")
+    shot(page, "scenarios")
+    # Disable it: kept in the file, no longer indexed at the next build.
+    page.click("#faq tbody tr.faq-conflict .faq-toggle")
+    page.wait_for_selector("#faq tbody tr.faq-disabled")
+    assert not page.locator("#faq tbody tr.faq-conflict").count()
+    # Edit a malformed row into a valid one.
+    page.click("#faq tbody tr.faq-invalid >> nth=0 >> .faq-edit")
+    page.fill("#faq-q", "缺少问题的那一行？")
+    page.click("#faq-form button:not([type=button])")
+    expect(page.locator("#faq tbody tr", has_text="缺少问题的那一行")).to_have_class("faq-ok", timeout=60_000)
+
+    # The same panel in Chinese.
+    page.click("#lang")
+    page.click("button[data-tab=scenarios]")
+    expect(page.locator("#tab-scenarios h3").first).to_have_text("路由测试", timeout=60_000)
+    expect(page.locator("#faq tbody tr.faq-disabled")).to_contain_text("已停用", timeout=60_000)
+    expect(page.locator("#faq-meta")).to_contain_text("未显示")
+
+
+def test_console_scanned_pdf_page_beside_its_text_and_cited_page(site, page) -> None:  # type: ignore[no-untyped-def]
+    url, secret, _ = site
+    sign_in(page, url, secret)
+    new_kb_with_files(page, "scans", [FIXTURES / "rapidocrpdf_image.pdf"])
+    page.click("#ingest")
+    expect(page.locator("#build-status")).to_have_text("Done", timeout=300_000)
+    page.click("button[data-tab=documents]")
+    page.select_option("#docs-kb", "scans")
+    page.wait_for_selector("#docs tbody tr .chunks-btn")
+    assert page.inner_text("#docs tbody tr td:nth-child(7)").strip() == "1"  # one OCR page
+    page.click("#docs tbody tr .chunks-btn")
+    page.wait_for_selector("#doc-chunks .side .page-img")  # scanned: the page image beside the OCR text
+    assert page.locator("#doc-chunks .page-img").first.evaluate("i => i.naturalWidth") > 100
+    views = page.locator("#doc-chunks .page-view").count()
+    expect(page.locator("#doc-chunks .page-img")).to_have_count(views, timeout=60_000)  # every page shown
+    shot(page, "scanned")
+    # Chat: a citation of the scanned PDF opens its page (the whole page: no region is recorded).
+    page.click("button[data-tab=chat]")
+    page.select_option("#chat-kb", "scans")
+    page.fill("#question", "What fold change and significance level were used for glycoprotein expression?")
+    page.press("#question", "Enter")
+    page.wait_for_selector(".msg.assistant .sources a")
+    page.click(".msg.assistant .sources a >> nth=0")
+    page.wait_for_selector("#passage-page:not(.hidden) img.page-img")
+    assert "whole page" in page.inner_text("#passage-page")
+    shot(page, "citation-page")

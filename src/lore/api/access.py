@@ -63,12 +63,17 @@ def file_resource(lore: Lore, kb: KnowledgeBase, name: str, grant: Grant) -> Res
     if ids and owner == grant.tenant:
         flt = grant.to_filter()
         readable = any(flt.matches(c) for c in lore.store(kb).get(ids))
+    return indexed_file(name, owner, bool(ids), readable)
+
+
+def indexed_file(name: str, owner: str | None, indexed: bool, readable: bool) -> Resource:
+    """A file's facts once gathered (by `file_resource`, or for a whole KB at once)."""
     return Resource(
         Kind.FILE,
         name,
         tenants=_tenants(owner),
         owners=_tenants(owner),
-        indexed=bool(ids),
+        indexed=indexed,
         readable=readable,
     )
 

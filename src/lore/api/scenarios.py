@@ -7,14 +7,17 @@ base the key may not read, is the same 404 as an unknown one (no folder, no othe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from lore.api.access import kb_resource
 from lore.engine import Lore
 from lore.errors import ForbiddenError, LoreError, NotFoundError
 from lore.grant import Grant, ScopeError
 from lore.policy import Action, Kind, Resource, can, check
+from lore.scenario.build import FAQ_FILE
 from lore.scenario.config import Scenario
+from lore.scenario.faq import FaqEntry, faq_chunks
 from lore.scenario.request import scenarios
 from lore.scenario.scope import scenario_scope
 
@@ -69,17 +72,22 @@ def key_scope(scenario: Scenario, caller: Grant, version: int | None = None) -> 
         raise ForbiddenError(str(exc)) from exc
 
 
+def require_scenario(lore: Lore, caller: Grant, scenario_id: str) -> Scenario:
+    """The scenario if the caller may read it; unknown or not the caller's is the same 404."""
+    try:
+        scenario = scenarios(lore).get(scenario_id)
+    except NotFoundError:
+        raise NotFoundError(f"scenario '{scenario_id}' not found") from None
+    check(caller, Action.READ, scenario_resource(lore, scenario))
+    return scenario
+
+
 def resolve(
     lore: Lore, caller: Grant, scenario_id: str, source: str | None, version: int | None
 ) -> ScenarioCall:
     """Load the scenario (404 if unknown or not the caller's), check a named source (400) and narrow the
     key's grant by it (403)."""
-    gone = NotFoundError(f"scenario '{scenario_id}' not found")
-    try:
-        scenario = scenarios(lore).get(scenario_id)
-    except NotFoundError:
-        raise gone from None
-    check(caller, Action.READ, scenario_resource(lore, scenario))
+    scenario = require_scenario(lore, caller, scenario_id)
     if source is not None and source != "general":
         try:
             scenario.source(source)
@@ -88,3 +96,29 @@ def resolve(
     if version is not None:
         check(caller, Action.READ_VERSION, scenario_resource(lore, scenario))
     return ScenarioCall(scenario, key_scope(scenario, caller, version))
+
+
+def faq_reader(scenario: Scenario, caller: Grant) -> Callable[[FaqEntry], bool]:
+    """Which FAQ rows the caller reads: each row as the chunk it becomes, against the key's grant narrowed
+    by the scenario (as asking would); a row that does not resolve (malformed) is read by none."""
+    try:
+        flt = replace(key_scope(scenario, caller).to_filter(), version_seq=None)
+    except ForbiddenError:
+        return lambda _e: False
+
+    def reads(entry: FaqEntry) -> bool:
+        if entry.row is None:
+            return False
+        chunk = faq_chunks(
+            [entry.row],
+            scenario_id=scenario.id,
+            kb_id="",
+            file_name=FAQ_FILE,
+            file_sha256="",
+            embedding_model="",
+            chunk_schema="",
+            seq=None,
+        )[0]
+        return flt.matches(chunk)
+
+    return reads

@@ -379,6 +379,19 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin, AccessMixi
                 )
         return found
 
+    def kb_chunk_ids(self, kb_id: str) -> dict[str, list[str]]:
+        """Every file's chunk ids in chunk order, by file id (one query for the whole KB)."""
+        query = (
+            select(ChunkRow.file_id, ChunkRow.chunk_id)
+            .where(ChunkRow.kb_id == kb_id)
+            .order_by(ChunkRow.file_id, ChunkRow.chunk_index, ChunkRow.id)
+        )
+        out: dict[str, list[str]] = {}
+        with self.transaction() as s:
+            for file_id, chunk_id in s.execute(query):
+                out.setdefault(file_id, []).append(chunk_id)
+        return out
+
     def file_chunk_ids(self, file_id: str) -> list[str]:
         """The chunk ids of a file in chunk order."""
         query = select(ChunkRow.chunk_id).where(ChunkRow.file_id == file_id)

@@ -99,6 +99,19 @@ class ManifestsMixin:
             if rows:
                 s.execute(insert(VersionFileRow), rows)
 
+    def versions_by_path(self, kb_id: str) -> dict[str, list[int]]:
+        """For each path, the versions whose manifest lists it, oldest first (one query)."""
+        query = (
+            select(VersionFileRow.path, VersionFileRow.seq)
+            .where(VersionFileRow.kb_id == kb_id)
+            .order_by(VersionFileRow.seq)
+        )
+        out: dict[str, list[int]] = {}
+        with self.transaction() as s:
+            for path, seq in s.execute(query):
+                out.setdefault(path, []).append(seq)
+        return out
+
     def version_manifest(self, kb_id: str, seq: int) -> dict[str, ManifestEntry]:
         """The files version `seq` indexed, by path (empty for versions built before manifests)."""
         query = select(VersionFileRow).where(VersionFileRow.kb_id == kb_id, VersionFileRow.seq == seq)

@@ -16,6 +16,7 @@ from lore.embed.base import Embedder
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.errors import LoadError, LoadErrorKind
 from lore.ingest.chunking import Chunker, stable_id, text_units
+from lore.ingest.edits import ChunkEdits
 from lore.ingest.files import SourceFile, sha256_file
 from lore.ingest.loaders import load_file
 from lore.ingest.loaders.limits import FileLimits
@@ -110,9 +111,11 @@ class IngestPipeline:
         force: bool = False,
         chunk_metadata: ChunkMetadata | None = None,
         custom_chunks: CustomChunks | None = None,
+        edits: ChunkEdits | None = None,
     ) -> None:
         self.kb, self.catalog, self.store, self.embedder = kb, catalog, store, embedder
         self.chunk_metadata, self.custom_chunks = chunk_metadata, custom_chunks
+        self.edits = edits
         self.chunker, self.cache, self.max_file_bytes = chunker, cache, max_file_bytes
         self.ocr, self.limits, self.seq, self.force = ocr, limits, seq, force
         self.progress = progress or Progress()
@@ -142,7 +145,13 @@ class IngestPipeline:
         except FileNotFoundError:
             return self._fail(prepared, "failed", "the file vanished before it was read")
         known = self.catalog.get_file(self.kb.id, source.name)
-        if known and known.status == "ingested" and known.sha256 == prepared.sha256 and not self.force:
+        edited = self.edits is not None and self.edits.pending(source.name)  # re-chunk to apply the edit
+        if (
+            known
+            and known.status == "ingested"
+            and known.sha256 == prepared.sha256
+            and not (self.force or edited)
+        ):
             outdated = self._outdated(known)
             if not outdated:
                 prepared.result = FileResult(source.name, "skipped", known.chunk_count, known.document_count)
@@ -192,7 +201,9 @@ class IngestPipeline:
                 for name, value in meta.items():
                     setattr(c, name, value)
             p.chunks.extend(chunks)
-            p.index_texts.extend(index_text(c) for c in chunks)
+        if self.edits is not None:
+            p.chunks = self.edits.apply(p.source.name, p.chunks)
+        p.index_texts = [index_text(c) for c in p.chunks]
 
     def _write(self, p: _Prepared) -> FileResult:
         self.progress.file_started(p.source.name, len(p.chunks))
@@ -228,6 +239,8 @@ class IngestPipeline:
                 record.id, [(c.chunk_id, c.chunk_index, c.parent_id, c.document_id) for c in p.chunks]
             )
             self.catalog.claim_files(self.kb.id, [p.source.name], p.chunks[0].tenant_id)
+        if self.edits is not None and self.edits.pending(p.source.name):
+            self.edits.mark_applied(p.source.name, self.seq)
         return FileResult(
             p.source.name,
             "ingested",

@@ -17,10 +17,11 @@ from lore.lexical import is_chinese, tokenize
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.scenario.cache import SearchCache
 from lore.scenario.config import Scenario
+from lore.scenario.decide import RoutingDecision, decide
 from lore.scenario.faq import normalise
-from lore.scenario.plan import RetrievalPlan, detect_intent, make_plan
-from lore.scenario.profiles import choose_profile, scenario_profiles
-from lore.scenario.routing import Route, Router
+from lore.scenario.plan import RetrievalPlan
+from lore.scenario.profiles import scenario_profiles
+from lore.scenario.routing import Router
 from lore.scenario.scope import Scope, ScopeError
 from lore.schema import Hit, SearchFilter
 
@@ -86,20 +87,19 @@ class ScenarioRuntime:
 
     def route(self, ctx: AskContext, retriever: Retriever, max_passages: int, budget: int) -> None:
         """Deterministic route, intent, profile, plan and source; direct answers and FAQ exact match."""
-        route = self.router.route(ctx.question)
-        intent = detect_intent(ctx.question)
-        profile = choose_profile(route.risk, intent, self.variables, self.profiles)
-        plan = make_plan(
+        d = decide(
+            self.router,
+            self.profiles,
+            self.variables,
             ctx.question,
-            intent=intent,
-            risk=route.risk,
-            doc_k=ctx.search.top_k,
+            top_k=ctx.search.top_k,
             recall_k=ctx.search.recall_k,
+            rerank=ctx.search.rerank,
             max_passages=max_passages,
             context_budget=budget,
             faq_threshold=self.settings.faq_direct_threshold,
-            rerank=ctx.search.rerank,
         )
+        route, intent, profile, plan = d.route, d.intent, d.profile, d.plan
         ctx.profile, ctx.plan = profile, plan
         ctx.max_passages, ctx.context_budget = plan.max_passages, plan.context_budget
         ctx.extra.update(
@@ -109,7 +109,7 @@ class ScenarioRuntime:
                 "profile": profile.to_json(),
                 "rule": route.to_json(),
                 "scope": self.scope.to_json(),
-                "source": self._source(ctx.search.filter, route),
+                "source": self._source(ctx.search.filter, d),
             }
         )
         ctx.route = route.name
@@ -121,7 +121,7 @@ class ScenarioRuntime:
             return
         self._faq_exact(ctx, retriever)
 
-    def _source(self, flt: SearchFilter, route: Route) -> dict:
+    def _source(self, flt: SearchFilter, d: RoutingDecision) -> dict:
         """The caller's named source (validated), else the one the scenario's patterns point at."""
         if flt.sources is not None:
             for s in flt.sources:
@@ -131,9 +131,7 @@ class ScenarioRuntime:
                         f"(sources: {', '.join(x.id for x in self.scenario.sources)})"
                     )
             return {"ids": list(flt.sources), "how": "given"}
-        if len(route.sources) == 1:
-            return {"ids": route.sources, "how": "inferred"}
-        return {"ids": [], "how": "ambiguous" if route.sources else "none", "candidates": route.sources}
+        return d.source()
 
     def _faq_exact(self, ctx: AskContext, retriever: Retriever) -> None:
         """A lexical lookup (no embedding, no generation) for an FAQ question equal to the question."""

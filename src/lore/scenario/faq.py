@@ -1,8 +1,8 @@
 """`faq.csv`: standard questions and answers, parsed row by row and indexed as `source_type="faq"` chunks.
 
 Columns: `question`/`answer` or `问题`/`答案` (required); `source`, `tenant`, `dataset`, `visibility`,
-`roles` (separated by `|` or `;`) optional. A malformed row is reported by line number and skipped;
-the rest ingests.
+`roles` (separated by `|` or `;`) and `disabled` (yes/true/1: kept in the file, not indexed) optional.
+A malformed row is reported by line number and skipped; the rest ingests.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from lore.lexical import CJK
 from lore.scenario.config import Scenario, ScenarioError
 from lore.schema import VISIBILITIES, Chunk
 
-_COLUMNS = {
+COLUMNS = {
     "question": "question",
     "问题": "question",
     "answer": "answer",
@@ -36,7 +36,10 @@ _COLUMNS = {
     "可见范围": "visibility",
     "roles": "roles",
     "角色": "roles",
+    "disabled": "disabled",
+    "停用": "disabled",
 }
+_YES = {"1", "yes", "y", "true", "是", "停用"}
 _CJK_SPACE = re.compile(rf"(?<=[{CJK}]) | (?=[{CJK}])")
 
 
@@ -73,47 +76,88 @@ class FaqProblem:
         return {"file": f"{self.file}:{self.line}", "status": "faq_row", "reason": self.reason}
 
 
-def read_faq(path: Path, scenario: Scenario) -> tuple[list[FaqRow], list[FaqProblem]]:
-    """Valid rows and the problems of the others; a file without the required columns is an error."""
-    text = _read_text(path)
+@dataclass
+class FaqEntry:
+    """One record of the file as it stands: its cells by column, and whether it is indexed.
+
+    `status`: ok | duplicate | conflict | invalid | disabled; `row` is the resolved row (None if invalid);
+    `clash` lists the lines of the same question (the earlier one is indexed, the later one skipped)."""
+
+    index: int  # position among the file's records (0-based), the handle edits name
+    line: int
+    cells: dict[str, str]
+    status: str
+    reason: str = ""
+    row: FaqRow | None = None
+    clash: list[int] = field(default_factory=list)
+
+
+def faq_table(path: Path, scenario: Scenario) -> tuple[list[str], list[list[str]], list[FaqEntry]]:
+    """(header, raw records, entries): every record with its status; a file without the required columns
+    is an error."""
+    return parse_faq(_read_text(path), scenario, path)
+
+
+def parse_faq(text: str, scenario: Scenario, path: Path) -> tuple[list[str], list[list[str]], list[FaqEntry]]:
+    """`faq_table` of CSV text (`path` names it in errors)."""
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
     if not header:
         raise ScenarioError(f"{path}: empty FAQ file (expected a header with question,answer or 问题,答案)")
-    names = [_COLUMNS.get(h.strip().lower()) for h in header]
+    names = [COLUMNS.get(h.strip().lower()) for h in header]
     unknown = [h for h, n in zip(header, names, strict=True) if n is None and h.strip()]
     if "question" not in names or "answer" not in names or unknown:
         raise ScenarioError(
             f"{path}: header {header!r}: needs question,answer (or 问题,答案) columns; "
-            f"optional source, tenant, dataset, visibility, roles"
+            f"optional source, tenant, dataset, visibility, roles, disabled"
             + (f"; unknown columns: {', '.join(unknown)}" if unknown else "")
         )
-    rows, problems = [], []
-    seen: dict[tuple[str, str], tuple[int, str]] = {}
+    records: list[list[str]] = []
+    entries: list[FaqEntry] = []
+    seen: dict[tuple[str, str], FaqEntry] = {}
     line = reader.line_num
     for record in reader:
         start, line = line + 1, reader.line_num
+        records.append(record)
+        cells = {n: v.strip() for n, v in zip(names, record, strict=False) if n}
+        entry = FaqEntry(len(records) - 1, start, cells, "invalid")
+        entries.append(entry)
         if not any(cell.strip() for cell in record):
+            entry.status, entry.reason = "blank", "blank line"
             continue
-        row, reason = _row(start, record, names, scenario)
-        if row is not None:
-            key = (row.tenant, normalise(row.question))
-            if key in seen:
-                first, answer = seen[key]
-                row, reason = (
-                    None,
-                    (
-                        f"duplicate question (same as line {first})"
-                        if normalise(row.answer) == answer
-                        else f"conflicting answer: line {first} answers the same question differently"
-                    ),
-                )
-            else:
-                seen[key] = (start, normalise(row.answer))
-        if row is None:
-            problems.append(FaqProblem(path.name, start, reason))
-        else:
-            rows.append(row)
+        entry.row, entry.reason = _row(start, record, names, scenario)
+        if cells.get("disabled", "").lower() in _YES:  # resolved all the same: who may see it
+            entry.status, entry.reason = "disabled", "disabled"
+            continue
+        if entry.row is None:
+            continue
+        key = (entry.row.tenant, normalise(entry.row.question))
+        first = seen.get(key)
+        if first is None:
+            seen[key], entry.status = entry, "ok"
+            continue
+        same = normalise(entry.row.answer) == normalise(first.row.answer if first.row else "")
+        entry.status = "duplicate" if same else "conflict"
+        entry.reason = (
+            f"duplicate question (same as line {first.line})"
+            if same
+            else f"conflicting answer: line {first.line} answers the same question differently"
+        )
+        entry.clash.append(first.line)
+        first.clash.append(start)
+    return header, records, entries
+
+
+def read_faq(path: Path, scenario: Scenario) -> tuple[list[FaqRow], list[FaqProblem]]:
+    """Valid rows and the problems of the others (disabled and blank rows are neither); a file without
+    the required columns is an error."""
+    _, _, entries = faq_table(path, scenario)
+    rows = [e.row for e in entries if e.status == "ok" and e.row is not None]
+    problems = [
+        FaqProblem(path.name, e.line, e.reason)
+        for e in entries
+        if e.status in ("invalid", "duplicate", "conflict")
+    ]
     return rows, problems
 
 

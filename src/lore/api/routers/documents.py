@@ -2,20 +2,35 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from dataclasses import asdict, replace
 from pathlib import PurePosixPath
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, HTTPException
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
 
-from lore.api.access import file_visible, kb_resource, own_name, require_kb
+from lore.api.access import (
+    check_file_writes,
+    file_visible,
+    indexed_file,
+    kb_resource,
+    own_name,
+    require_file,
+    require_kb,
+)
 from lore.api.deps import Caller, State
+from lore.api.limits import PositiveInt
+from lore.api.routers.ingest import _uploaded
+from lore.api.routers.kbs import uploads_dir
 from lore.catalog import KnowledgeBase
 from lore.catalog.models import FileRecord
 from lore.engine import Lore
 from lore.errors import NotFoundError
 from lore.grant import Grant
+from lore.ingest.edits import ChunkEdit, digest
+from lore.ingest.pages import render_page
 from lore.policy import Action, can
 from lore.schema import Chunk
 
@@ -29,13 +44,28 @@ def _readable_chunks(lore: Lore, kb: KnowledgeBase, record: FileRecord, scope: G
     return [c for c in (lore.store(kb).get(ids) if ids else []) if flt.matches(c)]
 
 
-def _versions_holding(lore: Lore, kb: KnowledgeBase) -> dict[str, list[int]]:
-    """For each path, the versions whose manifest lists it."""
-    held: dict[str, list[int]] = defaultdict(list)
-    for version in lore.catalog.list_versions(kb.id):
-        for path in lore.catalog.version_manifest(kb.id, version.seq):
-            held[path].append(version.seq)
-    return held
+def _documents(lore: Lore, kb: KnowledgeBase, scope: Grant) -> list[dict[str, Any]]:
+    """Every catalogued file the caller may see, from a fixed number of catalog queries and one store read
+    (files, owners, chunk ids and version manifests each in one query, whatever the number of files)."""
+    files = lore.catalog.list_files(kb.id)
+    owners = lore.catalog.file_owners(kb.id)
+    ids_by_file = lore.catalog.kb_chunk_ids(kb.id)
+    versions = lore.catalog.versions_by_path(kb.id)
+
+    def owner(f: FileRecord) -> str:
+        return owners.get(f.path) or kb.owner_tenant
+
+    # Only the caller's tenant's files can be readable: only their chunks are fetched.
+    wanted = [i for f in files if owner(f) == scope.tenant for i in ids_by_file.get(f.id, [])]
+    flt = scope.to_filter()
+    readable = {c.chunk_id: c for c in (lore.store(kb).get(wanted) if wanted else []) if flt.matches(c)}
+    docs = []
+    for f in files:
+        ids = ids_by_file.get(f.id, [])
+        chunks = [readable[i] for i in ids if i in readable]
+        if can(scope, Action.DOWNLOAD, indexed_file(f.path, owner(f), bool(ids), bool(chunks))):
+            docs.append(_document_json(f, chunks, versions.get(f.path, [])))
+    return docs
 
 
 def _document_json(record: FileRecord, chunks: list[Chunk], versions: list[int]) -> dict[str, Any]:
@@ -71,13 +101,7 @@ async def list_documents(kb: str, scope: Caller, state: State) -> dict[str, Any]
         lore = state.lore
         record = require_kb(lore, scope, kb)
         writer = can(scope, Action.UPLOAD, kb_resource(lore, record))
-        versions = _versions_holding(lore, record)
-        docs = []
-        for f in lore.catalog.list_files(record.id):
-            if not file_visible(lore, record, f.path, scope):
-                continue
-            docs.append(_document_json(f, _readable_chunks(lore, record, f, scope), versions.get(f.path, [])))
-        return {"kb": kb, "writable": writer, "documents": docs}
+        return {"kb": kb, "writable": writer, "documents": _documents(lore, record, scope)}
 
     return await run_in_threadpool(run)
 
@@ -96,12 +120,104 @@ async def document_chunks(kb: str, name: str, scope: Caller, state: State) -> di
         chunks = sorted(
             _readable_chunks(lore, record, f, scope), key=lambda c: (c.document_id, c.chunk_index)
         )
+        flt = replace(scope.to_filter(), version_seq=None)
+        edits = [e for e in lore.chunk_edits(kb).for_file(path) if flt.matches(e.chunk())]
         return {
             "kb": kb,
             "name": path,
             "status": f.status,
             "reason": f.error,
+            "versioned": lore.catalog.has_versions(record.id),
             "chunks": [{**c.metadata(), "text": c.text, "parent_text": c.parent_text} for c in chunks],
+            "edits": [e.to_json() for e in edits],
         }
 
     return await run_in_threadpool(run)
+
+
+class ChunkEditBody(BaseModel):
+    """Switch a chunk off, or give its new text (re-embedded); neither undoes an earlier edit."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str | None = Field(default=None, max_length=20_000)
+    off: bool = False
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("empty text (switch the chunk off instead)")
+        return value.strip() if value is not None else None
+
+
+@router.put("/{name:path}/chunks/{index}")
+async def edit_chunk(
+    kb: str, name: str, index: int, body: ChunkEditBody, scope: Caller, state: State
+) -> dict[str, Any]:
+    """Switch chunk `index` of a document off or replace its text (admin who may add to the KB). An
+    unversioned KB re-indexes the uploaded file at once; a versioned one applies it in its next build
+    (pending until then)."""
+    if not 0 <= index < 1_000_000:
+        raise HTTPException(422, "index: out of range")
+
+    def run() -> dict[str, Any]:
+        lore = state.lore
+        record = require_kb(lore, scope, kb, Action.UPLOAD)
+        path = own_name(lore, record, scope, name)
+        f = lore.catalog.get_file(record.id, path)
+        if f is None or not file_visible(lore, record, path, scope):
+            raise NotFoundError(f"file '{name}' not found")
+        check_file_writes(lore, record, [path], scope)
+        edits = lore.chunk_edits(kb)
+        flt = replace(scope.to_filter(), version_seq=None)
+        prior = next((e for e in edits.for_file(path) if e.chunk_index == index), None)
+        current = next((c for c in _readable_chunks(lore, record, f, scope) if c.chunk_index == index), None)
+        original = prior.chunk() if prior else current
+        if original is None or not flt.matches(original):
+            raise NotFoundError(f"chunk {index} of '{name}' not found")
+        edit = edits.put(
+            ChunkEdit(path, index, digest(original.text), asdict(original), body.text, body.off, scope.actor)
+        )
+        applied = False
+        source = uploads_dir(lore, kb) / path
+        if not lore.catalog.has_versions(record.id) and source.is_file():
+            stamp = {"tenant_id": original.tenant_id, "dataset_id": original.dataset_id}  # as it was indexed
+            result = lore.ingest(kb, [source], chunk_metadata=lambda _s: stamp).files[0]
+            if result.status != "ingested":
+                raise HTTPException(422, f"{name}: {result.error or result.status}")
+            applied = True
+        lore.catalog.audit(
+            "chunk_edit",
+            tenant=scope.tenant,
+            key_id=scope.key_id,
+            kb=kb,
+            target=f"{path}#{index}",
+            off=body.off,
+        )
+        now = next((e for e in edits.for_file(path) if e.chunk_index == index), edit)
+        return {"kb": kb, "file": path, "edit": now.to_json(), "applied": applied}
+
+    return await run_in_threadpool(run)
+
+
+@router.get(
+    "/{name:path}/pages/{page}",
+    response_class=Response,
+    responses={200: {"content": {"image/png": {}}, "description": "The page as a PNG."}},
+)
+async def page_image(kb: str, name: str, page: PositiveInt, scope: Caller, state: State) -> Response:
+    """Page `page` of an uploaded PDF as a PNG, to whoever may download the original (no region is marked:
+    chunks do not record where on the page they are)."""
+
+    def run() -> bytes:
+        lore = state.lore
+        record = require_kb(lore, scope, kb)
+        path = own_name(lore, record, scope, name)
+        require_file(lore, record, path, scope)
+        if not name.lower().endswith(".pdf"):
+            raise NotFoundError(f"'{name}' is not a PDF: it has no page images")
+        return render_page(_uploaded(lore, kb, path), page)
+
+    png = await run_in_threadpool(run)
+    return Response(png, media_type="image/png", headers={"Cache-Control": "private, no-store"})

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, HTTPException
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from lore.api.access import require_kb
@@ -14,6 +16,8 @@ from lore.api.deps import Caller, State
 from lore.api.limits import Seq
 from lore.catalog import Version
 from lore.engine import Lore
+from lore.errors import NotFoundError
+from lore.eval.compare import load_eval_set
 from lore.policy import Action
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["versions"])
@@ -137,5 +141,83 @@ async def diff(kb: str, base: Seq, candidate: Seq, scope: Caller, state: State) 
     def run() -> dict[str, Any]:
         require_kb(state.lore, scope, kb, Action.REPORT)
         return state.lore.diff(kb, base, candidate)
+
+    return await run_in_threadpool(run)
+
+
+def eval_sets_dir(lore: Lore, kb: str) -> Path:
+    """Where a KB's eval sets saved from the console live: `<storage dir>/eval_sets/<kb>/<name>.jsonl`."""
+    return lore.settings.files_dir / "eval_sets" / kb
+
+
+def _eval_sets(lore: Lore, kb: str) -> dict[str, Path]:
+    """Name -> path: the configured gate set (`configured`) and the KB's saved ones."""
+    found = {p.stem: p for p in sorted(eval_sets_dir(lore, kb).glob("*.jsonl"))}
+    if lore.settings.gate.eval_set is not None:
+        found["configured"] = Path(lore.settings.gate.eval_set)
+    return found
+
+
+@router.get("/eval-sets")
+async def list_eval_sets(kb: str, scope: Caller, state: State) -> dict[str, Any]:
+    """The eval sets a diff can score versions on (admins who may read reports)."""
+
+    def run() -> dict[str, Any]:
+        require_kb(state.lore, scope, kb, Action.REPORT)
+        sets = []
+        for name, path in _eval_sets(state.lore, kb).items():
+            n = (
+                sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+                if path.is_file()
+                else 0
+            )
+            sets.append({"name": name, "questions": n})
+        return {"kb": kb, "eval_sets": sets}
+
+    return await run_in_threadpool(run)
+
+
+class DiffBody(BaseModel):
+    """Two versions and, optionally, an eval set: a saved one by name, or JSONL lines given here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base: Seq
+    candidate: Seq
+    eval_set: str | None = Field(default=None, max_length=64, description="A name from GET .../eval-sets.")
+    eval_jsonl: str | None = Field(
+        default=None, max_length=2_000_000, description='Lines of {"question", "files": [...]}.'
+    )
+    save_as: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9_-]{1,64}$", description="Keep `eval_jsonl` under this name."
+    )
+
+
+@router.post("/diff")
+async def diff_with_eval(kb: str, body: DiffBody, scope: Caller, state: State) -> dict[str, Any]:
+    """`GET .../diff` with a chosen eval set: Recall@k and MRR of both versions side by side (admins who
+    may read reports)."""
+
+    def run() -> dict[str, Any]:
+        lore = state.lore
+        require_kb(lore, scope, kb, Action.REPORT)
+        if body.eval_set is not None and body.eval_jsonl is not None:
+            raise HTTPException(422, "give eval_set or eval_jsonl, not both")
+        if body.eval_jsonl is None:
+            sets = _eval_sets(lore, kb)
+            if body.eval_set is not None and body.eval_set not in sets:
+                raise NotFoundError(f"eval set '{body.eval_set}' not found")
+            path = sets[body.eval_set] if body.eval_set else None
+            return lore.diff(kb, body.base, body.candidate, path)  # none named: the configured one, if any
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "eval.jsonl"
+            path.write_text(body.eval_jsonl, encoding="utf-8")
+            load_eval_set(path)  # a malformed set is a 400 naming the line, before anything is kept
+            out = lore.diff(kb, body.base, body.candidate, path)
+            if body.save_as:
+                folder = eval_sets_dir(lore, kb)
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / f"{body.save_as}.jsonl").write_text(body.eval_jsonl, encoding="utf-8")
+            return out
 
     return await run_in_threadpool(run)

@@ -108,6 +108,7 @@ async function openPassage(c, kb) {
   $("#passage").classList.remove("hidden");
   $("#passage-where").textContent = where(c);
   $("#passage-text").textContent = c.text;
+  showCitedPage(c, kb);
   const link = $("#passage-link");
   link.classList.add("hidden");
   const name = c.file.split("/").pop();
@@ -290,15 +291,20 @@ async function loadAdmin() {
     <button class="rep" data-seq="${x.seq}">${esc(t("report"))}</button>
     ${x.seq > 1 ? `<button class="dif" data-seq="${x.seq}">${esc(t("diff"))}</button>` : ""}</td></tr>`).join("");
   const show = (obj) => { const el = $("#report"); el.innerHTML = renderValue(obj); el.classList.remove("hidden"); };
-  document.querySelectorAll(".act").forEach((b) => b.addEventListener("click", () => run(async () => {
-    await api(`/api/kbs/${encodeURIComponent(kb)}/versions/${b.dataset.seq}/activate`, {method: "POST", body: "{}"});
-  })));
+  document.querySelectorAll(".act").forEach((b) => b.addEventListener("click", () => {
+    const reason = askReason("confirmActivate", b.dataset.seq);
+    if (reason !== null) run(() => api(`/api/kbs/${encodeURIComponent(kb)}/versions/${b.dataset.seq}/activate`,
+      {method: "POST", body: JSON.stringify({reason})}));
+  }));
   document.querySelectorAll(".rep").forEach((b) => b.addEventListener("click", () => run(async () => {
     show(await api(`/api/kbs/${encodeURIComponent(kb)}/versions/${b.dataset.seq}/report`));
   }, false)));
   document.querySelectorAll(".dif").forEach((b) => b.addEventListener("click", () => run(async () => {
-    show(await api(`/api/kbs/${encodeURIComponent(kb)}/diff?base=${b.dataset.seq - 1}&candidate=${b.dataset.seq}`));
+    const el = $("#report");
+    el.innerHTML = renderDiff(await api(`/api/kbs/${encodeURIComponent(kb)}/diff?base=${b.dataset.seq - 1}&candidate=${b.dataset.seq}`));
+    el.classList.remove("hidden");
   }, false)));
+  await versionTools(kb, v);
 }
 
 async function run(fn, reload = true) {
@@ -454,9 +460,11 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#upload").addEventListener("click", upload);
   $("#build").addEventListener("click", () => build(false));
   $("#ingest").addEventListener("click", () => build(true));
-  $("#rollback").addEventListener("click", () => run(async () => {
-    await api(`/api/kbs/${encodeURIComponent($("#admin-kb").value)}/rollback`, {method: "POST", body: "{}"});
-  }));
+  $("#rollback").addEventListener("click", () => {
+    const reason = askReason("confirmRollback");
+    if (reason !== null) run(() => api(`/api/kbs/${encodeURIComponent($("#admin-kb").value)}/rollback`,
+      {method: "POST", body: JSON.stringify({reason})}));
+  });
   $("#refresh-traces").addEventListener("click", () => loadTraces().catch((e) => toast(e.message, true)));
   if ($("#key").value) loadPickers();
 });

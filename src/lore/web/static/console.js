@@ -12,6 +12,10 @@ Object.assign(I18N.en, {
   createKey: "Create key", revoke: "Revoke", created: "Created", revoked: "Revoked", newSecret: "New key (shown once):",
   noDocs: "No documents yet: upload files and ingest or build.", reasonFor: "Why it failed",
   forbidden: "Your key may not do this", cites: "Citations", history: "History", deleteChat: "Delete chat",
+  switchOff: "Switch off", switchOn: "Switch on", switchedOff: "switched off", edited: "edited", applied: "applied",
+  pendingBuild: "pending: in the next build", pendingIngest: "pending: at the next ingest of this file",
+  pageImage: "Page image", wholePage: "The whole page: passages do not record their region on the page.",
+  scannedHint: "Scanned pages: each page image beside the text OCR read from it. Fix a misread chunk with Edit.",
 });
 Object.assign(I18N.zh, {
   documents: "文档", retrieval: "检索测试", feedbackTab: "反馈", keys: "密钥",
@@ -24,10 +28,15 @@ Object.assign(I18N.zh, {
   createKey: "创建密钥", revoke: "吊销", created: "创建时间", revoked: "已吊销", newSecret: "新密钥（只显示一次）：",
   noDocs: "还没有文档：请上传文件并入库或构建。", reasonFor: "失败原因",
   forbidden: "你的密钥无权执行此操作", cites: "引用", history: "历史对话", deleteChat: "删除对话",
+  switchOff: "停用", switchOn: "启用", switchedOff: "已停用", edited: "已编辑", applied: "已生效",
+  pendingBuild: "待生效：下次构建", pendingIngest: "待生效：该文件下次入库时",
+  pageImage: "页面图像", wholePage: "显示整页：段落未记录其在页面上的区域。",
+  scannedHint: "扫描页：页面图像与 OCR 识别出的文字并排显示，识别有误的分块可点“编辑”修正。",
 });
 
 const kbPath = () => `/api/kbs/${encodeURIComponent($("#docs-kb").value)}`;
 let docRows = [];
+let docWritable = false;
 let docSort = {key: "name", dir: 1};
 
 // ---- documents ---------------------------------------------------------------------------------
@@ -65,20 +74,91 @@ async function loadDocs() {
   if (!$("#docs-kb").value) return;
   const r = await api(`${kbPath()}/documents`);
   docRows = r.documents;
+  docWritable = r.writable;
   renderDocs();
 }
 
 async function showChunks(name) {
   const r = await api(`${kbPath()}/documents/${encodeURIComponent(name)}/chunks`);
+  const edits = Object.fromEntries(r.edits.map((e) => [e.chunk_index, e]));
+  const shown = new Set(r.chunks.map((c) => c.chunk_index));
+  const badge = (e) => (!e ? "" : `<span class="badge ${e.pending ? "pending" : "applied"}">${esc(e.off ? t("switchedOff") : t("edited"))} ·
+    ${esc(e.pending ? t(r.versioned ? "pendingBuild" : "pendingIngest") : e.applied_in ? `${t("version")} ${e.applied_in}` : t("applied"))}</span>`);
+  const tools = (i, off) => (docWritable ? `<span class="chunk-tools" data-index="${i}">
+    ${off ? "" : `<button class="chunk-edit">${esc(t("edit"))}</button><button class="chunk-save hidden">${esc(t("save"))}</button>`}
+    <button class="chunk-off">${esc(t(off ? "switchOn" : "switchOff"))}</button></span>` : "");
+  const gone = r.edits.filter((e) => e.off && !shown.has(e.chunk_index)).map((e) =>
+    `<div class="chunk off"><span class="muted">#${e.chunk_index}</span> ${badge(e)} ${tools(e.chunk_index, true)}
+     <pre class="chunk-text">${esc(e.original_text)}</pre></div>`);
+  const pdf = /\.pdf$/i.test(name);
+  const scanned = (docRows.find((d) => d.name === name) || {}).ocr_pages > 0;
   const el = $("#doc-chunks");
-  el.innerHTML = `<h4>${esc(name)}: ${r.chunks.length} ${esc(t("chunks"))}</h4>` + r.chunks.map((c) =>
-    `<div class="chunk"><span class="muted">#${c.chunk_index} ${esc(where({file: name, ...c}))} · ${esc(c.visibility)}
-     ${c.allowed_roles.length ? "· " + esc(c.allowed_roles.join(",")) : ""}</span>
-     <pre class="chunk-text">${esc(c.text)}</pre>
+  el.innerHTML = `<h4>${esc(name)}: ${r.chunks.length} ${esc(t("chunks"))}</h4>` +
+    (scanned ? `<p class="muted">${esc(t("scannedHint"))}</p>` : "") + r.chunks.map((c) =>
+    `<div class="chunk${edits[c.chunk_index]?.off ? " off" : ""}" data-index="${c.chunk_index}"><span class="muted">#${c.chunk_index} ${esc(where({file: name, ...c}))} · ${esc(c.visibility)}
+     ${c.allowed_roles.length ? "· " + esc(c.allowed_roles.join(",")) : ""}</span> ${badge(edits[c.chunk_index])}
+     ${tools(c.chunk_index, Boolean(edits[c.chunk_index]?.off))}
+     ${pdf && c.page ? `<div class="side"><pre class="chunk-text">${esc(c.text)}</pre><div class="page-view" data-page="${c.page}">
+       <button class="page-btn">${esc(t("pageImage"))} ${c.page}</button></div></div>` : `<pre class="chunk-text">${esc(c.text)}</pre>`}
      <details><summary>${esc(t("parent"))}</summary><pre>${esc(c.parent_text)}</pre></details>
      <details><summary>${esc(t("metadata"))}</summary><pre>${esc(JSON.stringify(c, (k, v) =>
-       (k === "text" || k === "parent_text" ? undefined : v), 2))}</pre></details></div>`).join("");
+       (k === "text" || k === "parent_text" ? undefined : v), 2))}</pre></details></div>`).join("") + gone.join("");
   el.classList.remove("hidden");
+  const send = (i, body) => api(`${kbPath()}/documents/${encodeURIComponent(name)}/chunks/${i}`, {method: "PUT", body: JSON.stringify(body)})
+    .then((x) => { toast(x.applied ? t("applied") : t(r.versioned ? "pendingBuild" : "pendingIngest")); return showChunks(name); })
+    .catch((e) => toast(e.message, true));
+  const kb = $("#docs-kb").value;
+  el.querySelectorAll(".page-view").forEach((box) => {
+    const load = () => showPageIn(box, kb, name, Number(box.dataset.page)).catch((e) => toast(e.message, true));
+    box.querySelector(".page-btn").addEventListener("click", load);
+    if (scanned) load();  // OCR'd pages: the image beside its text, to review
+  });
+  el.querySelectorAll(".chunk-tools").forEach((box) => {
+    const i = Number(box.dataset.index);
+    const pre = box.closest(".chunk").querySelector(".chunk-text");
+    box.querySelector(".chunk-edit")?.addEventListener("click", () => {
+      pre.setAttribute("contenteditable", "plaintext-only");
+      pre.focus();
+      box.querySelector(".chunk-save").classList.remove("hidden");
+    });
+    box.querySelector(".chunk-save")?.addEventListener("click", () => send(i, {text: pre.innerText}));
+    box.querySelector(".chunk-off").addEventListener("click", () => send(i, edits[i]?.off ? {} : {off: true}));
+  });
+}
+
+// ---- page images: a PDF page beside its (OCR) text, and the page a citation points at -------------------
+
+const pageImages = new Map();
+
+async function pageImage(kb, file, page) {
+  const key = `${kb}\u0000${file}\u0000${page}`;
+  if (!pageImages.has(key)) {
+    const r = await fetch(`/api/kbs/${encodeURIComponent(kb)}/documents/${encodeURIComponent(file)}/pages/${page}`, {headers: headers()});
+    if (!r.ok) throw new Error(errorText(await r.json().catch(() => null), r.status));
+    pageImages.set(key, URL.createObjectURL(await r.blob()));
+  }
+  return pageImages.get(key);
+}
+
+async function showPageIn(box, kb, file, page) {
+  const img = document.createElement("img");
+  img.className = "page-img";
+  img.alt = `${file} · ${t("page")} ${page}`;
+  img.src = await pageImage(kb, file, page);
+  box.replaceChildren(img);
+}
+
+// The chat's source panel: for a PDF passage, its page (chunks record no region, so the whole page is shown).
+async function showCitedPage(c, kb) {
+  const box = $("#passage-page");
+  box.replaceChildren();
+  box.classList.add("hidden");
+  if (!c.page || !/\.pdf$/i.test(c.file)) return;
+  try {
+    await showPageIn(box, kb, c.file, c.page);
+    box.insertAdjacentHTML("beforeend", `<p class="muted">${esc(t("wholePage"))}</p>`);
+    box.classList.remove("hidden");
+  } catch (e) { /* the original is kept only for uploaded files */ }
 }
 
 // ---- retrieval test ----------------------------------------------------------------------------
