@@ -4,6 +4,7 @@ its README names is found again by search, in that file."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ MORE = SHARED / "fixtures" / "more"
 # file -> phrases its README lists (one or more), each must come back from search in that file.
 PHRASES = {
     "docling_legacy_sample.doc": ["Enjoy summer warmth", "Calories per portion"],
-    "poi_61490.doc": ["下面是表格3x3", "章节1的内容，一段话"],
+    "poi_61490.doc": ["下面是表格3x3", "章节1的内容，一段话", "页脚内容"],  # the last one in the footer
     "wordextractor_test11.doc": [
         "这是一个用来测试nodejs解析Word文档",
         "This is a test for parsing the Word file in node.",
@@ -44,6 +45,24 @@ PHRASES = {
         "Mixed content - list and regular text in different cells",
     ],
 }
+
+
+def readme_phrases() -> dict[str, set[str]]:
+    """file -> the backticked phrases in the last column of the fixtures README's table."""
+    found: dict[str, set[str]] = {}
+    for line in (MORE / "README.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 6 and (MORE / cells[0]).is_file():
+            found[cells[0]] = set(re.findall(r"`([^`]+)`", cells[-1]))
+    return found
+
+
+def test_phrases_are_the_readmes() -> None:
+    """Every phrase the README names is searched for (the PDF attachment's `Test.` by its own check)."""
+    readme = readme_phrases()
+    assert set(readme) == set(PHRASES)
+    missing = {n: p - set(PHRASES[n]) for n, p in readme.items() if p - set(PHRASES[n])}
+    assert missing == {"flanker_attached-pdf.eml": {"Test."}}
 
 
 def _squash(text: str) -> str:
