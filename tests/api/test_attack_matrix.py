@@ -15,6 +15,7 @@ from tests.api.matrix_world import (
     CALLERS,
     OWNERS,
     SEES,
+    WEB_SOURCE,
     A,
     B,
     Caller,
@@ -223,6 +224,15 @@ def entries() -> dict[tuple[str, str], list[Call]]:
                 lambda c: 404 if c.tenant not in SEES["shared"] else 403 if not c.platform else 409,
                 "POST",
             ),
+        ],
+        ("POST", "/api/kbs/{kb}/sources"): [  # allowed: the crawl reaches nothing (closed port), 422
+            Call(
+                f"fresh-{x}",
+                _fresh(o, "/api/kbs/{kb}/sources", {"url": WEB_SOURCE + "index.html"}),
+                _kb_admin({o}, {o}, 422),
+                "POST",
+            )
+            for x, o in (("a", A), ("b", B))
         ],
         ("POST", "/api/kbs/{kb}/chunks"): [
             Call(
