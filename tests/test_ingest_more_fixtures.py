@@ -12,7 +12,7 @@ import pytest
 from lore.config import load_settings
 from lore.engine import Lore
 from lore.retrieve.search import SearchOptions
-from tests.conftest import SHARED
+from tests.conftest import REPO, SHARED
 
 MORE = SHARED / "fixtures" / "more"
 # file -> phrases its README lists (one or more), each must come back from search in that file.
@@ -57,6 +57,16 @@ def readme_phrases() -> dict[str, set[str]]:
     return found
 
 
+def readme_table() -> dict[str, tuple[str, int, int]]:
+    """file -> (status, documents, OCR count) from the rows of Lore's README table of these fixtures."""
+    rows = {}
+    for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[0] in PHRASES:
+            rows[cells[0]] = (cells[1], int(cells[2]), int(cells[3]))
+    return rows
+
+
 def test_phrases_are_the_readmes() -> None:
     """Every phrase the README names is searched for (the PDF attachment's `Test.` by its own check)."""
     readme = readme_phrases()
@@ -86,6 +96,8 @@ def test_every_more_fixture_is_read_and_its_phrase_found(tmp_path: Path) -> None
     ):
         assert by_name[name].ocr_pages >= 1, name  # their key text is only in a picture
     assert by_name["flanker_attached-pdf.eml"].documents == 2  # the message and its PDF attachment
+    got = {n: (f.status, f.documents, f.ocr_pages) for n, f in by_name.items()}
+    assert got == readme_table(), "README's fixture table differs from what ingest gives"
 
     for name, phrases in PHRASES.items():
         for phrase in phrases:
