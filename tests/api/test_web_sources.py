@@ -1,6 +1,6 @@
 """`POST /api/kbs/{kb}/sources`: web pages crawled by the server inside `api.web_sources`, against the small
 site of tests/ingest/test_web.py served by a local HTTP server (plus two redirects leaving the allow-list),
-through the HTTP API and through `LoreClient.ingest_url` (sync and async) on a live uvicorn."""
+through the HTTP API and through `LoreClient.ingest_url` (sync and async) and the remote CLI on a live uvicorn."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from typer.testing import CliRunner
 
 from lore.api import create_app
+from lore.cli.main import app
 from lore.client import AsyncLoreClient, LoreAPIError, LoreClient
 from lore.config import load_settings
 from lore.engine import Lore
@@ -22,6 +24,8 @@ from lore.errors import ConfigError
 from lore.ingest.web_guard import WebGuard
 from tests.api.conftest import LiveServer, auth
 from tests.ingest.test_web import PAGES, Site
+
+runner = CliRunner()
 
 
 class RedirectingSite(Site):
@@ -190,6 +194,13 @@ def test_client_ingest_url_sync_and_async(tmp_path: Path, base: str) -> None:
                 assert again.count("skipped") == 1 and again.unchanged == 1
 
         asyncio.run(run())
+
+        # The remote CLI goes through the same client call.
+        cli = ["--server", server.url, "--key", keys["admin"], "ingest", "--kb", "web"]
+        out = runner.invoke(app, [*cli, f"{base}/docs/leave.html", "--max-pages", "1"])
+        assert out.exit_code == 0 and "1 ingested" in out.output, out.output
+        out = runner.invoke(app, [*cli, "--sitemap", f"{base}/sitemap.xml"])
+        assert out.exit_code == 2 and "HTTP 403" in out.output and "api.web_sources" in out.output
     lore.close()
 
 
