@@ -338,6 +338,7 @@ def test_docx_headers_footers_and_text_boxes(tmp_path: Path) -> None:
     third.header.paragraphs[0].text = "Acme Confidential"  # same text again: once
     third.footer.is_linked_to_previous = False
     third.footer.paragraphs[0].text = "Appendix footer"
+    third.footer.add_paragraph("- 3 -")  # a page number alone: left out
     path = tmp_path / "headers.docx"
     document.save(str(path))
 

@@ -81,7 +81,8 @@ def load_docx(path: Path, options: LoadOptions) -> list[LoadedDocument]:
 
 
 def _header_footer_sections(document: Any) -> list[Section]:
-    """Text of the headers and footers Word shows, de-duplicated across document sections."""
+    """Text of the headers and footers Word shows, de-duplicated across document sections (pictures not
+    read: there they are mostly logos)."""
     from docx.table import Table
 
     even = bool(document.settings.odd_and_even_pages_header_footer)
@@ -104,8 +105,8 @@ def _header_footer_sections(document: Any) -> list[Section]:
                     else:
                         lines = [_clean(block.text), *_text_box_lines(block._p, part)]
                         rows = [Section(text="\n".join(t for t in lines if t), heading_path=[label])]
-                    for row in rows:
-                        if row.text and row.text not in seen:
+                    for row in rows:  # a page number alone ("2", "- 2 -") is no content
+                        if any(ch.isalpha() for ch in row.text) and row.text not in seen:
                             seen.add(row.text)
                             found.append(row)
     return found
