@@ -25,7 +25,7 @@ from lore.ingest.loaders.table import load_xlsx
 MORE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "more"
 PHRASES = {
     "docling_legacy_sample.doc": ["Enjoy summer warmth", "Calories per portion", "Let’s swim"],
-    "poi_61490.doc": ["下面是表格3x3", "章节1的内容，一段话", "居中的大标题"],
+    "poi_61490.doc": ["下面是表格3x3", "章节1的内容，一段话", "居中的大标题", "页脚内容"],
     "wordextractor_test11.doc": [
         "这是一个用来测试nodejs解析Word文档",
         "This is a test for parsing the Word file in node.",

@@ -4,6 +4,7 @@ its README names is found again by search, in that file."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -11,13 +12,13 @@ import pytest
 from lore.config import load_settings
 from lore.engine import Lore
 from lore.retrieve.search import SearchOptions
-from tests.conftest import SHARED
+from tests.conftest import REPO, SHARED
 
 MORE = SHARED / "fixtures" / "more"
 # file -> phrases its README lists (one or more), each must come back from search in that file.
 PHRASES = {
     "docling_legacy_sample.doc": ["Enjoy summer warmth", "Calories per portion"],
-    "poi_61490.doc": ["下面是表格3x3", "章节1的内容，一段话"],
+    "poi_61490.doc": ["下面是表格3x3", "章节1的内容，一段话", "页脚内容"],  # the last one in the footer
     "wordextractor_test11.doc": [
         "这是一个用来测试nodejs解析Word文档",
         "This is a test for parsing the Word file in node.",
@@ -46,6 +47,34 @@ PHRASES = {
 }
 
 
+def readme_phrases() -> dict[str, set[str]]:
+    """file -> the backticked phrases in the last column of the fixtures README's table."""
+    found: dict[str, set[str]] = {}
+    for line in (MORE / "README.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 6 and (MORE / cells[0]).is_file():
+            found[cells[0]] = set(re.findall(r"`([^`]+)`", cells[-1]))
+    return found
+
+
+def readme_table() -> dict[str, tuple[str, int, int]]:
+    """file -> (status, documents, OCR count) from the rows of Lore's README table of these fixtures."""
+    rows = {}
+    for line in (REPO / "README.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[0] in PHRASES:
+            rows[cells[0]] = (cells[1], int(cells[2]), int(cells[3]))
+    return rows
+
+
+def test_phrases_are_the_readmes() -> None:
+    """Every phrase the README names is searched for (the PDF attachment's `Test.` by its own check)."""
+    readme = readme_phrases()
+    assert set(readme) == set(PHRASES)
+    missing = {n: p - set(PHRASES[n]) for n, p in readme.items() if p - set(PHRASES[n])}
+    assert missing == {"flanker_attached-pdf.eml": {"Test."}}
+
+
 def _squash(text: str) -> str:
     return "".join(text.split()).lower()
 
@@ -67,6 +96,8 @@ def test_every_more_fixture_is_read_and_its_phrase_found(tmp_path: Path) -> None
     ):
         assert by_name[name].ocr_pages >= 1, name  # their key text is only in a picture
     assert by_name["flanker_attached-pdf.eml"].documents == 2  # the message and its PDF attachment
+    got = {n: (f.status, f.documents, f.ocr_pages) for n, f in by_name.items() if n in PHRASES}
+    assert got == readme_table(), "README's fixture table differs from what ingest gives"
 
     for name, phrases in PHRASES.items():
         for phrase in phrases:

@@ -187,6 +187,20 @@ class ApiSettings(_Section):
     # Request bodies other than uploads (JSON), counted as they arrive whatever Content-Length says;
     # uploads are capped at max_upload_mb (per file, and per request) the same way.
     max_body_mb: float = Field(default=8.0, gt=0)
+    # URL prefixes (`https://intranet.example.com/policies/`) or host names `POST .../sources` may crawl;
+    # empty = web sources through the API are off. Every request and redirect must stay inside.
+    web_sources: list[str] = Field(default_factory=list)
+    web_max_pages: int = Field(default=200, ge=1, le=10_000)  # cap on one API crawl's `max_pages`
+
+    @field_validator("web_sources")
+    @classmethod
+    def _web_sources(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            scheme, sep, rest = entry.strip().partition("://")
+            host = (rest if sep else scheme).split("/")[0].split(":")[0]
+            if (sep and scheme.lower() not in ("http", "https")) or not host or "@" in entry:
+                raise ValueError(f"{entry!r} is not an http(s) URL prefix or a host name")
+        return value
 
 
 class RedisSettings(_Section):

@@ -289,6 +289,9 @@ def body_text(r: Any) -> str:
     return r.content.decode("utf-8", "replace")
 
 
+WEB_SOURCE = "http://127.0.0.1:9/intranet/"
+
+
 @pytest.fixture(scope="module", name="world")
 def world_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     """The matrix world behind an in-process client."""
@@ -296,7 +299,8 @@ def world_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     lore = Lore(
         load_settings(
             home=base / "home",
-            api={"rate_limit_per_minute": 0},
+            # web sources on, pointing at a closed port: an allowed crawl fetches nothing (422)
+            api={"rate_limit_per_minute": 0, "web_sources": [WEB_SOURCE]},
             scenario={"scenarios_dir": base / "scenarios"},
         )
     )

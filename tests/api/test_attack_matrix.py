@@ -16,6 +16,7 @@ from tests.api.matrix_world import (
     CALLERS,
     OWNERS,
     SEES,
+    WEB_SOURCE,
     A,
     B,
     Caller,
@@ -245,6 +246,15 @@ def entries() -> dict[tuple[str, str], list[Call]]:
                 ),
                 "POST",
             ),
+        ],
+        ("POST", "/api/kbs/{kb}/sources"): [  # allowed: the crawl reaches nothing (closed port), 422
+            Call(
+                f"fresh-{x}",
+                _fresh(o, "/api/kbs/{kb}/sources", {"url": WEB_SOURCE + "index.html"}),
+                _kb_admin({o}, {o}, 422),
+                "POST",
+            )
+            for x, o in (("a", A), ("b", B))
         ],
         ("POST", "/api/kbs/{kb}/chunks"): [
             Call(

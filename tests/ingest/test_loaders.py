@@ -299,3 +299,55 @@ def test_reading_order_columns_and_table_rows() -> None:
     table = [box(x, 14 * r, x + 20, f"{r}{c}") for r in range(4) for c, x in enumerate((0, 60, 120))]
     texts = [b[4] for b in reading_order(table)]
     assert texts == [f"{r}{c}" for r in range(4) for c in range(3)]
+
+
+def _text_box(paragraph: object, text: str) -> None:
+    """Anchor a DrawingML text box (with its VML fallback copy, as Word writes it) in `paragraph`."""
+    from docx.oxml import parse_xml
+
+    w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    box = f'<w:txbxContent xmlns:w="{w}"><w:p><w:r><w:t>{text}</w:t></w:r></w:p></w:txbxContent>'
+    run = parse_xml(
+        f'<w:r xmlns:w="{w}" xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"'
+        ' xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape"'
+        ' xmlns:v="urn:schemas-microsoft-com:vml"><mc:AlternateContent>'
+        f'<mc:Choice Requires="wps"><w:drawing><wps:txbx>{box}</wps:txbx></w:drawing></mc:Choice>'
+        f"<mc:Fallback><w:pict><v:shape><v:textbox>{box}</v:textbox></v:shape></w:pict></mc:Fallback>"
+        "</mc:AlternateContent></w:r>"
+    )
+    paragraph._p.append(run)  # type: ignore[attr-defined]
+
+
+def test_docx_headers_footers_and_text_boxes(tmp_path: Path) -> None:
+    document = docx.Document()
+    first = document.sections[0]
+    first.header.paragraphs[0].text = "Acme\tConfidential"
+    first.different_first_page_header_footer = True
+    first.first_page_header.paragraphs[0].text = "Cover page header"
+    footer_table = first.footer.add_table(rows=2, cols=2, width=first.page_width)
+    for r, values in enumerate([("Owner", "Phone"), ("IT desk", "8000")]):
+        for c, value in enumerate(values):
+            footer_table.cell(r, c).text = value
+    first.even_page_header.paragraphs[0].text = "Even pages are not shown"  # setting off: not read
+    body = document.add_paragraph("Body text")
+    _text_box(body, "Boxed warning")
+    second = document.add_section()  # the same header part again, and then linked: read once
+    second.header.is_linked_to_previous = True
+    third = document.add_section()
+    third.header.is_linked_to_previous = False
+    third.header.paragraphs[0].text = "Acme Confidential"  # same text again: once
+    third.footer.is_linked_to_previous = False
+    third.footer.paragraphs[0].text = "Appendix footer"
+    third.footer.add_paragraph("- 3 -")  # a page number alone: left out
+    path = tmp_path / "headers.docx"
+    document.save(str(path))
+
+    (doc,) = load_file(path)
+    got = [(s.kind, s.heading_path, s.text) for s in doc.sections]
+    assert got == [
+        ("text", [], "Body text\nBoxed warning"),
+        ("text", ["Header"], "Acme Confidential"),
+        ("text", ["Header"], "Cover page header"),
+        ("table_row", ["Footer"], "Owner: IT desk; Phone: 8000"),
+        ("text", ["Footer"], "Appendix footer"),
+    ]

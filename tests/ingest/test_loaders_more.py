@@ -38,6 +38,8 @@ def test_chinese_doc_through_libreoffice_keeps_headings_and_table() -> None:
     assert intro.heading_path == ["章节1", "章节1.2"]
     rows = [s.text for s in doc.sections if s.kind == "table_row"]
     assert rows == ["11: 21; 12: 22; 13: 23", "11: 31; 12: 32; 13: 33"]
+    page = [(s.heading_path, s.text) for s in doc.sections if s.heading_path[:1] in (["Header"], ["Footer"])]
+    assert page == [(["Header"], "页眉左 页眉中 页眉右"), (["Footer"], "页脚内容")]  # once, not per page
 
 
 def test_ppt_keeps_slides_and_speaker_notes() -> None:

@@ -40,6 +40,7 @@ from lore.api.routers import (
     sessions,
     traces,
     versions,
+    web_sources,
 )
 from lore.api.security import Hardening, error_response, validation_errors
 from lore.engine import Lore
@@ -125,6 +126,7 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
         keys,
         passages,
         audit,
+        web_sources,
     ):
         app.include_router(module.router)
 

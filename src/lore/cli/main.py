@@ -189,10 +189,12 @@ def ingest(
     try:
         if not inputs and not sitemap:
             raise LoreError("give files, folders or URLs to ingest, or --sitemap URL")
-        if (c := remote.client()) is not None:
-            if sitemap or len(files) < len(inputs):
-                raise LoreError("web pages are ingested locally only; drop --server for URLs and --sitemap")
-            report = remote.ingest(c, kb, files)  # upload, then index those files on the server
+        if (
+            c := remote.client()
+        ) is not None:  # files uploaded, then indexed; web pages crawled by the server
+            report = remote.ingest(c, kb, files) if files else IngestReport()
+            urls = [p for p in inputs if is_url(p)]
+            report.files += remote.ingest_web(c, kb, urls, sitemap, prefix, max_pages).files
         else:
             lore = _lore()
             lore.catalog.get_kb(kb)

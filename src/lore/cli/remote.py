@@ -104,6 +104,26 @@ def ingest(c: LoreClient, kb: str, paths: list[Path]) -> IngestReport:
         return report_of(c.ingest(kb, names))
 
 
+def ingest_web(
+    c: LoreClient, kb: str, urls: list[str], sitemap: str | None, prefix: str | None, max_pages: int
+) -> IngestReport:
+    """Have the server crawl each URL (and the sitemap) inside its `api.web_sources`; refusals printed."""
+    report = IngestReport()
+    refused: list[tuple[str, str]] = []
+    targets = [(u, False) for u in urls] + ([(sitemap, True)] if sitemap else [])
+    for url, is_sitemap in targets:
+        with console.status(f"the server is crawling {url[-60:]}…"):
+            result = c.ingest_url(kb, url, sitemap=is_sitemap, prefix=prefix, max_pages=max_pages)
+        report.files += report_of(result).files
+        refused += result.refused
+    if refused:
+        table = Table("URL not fetched", "reason", title="web")
+        for url, reason in refused:
+            table.add_row(url, reason)
+        console.print(table)
+    return report
+
+
 def build(c: LoreClient, kb: str, sources: list[Path], **options: Any) -> IngestResult:
     names = upload(c, kb, sources)
     with console.status("building…") as status:

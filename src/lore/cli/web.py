@@ -8,7 +8,7 @@ from rich.table import Table
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.ingest.files import SourceFile
-from lore.ingest.web import WebCrawler, check_url
+from lore.ingest.web import WebCrawler, cache_dir, fetch_pages
 
 
 def is_url(value: str) -> bool:
@@ -27,26 +27,15 @@ def fetch_sources(
 ) -> list[SourceFile]:
     """Crawl each URL (and the sitemap) into the KB's web cache; refused URLs are printed."""
     crawler = WebCrawler(
-        lore.settings.home / "web" / kb,
+        cache_dir(lore.settings.home, kb),
         max_pages=max_pages,
         max_bytes=int(lore.settings.ingest.max_file_mb * 1e6),
     )
-    sources: list[SourceFile] = []
-    refused: list[tuple[str, str]] = []
-    unchanged = 0
     try:
-        for url in urls:
-            crawl = crawler.crawl(check_url(url), prefix)
-            sources += crawl.sources
-            refused += crawl.refused
-            unchanged += crawl.unchanged
-        if sitemap:
-            crawl = crawler.sitemap(check_url(sitemap), prefix)
-            sources += crawl.sources
-            refused += crawl.refused
-            unchanged += crawl.unchanged
+        crawl = fetch_pages(crawler, urls, sitemap, prefix)
     finally:
         crawler.close()
+    sources, refused, unchanged = crawl.sources, crawl.refused, crawl.unchanged
     if refused:
         table = Table("URL not fetched", "reason", title="web")
         for url, reason in refused:
@@ -55,4 +44,4 @@ def fetch_sources(
     console.print(f"web: {len(sources)} pages fetched ({unchanged} not modified since the last crawl)")
     if not sources and (urls or sitemap):
         raise LoreError("no web page could be fetched" + (f": {refused[0][1]}" if refused else ""))
-    return list({s.name: s for s in sources}.values())
+    return sources

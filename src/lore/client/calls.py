@@ -166,6 +166,16 @@ def ingest(kb: str, body: dict[str, Any]) -> Call[IngestResult]:
     return Call("POST", kb_path(kb, "/ingest"), IngestResult.from_json, json=body)
 
 
+def ingest_url(
+    kb: str, url: str, sitemap: bool, prefix: str | None, max_pages: int | None, dataset: str | None
+) -> Call[IngestResult]:
+    """Web pages crawled by the server (inside its `api.web_sources`) and indexed."""
+    body: dict[str, Any] = {"url": url, "sitemap": sitemap, "prefix": prefix, "max_pages": max_pages}
+    if dataset is not None:
+        body["dataset"] = dataset
+    return Call("POST", kb_path(kb, "/sources"), IngestResult.from_json, json=body)
+
+
 def build(kb: str, body: dict[str, Any]) -> Call[IngestResult]:
     """A build, queued as a job whose events (progress, then the result) stream back."""
     return Call("POST", kb_path(kb, "/builds/stream"), IngestResult.from_json, json=body)

@@ -153,6 +153,8 @@ class IngestResult:
     counts: dict[str, int]
     version: Version | None = None  # builds: the version made
     gate_reasons: list[str] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)  # web sources: (URL, reason) not fetched
+    unchanged: int = 0  # web sources: pages the server answered 304 Not Modified
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> IngestResult:
@@ -164,6 +166,8 @@ class IngestResult:
             data.get("counts", {}),
             Version.from_json(version) if isinstance(version, dict) else None,
             data.get("gate_reasons", []),
+            [(r["url"], r["reason"]) for r in data.get("refused", [])],
+            data.get("unchanged", 0),
         )
 
     def count(self, status: str) -> int:

@@ -120,6 +120,20 @@ class LoreClient:
         """Index uploaded `files` (default: every upload) and server `paths` into an unversioned KB."""
         return self._run(calls.ingest(kb, calls.sources(files, paths, dataset)))
 
+    def ingest_url(
+        self,
+        kb: str,
+        url: str,
+        *,
+        sitemap: bool = False,
+        prefix: str | None = None,
+        max_pages: int | None = None,
+        dataset: str | None = None,
+    ) -> IngestResult:
+        """Have the server crawl `url` (links under `prefix`), or the sitemap at `url`, and index the pages
+        (`max_pages`: the server's default, 100, when None)."""
+        return self._run(calls.ingest_url(kb, url, sitemap, prefix, max_pages, dataset))
+
     def upload_and_ingest(
         self, kb: str, paths: list[str | Path], progress: UploadProgress | None = None
     ) -> IngestResult:

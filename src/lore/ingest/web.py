@@ -23,6 +23,7 @@ from lxml import etree
 from lore.errors import LoadError, LoreError
 from lore.ingest.files import SourceFile
 from lore.ingest.loaders.encoding import decode_bytes
+from lore.ingest.web_guard import WebGuard
 
 USER_AGENT = "LoreBot/0.1 (+knowledge-base ingest)"
 _HTML = ("text/html", "application/xhtml+xml")
@@ -49,6 +50,7 @@ class WebCrawler:
         max_bytes: int = 20_000_000,
         timeout_s: float = 20.0,
         user_agent: str = USER_AGENT,
+        guard: WebGuard | None = None,
     ) -> None:
         self.cache_dir, self.max_pages, self.max_bytes, self.user_agent = (
             cache_dir,
@@ -56,8 +58,12 @@ class WebCrawler:
             max_bytes,
             user_agent,
         )
+        self.guard = guard  # with one, every request (redirects too) must be inside its allow-list
         self.client = httpx.Client(
-            timeout=timeout_s, follow_redirects=True, headers={"User-Agent": user_agent}
+            timeout=timeout_s,
+            follow_redirects=True,
+            headers={"User-Agent": user_agent},
+            event_hooks={"request": [guard.hook]} if guard is not None else None,
         )
         self._robots: dict[str, RobotFileParser] = {}
         self._state_file = cache_dir / "pages.json"
@@ -90,6 +96,9 @@ class WebCrawler:
         try:
             while queue and len(crawl.sources) < self.max_pages:
                 url = queue.popleft()
+                if self.guard is not None and (reason := self.guard.refusal(url)):
+                    crawl.refused.append((url, reason))
+                    continue
                 try:
                     source, links = self._page(url, crawl)
                 except LoreError as exc:
@@ -194,6 +203,27 @@ class WebCrawler:
         if root.tag == f"{_SITEMAP_NS}sitemapindex" and depth < 3:
             return [u for sub in locs for u in self._sitemap_urls(sub, depth + 1)]
         return list(dict.fromkeys(locs))
+
+
+def cache_dir(home: Path, kb: str) -> Path:
+    """Where a KB's fetched pages and their validators live (shared by CLI and API crawls)."""
+    return home / "web" / kb
+
+
+def fetch_pages(
+    crawler: WebCrawler, urls: list[str], sitemap: str | None = None, prefix: str | None = None
+) -> Crawl:
+    """Crawl from each URL, and the pages a sitemap lists, into one Crawl (each page once)."""
+    total = Crawl()
+    parts = [crawler.crawl(check_url(u), prefix) for u in urls]
+    if sitemap:
+        parts.append(crawler.sitemap(check_url(sitemap), prefix))
+    for part in parts:
+        total.sources += part.sources
+        total.refused += part.refused
+        total.unchanged += part.unchanged
+    total.sources = list({s.name: s for s in total.sources}.values())
+    return total
 
 
 def _main_text(html: str, url: str) -> tuple[str | None, list[str], bool]:

@@ -1,4 +1,5 @@
-"""Word (.docx) loader: paragraphs and tables in body order, headings from styles or outline levels."""
+"""Word (.docx) loader: paragraphs, text boxes and tables in body order, headings from styles or outline
+levels, then page headers and footers (once each, however many sections repeat them)."""
 
 from __future__ import annotations
 
@@ -18,12 +19,14 @@ _HEADING_STYLE = re.compile(r"^(?:heading|标题)\s*(\d)$", re.IGNORECASE)
 _W_NS = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _BLIP = "{http://schemas.openxmlformats.org/drawingml/2006/main}blip"
 _R_EMBED = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}embed"
+_MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
 
 
 def load_docx(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     """Text sections grouped under their heading path; each table row as a `table_row` section.
 
-    Pictures in paragraphs are read by OCR (with `options.ocr`) where they stand.
+    Text boxes and pictures (OCR, with `options.ocr`) are read where they stand; page headers and footers
+    come last as sections under "Header" / "Footer".
     """
     import docx
     from docx.opc.exceptions import PackageNotFoundError
@@ -56,11 +59,14 @@ def load_docx(path: Path, options: LoadOptions) -> list[LoadedDocument]:
         style = (block.style.name or "").lower() if block.style is not None else ""
         if options.ocr:
             lines.extend(_picture_texts(block, document, loaded))
+        boxes = _text_box_lines(block._p, document)  # after the paragraph's own text
         if not text or style.startswith("toc"):  # table-of-contents entries repeat the headings
+            lines.extend(boxes)
             continue
         level = _heading_level(block)
         if level is None:
             lines.append(f"- {text}" if "list" in style else text)
+            lines.extend(boxes)
             continue
         flush()
         if level == 0 and loaded.title is None:
@@ -68,8 +74,62 @@ def load_docx(path: Path, options: LoadOptions) -> list[LoadedDocument]:
         while stack and stack[-1][0] >= level:
             stack.pop()
         stack.append((level, text))
+        lines.extend(boxes)
     flush()
+    sections.extend(_header_footer_sections(document))
     return [loaded]
+
+
+def _header_footer_sections(document: Any) -> list[Section]:
+    """Text of the headers and footers Word shows, de-duplicated across document sections (pictures not
+    read: there they are mostly logos)."""
+    from docx.table import Table
+
+    even = bool(document.settings.odd_and_even_pages_header_footer)
+    seen: set[str] = set()
+    found: list[Section] = []
+    for part_name, label in (("header", "Header"), ("footer", "Footer")):
+        for doc_section in document.sections:
+            kinds = [part_name]
+            if doc_section.different_first_page_header_footer:
+                kinds.append(f"first_page_{part_name}")
+            if even:
+                kinds.append(f"even_page_{part_name}")
+            for kind in kinds:
+                part = getattr(doc_section, kind)
+                if part.is_linked_to_previous:
+                    continue  # no own definition: shows the previous section's (or none)
+                for block in _body_blocks(part._element, part):
+                    if isinstance(block, Table):
+                        rows = _table_sections(block, [label])
+                    else:
+                        lines = [_clean(block.text), *_text_box_lines(block._p, part)]
+                        rows = [Section(text="\n".join(t for t in lines if t), heading_path=[label])]
+                    for row in rows:  # a page number alone ("2", "- 2 -") is no content
+                        if any(ch.isalpha() for ch in row.text) and row.text not in seen:
+                            seen.add(row.text)
+                            found.append(row)
+    return found
+
+
+def _text_box_lines(element: Any, parent: Any) -> list[str]:
+    """Paragraph texts inside the text boxes anchored in `element` (the VML fallback copy skipped)."""
+    from docx.text.paragraph import Paragraph
+
+    lines = []
+    for content in element.iter(f"{_W_NS}txbxContent"):
+        if any(a.tag == _MC_FALLBACK for a in content.iterancestors()):
+            continue
+        for child in content.iterchildren(f"{_W_NS}p"):
+            text = _clean(Paragraph(child, parent).text)
+            if text:
+                lines.append(text)
+    return lines
+
+
+def _clean(text: str) -> str:
+    """Tabs (header columns) as spaces, outer blanks trimmed."""
+    return " ".join(part.strip() for part in text.split("\t") if part.strip())
 
 
 def _picture_texts(paragraph: Any, document: Any, loaded: LoadedDocument) -> list[str]:
