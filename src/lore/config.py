@@ -127,7 +127,9 @@ class RetrieveSettings(_Section):
 class RerankSettings(_Section):
     """Second-stage ranking: recall_k candidates -> the first `rerank_k` re-scored -> `top_k` kept."""
 
-    provider: str = "ltr"  # ltr (offline, shipped; the default) | none | http (/rerank endpoint) | llm (chat endpoint) | plug-in
+    provider: str = (
+        "none"  # none | ltr (offline, shipped) | http (/rerank endpoint) | llm (chat endpoint) | plug-in
+    )
     rerank_k: int = Field(default=50, gt=0, le=1000)
     top_k: int | None = Field(
         default=None, gt=0, le=200

@@ -179,7 +179,7 @@ def candidate_features(query: str, hits: Sequence[Hit]) -> np.ndarray:
     doc_terms: dict[str, set[str]] = {}
     for i, (h, toks) in enumerate(zip(hits, body, strict=True)):
         tset = body_sets[i] & q_set
-        doc_terms.setdefault(h.chunk.document_id, set()).update(tset)
+        doc_terms.setdefault(h.chunk.parent_id, set()).update(tset)
         rows[i, col["cover"]] = len(tset) / len(q_set) if q_set else np.nan
         rows[i, col["cover_idf"]] = sum(idf[t] for t in tset) / idf_total
         head = " ".join([h.chunk.title or "", *h.chunk.heading_path])
@@ -198,7 +198,7 @@ def candidate_features(query: str, hits: Sequence[Hit]) -> np.ndarray:
         rows[i, col["chunk_index"]] = h.chunk.chunk_index
         rows[i, col["chunk_len"]] = len(toks)
         rows[i, col["table_row"] : col["cell_cover"] + 1] = _kind_features(h, q_set, idf, idf_total)
-    docs = [h.chunk.document_id for h in hits]
+    docs = [h.chunk.parent_id for h in hits]
     for doc in set(docs):
         idx = [i for i, d in enumerate(docs) if d == doc]
         rows[idx, col["doc_chunks"]] = len(idx)
