@@ -1,7 +1,8 @@
 """Features of first-stage candidates for the learned reranker: dense/BM25 scores and ranks relative to
 the candidate list, query-term coverage (chunk, title, parent), proximity, chunk position,
 document-level aggregation and the chunk's kind (prose, table row, FAQ) with its column-name and cell
-matches. Everything is relative to the query's own list, so the model carries over
+matches. The `doc_*` features aggregate a chunk's siblings under the same parent (in the training sets a
+passage is one parent). Everything is relative to the query's own list, so the model carries over
 between corpora, languages and score scales."""
 
 from __future__ import annotations
