@@ -212,8 +212,11 @@ def main() -> None:
         path = Path(folder) / ("qrels.tsv" if split == "test" else f"qrels_{split}.tsv")
         return hashlib.sha256(path.read_bytes()).hexdigest()
 
+    kind_col = {k: FEATURES.index(k) for k in ("table_row", "faq")}
+    kinds = ["doc"] + [k for k, c in kind_col.items() if any((x[:, c] == 1).any() for x in xs)]
     meta = {
         "features": FEATURES,
+        "kinds": kinds,  # chunk kinds in the training candidates; others keep their first-stage places
         "calibration": [a, b],
         "trees": cv["rounds"],
         "params": PARAMS,

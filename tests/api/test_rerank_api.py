@@ -51,7 +51,7 @@ def test_search_reranks_by_default_and_not_when_asked_not_to(
 
 
 def test_rerank_true_without_a_reranker_is_a_400(api_home: Path, keys: Keys) -> None:
-    lore = Lore(load_settings(home=api_home, api={"rate_limit_per_minute": 0}))
+    lore = Lore(load_settings(home=api_home, api={"rate_limit_per_minute": 0}, rerank={"provider": "none"}))
     try:
         with TestClient(create_app(lore), headers=auth(keys.staff)) as c:
             r = c.post("/api/search", json={"kb": "hb", "query": "annual leave", "rerank": True})

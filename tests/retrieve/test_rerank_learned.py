@@ -119,3 +119,38 @@ def test_registry_none_unknown_and_plugins(lore: Lore) -> None:
         assert got == first[::-1][: len(got)]
     finally:
         plug.close()
+
+
+def test_table_row_features_match_column_names_and_cells(lore: Lore) -> None:
+    q = "LF-200 的保修期多久"
+    hits = candidates(lore, q)
+    x = candidate_features(q, hits)
+    col = {f: i for i, f in enumerate(FEATURES)}
+    rows = [i for i, h in enumerate(hits) if h.chunk.source_type == "table_row"]
+    prose = [i for i, h in enumerate(hits) if h.chunk.source_type == "doc"]
+    assert rows and prose
+    assert (x[rows, col["table_row"]] == 1).all() and (x[prose, col["table_row"]] == 0).all()
+    assert np.isnan(x[prose, col["field_cover"]]).all() and np.isnan(x[prose, col["cell_cover"]]).all()
+    lf200 = next(i for i in rows if "LF-200 Picker" in hits[i].chunk.text)
+    assert x[lf200, col["field_cover"]] > 0  # 保修期 is a column name
+    assert x[lf200, col["cell_cover"]] > 0  # LF-200 is a cell value
+    faq = [replace(h, chunk=replace(h.chunk, source_type="faq")) for h in hits[:3]]
+    assert (candidate_features(q, faq)[:, col["faq"]] == 1).all()
+
+
+def test_kinds_the_model_never_saw_keep_their_first_stage_places(lore: Lore) -> None:
+    q = QUESTIONS[1]
+    hits = candidates(lore, q)
+    fixed = {1, 4}
+    mixed = [
+        replace(h, chunk=replace(h.chunk, source_type="faq" if i in fixed else "doc"))
+        for i, h in enumerate(hits)
+    ]
+    ranker = LearnedReranker()
+    assert "faq" not in ranker.kinds
+    ranked = ranker.rerank(q, mixed)
+    assert [i for i, h in enumerate(ranked) if h.chunk.source_type == "faq"] == sorted(fixed)
+    assert [ranked[i].chunk.chunk_id for i in fixed] == [mixed[i].chunk.chunk_id for i in fixed]
+    scores = [h.rerank_score for h in ranked]
+    assert all(s is not None for s in scores) and scores == sorted(scores, reverse=True)
+    assert [d for d, _ in rank_documents(ranked)] == list(dict.fromkeys(h.chunk.document_id for h in ranked))

@@ -1,6 +1,8 @@
 """Features of first-stage candidates for the learned reranker: dense/BM25 scores and ranks relative to
-the candidate list, query-term coverage (chunk, title, parent), proximity, chunk position and
-document-level aggregation. Everything is relative to the query's own list, so the model carries over
+the candidate list, query-term coverage (chunk, title, parent), proximity, chunk position,
+document-level aggregation and the chunk's kind (prose, table row, FAQ) with its column-name and cell
+matches. The `doc_*` features aggregate a chunk's siblings under the same parent (in the training sets a
+passage is one parent). Everything is relative to the query's own list, so the model carries over
 between corpora, languages and score scales."""
 
 from __future__ import annotations
@@ -47,7 +49,12 @@ FEATURES = [
     "doc_cover_idf",
     "q_len",
     "zh",
+    "table_row",
+    "faq",
+    "field_cover",
+    "cell_cover",
 ]
+_CELL = re.compile(r"(?:^|;\s*)([^:;]{1,80}):\s*([^;]*)")
 
 
 _RUNS = re.compile(rf"([{CJK}]+)|([^\W_{CJK}]+)")
@@ -107,6 +114,28 @@ def _span(positions: dict[str, list[int]]) -> float:
     return best / need
 
 
+def fields(text: str) -> list[tuple[str, str]]:
+    """The (column name, cell value) pairs of a table-row chunk ("name: value; name: value")."""
+    return [(m.group(1).strip(), m.group(2).strip()) for m in _CELL.finditer(text)]
+
+
+def _kind_features(hit: Hit, q_set: set[str], idf: dict[str, float], idf_total: float) -> tuple[float, ...]:
+    """(table_row, faq, field_cover, cell_cover): idf-weighted shares of the query's terms found in a
+    table row's column names and in its cell values (NaN for other kinds)."""
+    kind = hit.chunk.source_type
+    if kind != "table_row":
+        return (0.0, float(kind == "faq"), math.nan, math.nan)
+    pairs = fields(hit.chunk.text)
+    names = _term_set(" ".join(n for n, _ in pairs)) & q_set
+    cells = _term_set(" ".join(v for _, v in pairs)) & q_set
+    return (
+        1.0,
+        0.0,
+        sum(idf[t] for t in names) / idf_total,
+        sum(idf[t] for t in cells) / idf_total,
+    )
+
+
 def candidate_features(query: str, hits: Sequence[Hit]) -> np.ndarray:
     """A (len(hits), len(FEATURES)) float32 matrix; NaN where a feature does not apply."""
     n = len(hits)
@@ -151,7 +180,7 @@ def candidate_features(query: str, hits: Sequence[Hit]) -> np.ndarray:
     doc_terms: dict[str, set[str]] = {}
     for i, (h, toks) in enumerate(zip(hits, body, strict=True)):
         tset = body_sets[i] & q_set
-        doc_terms.setdefault(h.chunk.document_id, set()).update(tset)
+        doc_terms.setdefault(h.chunk.parent_id, set()).update(tset)
         rows[i, col["cover"]] = len(tset) / len(q_set) if q_set else np.nan
         rows[i, col["cover_idf"]] = sum(idf[t] for t in tset) / idf_total
         head = " ".join([h.chunk.title or "", *h.chunk.heading_path])
@@ -169,7 +198,8 @@ def candidate_features(query: str, hits: Sequence[Hit]) -> np.ndarray:
         rows[i, col["span"]] = _span(positions)
         rows[i, col["chunk_index"]] = h.chunk.chunk_index
         rows[i, col["chunk_len"]] = len(toks)
-    docs = [h.chunk.document_id for h in hits]
+        rows[i, col["table_row"] : col["cell_cover"] + 1] = _kind_features(h, q_set, idf, idf_total)
+    docs = [h.chunk.parent_id for h in hits]
     for doc in set(docs):
         idx = [i for i, d in enumerate(docs) if d == doc]
         rows[idx, col["doc_chunks"]] = len(idx)
