@@ -6,6 +6,7 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from lore.errors import LoreError
 
@@ -14,7 +15,8 @@ err = Console(stderr=True)
 
 def fail(exc: LoreError) -> NoReturn:
     """Print a Lore error in red on stderr and exit with code 2 (bad input or state)."""
-    err.print(f"[bold red]error:[/] {exc}")
+    # soft_wrap: a long path or message stays on one line (copyable); escape: brackets in it are text.
+    err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
     raise typer.Exit(2)
 
 
