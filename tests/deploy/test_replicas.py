@@ -219,7 +219,10 @@ def test_the_rate_limit_holds_across_replicas(cluster: Cluster) -> None:
     refilled = (time.monotonic() - started) * LIMIT / 60  # a loaded machine is slow: more refills meanwhile
     # One bucket for all three processes: LIMIT pass, plus what refills meanwhile (1 a second). Per process,
     # all would pass.
-    assert LIMIT <= codes[200] <= LIMIT + refilled + 5 and codes[429] == 2 * LIMIT - codes[200], (codes, refilled)
+    assert LIMIT <= codes[200] <= LIMIT + refilled + 5 and codes[429] == 2 * LIMIT - codes[200], (
+        codes,
+        refilled,
+    )
     assert codes[429] > 0, codes
     metrics = httpx.get(f"{cluster.b.url}/metrics").text  # the sum over B's worker processes
     assert 'lore_http_requests_total{method="GET",route="/api/kbs",status="429"}' in metrics

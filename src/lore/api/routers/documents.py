@@ -22,7 +22,7 @@ from lore.api.access import (
 )
 from lore.api.deps import Caller, State
 from lore.api.limits import PositiveInt
-from lore.api.routers.ingest import _uploaded
+from lore.api.routers.ingest import uploaded
 from lore.api.routers.kbs import uploads_dir
 from lore.catalog import KnowledgeBase
 from lore.catalog.models import FileRecord
@@ -213,11 +213,11 @@ async def page_image(kb: str, name: str, page: PositiveInt, scope: Caller, state
     def run() -> bytes:
         lore = state.lore
         record = require_kb(lore, scope, kb)
-        path = own_name(lore, record, scope, name)
-        require_file(lore, record, path, scope)
+        path = uploaded(lore, record, name, scope)
+        require_file(lore, record, path.name, scope)
         if not name.lower().endswith(".pdf"):
             raise NotFoundError(f"'{name}' is not a PDF: it has no page images")
-        return render_page(_uploaded(lore, kb, path), page)
+        return render_page(path, page)
 
     png = await run_in_threadpool(run)
     return Response(png, media_type="image/png", headers={"Cache-Control": "private, no-store"})
