@@ -99,7 +99,8 @@ class Lore:
 
     @cached_property
     def reranker(self) -> Reranker | None:
-        """The configured second-stage ranker (`[rerank] provider`), shared by every search; None for "none"."""
+        """The configured second-stage ranker (`[rerank] provider`), shared by every search; None for
+        "none"."""
         r = self.settings.rerank
         return make_reranker(r, llm=self.llm if r.provider == "llm" else None)
 
@@ -216,8 +217,8 @@ class Lore:
     ) -> IngestReport:
         """Ingest files and folders straight into an unversioned KB; bad files are reported.
 
-        `chunk_metadata` sets chunk fields (e.g. the caller's tenant); `custom_chunks` supplies a file's chunks;
-        `sources` are files already found elsewhere (e.g. fetched web pages named by their URL).
+        `chunk_metadata` sets chunk fields (e.g. the caller's tenant); `custom_chunks` supplies a file's
+        chunks; `sources` are files already found elsewhere (e.g. fetched web pages named by their URL).
         """
         kb = self.catalog.get_kb(name)
         if self.catalog.has_versions(kb.id):

@@ -94,7 +94,10 @@ def test_the_chosen_sentence_holds_the_asked_type_and_ties_go_to_the_higher_rank
 
 
 def test_faq_row_is_answered_with_its_answer_cell() -> None:
-    row = "question: What is the refund window?; answer: Hardware can be returned within 30 days. Paid in 14 days."
+    row = (
+        "question: What is the refund window?; answer: Hardware can be returned within 30 days. Paid in "
+        "14 days."
+    )
     assert faq_cells(row) == (
         "What is the refund window?",
         "Hardware can be returned within 30 days. Paid in 14 days.",

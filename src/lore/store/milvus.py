@@ -189,7 +189,8 @@ class MilvusStore:
         found = int(dense["params"]["dim"])
         if found != self.dim:
             raise EmbeddingMismatchError(
-                f"Milvus collection {self.name!r} holds {found}-d vectors, the embedding model gives {self.dim}-d"
+                f"Milvus collection {self.name!r} holds {found}-d vectors, the embedding model gives "
+                f"{self.dim}-d"
             )
 
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, tokens: Sequence[list[str]]) -> None:

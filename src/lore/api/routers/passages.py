@@ -33,7 +33,8 @@ def _valid_at(chunk: Chunk, seq: int | None) -> bool:
 def readable(
     lore: Lore, kb: KnowledgeBase, scope: Grant, chunks: list[Chunk], version: int | None
 ) -> tuple[list[Chunk], int | None]:
-    """The chunks the caller reads at the version (active unless named: the policy decides), and its number."""
+    """The chunks the caller reads at the version (active unless named: the policy decides), and its
+    number."""
     require_kb(lore, scope, kb.name, Action.READ if version is None else Action.READ_VERSION)
     flt = lore.scoped(kb, search_options(lore, scope), version).filter
     seq = flt.version_seq

@@ -70,7 +70,8 @@ def loader_for(path: Path) -> Loader:
 
 def load_file(path: Path, *, ocr: bool = True, limits: FileLimits | None = None) -> list[LoadedDocument]:
     """Load one file with its loader; any unexpected failure becomes a `corrupt` `LoadError`. `limits`
-    (default: the default limits) are checked before parsing: ZIP-based formats' size and entries, PDF pages."""
+    (default: the default limits) are checked before parsing: ZIP-based formats' size and entries, PDF
+    pages."""
     loader = loader_for(path)
     check_file(path, limits or FileLimits())
     try:
