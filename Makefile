@@ -39,6 +39,7 @@ test: install browser office lint
 lint: install
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/lint-imports
 
 bench: install
 	$(BIN)/python benchmarks/retrieval.py --dataset ../shared/datasets/scifact

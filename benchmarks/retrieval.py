@@ -29,9 +29,9 @@ from lore.ingest.loaders import load_file
 from lore.ingest.pipeline import chunk_document, index_text
 from lore.lexical import tokenize
 from lore.retrieve.documents import rank_documents
-from lore.retrieve.fusion import rrf
 from lore.retrieve.rerank.learned import LearnedReranker
 from lore.retrieve.search import Retriever, SearchOptions
+from lore.store.fusion import rrf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ingest_with_progress, open_benchmark_kb

@@ -9,9 +9,9 @@ import pytest
 
 from lore.embed.cache import RedisEmbeddingCache
 from lore.engine import Lore
+from lore.retrieve.cache import SearchCache, cache_key
 from lore.retrieve.search import SearchOptions
 from lore.retrieve.semantic_cache import SemanticCache, scope_key
-from lore.scenario.cache import SearchCache, cache_key
 from lore.schema import Chunk, Hit
 from lore.state.cache import LocalCache, RedisCache, make_cache
 from lore.state.redis import redis_client

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from lore.answer.context import build_passages
 from lore.answer.evidence import EvidenceModel, default_model, evidence_features
-from lore.answer.sentences import split_sentences
 from lore.config import AnswerSettings
 from lore.embed.cache import embed_texts
 from lore.errors import LoreError
@@ -29,6 +28,7 @@ from lore.ingest.chunking import text_units
 from lore.lexical import is_chinese, tokenize
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.schema import Chunk
+from lore.text.sentences import split_sentences
 
 POOL_PATH = Path(__file__).with_name("offtopic_pool.txt")
 FILE_NAME = "calibration.json"

@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from lore.answer.sentences import KEY_WEIGHT, token_weights
 from lore.embed.cache import embed_texts
 from lore.lexical import tokenize
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.schema import Hit, hit_from_record, hit_record
 from lore.state.cache import Cache, LocalCache
+from lore.text.sentences import KEY_WEIGHT, token_weights
 
 
 def scope_key(options: SearchOptions, epoch: int, namespace: str = "") -> str:

@@ -1,0 +1,1 @@
+"""Text helpers every layer may use: sentence splitting and token-overlap measures."""
