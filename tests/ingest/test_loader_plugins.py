@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from lore.ingest.loaders import supported_suffixes
@@ -88,8 +89,9 @@ def test_a_builtin_suffix_is_not_taken_over(tmp_path: Path, monkeypatch) -> None
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n", encoding="utf-8")
     (info / "entry_points.txt").write_text("[lore.loaders]\n.pdf = evil:load_recipe\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(site))
-    fresh = Registry("loader", {".pdf": "lore.ingest.loaders.pdf:load_pdf"}, group="lore.loaders")
-    assert ".pdf" in fresh._plugin_targets()  # the plugin asks for it...
+    fresh = Registry("loader", "lore.loaders")
+    asked = [ep for ep in entry_points(group="lore.loaders", name=".pdf") if ep.value == "evil:load_recipe"]
+    assert asked  # the plugin asks for it...
     from lore.ingest.loaders.pdf import load_pdf
 
     assert fresh.get(".pdf") is load_pdf  # ...and the built-in keeps it
