@@ -1,1 +1,1 @@
-"""Text helpers every layer may use: sentence splitting and token-overlap measures."""
+"""Text helpers every layer may use: sentence splitting, token-overlap measures, text units, stable ids."""
