@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lore.agent.rewrite import RewritingRetriever
 from lore.answer.pipeline import AskPipeline, Event, ScenarioStages
@@ -16,9 +16,6 @@ from lore.grant import Grant, ScopeError
 from lore.retrieve.cache import CachingRetriever, SearchCache
 from lore.retrieve.rerank import RERANK_EVENTS, RerankInfo
 from lore.retrieve.search import SearchOptions
-
-if TYPE_CHECKING:
-    pass
 
 
 class Asking(Quality):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lore.catalog import KnowledgeBase, Version
 from lore.engine.quality import Quality
@@ -18,9 +18,6 @@ from lore.ingest.gc import GcResult, collect_garbage
 from lore.ingest.loaders.limits import FileLimits
 from lore.ingest.pipeline import ChunkMetadata, CustomChunks, IngestPipeline, IngestReport, Progress
 from lore.metrics import BUILD_SECONDS, BUILDS
-
-if TYPE_CHECKING:
-    pass
 
 
 class Builds(Quality):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lore.answer import calibration
 from lore.answer.calibration import Calibration
@@ -14,9 +14,6 @@ from lore.engine.wiring import Wiring
 from lore.eval.compare import EvalQuestion, compare_scores, diff_manifests, load_eval_set, score
 from lore.retrieve.search import SearchOptions
 from lore.schema import Hit
-
-if TYPE_CHECKING:
-    pass
 
 
 class Quality(Wiring):
