@@ -32,11 +32,14 @@ office:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
 	    --no-install-recommends libreoffice-writer-nogui libreoffice-impress-nogui; }
 
-test: install browser office
+test: install browser office lint
 	$(BIN)/pytest -q -n 2 --dist loadfile
 
+# Format and lint (ruff) and the import layers (import-linter, contracts in pyproject.toml).
 lint: install
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/lint-imports
 
 bench: install
 	$(BIN)/python benchmarks/retrieval.py --dataset ../shared/datasets/scifact

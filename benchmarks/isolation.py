@@ -34,11 +34,12 @@ from lore.embed.base import get_embedder
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.engine import Lore
 from lore.lexical import tokenize
+from lore.retrieve.cache import SearchCache, cache_key
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.scenario.ask import FAQ_AGREEMENT
 from lore.scenario.build import build_scenario
-from lore.scenario.cache import SearchCache, cache_key
 from lore.scenario.config import Scenarios
+from lore.scenario.request import scenario_ask
 from lore.scenario.scope import Scope, scenario_scope
 from lore.schema import Chunk, SearchFilter
 from lore.store.base import open_store
@@ -222,7 +223,7 @@ def run_labels(lore: Lore, labels: Path, scenarios_dir: Path) -> tuple[dict, lis
     sc = Scenarios(scenarios_dir).get("hr")
     for row in rows:
         scope = scenario_scope(sc, **row.get("scope", {}))
-        end = list(lore.ask(None, row["question"], scenario="hr", scope=scope))[-1].data
+        end = list(scenario_ask(lore, None, row["question"], scenario="hr", scope=scope))[-1].data
         route = "retrieval" if end["route"] == "refused" else end["route"]
         match = (end.get("faq_match") or {}).get("question")
         results.append(

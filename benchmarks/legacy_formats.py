@@ -87,8 +87,12 @@ def readers(suffix: str) -> list[tuple[str, Callable[[Path], str]]]:
     return out
 
 
+def squash(s: str) -> str:
+    """The text without whitespace, lower-cased."""
+    return "".join(s.split()).lower()
+
+
 def main() -> None:
-    squash = lambda s: "".join(s.split()).lower()
     print("| file | reader | seconds | phrases found | note |")
     print("|---|---|---:|---:|---|")
     for name, phrases in PHRASES.items():

@@ -105,7 +105,8 @@ def main() -> int:
         shutil.copy(DOCX, home / "uploads" / "lim" / DOCX.name)
         print(f"bomb.docx: {len(bomb) / 1e3:.0f} KB, inflates to {args.inflate_mb} MB\n")
         print(
-            "| server | status | seconds | peak RSS after warm-up (MB) | peak RSS after the bomb (MB) | answer |\n|---|---|---|---|---|---|"
+            "| server | status | seconds | peak RSS after warm-up (MB) | peak RSS after the bomb (MB) | "
+            "answer |\n|---|---|---|---|---|---|"
         )
         for name, env in [
             (

@@ -4,7 +4,8 @@ The server is a separate uvicorn process (`lore serve`) over the sample handbook
 generator; clients run in this process with asyncio. Baselines in the same run: `Lore.ask` called
 directly in-process (no HTTP), and one HTTP client at a time.
 
-    OPENBLAS_NUM_THREADS=1 python benchmarks/load.py --clients 50 --seconds 60 --json-out benchmarks/out/load.json
+    OPENBLAS_NUM_THREADS=1 python benchmarks/load.py --clients 50 --seconds 60 \
+        --json-out benchmarks/out/load.json
 
 On real servers: `--replicas 2 --backend milvus --catalog postgresql` starts a `milvus-lite server`, makes a
 PostgreSQL database (127.0.0.1:5432, dropped afterwards) and runs two `lore serve` processes with their own
@@ -343,13 +344,15 @@ def main() -> None:
         )
     Console(width=200).print(table)
     print(
-        "\n| run | clients | requests | errors | req/s | p50 first ms | p95 first ms | p50 end ms | p95 end ms |"
+        "\n| run | clients | requests | errors | req/s | p50 first ms | p95 first ms | p50 end ms | p95 end "
+        "ms |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for name, clients, stats in rows:
         r = stats.row()
         print(
-            f"| {name} | {clients} | {r['requests']} | {r['errors']} | {r['rps']:.1f} | {r['p50_first_ms']:.0f} | "
+            f"| {name} | {clients} | {r['requests']} | {r['errors']} | {r['rps']:.1f} | "
+            f"{r['p50_first_ms']:.0f} | "
             f"{r['p95_first_ms']:.0f} | {r['p50_end_ms']:.0f} | {r['p95_end_ms']:.0f} |"
         )
     if load.errors:

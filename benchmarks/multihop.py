@@ -267,7 +267,8 @@ def _scifact(dataset: Path, args: argparse.Namespace) -> tuple[Path, list[Questi
 
 
 def _lower(claim: str) -> str:
-    """The claim with its first letter lowered unless the first word is a name or symbol ("ALDH1", "B3-Galectin")
+    """The claim with its first letter lowered unless the first word is a name or symbol ("ALDH1",
+    "B3-Galectin")
     — lowered only when the rest of the word is lower-case letters."""
     word = claim.split(" ", 1)[0]
     head = word.split("-", 1)[0]

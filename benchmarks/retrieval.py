@@ -26,12 +26,13 @@ from lore.eval.beir import BeirDataset, load_beir
 from lore.eval.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k, unique_in_order
 from lore.ingest.chunking import Chunker
 from lore.ingest.loaders import load_file
-from lore.ingest.pipeline import chunk_document, index_text
+from lore.ingest.pipeline import chunk_document
 from lore.lexical import tokenize
 from lore.retrieve.documents import rank_documents
-from lore.retrieve.fusion import rrf
 from lore.retrieve.rerank.learned import LearnedReranker
 from lore.retrieve.search import Retriever, SearchOptions
+from lore.schema import index_text
+from lore.store.fusion import rrf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ingest_with_progress, open_benchmark_kb

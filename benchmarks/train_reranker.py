@@ -98,7 +98,8 @@ def candidates(
 
 
 def doc_ndcg(order_scores: list[np.ndarray], docs: list[list[str]], qids: list[str], qrels: dict) -> float:
-    """Mean document-level nDCG@10 when each query's chunks are sorted by the given scores (max per document)."""
+    """Mean document-level nDCG@10 when each query's chunks are sorted by the given scores (max per
+    document)."""
     vals = []
     for s, d, q in zip(order_scores, docs, qids, strict=True):
         order = np.argsort(-s, kind="stable")

@@ -339,7 +339,8 @@ def build_pdf(path: Path) -> None:
                 raise ValueError(kind)
         page.insert_text(
             (PDF_MARGIN, PDF_HEIGHT - 30),
-            f"Lanternfish Robotics (fictional company) - LF-200 Picker product sheet - page {page_no} of {len(PDF_PAGES)}",
+            f"Lanternfish Robotics (fictional company) - LF-200 Picker product sheet - page {page_no} of "
+            f"{len(PDF_PAGES)}",
             fontname="helv",
             fontsize=8,
         )

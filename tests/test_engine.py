@@ -5,7 +5,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import lore.engine as engine_module
+import lore.engine.wiring as engine_module
 from lore.config import load_settings
 from lore.engine import Lore
 

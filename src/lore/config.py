@@ -214,7 +214,8 @@ class RedisSettings(_Section):
 
 
 class StorageSettings(_Section):
-    """Where uploads, originals, quality reports and scenario stamps live: a directory every replica shares."""
+    """Where uploads, originals, quality reports and scenario stamps live: a directory every replica
+    shares."""
 
     dir: Path | None = None  # default: `home`; set it to a shared mount (NFS, a volume) for several replicas
 

@@ -1,11 +1,12 @@
-"""The README's isolation table, generated from `lore.policy.decide` (a test keeps README and policy equal)."""
+"""The README's isolation table, generated from `lore.policy.decide` (a test keeps README and policy
+equal)."""
 
 from __future__ import annotations
 
 from lore.grant import Grant
 from lore.policy import Action, Kind, Resource, decide
 
-T, O = "t", "o"  # the caller's tenant and another one
+T, OTHER = "t", "o"  # the caller's tenant and another one
 _KEYS = {
     "employee": Grant.of_key("k1", T, ["employee"], None),
     "admin": Grant.of_key("k2", T, ["admin"], None),
@@ -13,8 +14,10 @@ _KEYS = {
 }
 _KBS = {  # ownership situations of a knowledge base
     "own KB": Resource(Kind.KB, "kb", frozenset({T}), frozenset({T})),
-    "KB shared with it, others' files in it": Resource(Kind.KB, "kb", frozenset({O, T}), frozenset({O, T})),
-    "another tenant's KB": Resource(Kind.KB, "kb", frozenset({O}), frozenset({O})),
+    "KB shared with it, others' files in it": Resource(
+        Kind.KB, "kb", frozenset({OTHER, T}), frozenset({OTHER, T})
+    ),
+    "another tenant's KB": Resource(Kind.KB, "kb", frozenset({OTHER}), frozenset({OTHER})),
 }
 _KB_ACTIONS = (
     Action.LIST,
@@ -34,12 +37,12 @@ _FILES = {
     ),
     "own file, no chunk it reads": Resource(Kind.FILE, "f", frozenset({T}), frozenset({T}), indexed=True),
     "own upload, not indexed": Resource(Kind.FILE, "f", frozenset({T}), frozenset({T})),
-    "another tenant's file": Resource(Kind.FILE, "f", frozenset({O}), frozenset({O}), indexed=True),
+    "another tenant's file": Resource(Kind.FILE, "f", frozenset({OTHER}), frozenset({OTHER}), indexed=True),
 }
 _TRACES = {
     "its own trace/session": Resource(Kind.TRACE, "x", frozenset({T}), key_id="k1"),
     "another key's, same tenant": Resource(Kind.TRACE, "x", frozenset({T}), key_id="other"),
-    "another tenant's": Resource(Kind.TRACE, "x", frozenset({O}), key_id="k9"),
+    "another tenant's": Resource(Kind.TRACE, "x", frozenset({OTHER}), key_id="k9"),
 }
 
 
@@ -75,7 +78,7 @@ def policy_table() -> str:
         *_rows(
             {
                 "its tenant's API keys": Resource(Kind.KEY, tenants=frozenset({T})),
-                "another tenant's key": Resource(Kind.KEY, tenants=frozenset({O})),
+                "another tenant's key": Resource(Kind.KEY, tenants=frozenset({OTHER})),
             },
             (Action.MANAGE_KEYS,),
             _KEYS,

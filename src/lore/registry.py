@@ -1,43 +1,46 @@
-"""One registry per kind of backend: built-ins are named lazily ("module:attr"), plugins register the
-same way in code or through a Python entry-point group, so adding a backend is adding one module."""
+"""One plug-in mechanism for every kind of backend (stores, embedders, generators, rerankers, loaders):
+Python entry points. Lore declares its built-ins in its own pyproject.toml exactly as a third-party
+package declares its plug-ins, so adding a backend is adding one module and one entry-point line."""
 
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Generic, TypeVar
 
 from lore.errors import ConfigError
 
 F = TypeVar("F")
+DISTRIBUTION = "lore-kb"  # whose entry points are the built-ins
+
+
+def _is_builtin(ep: EntryPoint) -> bool:
+    return ep.dist is not None and ep.dist.name == DISTRIBUTION
 
 
 class Registry(Generic[F]):
-    """Factories by name; a built-in's module is imported only when it is first asked for.
+    """Factories by name from the entry points of `group` (`[project.entry-points."<group>"]
+    name = "pkg.module:attr"`); a module is imported only when its name is first asked for, and a
+    built-in name is never taken over by a plug-in."""
 
-    With `group` set, installed packages add names through entry points of that group
-    (`[project.entry-points."<group>"] name = "pkg.module:attr"`); a built-in name wins.
-    """
-
-    def __init__(self, setting: str, builtin: dict[str, str], group: str | None = None) -> None:
+    def __init__(self, setting: str, group: str) -> None:
         self.setting = setting  # the setting that names the backend, for error messages
         self.group = group
-        self._builtin = dict(builtin)
         self._factories: dict[str, F] = {}
-        self._plugins: dict[str, str] | None = None  # entry points, read on first need
+        self._targets: dict[str, str] | None = None  # entry points, read on first need
 
     def register(self, name: str, factory: F) -> None:
-        """Register (or replace) the factory for `name`."""
+        """Register (or replace) the factory for `name` in this process."""
         self._factories[name] = factory
 
     def names(self) -> list[str]:
-        """Every known name: built-ins, registered factories and installed plugins."""
-        return sorted({*self._builtin, *self._factories, *self._plugin_targets()})
+        """Every known name: built-ins, installed plug-ins and factories registered in this process."""
+        return sorted({*self._factories, *self.targets()})
 
     def find(self, name: str) -> F | None:
-        """The factory for `name`, or None if no built-in, registration or plugin has it."""
+        """The factory for `name`, or None if no entry point or registration has it."""
         if name not in self._factories:
-            target = self._builtin.get(name) or self._plugin_targets().get(name)
+            target = self.targets().get(name)
             if target is None:
                 return None
             module, _, attr = target.partition(":")
@@ -53,10 +56,16 @@ class Registry(Generic[F]):
 
     def refresh(self) -> None:
         """Read the entry points again (after packages were installed in this process)."""
-        self._plugins = None
+        self._targets = None
 
-    def _plugin_targets(self) -> dict[str, str]:
-        if self._plugins is None:
-            found = entry_points(group=self.group) if self.group else ()
-            self._plugins = {ep.name: ep.value for ep in found}
-        return self._plugins
+    def targets(self) -> dict[str, str]:
+        """ "module:attr" by name: the plug-ins' entry points, then the built-ins' over them."""
+        if self._targets is None:
+            found = sorted(entry_points(group=self.group), key=_is_builtin)  # built-ins last: they win
+            self._targets = {ep.name: ep.value for ep in found}
+            if not any(_is_builtin(ep) for ep in found):
+                raise ConfigError(
+                    f"no built-in {self.setting} found in the {self.group!r} entry points: "
+                    f"is {DISTRIBUTION} installed (`pip install -e .`)?"
+                )
+        return self._targets

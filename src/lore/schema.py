@@ -159,3 +159,12 @@ def hit_from_record(record: dict[str, Any]) -> Hit:
     """The hit `hit_record` made."""
     data = dict(record)
     return Hit(Chunk(**data.pop("chunk")), **data)
+
+
+def index_text(chunk: Chunk) -> str:
+    """The text that is embedded and tokenised: the chunk with its title/heading/sheet context."""
+    context = [chunk.title] if chunk.title and chunk.title not in chunk.heading_path else []
+    context += chunk.heading_path
+    if chunk.sheet:
+        context.append(chunk.sheet)
+    return (" / ".join(context) + "\n" + chunk.text) if context else chunk.text

@@ -68,13 +68,15 @@ def test_comparisons(question: str, kind: str, subs: list[str]) -> None:
                 "What are the prices of LF-700?",
             ],
         ),
-        # an opening repeated after "and" ("that", "about whether") starts a second question with the same head
+        # an opening repeated after "and" ("that", "about whether") starts a second question with the same
+        # head
         (
             "Is it true that statins lower LDL, and that aspirin prevents stroke?",
             ["Is it true that statins lower LDL?", "Is it true that aspirin prevents stroke?"],
         ),
         (
-            "What is known about whether exercise improves sleep and about whether coffee raises blood pressure?",
+            "What is known about whether exercise improves sleep and about whether coffee raises blood "
+            "pressure?",
             [
                 "What is known about whether exercise improves sleep?",
                 "What is known about whether coffee raises blood pressure?",

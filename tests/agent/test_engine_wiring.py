@@ -13,6 +13,7 @@ from lore.engine import Lore
 from lore.errors import LoreError
 from lore.scenario.build import build_scenario
 from lore.scenario.config import Scenarios
+from lore.scenario.request import scenario_ask
 from tests.agent.conftest import finish, statuses
 from tests.scenario.conftest import copy_scenarios, scenario_lore
 
@@ -47,18 +48,24 @@ def test_deep_mode_in_a_scenario_keeps_routing_and_faq(tmp_path: Path) -> None:
     scenarios = copy_scenarios(tmp_path / "scenarios")
     lore = scenario_lore(tmp_path / "home", scenarios)
     build_scenario(lore, Scenarios(scenarios).get("hr"), activate=True)
-    hello = finish(list(lore.ask(None, "你好", scenario="hr", mode="deep")))
+    hello = finish(list(scenario_ask(lore, None, "你好", scenario="hr", mode="deep")))
     assert hello["mode"] == "fast" and hello["route"] == "greeting"
-    faq = finish(list(lore.ask(None, "如何申请年假？", scenario="hr", mode="deep")))
+    faq = finish(list(scenario_ask(lore, None, "如何申请年假？", scenario="hr", mode="deep")))
     assert faq["route"] == "faq_exact" and "我的假期" in faq["answer"]
     # Scenario questions with query rewriting, and a multi-part scenario question in deep mode.
     for rewrite in ("on", "hyde"):
-        end = finish(list(lore.ask(None, "一线城市出差住宿每晚最多多少钱？", scenario="hr", rewrite=rewrite)))
+        end = finish(
+            list(scenario_ask(lore, None, "一线城市出差住宿每晚最多多少钱？", scenario="hr", rewrite=rewrite))
+        )
         assert (
             "600" in end["answer"] and end["rewrite"]["mode"] == rewrite
         )  # not served the other mode's search
     both = finish(
-        list(lore.ask(None, "一线城市出差住宿每晚最多多少钱？试用期多长？", scenario="hr", mode="deep"))
+        list(
+            scenario_ask(
+                lore, None, "一线城市出差住宿每晚最多多少钱？试用期多长？", scenario="hr", mode="deep"
+            )
+        )
     )
     assert both["mode"] == "deep" and len(both["sub_questions"]) == 2 and "600" in both["answer"]
     lore.close()

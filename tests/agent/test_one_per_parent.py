@@ -1,4 +1,5 @@
-"""A sub-question's candidates: the best hit of each parent passage, so overlapping windows do not use up slots."""
+"""A sub-question's candidates: the best hit of each parent passage, so overlapping windows do not use up
+slots."""
 
 from __future__ import annotations
 

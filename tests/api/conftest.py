@@ -1,4 +1,5 @@
-"""Fixtures for the service: a real sample KB with a second tenant's document, keys, the app, a real uvicorn."""
+"""Fixtures for the service: a real sample KB with a second tenant's document, keys, the app, a real
+uvicorn."""
 
 from __future__ import annotations
 

@@ -273,7 +273,8 @@ patterns = ["policy"]
     (folder / "faq.csv").write_text(
         "问题,答案,source,tenant,dataset,roles\n"
         f"What is the wifi canary code?,The wifi canary code is {canary(A, 'faq')}.,policy,acme,main,\n"
-        f"What is the bonus canary code?,The bonus canary code is {canary(A, 'faq_mgr')}.,policy,acme,main,manager\n",
+        "What is the bonus canary code?,The bonus canary code is "
+        f"{canary(A, 'faq_mgr')}.,policy,acme,main,manager\n",
         encoding="utf-8",
     )
     build_scenario(lore, Scenarios(root).get("ahr"), activate=True)

@@ -33,7 +33,8 @@ Expect = Callable[[Caller], int | set[int]]
 
 @dataclass
 class Call:
-    """One request of a route; `make` builds (path, json body, files) for a caller (fresh targets per cell)."""
+    """One request of a route; `make` builds (path, json body, files) for a caller (fresh targets per
+    cell)."""
 
     label: str
     make: Callable[[World, Caller], tuple[str, Any, Any]]

@@ -263,7 +263,10 @@ def test_version_diff_with_an_uploaded_or_saved_eval_set_and_who_activated(hr) -
         lore, Scenarios(lore.settings.scenario.scenarios_dir).get("hr")
     )  # a second, staged version
     h = auth(keys["admin"])
-    evals = '{"question": "出差住宿标准是多少？", "files": ["faq.csv"]}\n{"question": "试用期多长？", "files": ["faq.csv"]}\n'
+    evals = (
+        '{"question": "出差住宿标准是多少？", "files": ["faq.csv"]}\n'
+        '{"question": "试用期多长？", "files": ["faq.csv"]}\n'
+    )
     r = client.post(
         "/api/kbs/hr/diff",
         json={"base": 1, "candidate": 2, "eval_jsonl": evals, "save_as": "smoke"},

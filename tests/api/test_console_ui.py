@@ -1,4 +1,5 @@
-"""The console in a real browser against a real `lore serve`: documents, chunks, retrieval test, feedback, keys.
+"""The console in a real browser against a real `lore serve`: documents, chunks, retrieval test, feedback,
+keys.
 
 With LORE_SCREENSHOTS=<dir> (`make screenshots`) each panel is also written there as a PNG.
 """

@@ -1,4 +1,5 @@
-"""Knowledge-base admin over HTTP: upload, preview, ingest, build/activate/rollback, and the attacks on them."""
+"""Knowledge-base admin over HTTP: upload, preview, ingest, build/activate/rollback, and the attacks on
+them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Tenant, role and key isolation through the real app, on SQLite, PostgreSQL and MariaDB catalogs: originals, restricted chunks, traces and sessions,
+"""Tenant, role and key isolation through the real app, on SQLite, PostgreSQL and MariaDB catalogs:
+originals, restricted chunks, traces and sessions,
 writes to shared knowledge bases, datasets, server-path symlinks and secrets in logs."""
 
 from __future__ import annotations

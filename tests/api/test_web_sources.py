@@ -1,6 +1,7 @@
 """`POST /api/kbs/{kb}/sources`: web pages crawled by the server inside `api.web_sources`, against the small
 site of tests/ingest/test_web.py served by a local HTTP server (plus two redirects leaving the allow-list),
-through the HTTP API and through `LoreClient.ingest_url` (sync and async) and the remote CLI on a live uvicorn."""
+through the HTTP API and through `LoreClient.ingest_url` (sync and async) and the remote CLI on a live
+uvicorn."""
 
 from __future__ import annotations
 

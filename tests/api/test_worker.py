@@ -1,4 +1,5 @@
-"""`lore worker` as a real process on PostgreSQL: killed mid-build, its job's lease runs out, the next build runs."""
+"""`lore worker` as a real process on PostgreSQL: killed mid-build, its job's lease runs out, the next build
+runs."""
 
 from __future__ import annotations
 

@@ -61,7 +61,8 @@ def test_values_round_trip_exactly(db_url: str) -> None:
                 collations = set(
                     conn.execute(
                         text(
-                            "SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
+                            "SELECT TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+                            "DATABASE() "
                             "AND TABLE_NAME <> 'alembic_version'"
                         )
                     ).scalars()
@@ -70,7 +71,8 @@ def test_values_round_trip_exactly(db_url: str) -> None:
 
 
 def test_half_applied_migration_resumes(db_url: str) -> None:
-    """MariaDB commits DDL per statement: a migration stopped after its first step must finish when run again."""
+    """MariaDB commits DDL per statement: a migration stopped after its first step must finish when run
+    again."""
     engine = create_engine(db_url, poolclass=NullPool)
     try:
         with engine.begin() as conn:
@@ -285,7 +287,8 @@ def test_dropped_connection_is_retried(db_kind: str, pre_ping: bool, tmp_path: P
 
 
 def test_mysql_tables_of_other_revisions_get_binary_collation(tmp_path: Path) -> None:
-    """A table another revision created with the server's default collation (case-insensitive) is converted."""
+    """A table another revision created with the server's default collation (case-insensitive) is
+    converted."""
     if reason := server_absent("mariadb"):
         pytest.skip(reason)
     with fresh_database("mariadb", tmp_path) as url:

@@ -81,7 +81,8 @@ def test_upgrade_from_0001_keeps_data(tmp_path: Path) -> None:
         )
         conn.execute(
             text(
-                "INSERT INTO files VALUES ('f1', 'kb1', 'a.md', 'abc', 1, 1.0, 'ingested', NULL, 2, 1, 0, NULL, "
+                "INSERT INTO files VALUES ('f1', 'kb1', 'a.md', 'abc', 1, 1.0, 'ingested', NULL, 2, 1, 0, "
+                "NULL, "
                 "'2024-05-01 10:00:00', '2024-05-01 10:00:00')"
             )
         )

@@ -1,4 +1,5 @@
-"""Two `lore serve` replicas (B with `--workers 2`) on PostgreSQL + Redis + a Milvus gRPC server (`milvus-lite server`), each
+"""Two `lore serve` replicas (B with `--workers 2`) on PostgreSQL + Redis + a Milvus gRPC server
+(`milvus-lite server`), each
 with its own LORE_HOME and one shared storage dir: what one replica changes, the other serves at once;
 the rate limit is global; a Milvus restart under load gives no 500 and every request works afterwards.
 

@@ -21,7 +21,8 @@ ZH = [
     "新员工入职第一天需要到人事部领取工牌和电脑。",
 ]
 EN = [
-    "To get reimbursed for travel, submit the original receipts and an expense form approved by your manager.",
+    "To get reimbursed for travel, submit the original receipts and an expense form approved by your "
+    "manager.",
     "The company party takes place in December in Shanghai.",
     "The server room air conditioning should be kept at about 22 degrees.",
     "The production database is backed up automatically every night at 2 am and kept for 30 days.",

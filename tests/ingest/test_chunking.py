@@ -1,7 +1,8 @@
 """Parent/child chunking with CJK punctuation; table rows stay whole with their headers."""
 
-from lore.ingest.chunking import Chunker, ChunkParams, stable_id, text_units
+from lore.ingest.chunking import Chunker, ChunkParams
 from lore.schema import Section
+from lore.text.units import stable_id, text_units
 
 
 def test_text_units_count_cjk_as_one_and_latin_as_a_third() -> None:

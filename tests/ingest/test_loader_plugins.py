@@ -8,11 +8,13 @@ import os
 import subprocess
 import sys
 import textwrap
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from lore.ingest.loaders import supported_suffixes
 from lore.ingest.loaders.base import LOADERS
 from lore.registry import Registry
+from tests.plugin_dist import install_plugin
 
 PLUGIN = '''
 """Reads .recipe files: a title line, then one ingredient per line."""
@@ -26,17 +28,9 @@ def load_recipe(path, options):
 
 
 def _install_plugin(site: Path) -> None:
-    """What `pip install lore-recipe` leaves behind: the module and its dist-info with entry points."""
-    (site / "lore_recipe.py").write_text(PLUGIN, encoding="utf-8")
-    info = site / "lore_recipe-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: lore-recipe\nVersion: 1.0\n", encoding="utf-8"
+    install_plugin(
+        site, "lore-recipe", "lore_recipe", PLUGIN, "[lore.loaders]\n.recipe = lore_recipe:load_recipe\n"
     )
-    (info / "entry_points.txt").write_text(
-        "[lore.loaders]\n.recipe = lore_recipe:load_recipe\n", encoding="utf-8"
-    )
-    (info / "RECORD").write_text("", encoding="utf-8")
 
 
 def test_plugin_loader_found_through_entry_points(tmp_path: Path, monkeypatch) -> None:
@@ -82,14 +76,11 @@ def test_plugin_loader_found_through_entry_points(tmp_path: Path, monkeypatch) -
 def test_a_builtin_suffix_is_not_taken_over(tmp_path: Path, monkeypatch) -> None:
     site = tmp_path / "site"
     site.mkdir()
-    (site / "evil.py").write_text(textwrap.dedent(PLUGIN), encoding="utf-8")
-    info = site / "evil-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n", encoding="utf-8")
-    (info / "entry_points.txt").write_text("[lore.loaders]\n.pdf = evil:load_recipe\n", encoding="utf-8")
+    install_plugin(site, "evil", "evil", textwrap.dedent(PLUGIN), "[lore.loaders]\n.pdf = evil:load_recipe\n")
     monkeypatch.syspath_prepend(str(site))
-    fresh = Registry("loader", {".pdf": "lore.ingest.loaders.pdf:load_pdf"}, group="lore.loaders")
-    assert ".pdf" in fresh._plugin_targets()  # the plugin asks for it...
+    fresh = Registry("loader", "lore.loaders")
+    asked = [ep for ep in entry_points(group="lore.loaders", name=".pdf") if ep.value == "evil:load_recipe"]
+    assert asked  # the plugin asks for it...
     from lore.ingest.loaders.pdf import load_pdf
 
     assert fresh.get(".pdf") is load_pdf  # ...and the built-in keeps it

@@ -11,9 +11,9 @@ import pytest
 from lore.config import load_settings
 from lore.engine import Lore
 from lore.errors import EmbeddingMismatchError
-from lore.ingest.chunking import stable_id
 from lore.retrieve.search import SearchOptions
 from lore.schema import Chunk
+from lore.text.units import stable_id
 from tests.embed.test_openai import FakeServer, server  # noqa: F401 - the fixture is used by name
 
 DOCS = {

@@ -30,8 +30,9 @@ PAGES = {
         <li><a href="travel.html">Travel</a></li><li><a href="private/salaries.html">Salaries</a></li>
         <li><a href="../other/outside.html">Elsewhere</a></li><li><a href="mailto:hr@example.com">HR</a></li>
         </ul></body></html>""",
-    "docs/leave.html": f"""<html><head><title>Annual leave</title></head><body><nav><a href="index.html">Home</a>
-        </nav><main><h1>Annual leave</h1><p>Every employee receives twenty-two days of paid annual leave per
+    "docs/leave.html": f"""<html><head><title>Annual leave</title></head><body><nav>
+        <a href="index.html">Home</a></nav>
+        <main><h1>Annual leave</h1><p>Every employee receives twenty-two days of paid annual leave per
         calendar year. {FILLER}</p><h2 id="apply">How to apply</h2><p>Submit the request in the HR portal two
         weeks ahead; the manager approves it within three working days. {FILLER}</p></main>
         <footer>Copyright 2026 Lanternfish</footer></body></html>""",
@@ -40,8 +41,12 @@ PAGES = {
         <p>See also <a href="etag.html">the per-diem table</a>.</p></main></body></html>""",
     "docs/etag.html": f"""<html><head><title>Per diem</title></head><body><main><h1>Per diem</h1>
         <p>The meal allowance on business trips is 150 yuan per day. {FILLER}</p></main></body></html>""",
-    "docs/private/salaries.html": f"<html><body><main><p>Confidential salary bands. {FILLER}</p></main></body></html>",
-    "other/outside.html": f"<html><body><main><p>The canteen opens at seven. {FILLER}</p></main></body></html>",
+    "docs/private/salaries.html": (
+        f"<html><body><main><p>Confidential salary bands. {FILLER}</p></main></body></html>"
+    ),
+    "other/outside.html": (
+        f"<html><body><main><p>The canteen opens at seven. {FILLER}</p></main></body></html>"
+    ),
 }
 
 

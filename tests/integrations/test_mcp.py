@@ -1,4 +1,5 @@
-"""`lore mcp` with the MCP SDK's own client: stdio (a `lore mcp` subprocess) and streamable HTTP (a free port)."""
+"""`lore mcp` with the MCP SDK's own client: stdio (a `lore mcp` subprocess) and streamable HTTP (a free
+port)."""
 
 from __future__ import annotations
 

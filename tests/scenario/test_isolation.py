@@ -11,6 +11,7 @@ from lore.engine import Lore
 from lore.retrieve.search import SearchOptions
 from lore.scenario.build import build_scenario
 from lore.scenario.config import Scenarios
+from lore.scenario.request import scenario_ask
 from lore.scenario.scope import Scope
 from lore.schema import Chunk
 from tests.scenario.conftest import scenario_lore
@@ -119,7 +120,7 @@ def test_scoped_answers_and_faq_paths_never_leak(multi: Lore) -> None:
     for scope in SCOPES[::3]:
         for question in ("报销怎么申请？（d2/finance/internal）", "发票怎么申请", "年假规定是什么"):
             for _ in range(2):  # uncached, then cached
-                events = list(multi.ask(None, question, scenario="multi", scope=scope))
+                events = list(scenario_ask(multi, None, question, scenario="multi", scope=scope))
                 end = events[-1].data
                 ids = [c["chunk_id"] for c in end.get("citations", [])] + [
                     f["chunk_id"] for f in end.get("faq", [])

@@ -12,10 +12,11 @@ import pytest
 from lore.answer.pipeline import Event
 from lore.engine import Lore
 from lore.errors import LoreError, NotFoundError
+from lore.retrieve.cache import SEARCH_CACHE
 from lore.retrieve.search import SearchOptions
-from lore.scenario.cache import SEARCH_CACHE
 from lore.scenario.config import PROFILE_NAMES
 from lore.scenario.profiles import PROFILES
+from lore.scenario.request import scenario_ask
 from lore.scenario.scope import Scope, ScopeError
 from lore.schema import SearchFilter
 from tests.answer.chat_server import answer, serve
@@ -23,7 +24,7 @@ from tests.scenario.conftest import scenario_lore
 
 
 def ask(lore: Lore, question: str, **kwargs: object) -> tuple[list[Event], dict]:
-    events = list(lore.ask(None, question, scenario="hr", **kwargs))  # type: ignore[arg-type]
+    events = list(scenario_ask(lore, None, question, scenario="hr", **kwargs))  # type: ignore[arg-type]
     assert sum(e.type in ("end", "error") for e in events) == 1
     return events, events[-1].data
 
@@ -104,22 +105,22 @@ def test_roles_and_tenants_bound_every_path(hr: Lore) -> None:
 )
 def test_request_options_cannot_widen_the_scope(hr: Lore, flt: SearchFilter) -> None:
     with pytest.raises(ScopeError):
-        hr.ask(None, "年假有几天", SearchOptions(filter=flt), scenario="hr")
+        scenario_ask(hr, None, "年假有几天", SearchOptions(filter=flt), scenario="hr")
 
 
 def test_other_escalations_are_errors(hr: Lore) -> None:
     with pytest.raises(ScopeError, match="another version"):
-        hr.ask(None, "年假有几天", version=1, scenario="hr")
+        scenario_ask(hr, None, "年假有几天", version=1, scenario="hr")
     with pytest.raises(ScopeError, match="not a tenant"):
-        hr.ask(None, "年假有几天", scenario="hr", scope=Scope("globex", scenario="hr"))
+        scenario_ask(hr, None, "年假有几天", scenario="hr", scope=Scope("globex", scenario="hr"))
     with pytest.raises(ScopeError, match="not roles"):
-        hr.ask(None, "年假有几天", scenario="hr", scope=Scope("bluefin", roles=("root",)))
+        scenario_ask(hr, None, "年假有几天", scenario="hr", scope=Scope("bluefin", roles=("root",)))
     with pytest.raises(ScopeError, match="pass scenario"):
-        hr.ask("hr", "年假有几天", scope=Scope("bluefin", scenario="hr"))
+        scenario_ask(hr, "hr", "年假有几天", scope=Scope("bluefin", scenario="hr"))
     with pytest.raises(LoreError, match="answers from knowledge base 'hr', not 'other'"):
-        hr.ask("other", "年假有几天", scenario="hr")
+        scenario_ask(hr, "other", "年假有几天", scenario="hr")
     with pytest.raises(NotFoundError, match="unknown scenario"):
-        hr.ask(None, "年假有几天", scenario="payroll")
+        scenario_ask(hr, None, "年假有几天", scenario="payroll")
     _, end = ask(hr, "年假有几天", options=SearchOptions(filter=SearchFilter(sources=["holidays"])))
     assert "not a source of scenario 'hr'" in end["message"]
 

@@ -9,9 +9,9 @@ import pytest
 
 from lore.embed.cache import RedisEmbeddingCache
 from lore.engine import Lore
+from lore.retrieve.cache import SearchCache, cache_key
 from lore.retrieve.search import SearchOptions
 from lore.retrieve.semantic_cache import SemanticCache, scope_key
-from lore.scenario.cache import SearchCache, cache_key
 from lore.schema import Chunk, Hit
 from lore.state.cache import LocalCache, RedisCache, make_cache
 from lore.state.redis import redis_client
@@ -122,7 +122,8 @@ def test_failing_redis_is_a_miss_not_an_error() -> None:
 
 
 def test_unversioned_ingest_retires_every_replicas_cached_answers(backend: str, tmp_path: Path) -> None:
-    """Two replicas (own homes; one catalog and one store): a file ingested through one is seen by the other's deep mode
+    """Two replicas (own homes; one catalog and one store): a file ingested through one is seen by the
+    other's deep mode
     at once; the catalog epoch moved, so no cached candidates of the old content are served."""
     catalog = f"sqlite:///{tmp_path / 'catalog.db'}"
     store = {"uri": str(tmp_path / "store")}

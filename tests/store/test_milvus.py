@@ -14,8 +14,9 @@ from lore.errors import EmbeddingMismatchError, LoreError, MissingDependencyErro
 from lore.lexical.tokenize import tokenize
 from lore.schema import Chunk, SearchFilter
 from lore.store import StoreQuery, VectorStore, open_store
-from lore.store.milvus import ChunkTooLargeError, MilvusStore, OutdatedCollectionError, collection_name
+from lore.store.milvus import MilvusStore, OutdatedCollectionError, collection_name
 from lore.store.milvus_expr import decode_roles, encode_roles, encode_token, encode_tokens, filter_expr, quote
+from lore.store.milvus_rows import ChunkTooLargeError
 
 DIM = 4
 VALID = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")

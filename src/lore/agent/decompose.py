@@ -154,7 +154,8 @@ _EN_SUBJECT = (
     r"|his|her|any|some|all|each|every)\b|[A-Z0-9])"
 )
 _EN_CLAUSE = re.compile(rf",?\s+(?i:and|also)\s+(?=(?i:{_EN_QWORD})\b|(?i:{_EN_AUX})\s+{_EN_SUBJECT})")
-# Sentence ends: a question mark, a semicolon, or a full stop before a word that adds a question ("…. Also, …").
+# Sentence ends: a question mark, a semicolon, or a full stop before a word that adds a question ("…. Also,
+# …").
 _EN_ADD = r"(?:also|and|additionally|moreover|furthermore|besides|plus|in addition)"
 _EN_SENTENCE = re.compile(rf"\?\s+|;\s*|(?<=[.!])\s+(?={_EN_ADD}\b)", re.IGNORECASE)
 _EN_LEAD = re.compile(rf"^{_EN_ADD}\b,?\s*", re.IGNORECASE)
@@ -170,7 +171,8 @@ _EN_COMPARE = [
     re.compile(p, re.IGNORECASE)
     for p in (
         r"^(?:please\s+)?compare\s+(?P<attr>.+?\s+(?:of|for|in|between)\s+)?(?P<items>.+?)" + _EN_ATTR,
-        r"^(?:what(?:'s| is| are)|how)\s+(?:is\s+|are\s+)?(?:the\s+)?(?:main\s+|key\s+)?differences?\s+between\s+"
+        r"^(?:what(?:'s| is| "
+        r"are)|how)\s+(?:is\s+|are\s+)?(?:the\s+)?(?:main\s+|key\s+)?differences?\s+between\s+"
         r"(?P<items>.+?)" + _EN_ATTR,
         r"^how\s+(?:does|do|is|are)\s+(?P<a>.+?)\s+(?:differ from|compare (?:to|with)|different from)\s+"
         r"(?P<b>.+?)" + _EN_ATTR,

@@ -13,10 +13,10 @@ from lore.answer.consistency import check_consistency
 from lore.answer.context import build_passages
 from lore.answer.evidence import judge_evidence
 from lore.answer.generators.base import Passage
-from lore.answer.sentences import KEY_WEIGHT, coverage, token_weights
 from lore.embed.base import scaled_similarity
 from lore.embed.cache import embed_texts
 from lore.lexical import tokenize
+from lore.text.sentences import KEY_WEIGHT, coverage, token_weights
 
 RELEVANT_COVERAGE = 0.3  # share of the sub-question's terms a passage holds to count as on topic
 RELEVANT_SIMILARITY = 0.4  # dense similarity on the embedder's band (0 unrelated, 1 close paraphrase)

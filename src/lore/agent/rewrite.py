@@ -21,9 +21,9 @@ from lore.answer.generators.base import GenerationError
 from lore.errors import LoreError
 from lore.lexical import tokenize
 from lore.lexical.tokenize import _RUNS, CJK_STOP, STOP_WORDS, _jieba
-from lore.retrieve.fusion import rrf
 from lore.retrieve.search import Retriever, SearchOptions, normalise_text
 from lore.schema import Hit
+from lore.store.fusion import rrf
 
 RewriteMode = Literal["off", "on", "hyde"]
 REWRITE_MODES = ("off", "on", "hyde")

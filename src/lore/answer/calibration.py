@@ -20,15 +20,15 @@ from pathlib import Path
 
 from lore.answer.context import build_passages
 from lore.answer.evidence import EvidenceModel, default_model, evidence_features
-from lore.answer.sentences import split_sentences
 from lore.config import AnswerSettings
 from lore.embed.cache import embed_texts
 from lore.errors import LoreError
 from lore.eval.compare import question_rows
-from lore.ingest.chunking import text_units
 from lore.lexical import is_chinese, tokenize
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.schema import Chunk
+from lore.text.sentences import split_sentences
+from lore.text.units import text_units
 
 POOL_PATH = Path(__file__).with_name("offtopic_pool.txt")
 FILE_NAME = "calibration.json"

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lore.answer.generators.base import Passage
-from lore.answer.sentences import coverage, split_sentences
 from lore.lexical import tokenize
+from lore.text.sentences import coverage, split_sentences
 
 MARKER = re.compile(r"\s?\[(\d{1,3})\]")
 _ATTACH_MIN = 0.5  # share of a sentence's tokens a passage must hold to be attached as its source

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 
 from lore.answer.generators.base import Passage
-from lore.answer.sentences import coverage, key_coverage, split_sentences
 from lore.lexical import is_chinese, tokenize
+from lore.text.sentences import coverage, key_coverage, split_sentences
 
 STATEMENT_COVERAGE = 0.6  # share of the sub-question's (weighted) terms a sentence must hold
 MAX_DOCUMENTS = 4  # the best passages of this many documents are compared

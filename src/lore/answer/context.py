@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lore.answer.generators.base import Passage
-from lore.ingest.chunking import text_units
 from lore.schema import Hit
+from lore.text.units import text_units
 
 
 def build_passages(

@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from lore.answer.generators.base import Passage
-from lore.answer.sentences import coverage, key_coverage, key_terms
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
-from lore.ingest.pipeline import index_text
 from lore.lexical import is_chinese
+from lore.schema import index_text
+from lore.text.sentences import coverage, key_coverage, key_terms
 
 MODEL_PATH = Path(__file__).with_name("evidence_model.json")
 SUPPORT_COVERAGE = 0.5

@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -31,9 +31,6 @@ from lore.errors import LoreError
 from lore.lexical import is_chinese, tokenize
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.schema import Hit
-
-if TYPE_CHECKING:
-    from lore.scenario.ask import ScenarioRuntime
 
 EventType = Literal["status", "token", "end", "error"]
 
@@ -107,6 +104,16 @@ class AskContext:
         return {**payload, **self.extra}
 
 
+class ScenarioStages(Protocol):
+    """The stages a scenario puts in place of plain retrieval (`lore.scenario.ask.ScenarioRuntime`)."""
+
+    def route(self, ctx: AskContext, retriever: Retriever, max_passages: int, budget: int) -> None: ...
+
+    def faq(self, ctx: AskContext, retriever: Retriever) -> None: ...
+
+    def retrieve(self, ctx: AskContext, retriever: Retriever) -> None: ...
+
+
 class AskPipeline:
     """Answers questions over one knowledge base with a retriever and a generator."""
 
@@ -116,7 +123,7 @@ class AskPipeline:
         generator: Generator,
         settings: AnswerSettings,
         *,
-        scenario: ScenarioRuntime | None = None,
+        scenario: ScenarioStages | None = None,
     ) -> None:
         self.retriever, self.generator, self.settings = retriever, generator, settings
         self.scenario = scenario

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from lore.answer.sentences import coverage
 from lore.lexical import is_chinese, tokenize
+from lore.text.sentences import coverage
 
 _CELL = re.compile(r"^\s*([^:：;；\n]{1,60}?)\s*[:：]\s+(.+?)\s*$", re.DOTALL)
 _QUESTION_COL = re.compile(r"^(?:question|questions|q|问题|问|标准问题|提问|faq)$", re.IGNORECASE)

@@ -9,10 +9,10 @@ import numpy as np
 
 from lore.answer.citations import MARKER
 from lore.answer.generators.base import Passage
-from lore.answer.sentences import coverage, split_sentences
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.lexical import tokenize
+from lore.text.sentences import coverage, split_sentences
 
 SUPPORTED = 0.6  # a sentence whose support is below this is flagged
 

@@ -26,7 +26,8 @@ BUILD_OPTIONS = ("description", "activate", "quality_gate", "incremental_from", 
 def queue_build(
     lore: Lore, kb: str, inputs: list[Path], options: dict[str, Any], stamp: dict[str, str]
 ) -> Job:
-    """Queue a build of exactly `inputs`; `BuildLockedError` (409) while another build holds or awaits the KB."""
+    """Queue a build of exactly `inputs`; `BuildLockedError` (409) while another build holds or awaits the
+    KB."""
     record = lore.catalog.get_kb(kb)
     holder = lore.catalog.build_lock_holder(record.id)
     if holder is not None and not (holder.lease_expired() or holder.held_by_dead_local_process()):

@@ -30,8 +30,9 @@ from lore.errors import LoreError
 from lore.grant import Grant
 from lore.metrics import STAGE_SECONDS
 from lore.policy import Action
+from lore.retrieve.cache import CACHE_EVENTS
 from lore.retrieve.search import SearchOptions
-from lore.scenario.cache import CACHE_EVENTS
+from lore.scenario.request import scenario_ask
 from lore.scenario.routing import Router
 from lore.schema import SearchFilter
 
@@ -162,7 +163,8 @@ async def ask_events(state: ServiceState, scope: Grant, plan: AskPlan) -> AsyncI
             )  # see bm25_scores_are_scoped
             session_id = plan.session.id if plan.session else None
             events = await run_in_threadpool(
-                lambda: lore.ask(
+                lambda: scenario_ask(
+                    lore,
                     None if call else plan.kb,
                     plan.query,
                     plan.options,

@@ -271,7 +271,10 @@ class JobsMixin:
                 )
             )
         for job_id in stale:
-            message = f"the worker stopped (no heartbeat for {lease_s:g} s); the build is marked failed by the next one"
+            message = (
+                f"the worker stopped (no heartbeat for {lease_s:g} s); the build is marked failed by "
+                "the next one"
+            )
             with self.transaction() as s:
                 done = s.execute(
                     update(JobRow)

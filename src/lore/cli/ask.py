@@ -17,7 +17,7 @@ from lore.cli.render import split_list, where
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.retrieve.search import SearchOptions
-from lore.scenario.request import scenarios
+from lore.scenario.request import scenario_ask, scenarios
 from lore.scenario.scope import Scope, scenario_scope
 
 console = Console()
@@ -110,7 +110,8 @@ def _local_events(
     scope = _scope(lore, scenario, tenant, split_list(roles), split_list(datasets), version)
     if kb is None and scenario is None:
         raise LoreError("--kb: required unless --scenario is given")
-    return lore.ask(
+    return scenario_ask(
+        lore,
         kb,
         question,
         opts,

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Column, Table
+from rich.table import Table
 
 from lore.answer.pipeline import Event
 from lore.cli import remote
@@ -20,7 +20,7 @@ from lore.cli.db import db_app
 from lore.cli.evaluate import eval_command
 from lore.cli.mcp import mcp
 from lore.cli.progress import RichIngestProgress
-from lore.cli.render import fail, where
+from lore.cli.render import fail, print_report, where
 from lore.cli.scenario import scenario_app
 from lore.cli.service import badcases_app, keys_app, serve, worker
 from lore.cli.versions import activate, build, calibrate, diff, gc, report, rollback, unlock, versions
@@ -32,6 +32,7 @@ from lore.ingest.pipeline import IngestReport
 from lore.retrieve.search import SearchOptions
 from lore.scenario.build import build_scenario
 from lore.scenario.config import Scenarios
+from lore.scenario.request import scenario_ask
 from lore.schema import SearchMode
 
 app = typer.Typer(
@@ -210,29 +211,6 @@ def ingest(
         raise typer.Exit(1)
 
 
-def print_report(report: IngestReport) -> None:
-    """Per-file table of status, documents, chunks and errors, then a summary line."""
-    table = Table("status", "docs", "chunks", "OCR pages", "reason")
-    table.columns.insert(0, Column("file", overflow="fold"))
-    colour = {"ingested": "green", "skipped": "blue"}
-    for f in report.files:
-        table.add_row(
-            f.name,
-            f"[{colour.get(f.status, 'red')}]{f.status}[/]",
-            str(f.documents),
-            str(f.chunks),
-            str(f.ocr_pages or ""),
-            f.error or f.note or "",
-        )
-    console.print(table)
-    summary = ", ".join(
-        f"{report.count(s)} {s}"
-        for s in ("ingested", "skipped", "failed", "unsupported", "empty", "too_large")
-        if report.count(s)
-    )
-    console.print(f"{len(report.files)} files: {summary}; {report.chunks} chunks")
-
-
 @app.command()
 def search(
     query: str,
@@ -347,7 +325,7 @@ def demo(
                 f"version {result.version.seq} {result.version.status.value}: {result.version.counts}"
             )
             for q in ("你好", "如何申请年假？", "一线城市出差住宿每晚最多多少钱？"):
-                _demo_answer(f"scenario hr: {q}", lore.ask(None, q, scenario="hr"))
+                _demo_answer(f"scenario hr: {q}", scenario_ask(lore, None, q, scenario="hr"))
     except LoreError as exc:
         fail(exc)
 

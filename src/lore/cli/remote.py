@@ -32,7 +32,8 @@ class Connection:
 
 
 connection = Connection()
-# What runs against a server; `serve`, `mcp` and `keys` run where the service's data is, the rest only locally.
+# What runs against a server; `serve`, `mcp` and `keys` run where the service's data is, the rest only
+# locally.
 COMMANDS = {
     "kb",
     "ingest",

@@ -7,10 +7,13 @@ from typing import Any, NoReturn
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Column, Table
 
 from lore.errors import LoreError
+from lore.ingest.pipeline import IngestReport
 
 err = Console(stderr=True)
+console = Console()
 
 
 def fail(exc: LoreError) -> NoReturn:
@@ -37,3 +40,26 @@ def where(place: dict[str, Any]) -> str:
     if place.get("heading_path"):
         parts.append(" > ".join(place["heading_path"]))
     return " ".join(parts)
+
+
+def print_report(report: IngestReport) -> None:
+    """Per-file table of status, documents, chunks and errors, then a summary line."""
+    table = Table("status", "docs", "chunks", "OCR pages", "reason")
+    table.columns.insert(0, Column("file", overflow="fold"))
+    colour = {"ingested": "green", "skipped": "blue"}
+    for f in report.files:
+        table.add_row(
+            f.name,
+            f"[{colour.get(f.status, 'red')}]{f.status}[/]",
+            str(f.documents),
+            str(f.chunks),
+            str(f.ocr_pages or ""),
+            f.error or f.note or "",
+        )
+    console.print(table)
+    summary = ", ".join(
+        f"{report.count(s)} {s}"
+        for s in ("ingested", "skipped", "failed", "unsupported", "empty", "too_large")
+        if report.count(s)
+    )
+    console.print(f"{len(report.files)} files: {summary}; {report.chunks} chunks")

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from lore.cli.progress import RichIngestProgress
-from lore.cli.render import fail
+from lore.cli.render import fail, print_report
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.ingest.files import discover
@@ -100,8 +100,6 @@ def build(
     message: Annotated[str, typer.Option("-m", "--message", help="What this version is.")] = "",
 ) -> None:
     """Build the scenario's FAQ and documents into its knowledge base as a new STAGED version."""
-    from lore.cli.main import print_report
-
     lore = Lore()
     try:
         sc = scenarios(lore).get(scenario_id)

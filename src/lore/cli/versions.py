@@ -13,7 +13,7 @@ from rich.table import Table
 from lore.catalog import Version
 from lore.cli import remote
 from lore.cli.progress import RichIngestProgress
-from lore.cli.render import fail
+from lore.cli.render import fail, print_report
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.ingest.files import discover
@@ -40,8 +40,6 @@ def build(
     force: Annotated[bool, typer.Option("--force", help="Re-read and re-chunk every file.")] = False,
 ) -> None:
     """Build a new STAGED version incrementally from the active one (unchanged files are reused)."""
-    from lore.cli.main import print_report
-
     del new_version  # accepted for scripts that spell it out: a build always makes a new version
     if (c := remote.client()) is not None:
         try:  # the sources are uploaded, then built on the server

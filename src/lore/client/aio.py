@@ -28,7 +28,8 @@ T = TypeVar("T")
 
 
 class AsyncLoreClient:
-    """A `lore serve` service: `AsyncLoreClient("http://127.0.0.1:8000", api_key=KEY)` (or LORE_SERVER/LORE_API_KEY).
+    """A `lore serve` service: `AsyncLoreClient("http://127.0.0.1:8000", api_key=KEY)` (or
+    LORE_SERVER/LORE_API_KEY).
 
     Every method raises `LoreAPIError` (with the server's status and message) when the server refuses.
     """

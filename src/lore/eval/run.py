@@ -33,7 +33,8 @@ class Thresholds:
 def evaluate(
     search: Callable[[str], Sequence[Hit]], questions: Sequence[EvalQuestion], k: int, ask: Ask | None = None
 ) -> dict[str, Any]:
-    """Retrieval figures for the questions naming their files/documents; answer figures when `ask` is given."""
+    """Retrieval figures for the questions naming their files/documents; answer figures when `ask` is
+    given."""
     ranked = [q for q in questions if q.retrieval]
     s = score(search, ranked, k) if ranked else None
     out: dict[str, Any] = {"k": k, "questions": len(questions), "retrieval": None, "answers": None}
@@ -150,7 +151,8 @@ def to_markdown(result: dict[str, Any]) -> str:
             f"| Recall@{k} | {r['recall']:.3f} |",
             f"| MRR@{k} | {r['mrr']:.3f} |",
             f"| nDCG@{k} | {r['ndcg']:.3f} |",
-            f"| search latency p50 / p95 (ms) | {r['latency_ms']['p50']:.0f} / {r['latency_ms']['p95']:.0f} |",
+            f"| search latency p50 / p95 (ms) | {r['latency_ms']['p50']:.0f} / {r['latency_ms']['p95']:.0f} "
+            "|",
         ]
     if a:
         lines += [
@@ -159,7 +161,8 @@ def to_markdown(result: dict[str, Any]) -> str:
             f"| answers holding their phrases | {_fmt(a['contains'])} |",
             f"| false refusals | {a['false_refusals']:.3f} |",
             f"| off-topic refused ({a['off_topic']}) | {_fmt(a['refusal'])} |",
-            f"| answer latency p50 / p95 (ms) | {a['latency_ms']['p50']:.0f} / {a['latency_ms']['p95']:.0f} |",
+            f"| answer latency p50 / p95 (ms) | {a['latency_ms']['p50']:.0f} / {a['latency_ms']['p95']:.0f} "
+            "|",
         ]
     failed = result.get("thresholds", {}).get("failed", [])
     lines += ["", f"Thresholds: **{'FAILED' if failed else 'passed'}**", *[f"- {f}" for f in failed]]

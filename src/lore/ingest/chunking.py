@@ -6,24 +6,17 @@ one CJK character is one unit, three other characters are one unit.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-from lore.lexical import CJK_CHAR
 from lore.schema import Section
+from lore.text.units import text_units
 
 # Paragraphs, lines, then sentence ends (CJK and Latin), clauses, words, characters.
 SEPARATORS = ["\n\n", "\n", "。", "！", "？", "；", ". ", "! ", "? ", "; ", "，", "、", ", ", " ", ""]
 SCHEMA_NAME = "parent-child-v1"
-
-
-def text_units(text: str) -> int:
-    """Length in units: CJK characters count 1, other characters 1/3."""
-    cjk = len(CJK_CHAR.findall(text))
-    return cjk + (len(text) - cjk + 2) // 3
 
 
 @dataclass(frozen=True)
@@ -98,9 +91,3 @@ def _splitter(size: int, overlap: int) -> RecursiveCharacterTextSplitter:
         keep_separator="end",
         strip_whitespace=True,
     )
-
-
-def stable_id(*parts: object) -> str:
-    """A deterministic 32-hex id from the given parts (re-running a build gives the same ids)."""
-    raw = "\x1f".join("" if p is None else str(p) for p in parts)
-    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]

@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from lore.ingest.chunking import stable_id
 from lore.schema import Chunk
+from lore.text.units import stable_id
 
 _LOCK = threading.Lock()
 

@@ -15,14 +15,15 @@ from lore.catalog import Catalog, FileRecord, KnowledgeBase
 from lore.embed.base import Embedder
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.errors import LoadError, LoadErrorKind
-from lore.ingest.chunking import Chunker, stable_id, text_units
+from lore.ingest.chunking import Chunker
 from lore.ingest.edits import ChunkEdits
 from lore.ingest.files import SourceFile, sha256_file
 from lore.ingest.loaders import load_file
 from lore.ingest.loaders.limits import FileLimits
 from lore.lexical import tokenize
-from lore.schema import Chunk, LoadedDocument
+from lore.schema import Chunk, LoadedDocument, index_text
 from lore.store.base import VectorStore
+from lore.text.units import stable_id, text_units
 
 
 @dataclass
@@ -326,15 +327,6 @@ def chunk_document(
 def file_document_id(kb_id: str, file_name: str) -> str:
     """The document id of a file that does not carry its own (stable across re-ingests)."""
     return "doc_" + stable_id(kb_id, file_name)[:16]
-
-
-def index_text(chunk: Chunk) -> str:
-    """The text that is embedded and tokenised: the chunk with its title/heading/sheet context."""
-    context = [chunk.title] if chunk.title and chunk.title not in chunk.heading_path else []
-    context += chunk.heading_path
-    if chunk.sheet:
-        context.append(chunk.sheet)
-    return (" / ".join(context) + "\n" + chunk.text) if context else chunk.text
 
 
 def _changed_since(source: SourceFile, size: int, mtime: float) -> bool:

@@ -134,7 +134,8 @@ def write_report(folder: Path, q: dict[str, Any]) -> None:
             "|---|---|---|",
             f"| Recall@{c['k']} | {base['recall']:.3f} | {c['candidate']['recall']:.3f} |",
             f"| MRR@{c['k']} | {base['mrr']:.3f} | {c['candidate']['mrr']:.3f} |",
-            f"| nDCG@{c['k']} | {base.get('ndcg', float('nan')):.3f} | {c['candidate'].get('ndcg', float('nan')):.3f} |",
+            f"| nDCG@{c['k']} | {base.get('ndcg', float('nan')):.3f} | "
+            f"{c['candidate'].get('ndcg', float('nan')):.3f} |",
             "",
         ]
     if q["encoding_repairs"]:

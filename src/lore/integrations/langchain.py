@@ -1,4 +1,5 @@
-"""LangChain: `LoreRetriever` returns `Document`s with Lore's citation metadata (`pip install "lore-kb[langchain]"`).
+"""LangChain: `LoreRetriever` returns `Document`s with Lore's citation metadata (`pip install
+"lore-kb[langchain]"`).
 
 from lore.integrations.langchain import LoreRetriever
 docs = LoreRetriever(kb="handbook", lore=Lore()).invoke("What is the refund window?")          # in-process

@@ -2,8 +2,9 @@
 (`pip install "lore-kb[llamaindex]"`).
 
     from lore.integrations.llamaindex import LoreRetriever
-    nodes = LoreRetriever("handbook", lore=Lore()).retrieve("What is the refund window?")          # in-process
-    nodes = LoreRetriever("handbook", server="http://127.0.0.1:8000", api_key=KEY).retrieve("...")  # lore serve
+    nodes = LoreRetriever("handbook", lore=Lore()).retrieve("What is the refund window?")  # in-process
+    remote = LoreRetriever("handbook", server="http://127.0.0.1:8000", api_key=KEY)  # lore serve
+    nodes = remote.retrieve("...")
 """
 
 from __future__ import annotations

@@ -60,7 +60,8 @@ def service_state(lore: Lore) -> ServiceState:
 
 
 def build_server(state: ServiceState, api_key: str | None = None) -> MCPServer:
-    """The MCP server over the service state; `api_key` is the stdio caller's key (HTTP callers send theirs)."""
+    """The MCP server over the service state; `api_key` is the stdio caller's key (HTTP callers send
+    theirs)."""
     server = MCPServer("lore", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING")
 
     async def caller(ctx: Context) -> Caller:
@@ -86,7 +87,8 @@ def build_server(state: ServiceState, api_key: str | None = None) -> MCPServer:
         version: int | None = None,
     ) -> dict[str, Any]:
         """Hybrid search of one knowledge base: passages best first, each with file, page, sheet/row, heading
-        and `chunk_id` (for get_passage). `version` (admin keys): search that version instead of the active."""
+        and `chunk_id` (for get_passage). `version` (admin keys): search that version instead of the
+        active."""
         body = search_api.SearchBody(kb=kb, query=query, top_k=top_k, mode=mode, version=version)
         return await search_api.search(body, await caller(ctx), state)
 
@@ -102,7 +104,8 @@ def build_server(state: ServiceState, api_key: str | None = None) -> MCPServer:
         version: int | None = None,
     ) -> dict[str, Any]:
         """Answer a question from a knowledge base (or a scenario) with `[n]` citations to numbered passages.
-        When the documents do not cover it, `refused` is true and the answer says so: that is a normal result."""
+        When the documents do not cover it, `refused` is true and the answer says so: that is a normal
+        result."""
         body = AskBody(
             kb=kb,
             scenario=scenario,
@@ -140,13 +143,15 @@ def build_server(state: ServiceState, api_key: str | None = None) -> MCPServer:
     @server.tool()
     @_tool_errors
     async def get_passage(kb: str, chunk_id: str, ctx: Context, version: int | None = None) -> dict[str, Any]:
-        """One passage by the `chunk_id` of a search hit or citation, with its surrounding text and location."""
+        """One passage by the `chunk_id` of a search hit or citation, with its surrounding text and
+        location."""
         return await passages.get_passage(kb, chunk_id, await caller(ctx), state, version)
 
     @server.tool()
     @_tool_errors
     async def get_document(kb: str, file: str, ctx: Context, version: int | None = None) -> dict[str, Any]:
-        """The text of one indexed file (the `file` of a hit or citation), section by section with locations."""
+        """The text of one indexed file (the `file` of a hit or citation), section by section with
+        locations."""
         return await passages.get_document(kb, file, await caller(ctx), state, version)
 
     return server

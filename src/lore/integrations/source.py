@@ -44,7 +44,8 @@ class PassageSource:
         api_key: str | None = None,
         **options: Any,
     ) -> PassageSource:
-        """In-process with `lore`, else remote with `client` or `server` (+ `api_key`, or LORE_SERVER/LORE_API_KEY)."""
+        """In-process with `lore`, else remote with `client` or `server` (+ `api_key`, or
+        LORE_SERVER/LORE_API_KEY)."""
         if lore is not None and (client is not None or server is not None):
             raise LoreError("give either lore (in-process) or client/server (remote), not both")
         if lore is None and client is None:

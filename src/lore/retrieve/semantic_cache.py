@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from lore.answer.sentences import KEY_WEIGHT, token_weights
 from lore.embed.cache import embed_texts
 from lore.lexical import tokenize
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.schema import Hit, hit_from_record, hit_record
-from lore.state.cache import Cache, LocalCache
+from lore.state.cache import Cache, CacheFront, LocalCache
+from lore.text.sentences import KEY_WEIGHT, token_weights
 
 
 def scope_key(options: SearchOptions, epoch: int, namespace: str = "") -> str:
@@ -44,7 +44,7 @@ def anchors(query: str) -> frozenset[str]:
     return frozenset(t for t, w in weights.items() if w >= KEY_WEIGHT or any(ch.isdigit() for ch in t))
 
 
-class SemanticCache:
+class SemanticCache(CacheFront):
     """Candidate lists per scope on a `Cache` (in-process LRU, or Redis shared by every replica).
 
     `max_entries=0` disables it; each scope keeps its newest `max_entries` entries.
@@ -53,14 +53,6 @@ class SemanticCache:
     def __init__(self, threshold: float = 0.97, max_entries: int = 512, backend: Cache | None = None) -> None:
         self.threshold, self.max_entries = threshold, max_entries
         self.backend: Cache = backend if backend is not None else LocalCache("semantic", max_entries)
-
-    @property
-    def hits(self) -> int:
-        return self.backend.hits
-
-    @property
-    def misses(self) -> int:
-        return self.backend.misses
 
     def get(self, scope: str, vector: np.ndarray, query: str) -> tuple[list[Hit], str] | None:
         """(cached hits, the query they were cached for) when an entry of this exact scope is close enough."""

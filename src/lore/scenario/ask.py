@@ -10,12 +10,11 @@ from typing import TYPE_CHECKING
 
 from lore.answer.evidence import Evidence
 from lore.answer.generators.base import Passage
-from lore.answer.sentences import coverage
 from lore.config import ScenarioSettings
 from lore.embed.cache import embed_texts
 from lore.lexical import is_chinese, tokenize
+from lore.retrieve.cache import SearchCache
 from lore.retrieve.search import Retriever, SearchOptions
-from lore.scenario.cache import SearchCache
 from lore.scenario.config import Scenario
 from lore.scenario.decide import RoutingDecision, decide
 from lore.scenario.faq import normalise
@@ -24,6 +23,7 @@ from lore.scenario.profiles import scenario_profiles
 from lore.scenario.routing import Router
 from lore.scenario.scope import Scope, ScopeError
 from lore.schema import Hit, SearchFilter
+from lore.text.sentences import coverage
 
 if TYPE_CHECKING:
     from lore.answer.pipeline import AskContext

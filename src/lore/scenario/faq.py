@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lore.errors import LoadError
-from lore.ingest.chunking import stable_id
 from lore.ingest.loaders.encoding import read_text
 from lore.lexical import CJK
 from lore.scenario.config import Scenario, ScenarioError
 from lore.schema import VISIBILITIES, Chunk
+from lore.text.units import stable_id
 
 COLUMNS = {
     "question": "question",

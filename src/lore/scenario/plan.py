@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from lore.ingest.chunking import text_units
 from lore.scenario.faq import normalise
 from lore.scenario.routing import Matcher
+from lore.text.units import text_units
 
 INTENTS = {
     "comparison": [

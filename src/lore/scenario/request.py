@@ -1,19 +1,17 @@
-"""Resolve one ask request's scenario and scope into the KB name, bounded options and runtime."""
+"""Asking through a scenario: resolve its KB, the caller's scope and its stages, then `Lore.ask`."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
 
-from lore.config import AnswerSettings
+from lore.answer.pipeline import Event
+from lore.engine import Lore
 from lore.errors import LoreError
+from lore.grant import Grant
 from lore.retrieve.search import SearchOptions
 from lore.scenario.ask import ScenarioRuntime
-from lore.scenario.config import Scenario, Scenarios
-from lore.scenario.scope import Scope, ScopeError, check_scope, scenario_scope
-
-if TYPE_CHECKING:
-    from lore.engine import Lore
+from lore.scenario.config import Scenarios
+from lore.scenario.scope import check_scope, scenario_scope
 
 
 def scenarios(lore: Lore) -> Scenarios:
@@ -21,39 +19,50 @@ def scenarios(lore: Lore) -> Scenarios:
     return Scenarios(lore.settings.scenario.scenarios_dir)
 
 
-def scenario_request(
+def scenario_ask(
     lore: Lore,
     name: str | None,
-    options: SearchOptions,
-    version: int | None,
-    scenario_id: str | None,
-    scope: Scope | None,
-) -> tuple[str | None, SearchOptions, int | None, ScenarioRuntime | None, AnswerSettings]:
-    """(kb name, options bounded by the scope, version to read, scenario runtime, answer settings)."""
-    sc: Scenario | None = scenarios(lore).get(scenario_id) if scenario_id else None
-    if sc is not None:
-        if name and name != sc.kb_name:
-            raise LoreError(f"scenario {sc.id!r} answers from knowledge base {sc.kb_name!r}, not {name!r}")
-        name = sc.kb_name
-        if scope is None:
-            scope = scenario_scope(sc)
-        else:
-            scope = check_scope(scope, sc)
-    elif scope is not None and scope.scenario is not None:
-        raise ScopeError(f"scope is for scenario {scope.scenario!r}: pass scenario={scope.scenario!r}")
-    assert scope is not None
-    scope = scope.at_version(version)  # naming another version than the scope's needs time travel
-    if options.filter.version_seq is not None and options.filter.version_seq != scope.version:
-        raise ScopeError(f"version_seq {options.filter.version_seq}: set the version through the scope")
-    bounded = replace(options, filter=scope.bound(options.filter))
-    answer = lore.settings.answer
-    if sc is None:
-        return name, bounded, scope.version, None, answer
+    question: str,
+    options: SearchOptions | None = None,
+    version: int | None = None,
+    *,
+    scenario: str | None = None,
+    scope: Grant | None = None,
+    mode: str = "fast",
+    rewrite: str = "off",
+    session_id: str | None = None,
+    history: Sequence[dict[str, str]] | None = None,
+) -> Iterator[Event]:
+    """`Lore.ask`, through `scenario` when named (its KB when `name` is None): routing, FAQ paths, prompt
+    profiles and a retrieval plan, under the caller's scope checked against the scenario's lists."""
+    if scenario is None:
+        return lore.ask(
+            name,
+            question,
+            options,
+            version,
+            scope=scope,
+            mode=mode,
+            rewrite=rewrite,
+            session_id=session_id,
+            history=history,
+        )
+    sc = scenarios(lore).get(scenario)
+    if name and name != sc.kb_name:
+        raise LoreError(f"scenario {sc.id!r} answers from knowledge base {sc.kb_name!r}, not {name!r}")
+    scope = (scenario_scope(sc) if scope is None else check_scope(scope, sc)).at_version(version)
     runtime = ScenarioRuntime(sc, scope, lore.settings.scenario, cache=lore.search_cache)
-    return (
-        name,
-        bounded,
-        scope.version,
-        runtime,
-        answer.model_copy(update={"support_contact": sc.support_contact}),
+    return lore.ask(
+        sc.kb_name,
+        question,
+        options,
+        version,
+        scope=scope,
+        stages=runtime,
+        search_cache=runtime.cache,
+        answer=lore.settings.answer.model_copy(update={"support_contact": sc.support_contact}),
+        mode=mode,
+        rewrite=rewrite,
+        session_id=session_id,
+        history=history,
     )

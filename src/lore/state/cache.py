@@ -107,6 +107,20 @@ class LocalCache(_Counted):
             return int(self._lru.currsize) if self._lru else 0
 
 
+class CacheFront:
+    """A cache of one kind of result kept on a `Cache` backend, counting what the backend counts."""
+
+    backend: Cache
+
+    @property
+    def hits(self) -> int:
+        return self.backend.hits
+
+    @property
+    def misses(self) -> int:
+        return self.backend.misses
+
+
 class EvictingLRU(LRUCache):  # type: ignore[type-arg]
     """A cachetools LRU that calls `on_evict(key)` for each entry it drops to stay within `maxsize`."""
 

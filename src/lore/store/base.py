@@ -62,13 +62,7 @@ class VectorStore(Protocol):
 StoreFactory = Callable[..., VectorStore]
 """(collection name, LORE_HOME data dir, dimension, uri, connection=StoreSettings | None) -> store."""
 
-STORES: Registry[StoreFactory] = Registry(
-    "store.backend",
-    {
-        "embedded": "lore.store.embedded:EmbeddedStore",
-        "milvus": "lore.store.milvus:MilvusStore",
-    },
-)
+STORES: Registry[StoreFactory] = Registry("store.backend", "lore.stores")
 
 
 def register_store(name: str, factory: StoreFactory) -> None:

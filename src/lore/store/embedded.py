@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from lore.retrieve.fusion import rrf
 from lore.schema import Chunk, Hit, SearchFilter
 from lore.store.base import StoreQuery
+from lore.store.fusion import rrf
 from lore.store.memory_index import SCALAR_FIELDS, Columns, MemoryIndex
 
 _SCHEMA = """

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import re
@@ -19,27 +18,19 @@ from lore.errors import EmbeddingMismatchError, LoreError, MissingDependencyErro
 from lore.schema import Chunk, Hit, SearchFilter
 from lore.store.base import StoreQuery
 from lore.store.milvus_conn import ResilientClient, connection_kwargs
-from lore.store.milvus_expr import decode_roles, encode_roles, encode_tokens, filter_expr, str_list
+from lore.store.milvus_expr import encode_tokens, filter_expr, str_list
+from lore.store.milvus_rows import (
+    FIELDS,
+    INDEXED_SCALARS,
+    OUTPUT,
+    ROW,
+    VARCHAR,
+    batches,
+    to_chunk,
+    to_row,
+)
 
 _INSTALL_HINT = 'pip install "pymilvus[milvus_lite]"'
-
-# VARCHAR columns and their max_length; Milvus counts bytes, so we check UTF-8 length ourselves.
-_VARCHAR = {"chunk_id": 512, "document_id": 512, "file_path": 4096, "text": 65535, "parent_text": 65535}
-_VARCHAR |= dict.fromkeys(["tenant_id", "dataset_id", "visibility", "source_type", "source"], 256)
-_MAX_ROLES = 64
-_ROLE_LEN = 256
-# allowed_roles is stored as "|hex1|hex2|" (see milvus_expr.encode_roles) next to a BOOL roles_open.
-_VARCHAR["roles_text"] = _MAX_ROLES * (2 * _ROLE_LEN + 1) + 1
-_VARCHAR["lex"] = 65535
-_INDEXED_SCALARS = ("tenant_id", "dataset_id", "document_id")
-
-_CHUNK_FIELDS = [f.name for f in dataclasses.fields(Chunk)]
-# Chunk fields stored in columns of their own, as they are.
-_COLUMNS = [*(n for n in _VARCHAR if n in _CHUNK_FIELDS), "valid_from_seq", "valid_to_seq"]
-_META = [n for n in _CHUNK_FIELDS if n not in (*_COLUMNS, "allowed_roles")]  # stored in the JSON field `meta`
-_OUTPUT = [*_COLUMNS, "roles_text", "meta"]  # enough to rebuild a Chunk
-_ROW = [*_OUTPUT, "roles_open", "dense", "lex"]  # a full row minus the BM25 output, for re-upserting
-_FIELDS = {*_ROW, "sparse"}  # every field of the current schema
 
 # Lore tokenises text itself and writes each token as one hex run (milvus_expr.encode_token), which
 # the whitespace tokenizer and jieba (Milvus Lite has no whitespace tokenizer) both keep whole.
@@ -47,17 +38,11 @@ _WHITESPACE = {"tokenizer": "whitespace"}
 _JIEBA_EXACT = {"tokenizer": {"type": "jieba", "mode": "exact"}}
 
 _VALID_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
-_BATCH_ROWS = 256
-_BATCH_BYTES = 8 << 20  # stays well under gRPC's 64 MB message limit
 _ID_BATCH = 1000
 
 # Milvus Lite runs one in-process server per file; it is stopped when the last store using it closes.
 _lite_lock = threading.Lock()
 _lite_users: dict[str, int] = {}
-
-
-class ChunkTooLargeError(LoreError):
-    """A chunk field is longer than the Milvus column can hold."""
 
 
 class OutdatedCollectionError(LoreError):
@@ -147,13 +132,13 @@ class MilvusStore:
     def _schema(self, analyzer: dict[str, Any]) -> Any:
         dt = self._pm.DataType
         schema = self._pm.MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
-        schema.add_field("chunk_id", dt.VARCHAR, is_primary=True, max_length=_VARCHAR["chunk_id"])
+        schema.add_field("chunk_id", dt.VARCHAR, is_primary=True, max_length=VARCHAR["chunk_id"])
         schema.add_field("dense", dt.FLOAT_VECTOR, dim=self.dim)
         schema.add_field(
-            "lex", dt.VARCHAR, max_length=_VARCHAR["lex"], enable_analyzer=True, analyzer_params=analyzer
+            "lex", dt.VARCHAR, max_length=VARCHAR["lex"], enable_analyzer=True, analyzer_params=analyzer
         )
         schema.add_field("sparse", dt.SPARSE_FLOAT_VECTOR)
-        for name, length in _VARCHAR.items():
+        for name, length in VARCHAR.items():
             if name not in ("chunk_id", "lex"):
                 schema.add_field(name, dt.VARCHAR, max_length=length)
         schema.add_field("roles_open", dt.BOOL)
@@ -171,15 +156,15 @@ class MilvusStore:
         # FLAT keeps dense search exact: filtered HNSW can return fewer hits than asked.
         params.add_index("dense", index_type="FLAT", metric_type="COSINE")
         params.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-        for name in _INDEXED_SCALARS:
+        for name in INDEXED_SCALARS:
             params.add_index(name, index_type="INVERTED")
         return params
 
     def _check_existing(self) -> None:
         fields = self._client.describe_collection(self.name)["fields"]
         names = {f["name"] for f in fields}
-        if names != _FIELDS:
-            missing, extra = ", ".join(sorted(_FIELDS - names)), ", ".join(sorted(names - _FIELDS))
+        if names != FIELDS:
+            missing, extra = ", ".join(sorted(FIELDS - names)), ", ".join(sorted(names - FIELDS))
             raise OutdatedCollectionError(
                 f"Milvus collection {self.name!r} was created by an older Lore with another schema "
                 f"(missing fields: {missing or '-'}; unknown fields: {extra or '-'}); rebuild it: "
@@ -189,7 +174,8 @@ class MilvusStore:
         found = int(dense["params"]["dim"])
         if found != self.dim:
             raise EmbeddingMismatchError(
-                f"Milvus collection {self.name!r} holds {found}-d vectors, the embedding model gives {self.dim}-d"
+                f"Milvus collection {self.name!r} holds {found}-d vectors, the embedding model gives "
+                f"{self.dim}-d"
             )
 
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, tokens: Sequence[list[str]]) -> None:
@@ -202,11 +188,11 @@ class MilvusStore:
         if vecs.ndim != 2 or vecs.shape[1] != self.dim:
             raise EmbeddingMismatchError(f"upsert: vectors of shape {vecs.shape}, collection dim {self.dim}")
         # One request must not carry the same primary key twice; the last one wins.
-        rows = {c.chunk_id: _to_row(c, v, t) for c, v, t in zip(chunks, vecs, tokens, strict=True)}
+        rows = {c.chunk_id: to_row(c, v, t) for c, v, t in zip(chunks, vecs, tokens, strict=True)}
         self._upsert_rows(list(rows.values()))
 
     def _upsert_rows(self, rows: list[dict[str, Any]]) -> None:
-        for batch in _batches(rows):
+        for batch in batches(rows):
             self._client.upsert(self.name, batch)
         self._dirty = True
 
@@ -236,9 +222,9 @@ class MilvusStore:
         if not requests:
             return []
         result = self._client.hybrid_search(
-            self.name, requests, self._pm.RRFRanker(query.rrf_k), limit=query.k, output_fields=_OUTPUT
+            self.name, requests, self._pm.RRFRanker(query.rrf_k), limit=query.k, output_fields=OUTPUT
         )
-        return [Hit(_to_chunk(hit["entity"]), float(hit["distance"])) for hit in result[0]]
+        return [Hit(to_chunk(hit["entity"]), float(hit["distance"])) for hit in result[0]]
 
     def _search_one(self, field: str, data: Any, k: int, expr: str) -> list[Hit]:
         dense = field == "dense"
@@ -248,14 +234,14 @@ class MilvusStore:
             anns_field=field,
             limit=k,
             filter=expr,
-            output_fields=_OUTPUT,
+            output_fields=OUTPUT,
             search_params={"metric_type": "COSINE" if dense else "BM25"},
         )
         hits = []
         for rank, hit in enumerate(result[0], start=1):
             # Milvus Lite reports BM25 as a negative distance, a server as a positive score.
             score = float(hit["distance"]) if dense else abs(float(hit["distance"]))
-            chunk = _to_chunk(hit["entity"])
+            chunk = to_chunk(hit["entity"])
             if dense:
                 hits.append(Hit(chunk, score, dense_score=score, dense_rank=rank))
             else:
@@ -264,7 +250,7 @@ class MilvusStore:
 
     def get(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         """Fetch chunks by id, in the order asked; missing ids are skipped."""
-        found = {row["chunk_id"]: _to_chunk(row) for row in self._rows(chunk_ids, _OUTPUT)}
+        found = {row["chunk_id"]: to_chunk(row) for row in self._rows(chunk_ids, OUTPUT)}
         return [found[i] for i in dict.fromkeys(chunk_ids) if i in found]
 
     def ids_valid_from(self, seq: int) -> list[str]:
@@ -301,9 +287,7 @@ class MilvusStore:
         # No partial update in Milvus Lite: read whole rows (vector included) and upsert them back.
         # Only ever shorten a validity window: re-expiring must not revive versions in between.
         rows = [
-            r
-            for r in self._rows(chunk_ids, _ROW)
-            if r["valid_to_seq"] in (0, None) or r["valid_to_seq"] > seq
+            r for r in self._rows(chunk_ids, ROW) if r["valid_to_seq"] in (0, None) or r["valid_to_seq"] > seq
         ]
         for row in rows:
             row["valid_to_seq"] = int(seq)
@@ -344,52 +328,6 @@ class MilvusStore:
             expr = f"chunk_id in {str_list(ids[start : start + _ID_BATCH])}"
             rows.extend(dict(r) for r in self._client.query(self.name, filter=expr, output_fields=fields))
         return rows
-
-
-def _to_row(chunk: Chunk, vector: np.ndarray, tokens: list[str]) -> dict[str, Any]:
-    data = dataclasses.asdict(chunk)
-    row = {name: data[name] for name in _COLUMNS}
-    row["meta"] = {name: data[name] for name in _META}
-    row["dense"] = vector.tolist()
-    row["lex"] = encode_tokens(tokens)
-    roles = chunk.allowed_roles
-    if len(roles) > _MAX_ROLES or any(len(r.encode("utf-8")) > _ROLE_LEN for r in roles):
-        raise ChunkTooLargeError(
-            f"chunk {chunk.chunk_id!r}: allowed_roles holds at most {_MAX_ROLES} roles of {_ROLE_LEN} bytes"
-        )
-    row["roles_open"] = not roles
-    row["roles_text"] = encode_roles(roles)
-    for name, limit in _VARCHAR.items():
-        size = len(row[name].encode("utf-8"))
-        if size > limit:
-            raise ChunkTooLargeError(
-                f"chunk {chunk.chunk_id!r}: {name} is {size} bytes, the Milvus store holds at most {limit}; "
-                "use smaller chunks"
-            )
-    return row
-
-
-def _to_chunk(entity: dict[str, Any]) -> Chunk:
-    meta = entity.get("meta") or {}
-    values = {name: entity[name] for name in _COLUMNS}
-    values["allowed_roles"] = decode_roles(entity.get("roles_text"))
-    # Keys a newer or older Chunk does not know are ignored; missing ones take their defaults.
-    values.update({name: meta[name] for name in _META if name in meta})
-    return Chunk(**values)
-
-
-def _batches(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-    batch: list[dict[str, Any]] = []
-    size = 0
-    for row in rows:
-        row_size = len(row["text"]) + len(row["parent_text"]) + len(row["lex"]) + 4 * len(row["dense"])
-        if batch and (len(batch) >= _BATCH_ROWS or size + row_size > _BATCH_BYTES):
-            yield batch
-            batch, size = [], 0
-        batch.append(row)
-        size += row_size
-    if batch:
-        yield batch
 
 
 def _acquire_lite(path: str) -> None:

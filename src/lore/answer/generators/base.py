@@ -38,13 +38,7 @@ class Generator(Protocol):
 
 
 GeneratorFactory = Callable[..., Generator]
-GENERATORS: Registry[GeneratorFactory] = Registry(
-    "answer.generator",
-    {
-        "extractive": "lore.answer.generators.extractive:ExtractiveGenerator",
-        "openai": "lore.answer.generators.openai_chat:OpenAIChatGenerator",
-    },
-)
+GENERATORS: Registry[GeneratorFactory] = Registry("answer.generator", "lore.generators")
 
 
 def register_generator(name: str, factory: GeneratorFactory) -> None:

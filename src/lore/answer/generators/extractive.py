@@ -18,11 +18,11 @@ from lore.answer.citations import insert_marker, join_sentences
 from lore.answer.generators.base import Passage
 from lore.answer.qtypes import has_answer_type, question_type
 from lore.answer.rows import faq_cells, read_row
-from lore.answer.sentences import coverage, local_weights, split_sentences, token_set
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
-from lore.ingest.chunking import text_units
 from lore.lexical import tokenize
+from lore.text.sentences import coverage, local_weights, split_sentences, token_set
+from lore.text.units import text_units
 
 _PARTS = re.compile(r"[？?；;]")
 

@@ -155,7 +155,8 @@ async def ask(body: AskBody, scope: Caller, state: State) -> StreamingResponse:
 
 @router.websocket("/api/stream")
 async def stream(websocket: WebSocket) -> None:
-    """WebSocket: send `{"kb" or "scenario", "question", ...}` messages; each gets the events of `/api/ask`."""
+    """WebSocket: send `{"kb" or "scenario", "question", ...}` messages; each gets the events of
+    `/api/ask`."""
     state: ServiceState = websocket.app.state.service
     try:
         scope = await websocket_scope(websocket, state)
@@ -194,7 +195,9 @@ async def _answer_one(websocket: WebSocket, state: ServiceState, scope: Grant, r
             {
                 "event": "error",
                 "data": {
-                    "message": f"rate limit of {state.limiter.per_minute} requests/minute exceeded for this key",
+                    "message": (
+                        f"rate limit of {state.limiter.per_minute} requests/minute exceeded for this key"
+                    ),
                     "status": 429,
                     "retry_after": round(wait, 1),
                 },

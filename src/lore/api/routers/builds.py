@@ -47,7 +47,8 @@ def _queue(state: ServiceState, kb: str, body: BuildBody, scope: Grant) -> Job:
     },
 )
 async def build(kb: str, body: BuildBody, scope: Caller, state: State) -> JSONResponse:
-    """Queue a build of a new STAGED version of exactly the given sources, optionally gated and activated (admin).
+    """Queue a build of a new STAGED version of exactly the given sources, optionally gated and activated
+    (admin).
 
     New and changed files' chunks belong to the key's tenant (and its dataset, if it has exactly one).
     """

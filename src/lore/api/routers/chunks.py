@@ -18,11 +18,11 @@ from lore.api.deps import Caller, State
 from lore.api.limits import PositiveInt
 from lore.api.routers.ingest import report_json, uploaded
 from lore.catalog import KnowledgeBase
-from lore.ingest.chunking import stable_id
 from lore.ingest.files import SourceFile
 from lore.ingest.pipeline import file_document_id
 from lore.policy import Action
 from lore.schema import Chunk
+from lore.text.units import stable_id
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
 

@@ -108,7 +108,8 @@ async def list_documents(kb: str, scope: Caller, state: State) -> dict[str, Any]
 
 @router.get("/{name:path}/chunks")
 async def document_chunks(kb: str, name: str, scope: Caller, state: State) -> dict[str, Any]:
-    """A document's chunks in order, with location, parent passage and metadata (only what the caller reads)."""
+    """A document's chunks in order, with location, parent passage and metadata (only what the caller
+    reads)."""
 
     def run() -> dict[str, Any]:
         lore = state.lore

@@ -229,7 +229,8 @@ def _sources(lore: Lore, kb: str, body: SourcesBody, scope: Grant) -> list[Path]
         inputs = [uploaded(lore, record, name, scope) for name in body.files]
     server = [within_roots(p, lore.settings.api.ingest_roots) for p in body.paths]
     if escaping := links_outside(server, lore.settings.api.ingest_roots):
-        # refused rather than dropped: Lore.ingest/build re-discover the folder, and a build indexes exactly it
+        # refused rather than dropped: Lore.ingest/build re-discover the folder, and a build indexes exactly
+        # it
         raise HTTPException(
             403,
             "server paths: symbolic links lead outside the configured ingest roots: "

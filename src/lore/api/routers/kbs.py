@@ -65,7 +65,8 @@ async def list_kbs(scope: Caller, state: State) -> list[dict[str, Any]]:
 
 @router.post("", status_code=201)
 async def create_kb(body: KbBody, scope: Caller, state: State) -> dict[str, Any]:
-    """Create a knowledge base owned by the key's tenant, bound to the configured embedder and store (admin)."""
+    """Create a knowledge base owned by the key's tenant, bound to the configured embedder and store
+    (admin)."""
 
     def run() -> dict[str, Any]:
         check(scope, Action.CREATE, Resource(Kind.KB, body.name, tenants=frozenset({scope.tenant})))

@@ -39,7 +39,8 @@ class ChatMessage(BaseModel):
 
 
 class ChatRequest(BaseModel):
-    """The subset of the chat-completions request Lore uses; other OpenAI parameters are accepted and ignored."""
+    """The subset of the chat-completions request Lore uses; other OpenAI parameters are accepted and
+    ignored."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -75,7 +76,8 @@ def _error_status(data: dict[str, Any]) -> int:
 
 @router.post("/chat/completions", response_model=None)
 async def chat_completions(body: ChatRequest, scope: Caller, state: State) -> Response:
-    """Answer the last user message from the knowledge base named by `model`; earlier user turns are history."""
+    """Answer the last user message from the knowledge base named by `model`; earlier user turns are
+    history."""
     users = [m.text() for m in body.messages if m.role == "user"]
     if not users:
         raise HTTPException(400, "messages: no user message to answer")

@@ -1,13 +1,12 @@
 """One passage by id and one indexed file's text, read under the caller's scope (for agents and citations).
 
-A chunk is returned only when a search by the same key could have found it: the store counts the
-chunk's document under the caller's filter (tenant, datasets, visibility, roles), and the chunk is
-valid at the version read (the active one; another only for admin keys, as in search).
+A chunk is returned only when a search by the same key could have found it: it passes the caller's
+filter (`SearchFilter.matches`: tenant, datasets, visibility, roles, and valid at the version read, the
+active one; another only for admin keys, as in search).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from fastapi import APIRouter, HTTPException
@@ -19,28 +18,19 @@ from lore.catalog import KnowledgeBase
 from lore.engine import Lore
 from lore.grant import Grant
 from lore.policy import Action
-from lore.schema import Chunk
+from lore.schema import Chunk, SearchFilter
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["search"])
-
-
-def _valid_at(chunk: Chunk, seq: int | None) -> bool:
-    return seq is None or (
-        chunk.valid_from_seq <= seq and (chunk.valid_to_seq == 0 or chunk.valid_to_seq > seq)
-    )
 
 
 def readable(
     lore: Lore, kb: KnowledgeBase, scope: Grant, chunks: list[Chunk], version: int | None
 ) -> tuple[list[Chunk], int | None]:
-    """The chunks the caller reads at the version (active unless named: the policy decides), and its number."""
+    """The chunks the caller reads at the version (active unless named: the policy decides), and its
+    number."""
     require_kb(lore, scope, kb.name, Action.READ if version is None else Action.READ_VERSION)
     flt = lore.scoped(kb, search_options(lore, scope), version).filter
-    seq = flt.version_seq
-    documents = sorted({c.document_id for c in chunks if _valid_at(c, seq)})
-    store = lore.store(kb)
-    allowed = {d for d in documents if store.count(replace(flt, document_ids=[d])) > 0}
-    return [c for c in chunks if c.document_id in allowed and _valid_at(c, seq)], seq
+    return [c for c in chunks if flt.matches(c)], flt.version_seq
 
 
 def _where(c: Chunk) -> dict[str, Any]:
@@ -59,7 +49,8 @@ def _chunks_at(lore: Lore, kb: KnowledgeBase, file: str, seq: int) -> list[Chunk
     changed the file, the catalog lists only that build's chunks)."""
     store = lore.store(kb)
     ids = [i for s in range(1, seq + 1) for i in store.ids_valid_from(s)]
-    return [c for c in store.get(ids) if c.file_path == file and _valid_at(c, seq)] if ids else []
+    at = SearchFilter(version_seq=seq)
+    return [c for c in store.get(ids) if c.file_path == file and at.matches(c)] if ids else []
 
 
 @router.get("/passages/{chunk_id}")

@@ -1,5 +1,6 @@
 """Web pages as sources through the API: crawl a URL (or a sitemap) on the server, inside the
-configured allow-list (`api.web_sources`), and index the pages into an unversioned KB for the caller's tenant."""
+configured allow-list (`api.web_sources`), and index the pages into an unversioned KB for the caller's
+tenant."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The loader protocol and the registry of loaders by file suffix: built-ins, and plugins that
-installed packages add through the `lore.loaders` entry-point group."""
+"""The loader protocol and the registry of loaders by file suffix, from the `lore.loaders` entry points
+(the built-ins are declared in Lore's pyproject.toml, plug-ins in their own packages')."""
 
 from __future__ import annotations
 
@@ -32,20 +32,7 @@ class Loader(Protocol):
     def __call__(self, path: Path, options: LoadOptions, /) -> list[LoadedDocument]: ...
 
 
-_M = "lore.ingest.loaders."
-LOADERS: Registry[Loader] = Registry("loader", {
-    ".pdf": _M + "pdf:load_pdf", ".docx": _M + "docx:load_docx", ".pptx": _M + "pptx:load_pptx",
-    ".xlsx": _M + "table:load_xlsx", ".xlsm": _M + "table:load_xlsx", ".xls": _M + "xls:load_xls",
-    ".csv": _M + "table:load_csv", ".tsv": _M + "table:load_csv",
-    ".txt": _M + "text:load_txt", ".text": _M + "text:load_txt",
-    ".md": _M + "text:load_markdown", ".markdown": _M + "text:load_markdown",
-    ".html": _M + "html:load_html", ".htm": _M + "html:load_html", ".xhtml": _M + "html:load_html",
-    ".jsonl": _M + "jsonl:load_jsonl",
-    ".doc": _M + "office:load_doc", ".ppt": _M + "office:load_ppt",
-    ".rtf": _M + "office:load_rtf", ".odt": _M + "office:load_odt",
-    ".eml": _M + "email:load_eml",
-    ".png": _M + "image:load_image", ".jpg": _M + "image:load_image", ".jpeg": _M + "image:load_image",
-}, group=ENTRY_POINT_GROUP)  # fmt: skip
+LOADERS: Registry[Loader] = Registry("loader", ENTRY_POINT_GROUP)
 
 
 def register_loader(suffix: str, loader: Loader) -> None:
@@ -70,7 +57,8 @@ def loader_for(path: Path) -> Loader:
 
 def load_file(path: Path, *, ocr: bool = True, limits: FileLimits | None = None) -> list[LoadedDocument]:
     """Load one file with its loader; any unexpected failure becomes a `corrupt` `LoadError`. `limits`
-    (default: the default limits) are checked before parsing: ZIP-based formats' size and entries, PDF pages."""
+    (default: the default limits) are checked before parsing: ZIP-based formats' size and entries, PDF
+    pages."""
     loader = loader_for(path)
     check_file(path, limits or FileLimits())
     try:

@@ -1,4 +1,5 @@
-"""OCR of rendered PDF pages, page regions and pictures with RapidOCR (offline weights, loaded once per process)."""
+"""OCR of rendered PDF pages, page regions and pictures with RapidOCR (offline weights, loaded once per
+process)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,10 @@ from lore.ingest.loaders.base import LoadOptions
 from lore.schema import LoadedDocument
 
 CONVERT_TIMEOUT_S = 180
-_INSTALL = "install LibreOffice: `make office` or `apt-get install libreoffice-writer-nogui libreoffice-impress-nogui`"
+_INSTALL = (
+    "install LibreOffice: `make office` or `apt-get install libreoffice-writer-nogui "
+    "libreoffice-impress-nogui`"
+)
 _lock = threading.Lock()  # one conversion at a time: the profile folder is not shared safely
 _profile: Path | None = None
 

