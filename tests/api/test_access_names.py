@@ -72,7 +72,8 @@ def test_a_taken_kb_name_is_refused_alike_whoever_holds_it(world: World) -> None
 
 def test_a_file_name_another_tenant_holds_is_the_uploaders_own_file(world: World) -> None:
     """In a shared KB files are keyed by (KB, path, tenant): bluefin's upload of the name acme uses
-    succeeds as bluefin's own file, answered exactly like a name nobody uses; acme's file is untouched and unseen."""
+    succeeds as bluefin's own file, answered exactly like a name nobody uses; acme's file is untouched
+    and unseen."""
     c, hb = world.client, world.h("b_platform")
 
     def upload(name: str, body: bytes) -> tuple[int, object]:
