@@ -37,6 +37,7 @@ from lore.scenario.cache import SEARCH_CACHE, CachingRetriever, SearchCache
 from lore.schema import Hit
 from lore.state.cache import EvictingLRU, make_cache
 from lore.state.redis import redis_client
+from lore.storage import Storage, open_storage, publish_folder
 from lore.store.base import VectorStore, open_store
 
 if TYPE_CHECKING:
@@ -64,6 +65,11 @@ class Lore:
     @cached_property
     def catalog(self) -> Catalog:
         return Catalog(self.settings.resolved_catalog_url, self.settings.catalog)
+
+    @cached_property
+    def storage(self) -> Storage:
+        """Uploads, originals, quality reports and scenario stamps, shared by replicas (`[storage]`)."""
+        return open_storage(self.settings)
 
     @cached_property
     def deep_sessions(self) -> BaseCheckpointSaver:
@@ -318,6 +324,7 @@ class Lore:
                         extra_quality=extra_quality,
                     )
                 BUILDS.labels(str(result.version.status)).inc()
+                publish_folder(self.storage, self.reports_dir(name) / str(result.version.seq))
             except Exception as exc:  # disk full, store gone...: the active version keeps serving
                 BUILDS.labels("error").inc()
                 with contextlib.suppress(Exception):  # if this fails too, the next build recovers it
@@ -349,6 +356,7 @@ class Lore:
         score = calibration.scorer(self.retriever(kb), opts, self.settings.answer)
         result = calibration.calibrate(score, chunks, eval_questions=eval_questions, version=seq)
         calibration.save(result, self._calibration_dir(name, seq))
+        self.storage.publish(f"{self._calibration_key(name, seq)}/{calibration.FILE_NAME}")
         return result
 
     def evidence_threshold(self, kb: KnowledgeBase, seq: int | None) -> float | None:
@@ -357,11 +365,17 @@ class Lore:
         pinned = self.settings.answer.evidence_threshold
         if pinned is not None:
             return pinned
+        self.storage.fetch(
+            f"{self._calibration_key(kb.name, seq)}/{calibration.FILE_NAME}"
+        )  # a bucket: refresh
         stored = calibration.load(self._calibration_dir(kb.name, seq))
         return stored.threshold if stored else None
 
+    def _calibration_key(self, name: str, seq: int | None) -> str:
+        return f"reports/{name}/{seq}" if seq is not None else f"reports/{name}"
+
     def _calibration_dir(self, name: str, seq: int | None) -> Path:
-        return self.reports_dir(name) / str(seq) if seq is not None else self.reports_dir(name)
+        return self.storage.path(self._calibration_key(name, seq))
 
     def diff(self, name: str, base: int, candidate: int, eval_set: Path | None = None) -> dict[str, Any]:
         """Files added/changed/removed from version `base` to `candidate`, and, with an eval set (given
@@ -406,7 +420,7 @@ class Lore:
 
     def reports_dir(self, name: str) -> Path:
         """Where a KB's quality reports live: `<storage dir>/reports/<kb>/<seq>/` (shared by replicas)."""
-        return self.settings.files_dir / "reports" / name
+        return self.storage.path(f"reports/{name}")
 
     def _pipeline(
         self,

@@ -205,6 +205,7 @@ def test_a_change_through_one_replica_is_served_by_the_other(cluster: Cluster) -
             "migrations": "ok",
             "store": "ok",
             "redis": "ok",
+            "storage": "ok",
         }
 
 

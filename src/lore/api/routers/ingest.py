@@ -13,7 +13,7 @@ from starlette.responses import FileResponse
 
 from lore.api.access import check_file_writes, file_visible, require_file, require_kb
 from lore.api.deps import Caller, State
-from lore.api.routers.kbs import uploads_dir
+from lore.api.routers.kbs import uploads_key
 from lore.api.security import original_response
 from lore.api.uploads import MultipartUpload, commit, safe_name, within_roots
 from lore.engine import Lore
@@ -38,7 +38,8 @@ async def upload(kb: str, request: Request, scope: Caller, state: State) -> dict
     lore = state.lore
     record = await run_in_threadpool(require_kb, lore, scope, kb, Action.UPLOAD)
     limit = int(lore.settings.api.max_upload_mb * 1e6)  # per file; per request: `BodyLimits` counts the bytes
-    folder = uploads_dir(lore, kb)
+    prefix = uploads_key(kb)
+    folder = lore.storage.path(prefix)  # temp files next to their final place (a bucket: the local cache)
     folder.mkdir(parents=True, exist_ok=True)
     upload = MultipartUpload(folder, limit, request.headers.get("content-type", ""))
     parts = await upload.consume(request.stream())
@@ -48,7 +49,10 @@ async def upload(kb: str, request: Request, scope: Caller, state: State) -> dict
         upload.discard()
         raise
     saved = await run_in_threadpool(
-        commit, parts, folder, lambda names: lore.catalog.claim_files(record.id, names, scope.tenant)
+        commit,
+        parts,
+        lambda name, tmp: lore.storage.put(f"{prefix}/{name}", tmp),
+        lambda names: lore.catalog.claim_files(record.id, names, scope.tenant),
     )
     return {"kb": kb, "files": saved}
 
@@ -61,17 +65,10 @@ async def list_files(kb: str, scope: Caller, state: State) -> dict[str, Any]:
     def run() -> dict[str, Any]:
         lore = state.lore
         record = require_kb(lore, scope, kb)
-        folder = uploads_dir(lore, kb)
-        uploads = (
-            sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
-            if folder.is_dir()
-            else []
-        )
+        uploads = lore.storage.list(uploads_key(kb))
         return {
             "uploads": [
-                {"name": p.name, "size": p.stat().st_size}
-                for p in uploads
-                if file_visible(lore, record, p.name, scope)
+                {"name": e.name, "size": e.size} for e in uploads if file_visible(lore, record, e.name, scope)
             ],
             "indexed": [
                 {
@@ -175,8 +172,9 @@ class BuildBody(SourcesBody):
 
 
 def _uploaded(lore: Lore, kb: str, name: str) -> Path:
-    path = uploads_dir(lore, kb) / safe_name(name)
-    if not path.is_file():
+    """A local, current copy of the upload (the file itself for a storage directory)."""
+    path = lore.storage.fetch(f"{uploads_key(kb)}/{safe_name(name)}")
+    if path is None:
         raise NotFoundError(f"file '{name}' not found")
     return path
 
@@ -200,15 +198,8 @@ def check_sources_write(lore: Lore, kb: str, inputs: list[Path], scope: Grant, *
 
 
 def _sources(lore: Lore, kb: str, body: SourcesBody) -> list[Path]:
-    folder = uploads_dir(lore, kb)
-    if body.files is None:
-        inputs = (
-            sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
-            if folder.is_dir()
-            else []
-        )
-    else:
-        inputs = [_uploaded(lore, kb, name) for name in body.files]
+    names = [e.name for e in lore.storage.list(uploads_key(kb))] if body.files is None else body.files
+    inputs = [_uploaded(lore, kb, name) for name in names]
     server = [within_roots(p, lore.settings.api.ingest_roots) for p in body.paths]
     if escaping := links_outside(server, lore.settings.api.ingest_roots):
         # refused rather than dropped: Lore.ingest/build re-discover the folder, and a build indexes exactly it
