@@ -1,5 +1,6 @@
 """Two `lore serve` replicas (B with `--workers 2`) on PostgreSQL + Redis + a Milvus gRPC server (`milvus-lite server`), each
-with its own LORE_HOME and one shared storage dir: what one replica changes, the other serves at once;
+with its own LORE_HOME and one S3 bucket for files (on `moto_server`, a real S3-protocol server; the
+shared-directory case is tests/api/test_shared_storage.py): what one replica changes, the other serves at once;
 the rate limit is global; a Milvus restart under load gives no 500 and every request works afterwards.
 
 Builds are queued jobs run by the replicas themselves (`worker.in_process`); `lore worker` is not part of
@@ -29,6 +30,7 @@ from tests.servers import (
     REDIS_URL,
     MilvusServer,
     free_port,
+    moto_server,
     postgres_database,
     redis_available,
     redis_prefix,
@@ -96,6 +98,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         prefix = stack.enter_context(redis_prefix())
         milvus = MilvusServer(tmp / "milvus").start()
         stack.callback(milvus.stop)
+        s3 = stack.enter_context(moto_server(tmp)).storage_settings("replicas")
         env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
         env |= {
             "LORE_CONFIG": str(tmp / "none.toml"),
@@ -105,7 +108,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "LORE_STORE__TIMEOUT_S": "20",
             "LORE_REDIS__URL": REDIS_URL,
             "LORE_REDIS__PREFIX": prefix,
-            "LORE_STORAGE__DIR": str(tmp / "shared"),
+            **{f"LORE_STORAGE__{k.upper()}": v for k, v in s3.items()},
             "LORE_API__RATE_LIMIT_PER_MINUTE": str(LIMIT),
         }
         # The migration job of the deployment: once, before any replica starts.

@@ -16,7 +16,7 @@ from lore.api.routers.versions import version_json
 from lore.api.security import internal_message
 from lore.catalog import BuildLockedError, Job
 from lore.engine import Lore
-from lore.errors import LoreError, NotFoundError
+from lore.errors import LoreError
 from lore.ingest.pipeline import FileResult, Progress
 
 log = logging.getLogger("lore.worker")
@@ -88,10 +88,7 @@ def _input_path(lore: Lore, ref: str) -> Path:
     if not ref.startswith(_STORED):
         return Path(ref)
     key = ref.removeprefix(_STORED)
-    path = lore.storage.fetch(key)
-    if path is None:
-        raise NotFoundError(f"file '{key.rsplit('/', 1)[-1]}' not found (deleted after the build was queued)")
-    return path
+    return lore.storage.fetch(key) or lore.storage.path(key)  # deleted since: the build says "no such file"
 
 
 def run_build(lore: Lore, job: Job) -> dict[str, Any]:
