@@ -1,5 +1,5 @@
 """Storage in an S3-compatible bucket (AWS S3, MinIO, Ceph, ...) through boto3, with a local download
-cache: a key's local copy is refreshed when the object's size or modification time differs."""
+cache: a key's local copy is refreshed when the object's ETag differs from the one it was fetched with."""
 
 from __future__ import annotations
 
@@ -48,6 +48,17 @@ def _client(settings: StorageSettings) -> Any:
     )
 
 
+def _etag_file(local: Path) -> Path:
+    return local.with_name(f".{local.name}.etag")  # hidden: never listed, never a build input
+
+
+def _etag(local: Path) -> str | None:
+    try:
+        return _etag_file(local).read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
 class S3Storage:
     """Keys are objects `<prefix>/<key>` in one bucket; `root` is this process's download cache."""
 
@@ -81,12 +92,10 @@ class S3Storage:
         head = self._call("head_object", Bucket=self.bucket, Key=self._name(key))
         if head is None:
             local.unlink(missing_ok=True)
+            _etag_file(local).unlink(missing_ok=True)
             return None
-        mtime = head["LastModified"].timestamp()
-        if local.is_file():
-            st = local.stat()
-            if st.st_size == head["ContentLength"] and st.st_mtime == mtime:
-                return local
+        if local.is_file() and local.stat().st_size == head["ContentLength"] and _etag(local) == head["ETag"]:
+            return local
         local.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=local.parent, prefix=".dl-", delete=False) as tmp:
             body = self._call("get_object", Bucket=self.bucket, Key=self._name(key))
@@ -94,8 +103,10 @@ class S3Storage:
                 Path(tmp.name).unlink(missing_ok=True)
                 return None
             shutil.copyfileobj(body["Body"], tmp)
+        mtime = body["LastModified"].timestamp()  # every replica's copy gets the object's time
         os.utime(tmp.name, (mtime, mtime))
         os.replace(tmp.name, local)
+        _etag_file(local).write_text(body["ETag"], encoding="utf-8")
         return local
 
     def put(self, key: str, src: Path) -> None:
@@ -115,11 +126,12 @@ class S3Storage:
             self._call("put_object", Bucket=self.bucket, Key=self._name(key), Body=f)
 
     def _stamp(self, key: str, local: Path) -> None:
-        """Give the cached copy the object's time, so `fetch` knows it is current."""
+        """Give the cached copy the object's time and ETag, so `fetch` knows it is current."""
         head = self._call("head_object", Bucket=self.bucket, Key=self._name(key))
         if head is not None:
             mtime = head["LastModified"].timestamp()
             os.utime(local, (mtime, mtime))
+            _etag_file(local).write_text(head["ETag"], encoding="utf-8")
 
     def read_bytes(self, key: str) -> bytes | None:
         body = self._call("get_object", Bucket=self.bucket, Key=self._name(key))
