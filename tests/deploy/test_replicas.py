@@ -215,13 +215,16 @@ def test_a_change_through_one_replica_is_served_by_the_other(cluster: Cluster) -
 def test_the_rate_limit_holds_across_replicas(cluster: Cluster) -> None:
     key = cluster.staff[1]
     codes: Counter[int] = Counter()
+    started = time.monotonic()
     with httpx.Client(timeout=60) as c:
         for i in range(2 * LIMIT):
             url = (cluster.a if i % 2 else cluster.b).url
             codes[c.get(f"{url}/api/kbs", headers=_auth(key)).status_code] += 1
-    # One bucket for all three processes: LIMIT pass, plus what refills meanwhile (1 a second). Per process,
-    # all would pass.
-    assert LIMIT <= codes[200] <= LIMIT + 15 and codes[429] == 2 * LIMIT - codes[200], codes
+    refilled = (time.monotonic() - started) * LIMIT / 60  # on a busy machine the 120 requests take a while
+    # One bucket for all three processes: LIMIT pass, plus what refills meanwhile. Per process, all would pass.
+    assert codes[200] >= LIMIT and codes[429] == 2 * LIMIT - codes[200], codes
+    assert codes[200] <= LIMIT + refilled + 2, (codes, refilled)
+    assert codes[429] > 0
     metrics = httpx.get(f"{cluster.b.url}/metrics").text  # the sum over B's worker processes
     assert 'lore_http_requests_total{method="GET",route="/api/kbs",status="429"}' in metrics
 
