@@ -365,9 +365,8 @@ class Lore:
         pinned = self.settings.answer.evidence_threshold
         if pinned is not None:
             return pinned
-        self.storage.fetch(
-            f"{self._calibration_key(kb.name, seq)}/{calibration.FILE_NAME}"
-        )  # a bucket: refresh
+        with contextlib.suppress(LoreError):  # a bucket: refresh the copy; unreachable: the last one serves
+            self.storage.fetch(f"{self._calibration_key(kb.name, seq)}/{calibration.FILE_NAME}")
         stored = calibration.load(self._calibration_dir(kb.name, seq))
         return stored.threshold if stored else None
 

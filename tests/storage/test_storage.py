@@ -113,3 +113,36 @@ def test_the_directory_is_the_default_and_boto3_is_only_needed_for_a_bucket(
     monkeypatch.setitem(__import__("sys").modules, "boto3", None)
     with pytest.raises(MissingDependencyError, match=r"lore-kb\[s3\]"):
         S3Storage(load_settings(home=tmp_path, storage={"url": "s3://x"}).storage, tmp_path)
+
+
+def test_an_unreachable_bucket_is_503_for_uploads_and_not_ready(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from lore.api import create_app
+    from lore.engine import Lore
+
+    storage = {
+        "url": "s3://gone/x",
+        "endpoint_url": "http://127.0.0.1:9",
+        "timeout_s": 1,
+        "region": "us-east-1",
+    }
+    lore = Lore(
+        load_settings(home=tmp_path, storage={**storage, "access_key_id": "a", "secret_access_key": "b"})
+    )
+    lore.create_kb("hb")
+    _, secret = lore.catalog.create_api_key("default", ["admin"])
+    with TestClient(create_app(lore, run_preflight=False), raise_server_exceptions=False) as c:
+        r = c.post(
+            "/api/kbs/hb/files",
+            headers={"Authorization": f"Bearer {secret}"},
+            files={"file": ("h.md", b"# H\n", "text/markdown")},
+        )
+        assert r.status_code == 503, r.text
+        assert (
+            c.get("/api/kbs/hb/files/h.md", headers={"Authorization": f"Bearer {secret}"}).status_code == 503
+        )
+        ready = c.get("/api/ready")
+        assert ready.status_code == 503 and ready.json()["checks"]["storage"].startswith("unreachable")
+    assert not list((tmp_path / "storage-cache").rglob("h.md"))  # the temp file is gone too
+    lore.close()

@@ -74,13 +74,15 @@ class S3Storage:
         return f"{self.prefix}/{check_key(key)}" if self.prefix else check_key(key)
 
     def _call(self, method: str, **kwargs: Any) -> Any:
-        """One S3 call; None for a missing object, 503 (`UnavailableError`) when the service is down."""
+        """One S3 call; None for a missing object; `UnavailableError` (503) when the service is down or
+        refuses (credentials, permissions): a deployment problem, not the caller's."""
         try:
             return getattr(self._s3, method)(**kwargs)
         except self._client_error as exc:
-            if str(exc.response.get("Error", {}).get("Code")) in _MISSING:
+            code = str(exc.response.get("Error", {}).get("Code"))
+            if code in _MISSING:
                 return None
-            raise
+            raise UnavailableError(f"object storage s3://{self.bucket}: {code} on {method}") from exc
         except self._transport_errors as exc:
             raise UnavailableError(f"object storage s3://{self.bucket} unreachable: {exc}") from exc
 
