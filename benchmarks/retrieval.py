@@ -47,7 +47,13 @@ def main() -> None:
         from synthetic import run_synthetic
 
         result = run_synthetic(
-            args.synthetic, args.backends.split(","), args.max_queries or 200, Path(args.home), seed=0
+            args.synthetic,
+            args.backends.split(","),
+            args.max_queries or 200,
+            Path(args.home),
+            seed=0,
+            milvus_n=args.milvus_n or None,
+            milvus_queries=args.milvus_queries or None,
         )
         _write_json(args.json_out, result)
         return
@@ -92,7 +98,15 @@ def _parse_args() -> argparse.Namespace:
     p.add_argument("--home", default="benchmarks/.cache", help="LORE_HOME parent for benchmark runs")
     p.add_argument("--fresh", action="store_true", help="drop the benchmark KB and its embedding cache first")
     p.add_argument("--synthetic", type=int, default=0, help="run the store latency benchmark at N chunks")
-    p.add_argument("--backends", default="embedded,milvus", help="backends for --synthetic")
+    p.add_argument(
+        "--backends",
+        default="embedded,milvus",
+        help="backends for --synthetic (embedded, milvus, milvus-server)",
+    )
+    p.add_argument(
+        "--milvus-n", type=int, default=0, help="--synthetic: cap the rows put in Milvus (0 = all)"
+    )
+    p.add_argument("--milvus-queries", type=int, default=20, help="--synthetic: timed queries on Milvus")
     return p.parse_args()
 
 

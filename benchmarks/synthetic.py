@@ -9,9 +9,11 @@ On a shared machine set OPENBLAS_NUM_THREADS=1: threaded BLAS waits on busy core
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +28,9 @@ from rich.table import Table
 from lore.eval.metrics import percentile
 from lore.schema import Chunk, Hit, SearchFilter
 from lore.store.base import StoreQuery, open_store
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from procs import MilvusServer, rss_mb
 
 DIM = 384
 LATIN_WORDS, CJK_WORDS = 27_000, 3_000
@@ -201,18 +206,26 @@ def bench_store(
 ) -> dict:
     """Insert `n_rows` rows into a fresh store, reopen it, then time every search mode."""
     folder = Path(tempfile.mkdtemp(prefix=f"{backend}-", dir=workdir))
+    server = MilvusServer(folder / "server").start() if backend == "milvus-server" else None
+    kind, uri = ("milvus", server.uri) if server else (backend, "")
     try:
-        store = open_store(backend, "bench", folder, DIM)
+        gc.collect()
+        rss0 = rss_mb()  # the store's memory: this process's growth from here (insert, then reopen)
+        store = open_store(kind, "bench", folder, DIM, uri)
         t0 = time.perf_counter()
         for s in range(0, n_rows, batch):
             e = min(s + batch, n_rows)
             store.upsert(corpus.chunks[s:e], corpus.vectors[s:e], corpus.tokens[s:e])
         store.close()
         insert_s = time.perf_counter() - t0
+        if server:  # the server loads the collection from disk again, as after a restart
+            server.restart()
+        gc.collect()
         t0 = time.perf_counter()
-        store = open_store(backend, "bench", folder, DIM)
+        store = open_store(kind, "bench", folder, DIM, uri)
         store.search(StoreQuery("dense", 10, vector=warmup[0].vector))  # first search loads the index
         load_s = time.perf_counter() - t0
+        memory = {"client_mb": rss_mb() - rss0, "server_mb": server.rss_mb() if server else 0.0}
         runs = {
             "dense": lambda q: store.search(StoreQuery("dense", 10, vector=q.vector)),
             "bm25": lambda q: store.search(StoreQuery("bm25", 10, tokens=q.tokens)),
@@ -225,8 +238,12 @@ def bench_store(
             modes[name], hits = _timed(fn, queries, warmup)
             found[name] = [_positions(h) for h in hits]
             print(f"  {backend} {name}: p50 {modes[name]['p50']:.1f} ms", flush=True)
+        memory["client_mb"] = max(memory["client_mb"], rss_mb() - rss0)
+        memory["server_mb"] = max(memory["server_mb"], server.rss_mb() if server else 0.0)
         store.close()
     finally:
+        if server:
+            server.stop()
         shutil.rmtree(folder, ignore_errors=True)
     vectors, mask = corpus.vectors[:n_rows], corpus.mask[:n_rows]
     idx = np.flatnonzero(mask)
@@ -236,6 +253,7 @@ def bench_store(
         "insert_s": insert_s,
         "insert_rows_per_s": n_rows / insert_s,
         "load_s": load_s,
+        "memory": memory,
         "selectivity": float(mask.mean()),
         "modes": modes,
         "dense_recall@10": _recall(found["dense"], [_exact_dense(vectors, None, q, 10) for q in queries]),
@@ -262,10 +280,13 @@ def bench_baselines(corpus: Corpus, queries: list[Query], warmup: list[Query]) -
 
     vectors, idx = corpus.vectors, np.flatnonzero(corpus.mask)
     weights = corpus.mask.astype(np.float32)
-    t0 = time.perf_counter()
+    gc.collect()
+    rss0, t0 = rss_mb(), time.perf_counter()
     retriever = bm25s.BM25(k1=1.2, b=0.75)  # same constants as Lore's BM25
     retriever.index(corpus.tokens, show_progress=False)
     build_s = time.perf_counter() - t0
+    gc.collect()
+    bm25s_mb = rss_mb() - rss0
 
     def lexical(q: Query, k: int, mask: np.ndarray | None = None) -> np.ndarray:
         docs, scores = retriever.retrieve([q.tokens], k=k, show_progress=False, weight_mask=mask)
@@ -280,8 +301,17 @@ def bench_baselines(corpus: Corpus, queries: list[Query], warmup: list[Query]) -
     }
     modes = {name: _timed(fn, queries, warmup)[0] for name, fn in runs.items()}
     out = {
-        "numpy_exact": {"dense": modes["dense"], "f_dense": modes["f_dense"]},
-        "bm25s": {"bm25": modes["bm25"], "build_s": build_s, "rows_per_s": len(corpus.chunks) / build_s},
+        "numpy_exact": {
+            "dense": modes["dense"],
+            "f_dense": modes["f_dense"],
+            "memory_mb": vectors.nbytes / 2**20,
+        },
+        "bm25s": {
+            "bm25": modes["bm25"],
+            "build_s": build_s,
+            "rows_per_s": len(corpus.chunks) / build_s,
+            "memory_mb": bm25s_mb,
+        },
         "numpy_bm25s_rrf": {"hybrid": modes["hybrid"], "f_hybrid": modes["f_hybrid"]},
     }
     return out, retriever
@@ -320,8 +350,8 @@ def run_synthetic(
     }
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     for backend in backends:
-        rows = min(n, milvus_n or n) if backend == "milvus" else n
-        count = min(queries, milvus_queries or queries) if backend == "milvus" else queries
+        rows = min(n, milvus_n or n) if backend.startswith("milvus") else n
+        count = min(queries, milvus_queries or queries) if backend.startswith("milvus") else queries
         qs = make_queries(corpus, rows, warmup + count, seed) if rows != n else all_q[: warmup + count]
 
         def scores(q: Query) -> np.ndarray:
@@ -360,81 +390,42 @@ def _pair(stats: dict | None) -> str:
 
 
 def print_table(report: dict) -> None:
-    """One row per backend and per baseline; latencies as p50 / p95 in ms."""
+    """One row per backend and per baseline; latencies as p50 / p95 in ms; memory as RSS growth in MB
+    (this process + a server's processes)."""
     table = Table(
         title=f"Store latency, synthetic chunks (ms p50 / p95), filter selectivity "
         f"{report['selectivity']:.2%}"
     )
-    for col in (
-        "backend",
-        "N",
-        "Q",
-        "insert rows/s",
-        "open/load s",
-        "dense k10",
-        "bm25 k10",
-        "hybrid k50",
-        "filt dense k10",
-        "filt hybrid k50",
-        "filt recall@10",
-        "dense recall@10",
-    ):
+    cols = ("backend", "N", "Q", "insert rows/s", "open/load s", "RSS MB", "dense k10", "bm25 k10")
+    cols += ("hybrid k50", "filt dense k10", "filt hybrid k50", "filt recall@10", "dense recall@10")
+    for col in cols:
         table.add_column(col, justify="left" if col == "backend" else "right")
     for name, b in report["backends"].items():
-        m = b["modes"]
+        m, mem = b["modes"], b["memory"]
         table.add_row(
             name,
             str(b["n"]),
             str(b["queries"]),
             f"{b['insert_rows_per_s']:,.0f}",
             f"{b['load_s']:.2f}",
+            f"{mem['client_mb']:,.0f}" + (f" + {mem['server_mb']:,.0f}" if mem["server_mb"] else ""),
             *(_pair(m[k]) for k in MODES),
             f"{b['filtered_recall@10']:.3f}",
             f"{b['dense_recall@10']:.3f}",
         )
-    base, n, q = report["baselines"], str(report["n"]), str(report["queries"])
-    table.add_row(
-        "numpy exact",
-        n,
-        q,
-        "-",
-        "-",
-        _pair(base["numpy_exact"]["dense"]),
-        "-",
-        "-",
-        _pair(base["numpy_exact"]["f_dense"]),
-        "-",
-        "1.000",
-        "1.000",
+    base, n, q, no = report["baselines"], str(report["n"]), str(report["queries"]), "-"
+    exact, lex, rrf = base["numpy_exact"], base["bm25s"], base["numpy_bm25s_rrf"]
+    table.add_row("numpy exact", n, q, no, no, f"{exact['memory_mb']:,.0f}", _pair(exact["dense"]), no, no,
+                  _pair(exact["f_dense"]), no, "1.000", "1.000")  # fmt: skip
+    lex_rate, lex_build, lex_mb = (
+        f"{lex['rows_per_s']:,.0f}",
+        f"{lex['build_s']:.2f}",
+        f"{lex['memory_mb']:,.0f}",
     )
-    table.add_row(
-        "bm25s",
-        n,
-        q,
-        f"{base['bm25s']['rows_per_s']:,.0f}",
-        f"{base['bm25s']['build_s']:.2f}",
-        "-",
-        _pair(base["bm25s"]["bm25"]),
-        "-",
-        "-",
-        "-",
-        "-",
-        "-",
-    )
-    table.add_row(
-        "numpy+bm25s RRF",
-        n,
-        q,
-        "-",
-        "-",
-        "-",
-        "-",
-        _pair(base["numpy_bm25s_rrf"]["hybrid"]),
-        "-",
-        _pair(base["numpy_bm25s_rrf"]["f_hybrid"]),
-        "-",
-        "-",
-    )
+    table.add_row("bm25s", n, q, lex_rate, lex_build, lex_mb,
+                  no, _pair(lex["bm25"]), no, no, no, no, no)  # fmt: skip
+    table.add_row("numpy+bm25s RRF", n, q, no, no, no, no, no, _pair(rrf["hybrid"]), no,
+                  _pair(rrf["f_hybrid"]), no, no)  # fmt: skip
     console = Console(width=200)
     console.print(table)
     for name, b in report["backends"].items():

@@ -134,3 +134,66 @@ def postgres_database() -> Iterator[str]:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+class MotoServer:
+    """`moto_server`: a local server speaking the S3 HTTP protocol, so real boto3 calls run against it."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.port = free_port()
+        self.log = log_dir / f"moto-{self.port}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> MotoServer:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(self.port)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        wait_port(self.port)
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(20)
+        self.proc = None
+
+    def storage_settings_for(self, bucket: str, prefix: str = "lore") -> dict[str, str]:
+        """`[storage]` settings for `bucket` on this server."""
+        return {
+            "url": f"s3://{bucket}/{prefix}",
+            "endpoint_url": self.url,
+            "region": "us-east-1",
+            "access_key_id": "test",
+            "secret_access_key": "test",
+        }
+
+    def storage_settings(self, bucket: str, prefix: str = "lore") -> dict[str, str]:
+        """`[storage]` settings for a new bucket on this server (created here)."""
+        import boto3
+
+        settings = self.storage_settings_for(bucket, prefix)
+        boto3.client(
+            "s3",
+            endpoint_url=self.url,
+            region_name="us-east-1",
+            aws_access_key_id="test",
+            aws_secret_access_key="test",
+        ).create_bucket(Bucket=bucket)
+        return settings
+
+
+@contextmanager
+def moto_server(log_dir: Path) -> Iterator[MotoServer]:
+    server = MotoServer(log_dir).start()
+    try:
+        yield server
+    finally:
+        server.stop()

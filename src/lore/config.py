@@ -214,10 +214,24 @@ class RedisSettings(_Section):
 
 
 class StorageSettings(_Section):
-    """Where uploads, originals, quality reports and scenario stamps live: a directory every replica
-    shares."""
+    """Where uploads, originals, quality reports and scenario stamps live: a directory every replica shares,
+    or an S3-compatible bucket (`url = "s3://bucket/prefix"`; needs `lore-kb[s3]`)."""
 
     dir: Path | None = None  # default: `home`; set it to a shared mount (NFS, a volume) for several replicas
+    url: str = ""  # s3://bucket[/prefix]; when set, `dir` is unused and each process caches under `home`
+    endpoint_url: str = ""  # e.g. http://minio:9000; "" = AWS
+    region: str = ""
+    access_key_id: str = ""  # "" = boto3's usual chain (AWS_* variables, instance role)
+    secret_access_key: str = ""
+    addressing_style: Literal["auto", "path", "virtual"] = "auto"
+    timeout_s: float = Field(default=10.0, gt=0)
+
+    @field_validator("url")
+    @classmethod
+    def _s3_url(cls, value: str) -> str:
+        if value and not value.startswith("s3://"):
+            raise ValueError("expected s3://bucket or s3://bucket/prefix")
+        return value
 
     @field_validator("dir", mode="before")
     @classmethod

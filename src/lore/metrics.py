@@ -7,6 +7,8 @@ With several worker processes, set PROMETHEUS_MULTIPROC_DIR (`lore serve --worke
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -16,6 +18,16 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
+
+
+class JobStats(Protocol):
+    """What the catalog reports of its jobs (`lore.catalog.jobs.JobStats`; metrics sit below the catalog)."""
+
+    counts: dict[tuple[str, str], int]
+    durations: dict[tuple[str, str], list[float]]
+    waits: dict[str, list[float]]
+
 
 REQUESTS = Counter(
     "lore_http_requests_total", "HTTP requests by route, method and status", ["method", "route", "status"]
@@ -40,10 +52,56 @@ BUILD_SECONDS = Histogram(
 )
 
 
-def render() -> tuple[bytes, str]:
-    """The exposition text (every worker's when PROMETHEUS_MULTIPROC_DIR is set) and its content type."""
+JOB_STATUSES = ("queued", "running", "succeeded", "failed")
+JOB_BUCKETS = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0)
+
+
+def _histogram(name: str, doc: str, labels: list[str], series: dict[tuple[str, ...], list[float]]) -> Metric:
+    family = HistogramMetricFamily(name, doc, labels=labels)
+    for values, samples in sorted(series.items()):
+        buckets = [(str(b), sum(1 for x in samples if x <= b)) for b in JOB_BUCKETS]
+        family.add_metric(list(values), [*buckets, ("+Inf", len(samples))], sum(samples))
+    return family
+
+
+class JobsCollector:
+    """Build jobs as the catalog holds them (every replica's and worker's): a gauge per status, and
+    histograms of run time (started to finished) and queue wait (queued to started)."""
+
+    def __init__(self, stats: Callable[[], JobStats]) -> None:
+        self.stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        st = self.stats()
+        gauge = GaugeMetricFamily(
+            "lore_jobs", "Jobs in the catalog by kind and status", labels=["kind", "status"]
+        )
+        for kind in sorted({k for k, _ in st.counts} | {"build"}):
+            for status in JOB_STATUSES:
+                gauge.add_metric([kind, status], st.counts.get((kind, status), 0))
+        yield gauge
+        yield _histogram(
+            "lore_job_duration_seconds", "Run time of finished jobs", ["kind", "outcome"], dict(st.durations)
+        )
+        yield _histogram(
+            "lore_job_wait_seconds",
+            "Queue wait of started jobs",
+            ["kind"],
+            {(k,): v for k, v in st.waits.items()},
+        )
+
+
+def render(job_stats: Callable[[], JobStats] | None = None) -> tuple[bytes, str]:
+    """The exposition text (every worker's when PROMETHEUS_MULTIPROC_DIR is set) and its content type;
+    with `job_stats`, the catalog's job figures too (they may fail: the caller reports that)."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
-        return generate_latest(registry), CONTENT_TYPE_LATEST
-    return generate_latest(), CONTENT_TYPE_LATEST
+        body = generate_latest(registry)
+    else:
+        body = generate_latest()
+    if job_stats is not None:
+        jobs = CollectorRegistry()
+        jobs.register(JobsCollector(job_stats))  # type: ignore[arg-type]
+        body += generate_latest(jobs)
+    return body, CONTENT_TYPE_LATEST

@@ -13,13 +13,16 @@ from lore.api import create_app
 from lore.api.logs import JsonFormatter, TraceIdFilter, configure_logging
 from lore.config import load_settings
 from lore.engine import Lore
-from tests.api.conftest import Keys, auth
+from tests.api.conftest import Keys, auth, build_and_wait
 
 
 def test_ready_checks_catalog_migrations_and_stores(client: TestClient) -> None:
     r = client.get("/api/ready")
     assert r.status_code == 200, r.text
-    assert r.json() == {"status": "ready", "checks": {"catalog": "ok", "migrations": "ok", "store": "ok"}}
+    assert r.json() == {
+        "status": "ready",
+        "checks": {"catalog": "ok", "migrations": "ok", "store": "ok", "storage": "ok"},
+    }
     assert client.get("/api/health").json() == {"status": "ok"}
 
 
@@ -85,3 +88,31 @@ def test_json_formatter_redacts_access_tokens() -> None:
         "uvicorn.access", logging.INFO, __file__, 1, "GET %s", ("/api/stream?access_token=s3cr3t",), None
     )
     assert "s3cr3t" not in JsonFormatter().format(record)
+
+
+def test_metrics_show_the_catalogs_build_jobs_after_a_build(tmp_path: Path) -> None:
+    lore = Lore(load_settings(home=tmp_path, api={"rate_limit_per_minute": 0}))
+    record = lore.create_kb("m")
+    _, secret = lore.catalog.create_api_key("default", ["admin"])
+    with TestClient(create_app(lore, run_preflight=False)) as c:
+        before = c.get("/metrics").text
+        assert 'lore_jobs{kind="build",status="queued"} 0.0' in before
+        up = c.post(
+            "/api/kbs/m/files",
+            headers=auth(secret),
+            files={"file": ("h.md", b"# H\n\nThe gate code is 4711.\n")},
+        )
+        assert up.status_code == 201
+        assert build_and_wait(c, "m", {"activate": True}, auth(secret))["status"] == "succeeded"
+        # A job that failed (as a worker records it), on the same catalog.
+        failed = lore.catalog.enqueue_job("build", record.id, {"kb": "m"}, kb_name="m", lease_s=60)
+        assert lore.catalog.claim_job("test-worker") is not None
+        lore.catalog.finish_job(failed.id, error="broken", error_status=422)
+        text = c.get("/metrics").text
+    for status, n in (("queued", 0), ("running", 0), ("succeeded", 1), ("failed", 1)):
+        assert f'lore_jobs{{kind="build",status="{status}"}} {n}.0' in text
+    assert 'lore_job_duration_seconds_count{kind="build",outcome="succeeded"} 1.0' in text
+    assert 'lore_job_duration_seconds_bucket{kind="build",le="+Inf",outcome="failed"} 1.0' in text
+    assert 'lore_job_wait_seconds_count{kind="build"} 2.0' in text
+    assert "# TYPE lore_job_duration_seconds histogram" in text
+    lore.close()

@@ -1,9 +1,13 @@
-"""Two replicas with their own LORE_HOME but one catalog, store and storage dir serve each other's files."""
+"""Two replicas with their own LORE_HOME but one catalog, store and storage (a shared directory, or an S3
+bucket on a real S3-protocol server, `moto_server`) serve each other's files."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from lore.api import create_app
@@ -11,22 +15,35 @@ from lore.config import load_settings
 from lore.engine import Lore
 from tests.api.conftest import auth, build_and_wait
 from tests.conftest import EXAMPLES
+from tests.servers import MotoServer, moto_server
 
 
-def _replica(tmp_path: Path, name: str, shared: bool) -> Lore:
+@pytest.fixture(scope="module")
+def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
+    with moto_server(tmp_path_factory.mktemp("moto")) as server:
+        yield server
+
+
+def _replica(tmp_path: Path, name: str, shared: bool | dict[str, str]) -> Lore:
+    storage = shared if isinstance(shared, dict) else {"dir": str(tmp_path / "shared")} if shared else {}
     return Lore(
         load_settings(
             home=tmp_path / name,
             catalog_url=f"sqlite:///{tmp_path / 'catalog.db'}",
             store={"uri": str(tmp_path / "store")},
             api={"rate_limit_per_minute": 0},
-            storage={"dir": str(tmp_path / "shared")} if shared else {},
+            storage=storage,
         )
     )
 
 
-def test_upload_and_report_of_one_replica_are_served_by_the_other(tmp_path: Path) -> None:
-    a, b = _replica(tmp_path, "a", True), _replica(tmp_path, "b", True)
+@pytest.mark.parametrize("kind", ["dir", "s3"])
+def test_upload_and_report_of_one_replica_are_served_by_the_other(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    bucket = f"hb-{uuid.uuid4().hex[:10]}"
+    shared = request.getfixturevalue("moto").storage_settings(bucket) if kind == "s3" else True
+    a, b = _replica(tmp_path, "a", shared), _replica(tmp_path, "b", shared)
     a.create_kb("hb")
     _, secret = a.catalog.create_api_key("default", ["admin"])
     body = (EXAMPLES / "employee_handbook.md").read_bytes()
@@ -46,7 +63,12 @@ def test_upload_and_report_of_one_replica_are_served_by_the_other(tmp_path: Path
         seq = built["result"]["version"]["seq"]
         report = ca.get(f"/api/kbs/hb/versions/{seq}/report", headers=auth(secret))  # A reads B's report
         assert report.status_code == 200 and report.json()["files"]
-    assert not (tmp_path / "a" / "uploads").exists() and (tmp_path / "shared" / "uploads" / "hb").is_dir()
+        ca.delete("/api/kbs/hb", headers=auth(secret))
+        assert cb.get("/api/kbs/hb/files/handbook.md", headers=auth(secret)).status_code == 404
+    assert not (tmp_path / "a" / "uploads").exists()
+    if kind == "s3":  # every file went through the bucket; no shared directory at all
+        assert not (tmp_path / "shared").exists()
+        assert b.storage.list("uploads/hb") == [] and b.storage.read_bytes(f"reports/hb/{seq}/quality.json")
     a.close()
     b.close()
 

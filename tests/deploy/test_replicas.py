@@ -1,6 +1,7 @@
 """Two `lore serve` replicas (B with `--workers 2`) on PostgreSQL + Redis + a Milvus gRPC server
-(`milvus-lite server`), each
-with its own LORE_HOME and one shared storage dir: what one replica changes, the other serves at once;
+(`milvus-lite server`), each with its own LORE_HOME and one S3 bucket for files (on `moto_server`, a real
+S3-protocol server; the shared-directory case is tests/api/test_shared_storage.py): what one replica
+changes, the other serves at once;
 the rate limit is global; a Milvus restart under load gives no 500 and every request works afterwards.
 
 Builds are queued jobs run by the replicas themselves (`worker.in_process`); `lore worker` is not part of
@@ -30,6 +31,7 @@ from tests.servers import (
     REDIS_URL,
     MilvusServer,
     free_port,
+    moto_server,
     postgres_database,
     redis_available,
     redis_prefix,
@@ -97,6 +99,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         prefix = stack.enter_context(redis_prefix())
         milvus = MilvusServer(tmp / "milvus").start()
         stack.callback(milvus.stop)
+        s3 = stack.enter_context(moto_server(tmp)).storage_settings("replicas")
         env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
         env |= {
             "LORE_CONFIG": str(tmp / "none.toml"),
@@ -106,7 +109,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "LORE_STORE__TIMEOUT_S": "20",
             "LORE_REDIS__URL": REDIS_URL,
             "LORE_REDIS__PREFIX": prefix,
-            "LORE_STORAGE__DIR": str(tmp / "shared"),
+            **{f"LORE_STORAGE__{k.upper()}": v for k, v in s3.items()},
             "LORE_API__RATE_LIMIT_PER_MINUTE": str(LIMIT),
         }
         # The migration job of the deployment: once, before any replica starts.
@@ -206,6 +209,7 @@ def test_a_change_through_one_replica_is_served_by_the_other(cluster: Cluster) -
             "migrations": "ok",
             "store": "ok",
             "redis": "ok",
+            "storage": "ok",
         }
 
 
@@ -217,14 +221,12 @@ def test_the_rate_limit_holds_across_replicas(cluster: Cluster) -> None:
         for i in range(2 * LIMIT):
             url = (cluster.a if i % 2 else cluster.b).url
             codes[c.get(f"{url}/api/kbs", headers=_auth(key)).status_code] += 1
-    refilled = (time.monotonic() - started) * LIMIT / 60  # a loaded machine is slow: more refills meanwhile
-    # One bucket for all three processes: LIMIT pass, plus what refills meanwhile (1 a second). Per process,
-    # all would pass.
-    assert LIMIT <= codes[200] <= LIMIT + refilled + 5 and codes[429] == 2 * LIMIT - codes[200], (
-        codes,
-        refilled,
-    )
-    assert codes[429] > 0, codes
+    refilled = (time.monotonic() - started) * LIMIT / 60  # on a busy machine the 120 requests take a while
+    # One bucket for all three processes: LIMIT pass, plus what refills meanwhile. Per process, all would
+    # pass.
+    assert codes[200] >= LIMIT and codes[429] == 2 * LIMIT - codes[200], codes
+    assert codes[200] <= LIMIT + refilled + 5, (codes, refilled)
+    assert codes[429] > 0
     metrics = httpx.get(f"{cluster.b.url}/metrics").text  # the sum over B's worker processes
     assert 'lore_http_requests_total{method="GET",route="/api/kbs",status="429"}' in metrics
 

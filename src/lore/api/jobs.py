@@ -37,7 +37,7 @@ def queue_build(
         )
     payload = {
         "kb": kb,
-        "inputs": [str(p) for p in inputs],
+        "inputs": [_input_ref(lore, p) for p in inputs],
         "chunk_stamp": stamp,
         **{name: options[name] for name in BUILD_OPTIONS},
     }
@@ -76,12 +76,28 @@ class JobProgress(Progress):
         )
 
 
+_STORED = "storage:"  # an input in the shared storage (an upload), by key: any worker can fetch it
+
+
+def _input_ref(lore: Lore, path: Path) -> str:
+    key = lore.storage.key_of(path)
+    return _STORED + key if key is not None else str(path)
+
+
+def _input_path(lore: Lore, ref: str) -> Path:
+    """The local path of a queued input: a stored upload fetched to this worker, or a server path."""
+    if not ref.startswith(_STORED):
+        return Path(ref)
+    key = ref.removeprefix(_STORED)
+    return lore.storage.fetch(key) or lore.storage.path(key)  # deleted since: the build says "no such file"
+
+
 def run_build(lore: Lore, job: Job) -> dict[str, Any]:
     """Run a queued build in this process; returns the result the API reports."""
     p, stamp = job.payload, job.payload["chunk_stamp"]
     result = lore.build(
         p["kb"],
-        [Path(x) for x in p["inputs"]],
+        [_input_path(lore, x) for x in p["inputs"]],
         progress=JobProgress(lore, job.id),
         chunk_metadata=lambda _source: stamp,
         **{name: p[name] for name in BUILD_OPTIONS},

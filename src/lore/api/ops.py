@@ -3,6 +3,7 @@ and the middleware that counts requests and gives each one a trace id for the lo
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 
@@ -17,6 +18,7 @@ from lore.engine import Lore
 from lore.metrics import REQUEST_SECONDS, REQUESTS, render
 
 router = APIRouter(tags=["service"])
+log = logging.getLogger("lore.api")
 
 
 @router.get("/api/health")
@@ -27,16 +29,21 @@ async def health() -> dict[str, str]:
 
 @router.get("/api/ready", responses={503: {"description": "A part the service needs is not ready."}})
 async def ready(state: State) -> JSONResponse:
-    """Readiness: catalog reachable, migrations at head, every KB's store answers, Redis answers (if set)."""
+    """Readiness: catalog reachable, migrations at head, every KB's store answers, Redis (if set)
+    and the file storage answer."""
     checks = await run_in_threadpool(readiness, state.lore)
     ok = all(c == "ok" for c in checks.values())
     return JSONResponse({"status": "ready" if ok else "not ready", "checks": checks}, 200 if ok else 503)
 
 
 @router.get("/metrics", include_in_schema=False)
-async def metrics() -> Response:
-    """Prometheus exposition: requests, stage latencies, cache lookups, builds."""
-    body, content_type = render()
+async def metrics(state: State) -> Response:
+    """Prometheus exposition: requests, stage latencies, cache lookups, builds, the catalog's build jobs."""
+    try:
+        body, content_type = await run_in_threadpool(render, state.lore.catalog.job_stats)
+    except Exception:  # the catalog is down: the process's own figures still go out
+        log.warning("metrics: no job figures from the catalog", exc_info=True)
+        body, content_type = await run_in_threadpool(render)
     return Response(body, media_type=content_type)
 
 
@@ -66,6 +73,11 @@ def readiness(lore: Lore) -> dict[str, str]:
             checks["redis"] = "ok"
         except Exception as exc:  # noqa: BLE001 - reported, not raised
             checks["redis"] = f"unreachable ({type(exc).__name__})"
+    try:
+        lore.storage.check()
+        checks["storage"] = "ok"
+    except Exception as exc:  # noqa: BLE001 - reported, not raised
+        checks["storage"] = f"unreachable ({type(exc).__name__})"
     return checks
 
 

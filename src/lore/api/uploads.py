@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import tempfile
 import unicodedata
@@ -175,13 +174,19 @@ class MultipartUpload:
 
 
 def commit(
-    uploads: list[tuple[str, Path, int]], folder: Path, claim: Callable[[list[str]], None]
+    uploads: list[tuple[str, Path, int]],
+    store: Callable[[str, Path], None],
+    claim: Callable[[list[str]], None],
 ) -> list[dict[str, object]]:
-    """Record the uploader as the owner of every file (`claim`: one catalog transaction), then move the
-    finished temp files to their names in `folder` (atomic rename, replacing older uploads)."""
-    claim([name for name, _, _ in uploads])
+    """Record the uploader as the owner of every file (`claim`: one catalog transaction), then `store` each
+    finished temp file under its name (replacing older uploads); temp files not stored are removed."""
     saved = []
-    for name, tmp, size in uploads:
-        os.replace(tmp, folder / name)
-        saved.append({"name": name, "size": size})
+    try:
+        claim([name for name, _, _ in uploads])
+        for name, tmp, size in uploads:
+            store(name, tmp)
+            saved.append({"name": name, "size": size})
+    finally:
+        for _, tmp, _ in uploads:
+            tmp.unlink(missing_ok=True)
     return saved

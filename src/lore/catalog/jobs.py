@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, Text, insert, select, update
+from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, Text, func, insert, select, update
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from lore.catalog.manifests import BuildLockedError
@@ -127,6 +127,15 @@ class Job:
             "worker": self.worker,
             **stamp,
         }
+
+
+@dataclass(frozen=True)
+class JobStats:
+    """Job counts by (kind, status); run seconds by (kind, outcome) and queue-wait seconds by kind."""
+
+    counts: dict[tuple[str, str], int]
+    durations: dict[tuple[str, str], list[float]]
+    waits: dict[str, list[float]]
 
 
 def _now() -> datetime:
@@ -258,6 +267,27 @@ class JobsMixin:
             s.add(JobEventRow(job_id=job_id, data=_dump(event)))
             s.flush()
             return Job.from_row(row)
+
+    def job_stats(self) -> JobStats:
+        """Jobs by (kind, status) and the durations of finished ones (for `/metrics`; every replica's)."""
+        with self.transaction() as s:
+            counts = {
+                (kind, status): int(n)
+                for kind, status, n in s.execute(
+                    select(JobRow.kind, JobRow.status, func.count()).group_by(JobRow.kind, JobRow.status)
+                )
+            }
+            done = s.execute(
+                select(
+                    JobRow.kind, JobRow.status, JobRow.created_at, JobRow.started_at, JobRow.finished_at
+                ).where(JobRow.finished_at.is_not(None), JobRow.started_at.is_not(None))
+            ).all()
+        durations: dict[tuple[str, str], list[float]] = {}
+        waits: dict[str, list[float]] = {}
+        for kind, status, created, started, finished in done:
+            durations.setdefault((kind, status), []).append(max((finished - started).total_seconds(), 0.0))
+            waits.setdefault(kind, []).append(max((started - created).total_seconds(), 0.0))
+        return JobStats(counts, durations, waits)
 
     def reap_jobs(self, lease_s: float) -> list[str]:
         """Fail RUNNING jobs whose worker sent no heartbeat for `lease_s` seconds (killed, crashed)."""

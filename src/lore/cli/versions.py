@@ -105,9 +105,10 @@ def report(
         lore.catalog.get_version(lore.catalog.get_kb(kb).id, seq)
     except LoreError as exc:
         fail(exc)
-    path = lore.reports_dir(kb) / str(seq) / ("quality.json" if as_json else "quality.md")
-    if not path.exists():
-        fail(LoreError(f"{path}: no quality report for version {seq}"))
+    path = lore.storage.fetch(f"reports/{kb}/{seq}/" + ("quality.json" if as_json else "quality.md"))
+    if path is None:
+        fail(LoreError(f"{lore.reports_dir(kb) / str(seq)}: no quality report for version {seq}"))
+        return
     print(path.read_text(encoding="utf-8"))
 
 

@@ -19,6 +19,7 @@ from lore.ingest.gc import GcResult, collect_garbage
 from lore.ingest.loaders.limits import FileLimits
 from lore.ingest.pipeline import ChunkMetadata, CustomChunks, IngestPipeline, IngestReport, Progress
 from lore.metrics import BUILD_SECONDS, BUILDS
+from lore.storage import publish_folder
 
 
 class Builds(Quality):
@@ -139,6 +140,7 @@ class Builds(Quality):
                         extra_quality=extra_quality,
                     )
                 BUILDS.labels(str(result.version.status)).inc()
+                publish_folder(self.storage, self.reports_dir(name) / str(result.version.seq))
             except Exception as exc:  # disk full, store gone...: the active version keeps serving
                 BUILDS.labels("error").inc()
                 with contextlib.suppress(Exception):  # if this fails too, the next build recovers it

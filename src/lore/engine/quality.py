@@ -3,6 +3,7 @@ figures are taken with."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from lore.answer import calibration
 from lore.answer.calibration import Calibration
 from lore.catalog import KnowledgeBase
 from lore.engine.wiring import Wiring
+from lore.errors import LoreError
 from lore.eval.compare import EvalQuestion, compare_scores, diff_manifests, load_eval_set, score
 from lore.retrieve.search import SearchOptions
 from lore.schema import Hit
@@ -36,6 +38,7 @@ class Quality(Wiring):
         score = calibration.scorer(self.retriever(kb), opts, self.settings.answer)
         result = calibration.calibrate(score, chunks, eval_questions=eval_questions, version=seq)
         calibration.save(result, self._calibration_dir(name, seq))
+        self.storage.publish(f"{self._calibration_key(name, seq)}/{calibration.FILE_NAME}")
         return result
 
     def evidence_threshold(self, kb: KnowledgeBase, seq: int | None) -> float | None:
@@ -44,11 +47,16 @@ class Quality(Wiring):
         pinned = self.settings.answer.evidence_threshold
         if pinned is not None:
             return pinned
+        with contextlib.suppress(LoreError):  # a bucket: refresh the copy; unreachable: the last one serves
+            self.storage.fetch(f"{self._calibration_key(kb.name, seq)}/{calibration.FILE_NAME}")
         stored = calibration.load(self._calibration_dir(kb.name, seq))
         return stored.threshold if stored else None
 
+    def _calibration_key(self, name: str, seq: int | None) -> str:
+        return f"reports/{name}/{seq}" if seq is not None else f"reports/{name}"
+
     def _calibration_dir(self, name: str, seq: int | None) -> Path:
-        return self.reports_dir(name) / str(seq) if seq is not None else self.reports_dir(name)
+        return self.storage.path(self._calibration_key(name, seq))
 
     def diff(self, name: str, base: int, candidate: int, eval_set: Path | None = None) -> dict[str, Any]:
         """Files added/changed/removed from version `base` to `candidate`, and, with an eval set (given

@@ -24,6 +24,7 @@ from lore.retrieve.semantic_cache import SemanticCache
 from lore.schema import Hit
 from lore.state.cache import EvictingLRU, make_cache
 from lore.state.redis import redis_client
+from lore.storage import Storage, open_storage
 from lore.store.base import VectorStore, open_store
 
 if TYPE_CHECKING:
@@ -51,6 +52,11 @@ class Wiring:
     @cached_property
     def catalog(self) -> Catalog:
         return Catalog(self.settings.resolved_catalog_url, self.settings.catalog)
+
+    @cached_property
+    def storage(self) -> Storage:
+        """Uploads, originals, quality reports and scenario stamps, shared by replicas (`[storage]`)."""
+        return open_storage(self.settings)
 
     @cached_property
     def deep_sessions(self) -> BaseCheckpointSaver:
@@ -191,7 +197,7 @@ class Wiring:
 
     def reports_dir(self, name: str) -> Path:
         """Where a KB's quality reports live: `<storage dir>/reports/<kb>/<seq>/` (shared by replicas)."""
-        return self.settings.files_dir / "reports" / name
+        return self.storage.path(f"reports/{name}")
 
     def scoped(
         self, name: str | KnowledgeBase, options: SearchOptions, version: int | None = None

@@ -96,9 +96,10 @@ def build_scenario(
     for tenant in scenario.tenants:  # the tenants the scenario's data is written for read its KB
         lore.catalog.share_kb(kb.id, tenant)
     # Reused files keep the metadata they were indexed with, so a metadata change re-reads them all.
-    stamp = lore.settings.files_dir / "scenarios" / f"{scenario.id}.json"
+    stamp = f"scenarios/{scenario.id}.json"  # in the shared storage
     fingerprint = metadata_fingerprint(scenario)
-    previous = json.loads(stamp.read_text(encoding="utf-8")).get("fingerprint") if stamp.exists() else None
+    stored = lore.storage.read_bytes(stamp)
+    previous = json.loads(stored).get("fingerprint") if stored is not None else None
     changed = previous is not None and previous != fingerprint
 
     def custom(source: SourceFile, sha256: str, seq: int | None) -> list[Chunk] | None:
@@ -134,8 +135,9 @@ def build_scenario(
             "problems": [p.to_json() for p in problems],
         },
     )
-    stamp.parent.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(json.dumps({"fingerprint": fingerprint, "seq": result.version.seq}), encoding="utf-8")
+    lore.storage.write_bytes(
+        stamp, json.dumps({"fingerprint": fingerprint, "seq": result.version.seq}).encode()
+    )
     return ScenarioBuild(result, len(rows), problems, changed)
 
 

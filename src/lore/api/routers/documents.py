@@ -23,7 +23,7 @@ from lore.api.access import (
 from lore.api.deps import Caller, State
 from lore.api.limits import PositiveInt
 from lore.api.routers.ingest import uploaded
-from lore.api.routers.kbs import uploads_dir
+from lore.api.routers.kbs import uploads_key
 from lore.catalog import KnowledgeBase
 from lore.catalog.models import FileRecord
 from lore.engine import Lore
@@ -181,8 +181,9 @@ async def edit_chunk(
             ChunkEdit(path, index, digest(original.text), asdict(original), body.text, body.off, scope.actor)
         )
         applied = False
-        source = uploads_dir(lore, kb) / path
-        if not lore.catalog.has_versions(record.id) and source.is_file():
+        versioned = lore.catalog.has_versions(record.id)
+        source = None if versioned else lore.storage.fetch(f"{uploads_key(kb)}/{path}")
+        if source is not None:
             stamp = {"tenant_id": original.tenant_id, "dataset_id": original.dataset_id}  # as it was indexed
             result = lore.ingest(kb, [source], chunk_metadata=lambda _s: stamp).files[0]
             if result.status != "ingested":

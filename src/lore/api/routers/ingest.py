@@ -21,7 +21,7 @@ from lore.api.access import (
     require_kb,
 )
 from lore.api.deps import Caller, State
-from lore.api.routers.kbs import uploads_dir
+from lore.api.routers.kbs import uploads_key
 from lore.api.security import original_response
 from lore.api.uploads import MultipartUpload, commit, safe_name, within_roots
 from lore.catalog import KnowledgeBase
@@ -48,7 +48,8 @@ async def upload(kb: str, request: Request, scope: Caller, state: State) -> dict
     lore = state.lore
     record = await run_in_threadpool(require_kb, lore, scope, kb, Action.UPLOAD)
     limit = int(lore.settings.api.max_upload_mb * 1e6)  # per file; per request: `BodyLimits` counts the bytes
-    folder = uploads_dir(lore, kb)
+    prefix = uploads_key(kb)
+    folder = lore.storage.path(prefix)  # temp files next to their final place (a bucket: the local cache)
     folder.mkdir(parents=True, exist_ok=True)
     upload = MultipartUpload(folder, limit, request.headers.get("content-type", ""))
     parts = await upload.consume(request.stream())
@@ -61,7 +62,10 @@ async def upload(kb: str, request: Request, scope: Caller, state: State) -> dict
         upload.discard()
         raise
     saved = await run_in_threadpool(
-        commit, parts, folder, lambda names: lore.catalog.claim_files(record.id, names, scope.tenant)
+        commit,
+        parts,
+        lambda name, tmp: lore.storage.put(f"{prefix}/{name}", tmp),
+        lambda names: lore.catalog.claim_files(record.id, names, scope.tenant),
     )
     return {"kb": kb, "files": saved}
 
@@ -74,17 +78,10 @@ async def list_files(kb: str, scope: Caller, state: State) -> dict[str, Any]:
     def run() -> dict[str, Any]:
         lore = state.lore
         record = require_kb(lore, scope, kb)
-        folder = uploads_dir(lore, kb)
-        uploads = (
-            sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
-            if folder.is_dir()
-            else []
-        )
+        uploads = lore.storage.list(uploads_key(kb))
         return {
             "uploads": [
-                {"name": p.name, "size": p.stat().st_size}
-                for p in uploads
-                if file_visible(lore, record, p.name, scope)
+                {"name": e.name, "size": e.size} for e in uploads if file_visible(lore, record, e.name, scope)
             ],
             "indexed": [
                 {
@@ -188,10 +185,11 @@ class BuildBody(SourcesBody):
 
 
 def uploaded(lore: Lore, record: KnowledgeBase, name: str, scope: Grant) -> Path:
-    """The caller's upload `name` (its tenant's own file: `access.own_name`); 404 if there is none."""
+    """A local, current copy of the caller's upload `name` (its tenant's own file: `access.own_name`; the
+    file itself for a storage directory); 404 if there is none."""
     safe_name(plain_name(scope, name))  # 400/415 for a name no upload can have
-    path = uploads_dir(lore, record.name) / own_name(lore, record, scope, name)
-    if not path.is_file():
+    path = _fetch(lore, record.name, own_name(lore, record, scope, name))
+    if path is None:
         raise NotFoundError(f"file '{name}' not found")
     return path
 
@@ -214,17 +212,16 @@ def check_sources_write(lore: Lore, kb: str, inputs: list[Path], scope: Grant, *
     check_file_writes(lore, record, sorted(names), scope)
 
 
+def _fetch(lore: Lore, kb: str, stored: str) -> Path | None:
+    return lore.storage.fetch(f"{uploads_key(kb)}/{stored}")
+
+
 def _sources(lore: Lore, kb: str, body: SourcesBody, scope: Grant) -> list[Path]:
     """The named uploads (default: every upload of the caller's tenant) and server paths."""
     record = require_kb(lore, scope, kb)
-    folder = uploads_dir(lore, kb)
     if body.files is None:
-        names = (
-            sorted(p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
-            if folder.is_dir()
-            else []
-        )
-        inputs = [folder / n for n in own_files(lore, record, scope, names)]
+        names = own_files(lore, record, scope, [e.name for e in lore.storage.list(uploads_key(kb))])
+        inputs = [p for p in (_fetch(lore, kb, n) for n in names) if p is not None]
     else:
         inputs = [uploaded(lore, record, name, scope) for name in body.files]
     server = [within_roots(p, lore.settings.api.ingest_roots) for p in body.paths]

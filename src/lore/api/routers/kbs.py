@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
-from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter
@@ -96,7 +94,7 @@ async def delete_kb(kb: str, scope: Caller, state: State) -> None:
     def run() -> None:
         record = require_kb(state.lore, scope, kb, Action.DELETE)
         state.lore.delete_kb(kb)
-        shutil.rmtree(uploads_dir(state.lore, kb), ignore_errors=True)
+        state.lore.storage.delete_prefix(uploads_key(kb))
         state.lore.catalog.audit("delete", tenant=scope.tenant, key_id=scope.key_id, kb=kb, target=record.id)
 
     await run_in_threadpool(run)
@@ -136,8 +134,8 @@ async def unshare(kb: str, tenant: str, scope: Caller, state: State) -> None:
     await run_in_threadpool(run)
 
 
-def uploads_dir(lore: Lore, kb: str) -> Path:
-    """Where a knowledge base's uploaded files are kept: `<storage dir>/uploads/<kb>/` (never outside it)."""
+def uploads_key(kb: str) -> str:
+    """The storage folder of a knowledge base's uploaded files: `uploads/<kb>` (never outside it)."""
     if not _KB_NAME.fullmatch(kb):
         raise NotFoundError(f"knowledge base '{kb}' not found")
-    return lore.settings.files_dir / "uploads" / kb
+    return f"uploads/{kb}"

@@ -125,10 +125,10 @@ async def report(kb: str, seq: Seq, scope: Caller, state: State) -> dict[str, An
     def run() -> dict[str, Any]:
         record = require_kb(state.lore, scope, kb, Action.REPORT)
         state.lore.catalog.get_version(record.id, seq)
-        path = state.lore.reports_dir(kb) / str(seq) / "quality.json"
-        if not path.is_file():
+        data = state.lore.storage.read_bytes(f"reports/{kb}/{seq}/quality.json")
+        if data is None:
             raise HTTPException(404, f"no quality report for version {seq} of knowledge base '{kb}'")
-        return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+        return json.loads(data)  # type: ignore[no-any-return]
 
     return await run_in_threadpool(run)
 

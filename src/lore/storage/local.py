@@ -1,0 +1,71 @@
+"""The default storage: a directory (on one machine, or a shared mount such as NFS or a volume)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from lore.storage.base import Entry, check_key
+
+
+class DirStorage:
+    """Keys are files under `root`; writes are atomic renames, so readers never see half a file."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, key: str) -> Path:
+        return self.root / check_key(key)
+
+    def fetch(self, key: str) -> Path | None:
+        path = self.path(key)
+        return path if path.is_file() else None
+
+    def put(self, key: str, src: Path) -> None:
+        dest = self.path(key)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(src, dest)
+
+    def publish(self, key: str) -> None:
+        self.path(key)  # already in place
+
+    def read_bytes(self, key: str) -> bytes | None:
+        path = self.fetch(key)
+        return path.read_bytes() if path else None
+
+    def write_bytes(self, key: str, data: bytes) -> None:
+        dest = self.path(key)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=dest.parent, prefix=".tmp-", delete=False) as tmp:
+            tmp.write(data)
+        os.replace(tmp.name, dest)
+
+    def list(self, prefix: str) -> list[Entry]:
+        folder = self.path(prefix)
+        if not folder.is_dir():
+            return []
+        return [
+            Entry(p.name, p.stat().st_size)
+            for p in sorted(folder.iterdir())
+            if p.is_file() and not p.name.startswith(".")
+        ]
+
+    def delete_prefix(self, prefix: str) -> None:
+        shutil.rmtree(self.path(prefix), ignore_errors=True)
+
+    def key_of(self, path: Path) -> str | None:
+        return _relative_key(self.root, path)
+
+    def check(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        if not os.access(self.root, os.W_OK):
+            raise PermissionError(f"storage directory {self.root} is not writable")
+
+
+def _relative_key(root: Path, path: Path) -> str | None:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return None
