@@ -18,6 +18,7 @@ from lore.ingest.files import SourceFile, discover
 from lore.ingest.gc import GcResult, collect_garbage
 from lore.ingest.loaders.limits import FileLimits
 from lore.ingest.pipeline import ChunkMetadata, CustomChunks, IngestPipeline, IngestReport, Progress
+from lore.ingest.reviews import OcrReviews
 from lore.metrics import BUILD_SECONDS, BUILDS
 
 
@@ -190,6 +191,10 @@ class Builds(Quality):
     def chunk_edits(self, name: str) -> ChunkEdits:
         """The console's chunk edits of a KB (applied whenever its files are chunked)."""
         return ChunkEdits(self.settings.files_dir / "chunk_edits" / f"{name}.json")
+
+    def ocr_reviews(self, name: str) -> OcrReviews:
+        """The console's OCR page reviews of a KB (which scanned pages a reviewer checked)."""
+        return OcrReviews(self.settings.files_dir / "ocr_reviews" / f"{name}.json")
 
 
 def _parse_schema(schema: str) -> tuple[int, int, int]:
