@@ -537,3 +537,25 @@ def test_ocr_pages_are_reviewed_and_counted(client: TestClient, keys: Keys) -> N
     assert client.post("/api/kbs/ocr4/ingest", json={}, headers=h).status_code == 200
     doc = client.get("/api/kbs/ocr4/documents", headers=h).json()["documents"][0]
     assert doc["ocr_unreviewed"] == 1
+
+
+def test_the_gate_can_require_ocr_review(client: TestClient, keys: Keys, lore: Lore) -> None:
+    h = auth(keys.admin)
+    assert client.post("/api/kbs", json={"name": "ocrgate4"}, headers=h).status_code == 201
+    pdf = (FIXTURES / "rapidocrpdf_direct_and_image.pdf").read_bytes()
+    up = client.post("/api/kbs/ocrgate4/files", files={"file": ("mixed.pdf", pdf)}, headers=h)
+    assert up.status_code == 201
+    lore.settings.gate.max_unreviewed_ocr_pages = 0
+    try:
+        job = build_and_wait(client, "ocrgate4", {"activate": True, "quality_gate": True}, h, timeout=300)
+        report = client.get("/api/kbs/ocrgate4/versions/1/report", headers=h).json()
+        assert report["ocr"]["unreviewed_pages"] == 1
+        assert report["ocr"]["unreviewed"] == [{"file": "mixed.pdf", "page": 2}]
+        assert not report["gate"]["passed"] and "not reviewed" in " ".join(report["gate"]["reasons"]), job
+        r = client.put("/api/kbs/ocrgate4/documents/mixed.pdf/pages/2/review", json={}, headers=h)
+        assert r.status_code == 200, r.text
+        build_and_wait(client, "ocrgate4", {"activate": True, "quality_gate": True}, h, timeout=300)
+        report = client.get("/api/kbs/ocrgate4/versions/2/report", headers=h).json()
+        assert report["ocr"]["unreviewed_pages"] == 0 and report["gate"]["passed"], report["gate"]
+    finally:
+        lore.settings.gate.max_unreviewed_ocr_pages = None

@@ -274,6 +274,7 @@ def test_console_scanned_pdf_page_beside_its_text_and_cited_page(site, page) -> 
     page.locator(".msg.assistant .sources a", has_text="docling").first.click()
     page.wait_for_selector("#passage-page:not(.hidden) img.page-img")
     expect(page.locator("#passage-page .region-marked")).to_contain_text("highlighted")
+    page.locator("#passage-page img.page-img").scroll_into_view_if_needed()
     shot(page, "citation-region")
     # A citation of the scanned PDF: no text layer, so the whole page, and the panel says why.
     page.fill("#question", "What fold change and significance level were used for glycoprotein expression?")
@@ -283,4 +284,5 @@ def test_console_scanned_pdf_page_beside_its_text_and_cited_page(site, page) -> 
     expect(page.locator("#passage-page .region-no-text-layer")).to_contain_text(
         "scanned page", timeout=60_000
     )
+    page.locator("#passage-page img.page-img").scroll_into_view_if_needed()
     shot(page, "citation-page")

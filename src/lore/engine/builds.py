@@ -18,7 +18,7 @@ from lore.ingest.files import SourceFile, discover
 from lore.ingest.gc import GcResult, collect_garbage
 from lore.ingest.loaders.limits import FileLimits
 from lore.ingest.pipeline import ChunkMetadata, CustomChunks, IngestPipeline, IngestReport, Progress
-from lore.ingest.reviews import OcrReviews
+from lore.ingest.reviews import OcrReviews, unreviewed
 from lore.metrics import BUILD_SECONDS, BUILDS
 
 
@@ -138,6 +138,7 @@ class Builds(Quality):
                         activate=activate,
                         compare=compare,
                         extra_quality=extra_quality,
+                        ocr_review=lambda files: unreviewed(self.ocr_reviews(name), files),
                     )
                 BUILDS.labels(str(result.version.status)).inc()
             except Exception as exc:  # disk full, store gone...: the active version keeps serving

@@ -12,6 +12,10 @@ import threading
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+from lore.errors import LoreError
+from lore.ingest.pages import scanned_pages
 
 _LOCK = threading.Lock()
 
@@ -56,3 +60,17 @@ class OcrReviews:
         body = json.dumps([asdict(r) for r in reviews], ensure_ascii=False, indent=1)
         tmp.write_text(body, encoding="utf-8")
         tmp.replace(self.path)
+
+
+def unreviewed(reviews: OcrReviews, files: list[tuple[str, Path, str]]) -> dict[str, Any]:
+    """The quality report's count of OCR'd PDF pages no reviewer marked, of `files` (name, path, sha256)."""
+    pages = []
+    for name, path, sha in files:
+        if not name.lower().endswith(".pdf"):
+            continue  # only PDF pages have a page image to review against
+        try:
+            done = reviews.reviewed(name, sha)
+            pages += [{"file": name, "page": p} for p in scanned_pages(path) if p not in done]
+        except LoreError:
+            continue
+    return {"unreviewed_pages": len(pages), "unreviewed": pages[:100]}
