@@ -112,6 +112,7 @@ class GateSettings(_Section):
     max_recall_drop: float = Field(default=0.0, ge=0, le=1)
     max_faq_problem_ratio: float = Field(default=0.2, ge=0, le=1)  # malformed/empty/duplicate FAQ rows
     max_faq_conflicts: int = Field(default=0, ge=0)  # one question, two different answers
+    max_unreviewed_ocr_pages: int | None = Field(default=None, ge=0)  # OCR'd PDF pages not yet reviewed
 
 
 class RetrieveSettings(_Section):

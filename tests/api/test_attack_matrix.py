@@ -375,9 +375,24 @@ def entries() -> dict[tuple[str, str], list[Call]]:
             )
         ],
         ("GET", "/api/kbs/{kb}/documents/{name:path}/pages/{page}"): [  # none is a PDF: 404 for everyone
-            Call(f"{kb}/{n}", _fixed(f"/api/kbs/{kb}/documents/{n}/pages/1"), lambda c: 404)
-            for kb, n in FILES
-            if "upload" not in n
+            *(
+                Call(f"{kb}/{n}", _fixed(f"/api/kbs/{kb}/documents/{n}/pages/1"), lambda c: 404)
+                for kb, n in FILES
+                if "upload" not in n
+            ),
+            *(  # with a cited passage: whatever the chunk, never more than the page
+                Call(f"{kb}/{n}?chunk", _fixed(f"/api/kbs/{kb}/documents/{n}/pages/1?chunk=x"), lambda c: 404)
+                for kb, n in FILES
+                if "upload" not in n
+            ),
+        ],
+        ("PUT", "/api/kbs/{kb}/documents/{name:path}/pages/{page}/review"): [
+            Call(  # an admin of the owner tenant reaches the file check: x.md is no OCR'd PDF
+                "fresh-a",
+                _fresh(A, "/api/kbs/{kb}/documents/x.md/pages/1/review", {}),
+                lambda c: 404 if c.tenant != A else 403 if not c.admin else 404,
+                "PUT",
+            )
         ],
         ("GET", "/api/keys"): [Call("tenant", _fixed("/api/keys"), lambda c: 200 if c.platform else 403)],
         ("POST", "/api/keys"): [

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
+import pymupdf
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import event
 
 from lore.api import create_app
 from lore.engine import Lore
+from lore.ingest.pages import passage_region
 from lore.scenario.build import build_scenario
 from lore.scenario.config import Scenarios
 from lore.scenario.faq import read_faq
@@ -439,3 +442,120 @@ def test_scanned_pdf_pages_as_images(client: TestClient, keys: Keys) -> None:
         client.get("/api/kbs/scan3/documents/scan.pdf/pages/1", headers=auth(keys.tenant_b)).status_code
         == 404
     )
+
+
+def _png(data: bytes) -> Any:
+    return pymupdf.Pixmap(data)
+
+
+def pymupdf_page_width(path: Any) -> float:
+    with pymupdf.open(path) as doc:
+        return float(doc[0].rect.width)
+
+
+def test_cited_pdf_passage_is_highlighted_on_its_page(client: TestClient, keys: Keys) -> None:
+    h = auth(keys.admin)
+    assert client.post("/api/kbs", json={"name": "cite4"}, headers=h).status_code == 201
+    pdf = FIXTURES / "docling_2305.03393v1-pg9.pdf"
+    up = client.post("/api/kbs/cite4/files", files={"file": ("paper.pdf", pdf.read_bytes())}, headers=h)
+    assert up.status_code == 201
+    assert client.post("/api/kbs/cite4/ingest", json={}, headers=h).status_code == 200
+    chunks = client.get("/api/kbs/cite4/documents/paper.pdf/chunks", headers=h).json()["chunks"]
+    c = max((c for c in chunks if c["page"] == 1), key=lambda c: len(c["text"]))
+    plain = client.get("/api/kbs/cite4/documents/paper.pdf/pages/1", headers=h)
+    marked = client.get(f"/api/kbs/cite4/documents/paper.pdf/pages/1?chunk={c['chunk_id']}", headers=h)
+    assert marked.status_code == 200 and marked.headers["x-lore-region"] == "marked"
+    assert plain.headers["x-lore-region"] == "none"
+    a, b = _png(plain.content), _png(marked.content)
+    assert (a.width, a.height) == (b.width, b.height)
+    region = passage_region(pdf, 1, c["text"])
+    zoom = a.width / pymupdf_page_width(pdf)
+    x0, y0 = (min(r[i] for r in region.rects) * zoom - 2 for i in (0, 1))
+    x1, y1 = (max(r[i] for r in region.rects) * zoom + 2 for i in (2, 3))
+    inside = outside = 0
+    for y in range(0, a.height, 3):
+        for x in range(0, a.width, 3):
+            if a.pixel(x, y) != b.pixel(x, y):
+                if x0 <= x <= x1 and y0 <= y <= y1:
+                    inside += 1
+                else:
+                    outside += 1
+    assert inside > 500 and outside == 0  # the passage's lines, and nothing else, are tinted
+    assert region.rects and (y1 - y0) < 0.8 * a.height  # a region, not the whole page
+    # A chunk the caller cannot read (another tenant's), a missing one and one of another page: one 404.
+    theirs = client.post(
+        "/api/search", json={"kb": "hb", "query": "NG-7731"}, headers=auth(keys.tenant_b)
+    ).json()["hits"][0]["chunk_id"]
+    other_page = next((x["chunk_id"] for x in chunks if x["page"] != 1), "none-such")
+    for chunk in (theirs, "none-such", other_page):
+        r = client.get(f"/api/kbs/cite4/documents/paper.pdf/pages/1?chunk={chunk}", headers=h)
+        assert r.status_code == 404 and "not found" in r.json()["detail"], r.text
+    r = client.get(f"/api/kbs/hb/documents/paper.pdf/pages/1?chunk={theirs}", headers=h)
+    assert r.status_code == 404
+
+
+def test_ocr_pages_are_reviewed_and_counted(client: TestClient, keys: Keys) -> None:
+    h = auth(keys.admin)
+    assert client.post("/api/kbs", json={"name": "ocr4"}, headers=h).status_code == 201
+    pdf = (FIXTURES / "rapidocrpdf_direct_and_image.pdf").read_bytes()
+    assert (
+        client.post("/api/kbs/ocr4/files", files={"file": ("mixed.pdf", pdf)}, headers=h).status_code == 201
+    )
+    assert client.post("/api/kbs/ocr4/ingest", json={}, headers=h).status_code == 200
+    doc = client.get("/api/kbs/ocr4/documents", headers=h).json()["documents"][0]
+    assert doc["ocr_pages"] == 1 and doc["ocr_unreviewed"] == 1
+    view = client.get("/api/kbs/ocr4/documents/mixed.pdf/chunks", headers=h).json()
+    assert view["ocr"] == {"pages": [2], "reviewed": {}}
+    scanned = next(c for c in view["chunks"] if c["page"] == 2)
+    r = client.get(f"/api/kbs/ocr4/documents/mixed.pdf/pages/2?chunk={scanned['chunk_id']}", headers=h)
+    assert r.status_code == 200 and r.headers["x-lore-region"] == "no-text-layer"  # the whole page
+    staff = client.put("/api/kbs/ocr4/documents/mixed.pdf/pages/2/review", json={}, headers=auth(keys.staff))
+    assert staff.status_code == 403
+    other = auth(keys.tenant_b)
+    assert (
+        client.put("/api/kbs/ocr4/documents/mixed.pdf/pages/2/review", json={}, headers=other).status_code
+        == 404
+    )
+    not_ocr = client.put("/api/kbs/ocr4/documents/mixed.pdf/pages/1/review", json={}, headers=h)
+    assert not_ocr.status_code == 422 and "not read by OCR" in not_ocr.text
+    r = client.put("/api/kbs/ocr4/documents/mixed.pdf/pages/2/review", json={}, headers=h)
+    assert r.status_code == 200, r.text
+    assert r.json()["reviewed"] and r.json()["unreviewed"] == [] and r.json()["by"].startswith("key:")
+    doc = client.get("/api/kbs/ocr4/documents", headers=h).json()["documents"][0]
+    assert doc["ocr_unreviewed"] == 0
+    view = client.get("/api/kbs/ocr4/documents/mixed.pdf/chunks", headers=h).json()
+    assert list(view["ocr"]["reviewed"]) == ["2"]
+    back = client.put("/api/kbs/ocr4/documents/mixed.pdf/pages/2/review", json={"reviewed": False}, headers=h)
+    assert back.status_code == 200 and back.json()["unreviewed"] == [2]
+    # A new upload of the file (other content) is unreviewed again.
+    client.put("/api/kbs/ocr4/documents/mixed.pdf/pages/2/review", json={}, headers=h)
+    pdf2 = (FIXTURES / "rapidocrpdf_image.pdf").read_bytes()
+    assert client.post("/api/kbs/ocr4/files", files={"file": ("mixed.pdf", pdf2)}, headers=h).status_code in (
+        200,
+        201,
+    )
+    assert client.post("/api/kbs/ocr4/ingest", json={}, headers=h).status_code == 200
+    doc = client.get("/api/kbs/ocr4/documents", headers=h).json()["documents"][0]
+    assert doc["ocr_unreviewed"] == 1
+
+
+def test_the_gate_can_require_ocr_review(client: TestClient, keys: Keys, lore: Lore) -> None:
+    h = auth(keys.admin)
+    assert client.post("/api/kbs", json={"name": "ocrgate4"}, headers=h).status_code == 201
+    pdf = (FIXTURES / "rapidocrpdf_direct_and_image.pdf").read_bytes()
+    up = client.post("/api/kbs/ocrgate4/files", files={"file": ("mixed.pdf", pdf)}, headers=h)
+    assert up.status_code == 201
+    lore.settings.gate.max_unreviewed_ocr_pages = 0
+    try:
+        job = build_and_wait(client, "ocrgate4", {"activate": True, "quality_gate": True}, h, timeout=300)
+        report = client.get("/api/kbs/ocrgate4/versions/1/report", headers=h).json()
+        assert report["ocr"]["unreviewed_pages"] == 1
+        assert report["ocr"]["unreviewed"] == [{"file": "mixed.pdf", "page": 2}]
+        assert not report["gate"]["passed"] and "not reviewed" in " ".join(report["gate"]["reasons"]), job
+        r = client.put("/api/kbs/ocrgate4/documents/mixed.pdf/pages/2/review", json={}, headers=h)
+        assert r.status_code == 200, r.text
+        build_and_wait(client, "ocrgate4", {"activate": True, "quality_gate": True}, h, timeout=300)
+        report = client.get("/api/kbs/ocrgate4/versions/2/report", headers=h).json()
+        assert report["ocr"]["unreviewed_pages"] == 0 and report["gate"]["passed"], report["gate"]
+    finally:
+        lore.settings.gate.max_unreviewed_ocr_pages = None

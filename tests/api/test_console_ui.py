@@ -241,28 +241,48 @@ def test_console_scenario_faq_and_routing(site, page) -> None:  # type: ignore[n
 
 
 def test_console_scanned_pdf_page_beside_its_text_and_cited_page(site, page) -> None:  # type: ignore[no-untyped-def]
-    url, secret, _ = site
+    url, secret, lore = site
     sign_in(page, url, secret)
-    new_kb_with_files(page, "scans", [FIXTURES / "rapidocrpdf_image.pdf"])
+    new_kb_with_files(
+        page, "scans", [FIXTURES / "rapidocrpdf_image.pdf", FIXTURES / "docling_2305.03393v1-pg9.pdf"]
+    )
     page.click("#ingest")
     expect(page.locator("#build-status")).to_have_text("Done", timeout=300_000)
     page.click("button[data-tab=documents]")
     page.select_option("#docs-kb", "scans")
     page.wait_for_selector("#docs tbody tr .chunks-btn")
-    assert page.inner_text("#docs tbody tr td:nth-child(7)").strip() == "1"  # one OCR page
-    page.click("#docs tbody tr .chunks-btn")
+    scan_row = page.locator("#docs tbody tr", has_text="rapidocrpdf_image.pdf")
+    assert scan_row.locator("td:nth-child(7)").inner_text().strip().startswith("1")  # one OCR page,
+    expect(scan_row.locator(".ocr-unreviewed")).to_contain_text("1 unreviewed")  # not reviewed yet
+    scan_row.locator(".chunks-btn").click()
     page.wait_for_selector("#doc-chunks .side .page-img")  # scanned: the page image beside the OCR text
     assert page.locator("#doc-chunks .page-img").first.evaluate("i => i.naturalWidth") > 100
     views = page.locator("#doc-chunks .page-view").count()
     expect(page.locator("#doc-chunks .page-img")).to_have_count(views, timeout=60_000)  # every page shown
     shot(page, "scanned")
-    # Chat: a citation of the scanned PDF opens its page (the whole page: no region is recorded).
+    # OCR review: the reviewer checked the page's text against its image and promotes it.
+    page.click("#doc-chunks .ocr-review .review-btn")
+    expect(page.locator("#doc-chunks .ocr-review")).to_contain_text("OCR reviewed by", timeout=60_000)
+    expect(scan_row.locator(".ocr-unreviewed")).to_have_count(0, timeout=60_000)
+    assert [r.page for r in lore.ocr_reviews("scans").all()] == [1]
+    # Chat: a citation of a text PDF opens its page with the passage's region highlighted.
     page.click("button[data-tab=chat]")
     page.select_option("#chat-kb", "scans")
-    page.fill("#question", "What fold change and significance level were used for glycoprotein expression?")
+    page.fill("#question", "Which data set was chosen to perform HPO for table structure recognition?")
     page.press("#question", "Enter")
     page.wait_for_selector(".msg.assistant .sources a")
-    page.click(".msg.assistant .sources a >> nth=0")
+    page.locator(".msg.assistant .sources a", has_text="docling").first.click()
     page.wait_for_selector("#passage-page:not(.hidden) img.page-img")
-    assert "whole page" in page.inner_text("#passage-page")
+    expect(page.locator("#passage-page .region-marked")).to_contain_text("highlighted")
+    page.locator("#passage-page img.page-img").scroll_into_view_if_needed()
+    shot(page, "citation-region")
+    # A citation of the scanned PDF: no text layer, so the whole page, and the panel says why.
+    page.fill("#question", "What fold change and significance level were used for glycoprotein expression?")
+    page.press("#question", "Enter")
+    page.wait_for_selector(".msg.assistant >> nth=1 >> .sources a")
+    page.locator(".msg.assistant >> nth=1").locator(".sources a", has_text="rapidocr").first.click()
+    expect(page.locator("#passage-page .region-no-text-layer")).to_contain_text(
+        "scanned page", timeout=60_000
+    )
+    page.locator("#passage-page img.page-img").scroll_into_view_if_needed()
     shot(page, "citation-page")

@@ -18,6 +18,7 @@ from lore.ingest.files import SourceFile, discover
 from lore.ingest.gc import GcResult, collect_garbage
 from lore.ingest.loaders.limits import FileLimits
 from lore.ingest.pipeline import ChunkMetadata, CustomChunks, IngestPipeline, IngestReport, Progress
+from lore.ingest.reviews import OcrReviews, unreviewed
 from lore.metrics import BUILD_SECONDS, BUILDS
 from lore.storage import publish_folder
 
@@ -138,6 +139,7 @@ class Builds(Quality):
                         activate=activate,
                         compare=compare,
                         extra_quality=extra_quality,
+                        ocr_review=lambda files: unreviewed(self.ocr_reviews(name), files),
                     )
                 BUILDS.labels(str(result.version.status)).inc()
                 publish_folder(self.storage, self.reports_dir(name) / str(result.version.seq))
@@ -192,6 +194,10 @@ class Builds(Quality):
     def chunk_edits(self, name: str) -> ChunkEdits:
         """The console's chunk edits of a KB (applied whenever its files are chunked)."""
         return ChunkEdits(self.settings.files_dir / "chunk_edits" / f"{name}.json")
+
+    def ocr_reviews(self, name: str) -> OcrReviews:
+        """The console's OCR page reviews of a KB (which scanned pages a reviewer checked)."""
+        return OcrReviews(self.settings.files_dir / "ocr_reviews" / f"{name}.json")
 
 
 def _parse_schema(schema: str) -> tuple[int, int, int]:

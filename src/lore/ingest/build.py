@@ -50,11 +50,13 @@ def build_version(
     activate: bool = False,
     compare: Callable[[Version], dict[str, Any]] | None = None,
     extra_quality: dict[str, Any] | None = None,
+    ocr_review: Callable[[list[tuple[str, Path, str]]], dict[str, Any]] | None = None,
 ) -> BuildResult:
     """Run `pipeline` (created with `seq=version.seq`) over `files`, record the manifest, write the
     quality report, apply the gate if asked (a failing version is FAILED and never activated), maybe
     activate. `compare(version)` returns the eval comparison against the active version, if configured;
-    `extra_quality` adds sections (e.g. the FAQ's) before the gate sees the report."""
+    `extra_quality` adds sections (e.g. the FAQ's) before the gate sees the report; `ocr_review` counts
+    the OCR'd files' (name, path, sha256) pages not reviewed yet."""
     before = {f.path: f for f in catalog.list_files(kb.id, "ingested")}
     report = pipeline.run(files)
     seen = {f.name for f in files}
@@ -97,6 +99,10 @@ def build_version(
         ],
     )
     quality = {"seq": version.seq, **quality_report(report, removed, gate)}
+    if ocr_review is not None:
+        sources = {s.name: s.path for s in files}
+        ocr = [(f.path, sources[f.path], f.sha256) for f in after if f.ocr_pages and f.path in sources]
+        quality["ocr"].update(ocr_review([x for x in ocr if x[0] not in dropped]))
     quality["reindexed"] = [{"file": f.name, "why": f.note} for f in done if f.note]
     quality["dropped_old_model"] = stale_model
     if compare is not None:

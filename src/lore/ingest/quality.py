@@ -85,6 +85,12 @@ def evaluate_gate(q: dict[str, Any], gate: GateSettings) -> tuple[bool, list[str
                 f"{faq['conflicts']} FAQ questions have conflicting answers (limit {gate.max_faq_conflicts})"
             )
     comparison = q.get("comparison") or {}
+    unreviewed = q.get("ocr", {}).get("unreviewed_pages", 0)
+    if gate.max_unreviewed_ocr_pages is not None and unreviewed > gate.max_unreviewed_ocr_pages:
+        reasons.append(
+            f"{unreviewed} OCR'd pages are not reviewed (limit {gate.max_unreviewed_ocr_pages}): review them "
+            "in the console's chunks view"
+        )
     if gate.no_worse_than_active and comparison.get("base"):
         base, cand = comparison["base"]["recall"], comparison["candidate"]["recall"]
         if cand < base - gate.max_recall_drop:

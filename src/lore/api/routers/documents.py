@@ -9,7 +9,6 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
-from starlette.responses import Response
 
 from lore.api.access import (
     check_file_writes,
@@ -17,12 +16,9 @@ from lore.api.access import (
     indexed_file,
     kb_resource,
     own_name,
-    require_file,
     require_kb,
 )
 from lore.api.deps import Caller, State
-from lore.api.limits import PositiveInt
-from lore.api.routers.ingest import uploaded
 from lore.api.routers.kbs import uploads_key
 from lore.catalog import KnowledgeBase
 from lore.catalog.models import FileRecord
@@ -30,7 +26,7 @@ from lore.engine import Lore
 from lore.errors import NotFoundError
 from lore.grant import Grant
 from lore.ingest.edits import ChunkEdit, digest
-from lore.ingest.pages import render_page
+from lore.ingest.pages import scanned_pages
 from lore.policy import Action, can
 from lore.schema import Chunk
 
@@ -51,6 +47,7 @@ def _documents(lore: Lore, kb: KnowledgeBase, scope: Grant) -> list[dict[str, An
     owners = lore.catalog.file_owners(kb.id)
     ids_by_file = lore.catalog.kb_chunk_ids(kb.id)
     versions = lore.catalog.versions_by_path(kb.id)
+    reviews = lore.ocr_reviews(kb.name)
 
     def owner(f: FileRecord) -> str:
         return owners.get(f.path) or kb.owner_tenant
@@ -64,11 +61,14 @@ def _documents(lore: Lore, kb: KnowledgeBase, scope: Grant) -> list[dict[str, An
         ids = ids_by_file.get(f.id, [])
         chunks = [readable[i] for i in ids if i in readable]
         if can(scope, Action.DOWNLOAD, indexed_file(f.path, owner(f), bool(ids), bool(chunks))):
-            docs.append(_document_json(f, chunks, versions.get(f.path, [])))
+            reviewed = len(reviews.reviewed(f.path, f.sha256)) if f.ocr_pages else 0
+            docs.append(_document_json(f, chunks, versions.get(f.path, []), reviewed))
     return docs
 
 
-def _document_json(record: FileRecord, chunks: list[Chunk], versions: list[int]) -> dict[str, Any]:
+def _document_json(
+    record: FileRecord, chunks: list[Chunk], versions: list[int], ocr_reviewed: int
+) -> dict[str, Any]:
     first = chunks[0] if chunks else None
     return {
         "name": record.path,
@@ -79,6 +79,7 @@ def _document_json(record: FileRecord, chunks: list[Chunk], versions: list[int])
         "chunks": record.chunk_count,
         "documents": record.document_count,
         "ocr_pages": record.ocr_pages,
+        "ocr_unreviewed": max(0, record.ocr_pages - ocr_reviewed),
         "encoding": record.encoding,
         "pages": len({c.page for c in chunks if c.page is not None}) or None,
         "sheets": sorted({c.sheet for c in chunks if c.sheet}) or None,
@@ -131,9 +132,24 @@ async def document_chunks(kb: str, name: str, scope: Caller, state: State) -> di
             "versioned": lore.catalog.has_versions(record.id),
             "chunks": [{**c.metadata(), "text": c.text, "parent_text": c.parent_text} for c in chunks],
             "edits": [e.to_json() for e in edits],
+            "ocr": _ocr_review(lore, kb, f) if f.ocr_pages else None,
         }
 
     return await run_in_threadpool(run)
+
+
+def _ocr_review(lore: Lore, kb: str, f: FileRecord) -> dict[str, Any] | None:
+    """An OCR'd PDF's scanned pages and which of them a reviewer marked reviewed (None: not a kept PDF)."""
+    if not f.path.lower().endswith(".pdf"):
+        return None
+    source = lore.storage.fetch(f"{uploads_key(kb)}/{f.path}")
+    if source is None:
+        return None
+    done = lore.ocr_reviews(kb).reviewed(f.path, f.sha256)
+    return {
+        "pages": scanned_pages(source),
+        "reviewed": {str(p): {"by": r.by, "at": r.at} for p, r in sorted(done.items())},
+    }
 
 
 class ChunkEditBody(BaseModel):
@@ -201,25 +217,3 @@ async def edit_chunk(
         return {"kb": kb, "file": path, "edit": now.to_json(), "applied": applied}
 
     return await run_in_threadpool(run)
-
-
-@router.get(
-    "/{name:path}/pages/{page}",
-    response_class=Response,
-    responses={200: {"content": {"image/png": {}}, "description": "The page as a PNG."}},
-)
-async def page_image(kb: str, name: str, page: PositiveInt, scope: Caller, state: State) -> Response:
-    """Page `page` of an uploaded PDF as a PNG, to whoever may download the original (no region is marked:
-    chunks do not record where on the page they are)."""
-
-    def run() -> bytes:
-        lore = state.lore
-        record = require_kb(lore, scope, kb)
-        path = uploaded(lore, record, name, scope)
-        require_file(lore, record, path.name, scope)
-        if not name.lower().endswith(".pdf"):
-            raise NotFoundError(f"'{name}' is not a PDF: it has no page images")
-        return render_page(path, page)
-
-    png = await run_in_threadpool(run)
-    return Response(png, media_type="image/png", headers={"Cache-Control": "private, no-store"})

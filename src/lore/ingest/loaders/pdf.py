@@ -81,6 +81,11 @@ def _text_and_image_regions(page: pymupdf.Page) -> tuple[str, list[pymupdf.Rect]
     return text, regions
 
 
+def reads_by_ocr(page: pymupdf.Page) -> bool:
+    """Is the page image-only, so that its text is read by OCR (the console asks for its review)?"""
+    return bool(_text_and_image_regions(page)[1])
+
+
 def _ocr_page(page: pymupdf.Page, regions: list[pymupdf.Rect]) -> str:
     """OCR the page, or only its image regions merged with the text layer outside them."""
     union = pymupdf.Rect(regions[0])

@@ -14,8 +14,11 @@ Object.assign(I18N.en, {
   forbidden: "Your key may not do this", cites: "Citations", history: "History", deleteChat: "Delete chat",
   switchOff: "Switch off", switchOn: "Switch on", switchedOff: "switched off", edited: "edited", applied: "applied",
   pendingBuild: "pending: in the next build", pendingIngest: "pending: at the next ingest of this file",
-  pageImage: "Page image", wholePage: "The whole page: passages do not record their region on the page.",
-  scannedHint: "Scanned pages: each page image beside the text OCR read from it. Fix a misread chunk with Edit.",
+  pageImage: "Page image", wholePage: "The whole page: the passage's region could not be marked.",
+  regionMarked: "The passage is highlighted on its page.", regionNotFound: "The passage's text was not found in the page's text layer: the whole page is shown.",
+  regionScanned: "A scanned page (no text layer, read by OCR): the whole page is shown.",
+  scannedHint: "Scanned pages: each page image beside the text OCR read from it. Fix a misread chunk with Edit, then mark the page reviewed.",
+  markReviewed: "Mark page reviewed", reviewedBy: "OCR reviewed by", unmark: "Undo review", unreviewed: "unreviewed",
 });
 Object.assign(I18N.zh, {
   documents: "文档", retrieval: "检索测试", feedbackTab: "反馈", keys: "密钥",
@@ -30,8 +33,11 @@ Object.assign(I18N.zh, {
   forbidden: "你的密钥无权执行此操作", cites: "引用", history: "历史对话", deleteChat: "删除对话",
   switchOff: "停用", switchOn: "启用", switchedOff: "已停用", edited: "已编辑", applied: "已生效",
   pendingBuild: "待生效：下次构建", pendingIngest: "待生效：该文件下次入库时",
-  pageImage: "页面图像", wholePage: "显示整页：段落未记录其在页面上的区域。",
-  scannedHint: "扫描页：页面图像与 OCR 识别出的文字并排显示，识别有误的分块可点“编辑”修正。",
+  pageImage: "页面图像", wholePage: "显示整页：无法标出段落所在区域。",
+  regionMarked: "段落已在页面上高亮标出。", regionNotFound: "在页面文字层中未找到该段落：显示整页。",
+  regionScanned: "扫描页（无文字层，由 OCR 识别）：显示整页。",
+  scannedHint: "扫描页：页面图像与 OCR 识别出的文字并排显示，识别有误的分块可点“编辑”修正，然后将该页标记为已审核。",
+  markReviewed: "标记本页已审核", reviewedBy: "OCR 审核人", unmark: "撤销审核", unreviewed: "未审核",
 });
 
 const kbPath = () => `/api/kbs/${encodeURIComponent($("#docs-kb").value)}`;
@@ -61,7 +67,7 @@ function renderDocs() {
   $("#docs tbody").innerHTML = rows.map((d) => `<tr class="st-${esc(d.status)}">
     <td>${esc(d.name)}</td><td>${esc(d.type)}</td><td>${d.size}</td><td>${esc(shape(d))}</td><td>${d.chunks}</td>
     <td>${esc(d.status)}${d.reason ? `<div class="reason" title="${esc(t("reasonFor"))}">${esc(d.reason)}</div>` : ""}</td>
-    <td>${d.ocr_pages || ""}</td><td>${esc(d.tenant ?? "")}</td><td>${esc(d.dataset ?? "")}</td>
+    <td>${d.ocr_pages || ""}${d.ocr_unreviewed ? ` <span class="badge pending ocr-unreviewed">${d.ocr_unreviewed} ${esc(t("unreviewed"))}</span>` : ""}</td><td>${esc(d.tenant ?? "")}</td><td>${esc(d.dataset ?? "")}</td>
     <td>${esc(d.visibility ?? "")}</td><td>${esc((d.roles || []).join(", "))}</td><td>${esc(d.versions.join(", "))}</td>
     <td>${esc(d.updated_at.slice(0, 19).replace("T", " "))}</td>
     <td>${d.chunks ? `<button class="chunks-btn" data-name="${esc(d.name)}">${esc(t("showChunks"))}</button>` : ""}</td></tr>`).join("")
@@ -92,12 +98,23 @@ async function showChunks(name) {
      <pre class="chunk-text">${esc(e.original_text)}</pre></div>`);
   const pdf = /\.pdf$/i.test(name);
   const scanned = (docRows.find((d) => d.name === name) || {}).ocr_pages > 0;
+  const ocrPages = new Set(r.ocr ? r.ocr.pages : []);
+  const firstOnPage = new Set();
+  const review = (c) => {
+    if (!ocrPages.has(c.page) || firstOnPage.has(c.page)) return "";
+    firstOnPage.add(c.page);
+    const done = r.ocr.reviewed[String(c.page)];
+    const label = done ? `<span class="badge applied">${esc(t("reviewedBy"))} ${esc(done.by)} · ${esc(done.at.slice(0, 16).replace("T", " "))}</span>`
+      : `<span class="badge pending">${esc(t("unreviewed"))}</span>`;
+    return `<span class="ocr-review" data-page="${c.page}" data-done="${done ? 1 : 0}">${label}
+      ${docWritable ? `<button class="review-btn">${esc(t(done ? "unmark" : "markReviewed"))}</button>` : ""}</span>`;
+  };
   const el = $("#doc-chunks");
   el.innerHTML = `<h4>${esc(name)}: ${r.chunks.length} ${esc(t("chunks"))}</h4>` +
     (scanned ? `<p class="muted">${esc(t("scannedHint"))}</p>` : "") + r.chunks.map((c) =>
     `<div class="chunk${edits[c.chunk_index]?.off ? " off" : ""}" data-index="${c.chunk_index}"><span class="muted">#${c.chunk_index} ${esc(where({file: name, ...c}))} · ${esc(c.visibility)}
      ${c.allowed_roles.length ? "· " + esc(c.allowed_roles.join(",")) : ""}</span> ${badge(edits[c.chunk_index])}
-     ${tools(c.chunk_index, Boolean(edits[c.chunk_index]?.off))}
+     ${tools(c.chunk_index, Boolean(edits[c.chunk_index]?.off))} ${review(c)}
      ${pdf && c.page ? `<div class="side"><pre class="chunk-text">${esc(c.text)}</pre><div class="page-view" data-page="${c.page}">
        <button class="page-btn">${esc(t("pageImage"))} ${c.page}</button></div></div>` : `<pre class="chunk-text">${esc(c.text)}</pre>`}
      <details><summary>${esc(t("parent"))}</summary><pre>${esc(c.parent_text)}</pre></details>
@@ -113,6 +130,12 @@ async function showChunks(name) {
     box.querySelector(".page-btn").addEventListener("click", load);
     if (scanned) load();  // OCR'd pages: the image beside its text, to review
   });
+  el.querySelectorAll(".ocr-review .review-btn").forEach((b) => b.addEventListener("click", () => {
+    const box = b.closest(".ocr-review");
+    api(`${kbPath()}/documents/${encodeURIComponent(name)}/pages/${box.dataset.page}/review`,
+      {method: "PUT", body: JSON.stringify({reviewed: box.dataset.done !== "1"})})
+      .then(() => loadDocs()).then(() => showChunks(name)).catch((e) => toast(e.message, true));
+  }));
   el.querySelectorAll(".chunk-tools").forEach((box) => {
     const i = Number(box.dataset.index);
     const pre = box.closest(".chunk").querySelector(".chunk-text");
@@ -130,35 +153,46 @@ async function showChunks(name) {
 
 const pageImages = new Map();
 
-async function pageImage(kb, file, page) {
-  const key = `${kb}\u0000${file}\u0000${page}`;
+// A page's PNG (object URL) and, for a cited chunk, whether its region was marked (X-Lore-Region).
+async function pageImage(kb, file, page, chunk) {
+  const key = `${kb}\u0000${file}\u0000${page}\u0000${chunk || ""}`;
   if (!pageImages.has(key)) {
-    const r = await fetch(`/api/kbs/${encodeURIComponent(kb)}/documents/${encodeURIComponent(file)}/pages/${page}`, {headers: headers()});
+    const q = chunk ? `?chunk=${encodeURIComponent(chunk)}` : "";
+    const r = await fetch(`/api/kbs/${encodeURIComponent(kb)}/documents/${encodeURIComponent(file)}/pages/${page}${q}`, {headers: headers()});
     if (!r.ok) throw new Error(errorText(await r.json().catch(() => null), r.status));
-    pageImages.set(key, URL.createObjectURL(await r.blob()));
+    pageImages.set(key, {url: URL.createObjectURL(await r.blob()), region: r.headers.get("X-Lore-Region") || "none"});
   }
   return pageImages.get(key);
 }
 
-async function showPageIn(box, kb, file, page) {
+async function showPageIn(box, kb, file, page, chunk) {
   const img = document.createElement("img");
   img.className = "page-img";
   img.alt = `${file} · ${t("page")} ${page}`;
-  img.src = await pageImage(kb, file, page);
+  const got = await pageImage(kb, file, page, chunk);
+  img.src = got.url;
   box.replaceChildren(img);
+  return got.region;
 }
 
-// The chat's source panel: for a PDF passage, its page (chunks record no region, so the whole page is shown).
+const REGION_NOTE = {marked: "regionMarked", "not-found": "regionNotFound", "no-text-layer": "regionScanned", none: "wholePage"};
+
+// The chat's source panel: for a PDF passage, its page with the passage's region highlighted (a scanned
+// page, without a text layer, is shown whole and says so).
 async function showCitedPage(c, kb) {
   const box = $("#passage-page");
   box.replaceChildren();
   box.classList.add("hidden");
   if (!c.page || !/\.pdf$/i.test(c.file)) return;
+  let region;
   try {
-    await showPageIn(box, kb, c.file, c.page);
-    box.insertAdjacentHTML("beforeend", `<p class="muted">${esc(t("wholePage"))}</p>`);
-    box.classList.remove("hidden");
-  } catch (e) { /* the original is kept only for uploaded files */ }
+    region = await showPageIn(box, kb, c.file, c.page, c.chunk_id).catch(() => showPageIn(box, kb, c.file, c.page));
+  } catch (e) { return; /* the original is kept only for uploaded files */ }
+  const note = document.createElement("p");
+  note.className = `muted region-${region}`;
+  note.textContent = t(REGION_NOTE[region] || "wholePage");
+  box.appendChild(note);
+  box.classList.remove("hidden");
 }
 
 // ---- retrieval test ----------------------------------------------------------------------------
