@@ -21,9 +21,10 @@ from lore.answer.generators.base import GenerationError
 from lore.errors import LoreError
 from lore.lexical import tokenize
 from lore.lexical.tokenize import _RUNS, CJK_STOP, STOP_WORDS, _jieba
-from lore.retrieve.search import Retriever, SearchOptions, normalise_text
+from lore.retrieve.search import Retriever, SearchOptions
 from lore.schema import Hit
 from lore.store.fusion import rrf
+from lore.text.normalise import normalise
 
 RewriteMode = Literal["off", "on", "hyde"]
 REWRITE_MODES = ("off", "on", "hyde")
@@ -117,7 +118,7 @@ class Rewrite:
 
     def add(self, text: str, kind: VariantKind) -> None:
         text = text.strip()
-        if text and all(normalise_text(text) != normalise_text(v.text) for v in self.variants):
+        if text and all(normalise(text) != normalise(v.text) for v in self.variants):
             self.variants.append(QueryVariant(text, kind))
 
     def to_json(self) -> dict[str, Any]:

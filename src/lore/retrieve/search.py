@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import re
 import time
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -17,6 +15,7 @@ from lore.lexical import tokenize
 from lore.retrieve.rerank.base import RERANK_NOTE, RerankInfo, report
 from lore.schema import Hit, SearchFilter, SearchMode
 from lore.store.base import StoreQuery, VectorStore
+from lore.text.normalise import normalise
 
 
 class Reranker(Protocol):
@@ -127,13 +126,8 @@ def dedupe(hits: Sequence[Hit]) -> list[Hit]:
     seen: set[str] = set()
     kept = []
     for hit in hits:
-        key = normalise_text(hit.chunk.text)
+        key = normalise(hit.chunk.text)
         if key not in seen:
             seen.add(key)
             kept.append(hit)
     return kept
-
-
-def normalise_text(text: str) -> str:
-    """NFKC, whitespace collapsed, lower case: the key two texts are "the same passage" by."""
-    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().lower()

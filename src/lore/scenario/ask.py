@@ -17,12 +17,12 @@ from lore.retrieve.cache import SearchCache
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.scenario.config import Scenario
 from lore.scenario.decide import RoutingDecision, decide
-from lore.scenario.faq import normalise
 from lore.scenario.plan import RetrievalPlan
 from lore.scenario.profiles import scenario_profiles
 from lore.scenario.routing import Router
 from lore.scenario.scope import Scope, ScopeError
 from lore.schema import Hit, SearchFilter
+from lore.text.normalise import normalise
 from lore.text.sentences import coverage
 
 if TYPE_CHECKING:
@@ -135,12 +135,12 @@ class ScenarioRuntime:
 
     def _faq_exact(self, ctx: AskContext, retriever: Retriever) -> None:
         """A lexical lookup (no embedding, no generation) for an FAQ question equal to the question."""
-        key = normalise(ctx.question)
+        key = normalise(ctx.question, match_key=True)
         opts = SearchOptions(
             "bm25", 20, 20, filter=narrow(ctx.search.filter, source_types=["faq"]), rerank=False
         )
         for hit in retriever.search(ctx.question, opts):
-            if normalise(hit.chunk.text) == key:
+            if normalise(hit.chunk.text, match_key=True) == key:
                 self._answer_with_faq(ctx, hit, 1.0, "faq_exact")
                 return
 
