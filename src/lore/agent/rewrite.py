@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+import numpy as np
+
 from lore.agent import prompts
 from lore.agent.llm import Budget, ChatLLM, ask_validated
 from lore.answer.generators.base import GenerationError
@@ -285,9 +287,15 @@ def _multi_query(rw: Rewrite, question: str, llm: ChatLLM | None, budget: Budget
         rw.add(text, "multi_query")
 
 
-def search_variants(retriever: Retriever, rewrite: Rewrite, options: SearchOptions) -> list[Hit]:
-    """Search every variant with the same options (same scope) and merge by chunk id (RRF)."""
-    lists = [retriever.search(v.text, options) for v in rewrite.variants]
+def search_variants(
+    retriever: Retriever, rewrite: Rewrite, options: SearchOptions, vector: np.ndarray | None = None
+) -> list[Hit]:
+    """Search every variant with the same options (same scope) and merge by chunk id (RRF); `vector`,
+    the question's embedding, serves the variant that is the question itself."""
+    lists = [
+        retriever.search(v.text, options, vector=vector if v.text == rewrite.question else None)
+        for v in rewrite.variants
+    ]
     return merge_hits(lists, options.top_k, options.rrf_k)
 
 
@@ -330,7 +338,9 @@ class RewritingRetriever:
         self.embedder, self.cache, self.store = retriever.embedder, retriever.cache, retriever.store
         self.last: Rewrite | None = None
 
-    def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
+    def search(
+        self, query: str, options: SearchOptions | None = None, *, vector: np.ndarray | None = None
+    ) -> list[Hit]:
         """Hits for the query's variants, merged; `self.last` keeps the variants and notes."""
         self.last = rewrite_query(query, self.mode, history=self.history, llm=self.llm, budget=self.budget)
-        return search_variants(self.inner, self.last, options or SearchOptions())
+        return search_variants(self.inner, self.last, options or SearchOptions(), vector)

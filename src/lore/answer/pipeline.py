@@ -184,7 +184,7 @@ class AskPipeline:
         r = self.retriever
         if ctx.search.mode != "bm25":
             ctx.query_vector = embed_texts(r.embedder, [ctx.question], "query", r.cache)[0]
-        ctx.hits = r.search(ctx.question, ctx.search)
+        ctx.hits = r.search(ctx.question, ctx.search, vector=ctx.query_vector)
 
     def build_context(self, ctx: AskContext) -> None:
         ctx.passages = build_passages(

@@ -14,6 +14,8 @@ from contextvars import ContextVar
 from dataclasses import asdict
 from typing import Any
 
+import numpy as np
+
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.schema import Hit, hit_from_record, hit_record
 from lore.state.cache import Cache, CacheFront, LocalCache
@@ -69,9 +71,11 @@ class CachingRetriever:
         self.inner, self.search_cache, self.kb_id, self.epoch = inner, cache, kb_id, epoch
         self.embedder, self.cache, self.store = inner.embedder, inner.cache, inner.store
 
-    def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
+    def search(
+        self, query: str, options: SearchOptions | None = None, *, vector: np.ndarray | None = None
+    ) -> list[Hit]:
         opts = options or SearchOptions()
         if opts.filter.version_seq is None:
-            return self.inner.search(query, opts)
+            return self.inner.search(query, opts, vector=vector)
         key = cache_key(self.kb_id, self.epoch, opts, query)
-        return self.search_cache.get_or_search(key, lambda: self.inner.search(query, opts))[0]
+        return self.search_cache.get_or_search(key, lambda: self.inner.search(query, opts, vector=vector))[0]

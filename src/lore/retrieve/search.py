@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import numpy as np
+
 from lore.config import RerankSettings, RetrieveSettings
 from lore.embed.base import Embedder
 from lore.embed.cache import EmbeddingCache, embed_texts
@@ -79,11 +81,15 @@ class Retriever:
         self.store, self.embedder, self.cache, self.reranker = store, embedder, cache, reranker
         self.last_rerank: RerankInfo | None = None
 
-    def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
-        """Hits for `query`, best first, at most `top_k`, none below `min_score`."""
+    def search(
+        self, query: str, options: SearchOptions | None = None, *, vector: np.ndarray | None = None
+    ) -> list[Hit]:
+        """Hits for `query`, best first, at most `top_k`, none below `min_score`; `vector` is the query's
+        embedding when the caller already has it (embedded once per ask)."""
         opts = options or SearchOptions()
-        vector = None
-        if opts.mode in ("dense", "hybrid"):
+        if opts.mode not in ("dense", "hybrid"):
+            vector = None
+        elif vector is None:
             vector = embed_texts(self.embedder, [query], "query", self.cache)[0]
         tokens = tokenize(query) if opts.mode in ("bm25", "hybrid") else []
         k = max(opts.recall_k, opts.top_k)

@@ -114,18 +114,21 @@ class CachedRetriever:
         self.embedder, self.cache, self.store = retriever.embedder, retriever.cache, retriever.store
         self.last_cached = False
 
-    def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
+    def search(
+        self, query: str, options: SearchOptions | None = None, *, vector: np.ndarray | None = None
+    ) -> list[Hit]:
         """Cached candidates for this scope and a close-enough query, else a real search (then cached)."""
         opts = options or SearchOptions()
         if opts.mode == "bm25":  # no query embedding to key on; a BM25 search costs less than making one
             self.last_cached = False
             return self.inner.search(query, opts)
-        vector = embed_texts(self.embedder, [query], "query", self.cache)[0]
+        if vector is None:
+            vector = embed_texts(self.embedder, [query], "query", self.cache)[0]
         scope = scope_key(opts, self.epoch, self.namespace)
         found = self.semantic.get(scope, vector, query)
         self.last_cached = found is not None
         if found is not None:
             return found[0]
-        hits = self.inner.search(query, opts)
+        hits = self.inner.search(query, opts, vector=vector)
         self.semantic.put(scope, vector, query, hits)
         return hits

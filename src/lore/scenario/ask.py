@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from lore.answer.evidence import Evidence
 from lore.answer.generators.base import Passage
 from lore.config import ScenarioSettings
@@ -151,11 +153,13 @@ class ScenarioRuntime:
         plan: RetrievalPlan = ctx.plan
         flt = narrow(ctx.search.filter, source_types=["faq"])
         opts = replace(ctx.search, top_k=plan.faq_k, recall_k=max(20, plan.faq_k), filter=flt, min_score=0.0)
-        hits = retriever.search(ctx.question, opts)
+        if ctx.search.mode != "bm25":
+            _query_vector(ctx, retriever)
+        hits = retriever.search(ctx.question, opts, vector=ctx.query_vector)
         if not hits:
             ctx.extra["faq"] = []
             return
-        q_vec = embed_texts(retriever.embedder, [ctx.question], "query", retriever.cache)[0]
+        q_vec = _query_vector(ctx, retriever)
         sims = embed_texts(retriever.embedder, [h.chunk.text for h in hits], "query", retriever.cache) @ q_vec
         scored = sorted(
             (
@@ -204,7 +208,7 @@ class ScenarioRuntime:
         """Documents (pre-filtered by a confident source, else the whole scope), FAQ candidates first."""
         plan: RetrievalPlan = ctx.plan
         if ctx.search.mode != "bm25":
-            ctx.query_vector = embed_texts(retriever.embedder, [ctx.question], "query", retriever.cache)[0]
+            _query_vector(ctx, retriever)
         base = replace(
             ctx.search,
             top_k=plan.doc_k,
@@ -217,14 +221,28 @@ class ScenarioRuntime:
             hits = retriever.search(
                 ctx.question,
                 replace(base, filter=narrow(base.filter, source_types=DOC_TYPES, sources=source["ids"])),
+                vector=ctx.query_vector,
             )
             if not hits and source["how"] == "inferred":
                 source["how"] = "inferred, no hits: whole scope"
         if not hits and source["how"] != "given":
             hits = retriever.search(
-                ctx.question, replace(base, filter=narrow(base.filter, source_types=DOC_TYPES))
+                ctx.question,
+                replace(base, filter=narrow(base.filter, source_types=DOC_TYPES)),
+                vector=ctx.query_vector,
             )
         ctx.hits = [*ctx.faq_hits, *hits]
+
+
+def _query_vector(ctx: AskContext, retriever: Retriever) -> np.ndarray:
+    """The question's embedding, made once per ask and kept on the context (not in BM25 mode, whose
+    evidence goes without it)."""
+    if ctx.query_vector is not None:
+        return ctx.query_vector
+    vector = embed_texts(retriever.embedder, [ctx.question], "query", retriever.cache)[0]
+    if ctx.search.mode != "bm25":
+        ctx.query_vector = vector
+    return vector
 
 
 def faq_agreement(question: str, faq_question: str) -> float:
