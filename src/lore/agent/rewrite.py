@@ -23,7 +23,7 @@ from lore.answer.generators.base import GenerationError
 from lore.errors import LoreError
 from lore.lexical import tokenize
 from lore.lexical.tokenize import _RUNS, CJK_STOP, STOP_WORDS, _jieba
-from lore.retrieve.search import Retriever, SearchOptions
+from lore.retrieve.search import Retrieval, RetrieverWrapper, SearchOptions
 from lore.schema import Hit
 from lore.store.fusion import rrf
 from lore.text.normalise import normalise
@@ -288,7 +288,7 @@ def _multi_query(rw: Rewrite, question: str, llm: ChatLLM | None, budget: Budget
 
 
 def search_variants(
-    retriever: Retriever, rewrite: Rewrite, options: SearchOptions, vector: np.ndarray | None = None
+    retriever: Retrieval, rewrite: Rewrite, options: SearchOptions, vector: np.ndarray | None = None
 ) -> list[Hit]:
     """Search every variant with the same options (same scope) and merge by chunk id (RRF); `vector`,
     the question's embedding, serves the variant that is the question itself."""
@@ -319,12 +319,12 @@ def merge_hits(
     return [replace(first[str(k)], score=score) for k, score in fused]
 
 
-class RewritingRetriever:
-    """A drop-in for `Retriever` (same `search`, `embedder`, `cache`) that searches the query's variants."""
+class RewritingRetriever(RetrieverWrapper):
+    """A `Retrieval` that searches the query's variants (embedding delegated to the inner retriever)."""
 
     def __init__(
         self,
-        retriever: Retriever,
+        retriever: Retrieval,
         mode: str,
         *,
         llm: ChatLLM | None = None,
@@ -333,9 +333,9 @@ class RewritingRetriever:
     ) -> None:
         if mode not in REWRITE_MODES:
             raise LoreError(f"rewrite: 'off', 'on' or 'hyde', not {mode!r}")
-        self.inner, self.mode, self.llm, self.budget = retriever, mode, llm, budget
+        super().__init__(retriever)
+        self.mode, self.llm, self.budget = mode, llm, budget
         self.history = list(history)
-        self.embedder, self.cache, self.store = retriever.embedder, retriever.cache, retriever.store
         self.last: Rewrite | None = None
 
     def search(

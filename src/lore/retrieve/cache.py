@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from lore.retrieve.search import Retriever, SearchOptions
+from lore.retrieve.search import Retrieval, RetrieverWrapper, SearchOptions
 from lore.schema import Hit, hit_from_record, hit_record
 from lore.state.cache import Cache, CacheFront, LocalCache
 
@@ -62,14 +62,14 @@ class SearchCache(CacheFront):
 SEARCH_CACHE = SearchCache()  # the in-process default; `Lore.search_cache` is the configured one
 
 
-class CachingRetriever:
-    """A `Retriever` drop-in whose searches of a KB version go through a `SearchCache`: the same KB,
+class CachingRetriever(RetrieverWrapper):
+    """A `Retrieval` whose searches of a KB version go through a `SearchCache`: the same KB,
     cache epoch, options (scope included) and query text give the same hits. An unversioned KB
     changes without an epoch bump, so its searches are never cached."""
 
-    def __init__(self, inner: Retriever, cache: SearchCache, kb_id: str, epoch: int) -> None:
-        self.inner, self.search_cache, self.kb_id, self.epoch = inner, cache, kb_id, epoch
-        self.embedder, self.cache, self.store = inner.embedder, inner.cache, inner.store
+    def __init__(self, inner: Retrieval, cache: SearchCache, kb_id: str, epoch: int) -> None:
+        super().__init__(inner)
+        self.search_cache, self.kb_id, self.epoch = cache, kb_id, epoch
 
     def search(
         self, query: str, options: SearchOptions | None = None, *, vector: np.ndarray | None = None

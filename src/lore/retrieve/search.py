@@ -68,6 +68,45 @@ class SearchOptions:
         )
 
 
+class Retrieval(Protocol):
+    """What callers need of retrieval: search, the query's embedding, and the embedder and its cache
+    (for evidence and verification). `Retriever` and its caching/rewriting wrappers implement it."""
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+    @property
+    def cache(self) -> EmbeddingCache | None: ...
+
+    def embed_query(self, query: str) -> np.ndarray:
+        """The query's embedding (through the embedding cache)."""
+        ...
+
+    def search(
+        self, query: str, options: SearchOptions | None = None, *, vector: np.ndarray | None = None
+    ) -> list[Hit]:
+        """Hits for `query`, best first; `vector` is its embedding when the caller has it."""
+        ...
+
+
+class RetrieverWrapper:
+    """Base of a wrapper around another retrieval: embedding is delegated to `inner`, explicitly."""
+
+    def __init__(self, inner: Retrieval) -> None:
+        self.inner = inner
+
+    @property
+    def embedder(self) -> Embedder:
+        return self.inner.embedder
+
+    @property
+    def cache(self) -> EmbeddingCache | None:
+        return self.inner.cache
+
+    def embed_query(self, query: str) -> np.ndarray:
+        return self.inner.embed_query(query)
+
+
 class Retriever:
     """Embeds and tokenises the query, searches the store, reranks and de-duplicates."""
 
@@ -90,7 +129,7 @@ class Retriever:
         if opts.mode not in ("dense", "hybrid"):
             vector = None
         elif vector is None:
-            vector = embed_texts(self.embedder, [query], "query", self.cache)[0]
+            vector = self.embed_query(query)
         tokens = tokenize(query) if opts.mode in ("bm25", "hybrid") else []
         k = max(opts.recall_k, opts.top_k)
         hits = self.store.search(StoreQuery(opts.mode, k, vector, tokens, opts.filter, opts.rrf_k))
@@ -98,6 +137,10 @@ class Retriever:
             hits = self.rerank(query, hits, opts.rerank_k)
         hits = [h for h in dedupe(hits) if h.score >= opts.min_score or h.rerank_score is not None]
         return hits[: opts.top_k]
+
+    def embed_query(self, query: str) -> np.ndarray:
+        """The query's embedding (through the embedding cache)."""
+        return embed_texts(self.embedder, [query], "query", self.cache)[0]
 
     def rerank(self, query: str, hits: Sequence[Hit], rerank_k: int) -> list[Hit]:
         """The first `rerank_k` hits re-scored by the reranker, the rest after them in first-stage order.

@@ -16,7 +16,7 @@ from lore.config import ScenarioSettings
 from lore.embed.cache import embed_texts
 from lore.lexical import is_chinese, tokenize
 from lore.retrieve.cache import SearchCache
-from lore.retrieve.search import Retriever, SearchOptions
+from lore.retrieve.search import Retrieval, SearchOptions
 from lore.scenario.config import Scenario
 from lore.scenario.decide import RoutingDecision, decide
 from lore.scenario.plan import RetrievalPlan
@@ -87,7 +87,7 @@ class ScenarioRuntime:
 
     # --- stage: route ---------------------------------------------------------------------------
 
-    def route(self, ctx: AskContext, retriever: Retriever, max_passages: int, budget: int) -> None:
+    def route(self, ctx: AskContext, retriever: Retrieval, max_passages: int, budget: int) -> None:
         """Deterministic route, intent, profile, plan and source; direct answers and FAQ exact match."""
         d = decide(
             self.router,
@@ -135,7 +135,7 @@ class ScenarioRuntime:
             return {"ids": list(flt.sources), "how": "given"}
         return d.source()
 
-    def _faq_exact(self, ctx: AskContext, retriever: Retriever) -> None:
+    def _faq_exact(self, ctx: AskContext, retriever: Retrieval) -> None:
         """A lexical lookup (no embedding, no generation) for an FAQ question equal to the question."""
         key = normalise(ctx.question, match_key=True)
         opts = SearchOptions(
@@ -148,7 +148,7 @@ class ScenarioRuntime:
 
     # --- stage: FAQ search ----------------------------------------------------------------------
 
-    def faq(self, ctx: AskContext, retriever: Retriever) -> None:
+    def faq(self, ctx: AskContext, retriever: Retrieval) -> None:
         """FAQ candidates by hybrid search; a close enough one answers, the others may join the evidence."""
         plan: RetrievalPlan = ctx.plan
         flt = narrow(ctx.search.filter, source_types=["faq"])
@@ -204,7 +204,7 @@ class ScenarioRuntime:
 
     # --- stage: document retrieval --------------------------------------------------------------
 
-    def retrieve(self, ctx: AskContext, retriever: Retriever) -> None:
+    def retrieve(self, ctx: AskContext, retriever: Retrieval) -> None:
         """Documents (pre-filtered by a confident source, else the whole scope), FAQ candidates first."""
         plan: RetrievalPlan = ctx.plan
         if ctx.search.mode != "bm25":
@@ -234,12 +234,12 @@ class ScenarioRuntime:
         ctx.hits = [*ctx.faq_hits, *hits]
 
 
-def _query_vector(ctx: AskContext, retriever: Retriever) -> np.ndarray:
+def _query_vector(ctx: AskContext, retriever: Retrieval) -> np.ndarray:
     """The question's embedding, made once per ask and kept on the context (not in BM25 mode, whose
     evidence goes without it)."""
     if ctx.query_vector is not None:
         return ctx.query_vector
-    vector = embed_texts(retriever.embedder, [ctx.question], "query", retriever.cache)[0]
+    vector = retriever.embed_query(ctx.question)
     if ctx.search.mode != "bm25":
         ctx.query_vector = vector
     return vector
