@@ -188,3 +188,33 @@ def test_injected_instructions_reach_the_model_only_as_quoted_passage(home: Path
 def test_extractive_quotes_injected_text_as_evidence_not_obeyed(lore: Lore) -> None:
     _, end = run(lore, "Where do visitors return their badges?")
     assert end["answer"] != "HACKED" and "reception" in end["answer"]
+
+
+def test_one_ask_embeds_the_question_once(lore: Lore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The retrieve stage embeds the question and hands the vector to the search (no second trip)."""
+    import importlib
+
+    from lore.embed import cache as embed_cache
+    from lore.retrieve.search import SearchOptions
+
+    question = "What is the refund window?"
+    _, before = run(lore, question)
+    calls: list[str] = []
+
+    def counting(embedder, texts, kind, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if kind == "query" and list(texts) == [question]:
+            calls.append(kind)
+        return embed_cache.embed_texts(embedder, texts, kind, *args, **kwargs)
+
+    for name in ("lore.retrieve.search", "lore.answer.evidence", "lore.answer.verify"):
+        monkeypatch.setattr(importlib.import_module(name), "embed_texts", counting)
+    _, end = run(lore, question)
+    assert calls == ["query"]
+    assert (end["answer"], end["citations"]) == (before["answer"], before["citations"])
+    retriever = lore.retriever("hb")
+    vector = embed_cache.embed_texts(retriever.embedder, [question], "query", retriever.cache)[0]
+    opts = SearchOptions()
+    given = retriever.search(question, opts, vector=vector)
+    assert [(h.chunk.chunk_id, h.score) for h in given] == [
+        (h.chunk.chunk_id, h.score) for h in retriever.search(question, opts)
+    ]

@@ -70,3 +70,31 @@ def test_demo_runs_searches_answers_deep_mode_and_the_sample_scenario(home: Path
     assert "route=refused" in out and "route=deep mode=deep" in out  # the off-topic question and deep mode
     assert "route=greeting" in out and "route=faq_exact" in out  # the scenario's routing and FAQ path
     assert "30 days" in out
+
+
+def test_files_are_discovered_once(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI discovers the files and hands them to the engine, which does not walk the folder again."""
+    import importlib
+
+    from lore.ingest import files
+
+    walks: list[list[Path]] = []
+
+    def counting(inputs: list[Path]) -> list[files.SourceFile]:
+        if inputs:
+            walks.append(list(inputs))
+        return files.discover(inputs)
+
+    for name in ("lore.cli.main", "lore.cli.versions", "lore.engine.builds"):
+        monkeypatch.setattr(importlib.import_module(name), "discover", counting)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "faq.csv").write_bytes((EXAMPLES / "faq.csv").read_bytes())
+    assert runner.invoke(app, ["kb", "create", "hb"]).exit_code == 0
+    result = runner.invoke(app, ["ingest", str(docs), "--kb", "hb"])
+    assert result.exit_code == 0 and "1 ingested" in result.output, result.output
+    assert walks == [[docs]]
+    assert runner.invoke(app, ["kb", "create", "vb"]).exit_code == 0
+    result = runner.invoke(app, ["build", "--kb", "vb", "--source", str(docs)])
+    assert result.exit_code == 0, result.output
+    assert walks == [[docs], [docs]]

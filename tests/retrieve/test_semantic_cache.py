@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from lore.config import load_settings
@@ -22,9 +23,11 @@ class Counting(Retriever):
 
     calls = 0
 
-    def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
+    def search(
+        self, query: str, options: SearchOptions | None = None, *, vector: np.ndarray | None = None
+    ) -> list[Hit]:
         self.calls += 1
-        return super().search(query, options)
+        return super().search(query, options, vector=vector)
 
 
 @pytest.fixture(scope="module")

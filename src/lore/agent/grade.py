@@ -14,7 +14,6 @@ from lore.answer.context import build_passages
 from lore.answer.evidence import judge_evidence
 from lore.answer.generators.base import Passage
 from lore.embed.base import scaled_similarity
-from lore.embed.cache import embed_texts
 from lore.lexical import tokenize
 from lore.text.sentences import KEY_WEIGHT, coverage, token_weights
 
@@ -37,7 +36,7 @@ def grade(ctx: RunContext, question: str, i: int, sub_question: str, round_: int
     tokens = tokenize(sub_question)
     vector = None
     if ctx.search.mode != "bm25":
-        vector = embed_texts(r.embedder, [sub_question], "query", r.cache)[0]
+        vector = r.embed_query(sub_question)
     evidence = judge_evidence(
         sub_question, tokens, vector, passages, r.embedder, r.cache, a.evidence_threshold
     )

@@ -33,7 +33,7 @@ from lore.answer.generators.base import GenerationError, Generator
 from lore.answer.pipeline import AskPipeline, Event, check_question
 from lore.config import Settings
 from lore.errors import LoreError
-from lore.retrieve.search import Retriever, SearchOptions
+from lore.retrieve.search import Retrieval, SearchOptions
 from lore.retrieve.semantic_cache import CachedRetriever, SemanticCache
 from lore.schema import Hit
 
@@ -283,7 +283,7 @@ class DeepPipeline:
 
     def __init__(
         self,
-        retriever: Retriever,
+        retriever: Retrieval,
         generator: Generator,
         settings: Settings,
         *,

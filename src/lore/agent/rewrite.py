@@ -15,15 +15,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+import numpy as np
+
 from lore.agent import prompts
 from lore.agent.llm import Budget, ChatLLM, ask_validated
 from lore.answer.generators.base import GenerationError
 from lore.errors import LoreError
 from lore.lexical import tokenize
 from lore.lexical.tokenize import _RUNS, CJK_STOP, STOP_WORDS, _jieba
-from lore.retrieve.search import Retriever, SearchOptions, normalise_text
+from lore.retrieve.search import Retrieval, RetrieverWrapper, SearchOptions
 from lore.schema import Hit
 from lore.store.fusion import rrf
+from lore.text.normalise import normalise
 
 RewriteMode = Literal["off", "on", "hyde"]
 REWRITE_MODES = ("off", "on", "hyde")
@@ -117,7 +120,7 @@ class Rewrite:
 
     def add(self, text: str, kind: VariantKind) -> None:
         text = text.strip()
-        if text and all(normalise_text(text) != normalise_text(v.text) for v in self.variants):
+        if text and all(normalise(text) != normalise(v.text) for v in self.variants):
             self.variants.append(QueryVariant(text, kind))
 
     def to_json(self) -> dict[str, Any]:
@@ -284,9 +287,15 @@ def _multi_query(rw: Rewrite, question: str, llm: ChatLLM | None, budget: Budget
         rw.add(text, "multi_query")
 
 
-def search_variants(retriever: Retriever, rewrite: Rewrite, options: SearchOptions) -> list[Hit]:
-    """Search every variant with the same options (same scope) and merge by chunk id (RRF)."""
-    lists = [retriever.search(v.text, options) for v in rewrite.variants]
+def search_variants(
+    retriever: Retrieval, rewrite: Rewrite, options: SearchOptions, vector: np.ndarray | None = None
+) -> list[Hit]:
+    """Search every variant with the same options (same scope) and merge by chunk id (RRF); `vector`,
+    the question's embedding, serves the variant that is the question itself."""
+    lists = [
+        retriever.search(v.text, options, vector=vector if v.text == rewrite.question else None)
+        for v in rewrite.variants
+    ]
     return merge_hits(lists, options.top_k, options.rrf_k)
 
 
@@ -310,12 +319,12 @@ def merge_hits(
     return [replace(first[str(k)], score=score) for k, score in fused]
 
 
-class RewritingRetriever:
-    """A drop-in for `Retriever` (same `search`, `embedder`, `cache`) that searches the query's variants."""
+class RewritingRetriever(RetrieverWrapper):
+    """A `Retrieval` that searches the query's variants (embedding delegated to the inner retriever)."""
 
     def __init__(
         self,
-        retriever: Retriever,
+        retriever: Retrieval,
         mode: str,
         *,
         llm: ChatLLM | None = None,
@@ -324,12 +333,14 @@ class RewritingRetriever:
     ) -> None:
         if mode not in REWRITE_MODES:
             raise LoreError(f"rewrite: 'off', 'on' or 'hyde', not {mode!r}")
-        self.inner, self.mode, self.llm, self.budget = retriever, mode, llm, budget
+        super().__init__(retriever)
+        self.mode, self.llm, self.budget = mode, llm, budget
         self.history = list(history)
-        self.embedder, self.cache, self.store = retriever.embedder, retriever.cache, retriever.store
         self.last: Rewrite | None = None
 
-    def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
+    def search(
+        self, query: str, options: SearchOptions | None = None, *, vector: np.ndarray | None = None
+    ) -> list[Hit]:
         """Hits for the query's variants, merged; `self.last` keeps the variants and notes."""
         self.last = rewrite_query(query, self.mode, history=self.history, llm=self.llm, budget=self.budget)
-        return search_variants(self.inner, self.last, options or SearchOptions())
+        return search_variants(self.inner, self.last, options or SearchOptions(), vector)

@@ -21,11 +21,10 @@ from pathlib import Path
 from lore.answer.context import build_passages
 from lore.answer.evidence import EvidenceModel, default_model, evidence_features
 from lore.config import AnswerSettings
-from lore.embed.cache import embed_texts
 from lore.errors import LoreError
 from lore.eval.compare import question_rows
 from lore.lexical import is_chinese, tokenize
-from lore.retrieve.search import Retriever, SearchOptions
+from lore.retrieve.search import Retrieval, SearchOptions
 from lore.schema import Chunk
 from lore.text.sentences import split_sentences
 from lore.text.units import text_units
@@ -90,7 +89,7 @@ def _as_question(sentence: str) -> str:
 
 
 def scorer(
-    retriever: Retriever, options: SearchOptions, settings: AnswerSettings, model: EvidenceModel | None = None
+    retriever: Retrieval, options: SearchOptions, settings: AnswerSettings, model: EvidenceModel | None = None
 ) -> Callable[[str], float]:
     """`score(question) -> P(answerable)` the way the ask pipeline judges evidence."""
     model = model or default_model()
@@ -102,7 +101,7 @@ def scorer(
         )
         if not passages:
             return 0.0
-        vector = embed_texts(retriever.embedder, [question], "query", retriever.cache)[0]
+        vector = retriever.embed_query(question)
         features = evidence_features(
             question, tokenize(question), vector, passages, retriever.embedder, retriever.cache
         )

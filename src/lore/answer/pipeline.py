@@ -26,10 +26,10 @@ from lore.answer.prompt import NOT_COVERED
 from lore.answer.verify import SentenceCheck, answer_confidence, verify
 from lore.config import AnswerSettings
 from lore.embed.base import Embedder
-from lore.embed.cache import EmbeddingCache, embed_texts
+from lore.embed.cache import EmbeddingCache
 from lore.errors import LoreError
 from lore.lexical import is_chinese, tokenize
-from lore.retrieve.search import Retriever, SearchOptions
+from lore.retrieve.search import Retrieval, SearchOptions
 from lore.schema import Hit
 
 EventType = Literal["status", "token", "end", "error"]
@@ -107,11 +107,11 @@ class AskContext:
 class ScenarioStages(Protocol):
     """The stages a scenario puts in place of plain retrieval (`lore.scenario.ask.ScenarioRuntime`)."""
 
-    def route(self, ctx: AskContext, retriever: Retriever, max_passages: int, budget: int) -> None: ...
+    def route(self, ctx: AskContext, retriever: Retrieval, max_passages: int, budget: int) -> None: ...
 
-    def faq(self, ctx: AskContext, retriever: Retriever) -> None: ...
+    def faq(self, ctx: AskContext, retriever: Retrieval) -> None: ...
 
-    def retrieve(self, ctx: AskContext, retriever: Retriever) -> None: ...
+    def retrieve(self, ctx: AskContext, retriever: Retrieval) -> None: ...
 
 
 class AskPipeline:
@@ -119,7 +119,7 @@ class AskPipeline:
 
     def __init__(
         self,
-        retriever: Retriever,
+        retriever: Retrieval,
         generator: Generator,
         settings: AnswerSettings,
         *,
@@ -183,8 +183,8 @@ class AskPipeline:
     def retrieve(self, ctx: AskContext) -> None:
         r = self.retriever
         if ctx.search.mode != "bm25":
-            ctx.query_vector = embed_texts(r.embedder, [ctx.question], "query", r.cache)[0]
-        ctx.hits = r.search(ctx.question, ctx.search)
+            ctx.query_vector = r.embed_query(ctx.question)
+        ctx.hits = r.search(ctx.question, ctx.search, vector=ctx.query_vector)
 
     def build_context(self, ctx: AskContext) -> None:
         ctx.passages = build_passages(

@@ -32,7 +32,7 @@ from lore.metrics import STAGE_SECONDS
 from lore.policy import Action
 from lore.retrieve.cache import CACHE_EVENTS
 from lore.retrieve.search import SearchOptions
-from lore.scenario.request import scenario_ask
+from lore.scenario.request import resolved_ask, scenario_ask
 from lore.scenario.routing import Router
 from lore.schema import SearchFilter
 
@@ -162,18 +162,14 @@ async def ask_events(state: ServiceState, scope: Grant, plan: AskPlan) -> AsyncI
                 lore.catalog.get_kb(plan.kb).store_backend == "embedded"
             )  # see bm25_scores_are_scoped
             session_id = plan.session.id if plan.session else None
+            how = {"mode": plan.mode, "rewrite": plan.query_rewrite, "session_id": session_id}
             events = await run_in_threadpool(
-                lambda: scenario_ask(
-                    lore,
-                    None if call else plan.kb,
-                    plan.query,
-                    plan.options,
-                    plan.version,
-                    scenario=call.scenario.id if call else None,
-                    scope=call.scope if call else None,
-                    mode=plan.mode,
-                    rewrite=plan.query_rewrite,
-                    session_id=session_id,
+                lambda: (
+                    resolved_ask(
+                        lore, call.scenario, call.scope, plan.query, plan.options, plan.version, **how
+                    )
+                    if call  # resolved and scoped once, by `api.scenarios.resolve`
+                    else scenario_ask(lore, plan.kb, plan.query, plan.options, plan.version, **how)
                 )
             )
             while True:

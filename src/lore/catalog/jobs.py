@@ -9,13 +9,14 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, Text, func, insert, select, update
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from lore.catalog.manifests import BuildLockedError
 from lore.catalog.models import Base
+from lore.catalog.records import RowRecord, json_or_none
 from lore.catalog.types import LongText
 from lore.catalog.versions import _lock_kb
 from lore.errors import NotFoundError
@@ -70,8 +71,10 @@ class JobEventRow(Base):
 
 
 @dataclass(frozen=True, slots=True)
-class Job:
+class Job(RowRecord):
     """A job as the catalog reports it."""
+
+    CONVERT: ClassVar = {"status": JobStatus, "payload": json.loads, "result": json_or_none}
 
     id: str
     kind: str
@@ -91,25 +94,6 @@ class Job:
     def done(self) -> bool:
         """Whether the job has finished, either way."""
         return self.status in (JobStatus.SUCCEEDED, JobStatus.FAILED)
-
-    @classmethod
-    def from_row(cls, row: JobRow) -> Job:
-        """Copy an ORM row into a detached record, decoding the JSON columns."""
-        return cls(
-            id=row.id,
-            kind=row.kind,
-            kb_id=row.kb_id,
-            status=JobStatus(row.status),
-            payload=json.loads(row.payload),
-            result=None if row.result is None else json.loads(row.result),
-            error=row.error,
-            error_status=row.error_status,
-            worker=row.worker,
-            created_at=row.created_at,
-            started_at=row.started_at,
-            heartbeat_at=row.heartbeat_at,
-            finished_at=row.finished_at,
-        )
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready view (without the payload, which may name server paths)."""

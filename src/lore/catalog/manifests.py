@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from lore.catalog.models import BuildLockRow, VersionFileRow
+from lore.catalog.records import RowRecord
 from lore.catalog.types import digest
 from lore.errors import ConflictError
 
@@ -41,7 +42,7 @@ class ManifestEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class BuildLock:
+class BuildLock(RowRecord):
     """Who holds a knowledge base's build lock."""
 
     kb_id: str
@@ -191,11 +192,7 @@ class ManifestsMixin:
         """The current build lock of a knowledge base, if any."""
         with self.transaction() as s:
             row = s.get(BuildLockRow, kb_id, populate_existing=True)
-            return (
-                None
-                if row is None
-                else BuildLock(row.kb_id, row.host, row.pid, row.acquired_at, row.token, row.lease_expires_at)
-            )
+            return None if row is None else BuildLock.from_row(row)
 
     def release_build_lock(self, kb_id: str, lock: BuildLock | None = None) -> bool:
         """Release the lock (only if still held by `lock`'s holder when given); True if a row was removed."""

@@ -19,6 +19,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from lore.catalog.records import RowRecord
 from lore.catalog.types import Digest, Float64, UTCDateTime
 
 FileStatus = Literal["ingested", "failed", "skipped", "unsupported", "empty"]
@@ -201,8 +202,10 @@ class BuildLockRow(Base):
 
 
 @dataclass(frozen=True, slots=True)
-class KnowledgeBase:
+class KnowledgeBase(RowRecord):
     """A knowledge base as the catalog reports it."""
+
+    CONVERT: ClassVar = {"owner_tenant": lambda v: v or None}
 
     id: str
     name: str
@@ -216,26 +219,9 @@ class KnowledgeBase:
     updated_at: datetime
     owner_tenant: str | None = "default"  # None: no owner (only the local operator sees the KB)
 
-    @classmethod
-    def from_row(cls, row: KnowledgeBaseRow) -> KnowledgeBase:
-        """Copy an ORM row into a detached record."""
-        return cls(
-            id=row.id,
-            name=row.name,
-            description=row.description,
-            embedding_provider=row.embedding_provider,
-            embedding_model=row.embedding_model,
-            embedding_dim=row.embedding_dim,
-            chunk_schema=row.chunk_schema,
-            store_backend=row.store_backend,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            owner_tenant=row.owner_tenant or None,
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class FileRecord:
+class FileRecord(RowRecord):
     """A source file of a knowledge base as the catalog reports it."""
 
     id: str
@@ -254,25 +240,3 @@ class FileRecord:
     updated_at: datetime
     chunk_schema: str | None = None
     embedding_model: str | None = None
-
-    @classmethod
-    def from_row(cls, row: FileRow) -> FileRecord:
-        """Copy an ORM row into a detached record."""
-        return cls(
-            id=row.id,
-            kb_id=row.kb_id,
-            path=row.path,
-            sha256=row.sha256,
-            size=row.size,
-            mtime=row.mtime,
-            status=row.status,  # type: ignore[arg-type]  # validated on write
-            error=row.error,
-            chunk_count=row.chunk_count,
-            document_count=row.document_count,
-            ocr_pages=row.ocr_pages,
-            encoding=row.encoding,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            chunk_schema=row.chunk_schema,
-            embedding_model=row.embedding_model,
-        )

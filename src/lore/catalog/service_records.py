@@ -6,14 +6,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
-from lore.catalog.service_models import ApiKeyRow, FeedbackRow, MessageRow, SessionRow, TraceRow
+from lore.catalog.records import RowRecord, json_or_none
 
 
 @dataclass(frozen=True, slots=True)
-class ApiKey:
+class ApiKey(RowRecord):
     """An API key's scope as the catalog reports it (never the secret)."""
+
+    CONVERT: ClassVar = {"datasets": json_or_none, "roles": json.loads}
 
     id: str
     prefix: str
@@ -24,23 +26,9 @@ class ApiKey:
     created_at: datetime
     revoked_at: datetime | None
 
-    @classmethod
-    def from_row(cls, row: ApiKeyRow) -> ApiKey:
-        """Copy an ORM row into a detached record."""
-        return cls(
-            id=row.id,
-            prefix=row.prefix,
-            name=row.name,
-            tenant_id=row.tenant_id,
-            datasets=None if row.datasets is None else json.loads(row.datasets),
-            roles=json.loads(row.roles),
-            created_at=row.created_at,
-            revoked_at=row.revoked_at,
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class ChatSession:
+class ChatSession(RowRecord):
     """A conversation with one knowledge base."""
 
     id: str
@@ -52,23 +40,9 @@ class ChatSession:
     created_at: datetime
     updated_at: datetime
 
-    @classmethod
-    def from_row(cls, row: SessionRow) -> ChatSession:
-        """Copy an ORM row into a detached record."""
-        return cls(
-            id=row.id,
-            tenant_id=row.tenant_id,
-            key_id=row.key_id,
-            kb=row.kb,
-            title=row.title,
-            summary=row.summary,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class Message:
+class Message(RowRecord):
     """One turn of a session."""
 
     id: int
@@ -79,23 +53,12 @@ class Message:
     trace_id: str | None
     created_at: datetime
 
-    @classmethod
-    def from_row(cls, row: MessageRow) -> Message:
-        """Copy an ORM row into a detached record."""
-        return cls(
-            id=row.id,
-            session_id=row.session_id,
-            role=row.role,
-            content=row.content,
-            query=row.query,
-            trace_id=row.trace_id,
-            created_at=row.created_at,
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class Feedback:
+class Feedback(RowRecord):
     """A rating of one answer."""
+
+    CONVERT: ClassVar = {"citations": json.loads}
 
     id: int
     trace_id: str
@@ -107,22 +70,6 @@ class Feedback:
     answer: str
     citations: list[dict[str, Any]]
     created_at: datetime
-
-    @classmethod
-    def from_row(cls, row: FeedbackRow) -> Feedback:
-        """Copy an ORM row into a detached record."""
-        return cls(
-            id=row.id,
-            trace_id=row.trace_id,
-            tenant_id=row.tenant_id,
-            kb=row.kb,
-            rating=row.rating,
-            note=row.note,
-            question=row.question,
-            answer=row.answer,
-            citations=json.loads(row.citations),
-            created_at=row.created_at,
-        )
 
     def as_badcase(self) -> dict[str, Any]:
         """This answer as one line of the bad-case eval set (`lore badcases export`, the console's export)."""
@@ -139,8 +86,10 @@ class Feedback:
 
 
 @dataclass(frozen=True, slots=True)
-class Trace:
+class Trace(RowRecord):
     """One request's trace."""
+
+    CONVERT: ClassVar = {"data": json.loads}
 
     id: str
     tenant_id: str
@@ -158,28 +107,6 @@ class Trace:
     total_ms: float
     data: dict[str, Any]
     created_at: datetime
-
-    @classmethod
-    def from_row(cls, row: TraceRow) -> Trace:
-        """Copy an ORM row into a detached record."""
-        return cls(
-            id=row.id,
-            tenant_id=row.tenant_id,
-            key_id=row.key_id,
-            session_id=row.session_id,
-            kb=row.kb,
-            kb_version=row.kb_version,
-            transport=row.transport,
-            question=row.question,
-            query=row.query,
-            status=row.status,
-            route=row.route,
-            error=row.error,
-            first_token_ms=row.first_token_ms,
-            total_ms=row.total_ms,
-            data=json.loads(row.data),
-            created_at=row.created_at,
-        )
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready view."""

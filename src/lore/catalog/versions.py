@@ -8,12 +8,13 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
 from lore.catalog.models import VERSION_COUNTS, ActivationRow, KnowledgeBaseRow, VersionRow
+from lore.catalog.records import RowRecord, json_or_none
 from lore.errors import LoreError, NotFoundError
 
 
@@ -27,8 +28,10 @@ class VersionStatus(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Version:
+class Version(RowRecord):
     """One build of a knowledge base as the catalog reports it."""
+
+    CONVERT: ClassVar = {"status": VersionStatus, "gate_report": json_or_none}
 
     kb_id: str
     seq: int
@@ -54,28 +57,9 @@ class Version:
         """The build counters by name (files_added ... chunks_reused)."""
         return {name: getattr(self, name) for name in VERSION_COUNTS}
 
-    @classmethod
-    def from_row(cls, row: VersionRow) -> Version:
-        """Copy an ORM row into a detached record, decoding the gate report."""
-        return cls(
-            kb_id=row.kb_id,
-            seq=row.seq,
-            status=VersionStatus(row.status),
-            description=row.description,
-            **{name: getattr(row, name) for name in VERSION_COUNTS},
-            embedding_model=row.embedding_model,
-            chunk_schema=row.chunk_schema,
-            base_seq=row.base_seq,
-            gate_passed=row.gate_passed,
-            gate_report=None if row.gate_report is None else json.loads(row.gate_report),
-            created_at=row.created_at,
-            finished_at=row.finished_at,
-            activated_at=row.activated_at,
-        )
-
 
 @dataclass(frozen=True, slots=True)
-class Activation:
+class Activation(RowRecord):
     """One move of the active pointer, as the activation log reports it."""
 
     id: int
@@ -85,19 +69,6 @@ class Activation:
     actor: str
     reason: str
     at: datetime
-
-    @classmethod
-    def from_row(cls, row: ActivationRow) -> Activation:
-        """Copy an ORM row into a detached record."""
-        return cls(
-            id=row.id,
-            kb_id=row.kb_id,
-            from_seq=row.from_seq,
-            to_seq=row.to_seq,
-            actor=row.actor,
-            reason=row.reason,
-            at=row.at,
-        )
 
 
 def _now() -> datetime:

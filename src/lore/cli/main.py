@@ -202,8 +202,9 @@ def ingest(
             sources = fetch_sources(
                 lore, kb, [p for p in inputs if is_url(p)], sitemap, prefix, max_pages, console
             )
-            with RichIngestProgress(console, len(discover(files)) + len(sources)) as progress:
-                report = lore.ingest(kb, files, progress, sources=sources)
+            found = [*discover(files), *sources]
+            with RichIngestProgress(console, len(found)) as progress:
+                report = lore.ingest(kb, [], progress, sources=found)
     except LoreError as exc:
         fail(exc)
     print_report(report)
@@ -297,8 +298,9 @@ def demo(
     try:
         if kb not in {k.name for k in lore.catalog.list_kbs()}:
             lore.create_kb(kb, "Lanternfish Robotics sample handbook")
-        with RichIngestProgress(console, len(discover([source]))) as progress:
-            report = lore.ingest(kb, [source], progress)
+        found = discover([source])
+        with RichIngestProgress(console, len(found)) as progress:
+            report = lore.ingest(kb, [], progress, sources=found)
         print_report(report)
         for q in (
             "报销需要什么材料",

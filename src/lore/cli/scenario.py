@@ -103,7 +103,8 @@ def build(
     lore = Lore()
     try:
         sc = scenarios(lore).get(scenario_id)
-        with RichIngestProgress(console, len(discover(scenario_inputs(sc)))) as progress:
+        found = discover(scenario_inputs(sc))
+        with RichIngestProgress(console, len(found)) as progress:
             built = build_scenario(
                 lore,
                 sc,
@@ -112,6 +113,7 @@ def build(
                 quality_gate=quality_gate,
                 force=force,
                 progress=progress,
+                files=found,
             )
     except LoreError as exc:
         fail(exc)

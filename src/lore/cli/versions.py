@@ -63,7 +63,8 @@ def build(
     lore = Lore()
     try:
         lore.catalog.get_kb(kb)
-        with RichIngestProgress(console, len(discover(source))) as progress:
+        found = discover(source)
+        with RichIngestProgress(console, len(found)) as progress:
             result = lore.build(
                 kb,
                 source,
@@ -73,6 +74,7 @@ def build(
                 incremental_from=incremental_from,
                 force=force,
                 progress=progress,
+                files=found,
             )
     except LoreError as exc:
         fail(exc)

@@ -76,18 +76,20 @@ class Builds(Quality):
         chunk_metadata: ChunkMetadata | None = None,
         custom_chunks: CustomChunks | None = None,
         extra_quality: dict[str, Any] | None = None,
+        files: list[SourceFile] | None = None,
     ) -> BuildResult:
         """Build a new STAGED version incrementally; optionally activate it.
 
         The new version indexes exactly the given sources. Files unchanged since the build that last
         indexed them are reused (no parse, no embedding) unless `force`; `incremental_from`
         ("latest" or "active") is recorded as the version's base. `chunk_metadata` and
-        `custom_chunks` let a caller (scenario builds) set chunk fields or make a file's chunks.
+        `custom_chunks` let a caller (scenario builds) set chunk fields or make a file's chunks;
+        `files` are `discover(inputs)` when the caller has found them already (files discovered once).
         """
         if incremental_from not in ("latest", "active"):
             raise LoreError(f"--incremental-from: 'latest' or 'active', not {incremental_from!r}")
         kb = self.catalog.get_kb(name)
-        files = discover(inputs)
+        files = discover(inputs) if files is None else files
         if not files:  # e.g. an unmounted share: never build a version that silently drops everything
             raise LoreError(
                 f"{', '.join(map(str, inputs))}: no files found; refusing to build a version of "

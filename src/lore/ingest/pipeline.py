@@ -23,6 +23,7 @@ from lore.ingest.loaders.limits import FileLimits
 from lore.lexical import tokenize
 from lore.schema import Chunk, LoadedDocument, index_text
 from lore.store.base import VectorStore
+from lore.text.normalise import normalise
 from lore.text.units import stable_id, text_units
 
 
@@ -252,7 +253,7 @@ class IngestPipeline:
             table_rows=sum(c.source_type == "table_row" for c in p.chunks),
             # Only a versioned build makes a quality report; a plain ingest skips its per-chunk data.
             chunk_units=[text_units(c.text) for c in p.chunks] if self.seq else [],
-            chunk_hashes=[stable_id(" ".join(c.text.split()).lower()) for c in p.chunks] if self.seq else [],
+            chunk_hashes=[stable_id(normalise(c.text, width=False)) for c in p.chunks] if self.seq else [],
             note=p.note,
         )
 

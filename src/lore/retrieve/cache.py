@@ -14,7 +14,9 @@ from contextvars import ContextVar
 from dataclasses import asdict
 from typing import Any
 
-from lore.retrieve.search import Retriever, SearchOptions
+import numpy as np
+
+from lore.retrieve.search import Retrieval, RetrieverWrapper, SearchOptions
 from lore.schema import Hit, hit_from_record, hit_record
 from lore.state.cache import Cache, CacheFront, LocalCache
 
@@ -60,18 +62,20 @@ class SearchCache(CacheFront):
 SEARCH_CACHE = SearchCache()  # the in-process default; `Lore.search_cache` is the configured one
 
 
-class CachingRetriever:
-    """A `Retriever` drop-in whose searches of a KB version go through a `SearchCache`: the same KB,
+class CachingRetriever(RetrieverWrapper):
+    """A `Retrieval` whose searches of a KB version go through a `SearchCache`: the same KB,
     cache epoch, options (scope included) and query text give the same hits. An unversioned KB
     changes without an epoch bump, so its searches are never cached."""
 
-    def __init__(self, inner: Retriever, cache: SearchCache, kb_id: str, epoch: int) -> None:
-        self.inner, self.search_cache, self.kb_id, self.epoch = inner, cache, kb_id, epoch
-        self.embedder, self.cache, self.store = inner.embedder, inner.cache, inner.store
+    def __init__(self, inner: Retrieval, cache: SearchCache, kb_id: str, epoch: int) -> None:
+        super().__init__(inner)
+        self.search_cache, self.kb_id, self.epoch = cache, kb_id, epoch
 
-    def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
+    def search(
+        self, query: str, options: SearchOptions | None = None, *, vector: np.ndarray | None = None
+    ) -> list[Hit]:
         opts = options or SearchOptions()
         if opts.filter.version_seq is None:
-            return self.inner.search(query, opts)
+            return self.inner.search(query, opts, vector=vector)
         key = cache_key(self.kb_id, self.epoch, opts, query)
-        return self.search_cache.get_or_search(key, lambda: self.inner.search(query, opts))[0]
+        return self.search_cache.get_or_search(key, lambda: self.inner.search(query, opts, vector=vector))[0]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 import time
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+
+import numpy as np
 
 from lore.config import RerankSettings, RetrieveSettings
 from lore.embed.base import Embedder
@@ -17,6 +17,7 @@ from lore.lexical import tokenize
 from lore.retrieve.rerank.base import RERANK_NOTE, RerankInfo, report
 from lore.schema import Hit, SearchFilter, SearchMode
 from lore.store.base import StoreQuery, VectorStore
+from lore.text.normalise import normalise
 
 
 class Reranker(Protocol):
@@ -67,6 +68,45 @@ class SearchOptions:
         )
 
 
+class Retrieval(Protocol):
+    """What callers need of retrieval: search, the query's embedding, and the embedder and its cache
+    (for evidence and verification). `Retriever` and its caching/rewriting wrappers implement it."""
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+    @property
+    def cache(self) -> EmbeddingCache | None: ...
+
+    def embed_query(self, query: str) -> np.ndarray:
+        """The query's embedding (through the embedding cache)."""
+        ...
+
+    def search(
+        self, query: str, options: SearchOptions | None = None, *, vector: np.ndarray | None = None
+    ) -> list[Hit]:
+        """Hits for `query`, best first; `vector` is its embedding when the caller has it."""
+        ...
+
+
+class RetrieverWrapper:
+    """Base of a wrapper around another retrieval: embedding is delegated to `inner`, explicitly."""
+
+    def __init__(self, inner: Retrieval) -> None:
+        self.inner = inner
+
+    @property
+    def embedder(self) -> Embedder:
+        return self.inner.embedder
+
+    @property
+    def cache(self) -> EmbeddingCache | None:
+        return self.inner.cache
+
+    def embed_query(self, query: str) -> np.ndarray:
+        return self.inner.embed_query(query)
+
+
 class Retriever:
     """Embeds and tokenises the query, searches the store, reranks and de-duplicates."""
 
@@ -80,12 +120,16 @@ class Retriever:
         self.store, self.embedder, self.cache, self.reranker = store, embedder, cache, reranker
         self.last_rerank: RerankInfo | None = None
 
-    def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
-        """Hits for `query`, best first, at most `top_k`, none below `min_score`."""
+    def search(
+        self, query: str, options: SearchOptions | None = None, *, vector: np.ndarray | None = None
+    ) -> list[Hit]:
+        """Hits for `query`, best first, at most `top_k`, none below `min_score`; `vector` is the query's
+        embedding when the caller already has it (embedded once per ask)."""
         opts = options or SearchOptions()
-        vector = None
-        if opts.mode in ("dense", "hybrid"):
-            vector = embed_texts(self.embedder, [query], "query", self.cache)[0]
+        if opts.mode not in ("dense", "hybrid"):
+            vector = None
+        elif vector is None:
+            vector = self.embed_query(query)
         tokens = tokenize(query) if opts.mode in ("bm25", "hybrid") else []
         k = max(opts.recall_k, opts.top_k)
         hits = self.store.search(StoreQuery(opts.mode, k, vector, tokens, opts.filter, opts.rrf_k))
@@ -93,6 +137,10 @@ class Retriever:
             hits = self.rerank(query, hits, opts.rerank_k)
         hits = [h for h in dedupe(hits) if h.score >= opts.min_score or h.rerank_score is not None]
         return hits[: opts.top_k]
+
+    def embed_query(self, query: str) -> np.ndarray:
+        """The query's embedding (through the embedding cache)."""
+        return embed_texts(self.embedder, [query], "query", self.cache)[0]
 
     def rerank(self, query: str, hits: Sequence[Hit], rerank_k: int) -> list[Hit]:
         """The first `rerank_k` hits re-scored by the reranker, the rest after them in first-stage order.
@@ -127,13 +175,8 @@ def dedupe(hits: Sequence[Hit]) -> list[Hit]:
     seen: set[str] = set()
     kept = []
     for hit in hits:
-        key = normalise_text(hit.chunk.text)
+        key = normalise(hit.chunk.text)
         if key not in seen:
             seen.add(key)
             kept.append(hit)
     return kept
-
-
-def normalise_text(text: str) -> str:
-    """NFKC, whitespace collapsed, lower case: the key two texts are "the same passage" by."""
-    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().lower()

@@ -20,9 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from lore.embed.cache import embed_texts
 from lore.lexical import tokenize
-from lore.retrieve.search import Retriever, SearchOptions
+from lore.retrieve.search import Retrieval, RetrieverWrapper, SearchOptions
 from lore.schema import Hit, hit_from_record, hit_record
 from lore.state.cache import Cache, CacheFront, LocalCache
 from lore.text.sentences import KEY_WEIGHT, token_weights
@@ -104,28 +103,31 @@ def _unit(vector: np.ndarray) -> np.ndarray:
     return v / n if n > 0 else v
 
 
-class CachedRetriever:
-    """A `Retriever` whose searches go through a semantic cache bounded by scope and epoch."""
+class CachedRetriever(RetrieverWrapper):
+    """A `Retrieval` whose searches go through a semantic cache bounded by scope and epoch."""
 
     def __init__(
-        self, retriever: Retriever, cache: SemanticCache, *, epoch: int = 0, namespace: str = ""
+        self, retriever: Retrieval, cache: SemanticCache, *, epoch: int = 0, namespace: str = ""
     ) -> None:
-        self.inner, self.semantic, self.epoch, self.namespace = retriever, cache, epoch, namespace
-        self.embedder, self.cache, self.store = retriever.embedder, retriever.cache, retriever.store
+        super().__init__(retriever)
+        self.semantic, self.epoch, self.namespace = cache, epoch, namespace
         self.last_cached = False
 
-    def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
+    def search(
+        self, query: str, options: SearchOptions | None = None, *, vector: np.ndarray | None = None
+    ) -> list[Hit]:
         """Cached candidates for this scope and a close-enough query, else a real search (then cached)."""
         opts = options or SearchOptions()
         if opts.mode == "bm25":  # no query embedding to key on; a BM25 search costs less than making one
             self.last_cached = False
             return self.inner.search(query, opts)
-        vector = embed_texts(self.embedder, [query], "query", self.cache)[0]
+        if vector is None:
+            vector = self.embed_query(query)
         scope = scope_key(opts, self.epoch, self.namespace)
         found = self.semantic.get(scope, vector, query)
         self.last_cached = found is not None
         if found is not None:
             return found[0]
-        hits = self.inner.search(query, opts)
+        hits = self.inner.search(query, opts, vector=vector)
         self.semantic.put(scope, vector, query, hits)
         return hits

@@ -8,21 +8,23 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from lore.answer.evidence import Evidence
 from lore.answer.generators.base import Passage
 from lore.config import ScenarioSettings
 from lore.embed.cache import embed_texts
 from lore.lexical import is_chinese, tokenize
 from lore.retrieve.cache import SearchCache
-from lore.retrieve.search import Retriever, SearchOptions
+from lore.retrieve.search import Retrieval, SearchOptions
 from lore.scenario.config import Scenario
 from lore.scenario.decide import RoutingDecision, decide
-from lore.scenario.faq import normalise
 from lore.scenario.plan import RetrievalPlan
 from lore.scenario.profiles import scenario_profiles
 from lore.scenario.routing import Router
 from lore.scenario.scope import Scope, ScopeError
 from lore.schema import Hit, SearchFilter
+from lore.text.normalise import normalise
 from lore.text.sentences import coverage
 
 if TYPE_CHECKING:
@@ -85,7 +87,7 @@ class ScenarioRuntime:
 
     # --- stage: route ---------------------------------------------------------------------------
 
-    def route(self, ctx: AskContext, retriever: Retriever, max_passages: int, budget: int) -> None:
+    def route(self, ctx: AskContext, retriever: Retrieval, max_passages: int, budget: int) -> None:
         """Deterministic route, intent, profile, plan and source; direct answers and FAQ exact match."""
         d = decide(
             self.router,
@@ -133,29 +135,31 @@ class ScenarioRuntime:
             return {"ids": list(flt.sources), "how": "given"}
         return d.source()
 
-    def _faq_exact(self, ctx: AskContext, retriever: Retriever) -> None:
+    def _faq_exact(self, ctx: AskContext, retriever: Retrieval) -> None:
         """A lexical lookup (no embedding, no generation) for an FAQ question equal to the question."""
-        key = normalise(ctx.question)
+        key = normalise(ctx.question, match_key=True)
         opts = SearchOptions(
             "bm25", 20, 20, filter=narrow(ctx.search.filter, source_types=["faq"]), rerank=False
         )
         for hit in retriever.search(ctx.question, opts):
-            if normalise(hit.chunk.text) == key:
+            if normalise(hit.chunk.text, match_key=True) == key:
                 self._answer_with_faq(ctx, hit, 1.0, "faq_exact")
                 return
 
     # --- stage: FAQ search ----------------------------------------------------------------------
 
-    def faq(self, ctx: AskContext, retriever: Retriever) -> None:
+    def faq(self, ctx: AskContext, retriever: Retrieval) -> None:
         """FAQ candidates by hybrid search; a close enough one answers, the others may join the evidence."""
         plan: RetrievalPlan = ctx.plan
         flt = narrow(ctx.search.filter, source_types=["faq"])
         opts = replace(ctx.search, top_k=plan.faq_k, recall_k=max(20, plan.faq_k), filter=flt, min_score=0.0)
-        hits = retriever.search(ctx.question, opts)
+        if ctx.search.mode != "bm25":
+            _query_vector(ctx, retriever)
+        hits = retriever.search(ctx.question, opts, vector=ctx.query_vector)
         if not hits:
             ctx.extra["faq"] = []
             return
-        q_vec = embed_texts(retriever.embedder, [ctx.question], "query", retriever.cache)[0]
+        q_vec = _query_vector(ctx, retriever)
         sims = embed_texts(retriever.embedder, [h.chunk.text for h in hits], "query", retriever.cache) @ q_vec
         scored = sorted(
             (
@@ -200,11 +204,11 @@ class ScenarioRuntime:
 
     # --- stage: document retrieval --------------------------------------------------------------
 
-    def retrieve(self, ctx: AskContext, retriever: Retriever) -> None:
+    def retrieve(self, ctx: AskContext, retriever: Retrieval) -> None:
         """Documents (pre-filtered by a confident source, else the whole scope), FAQ candidates first."""
         plan: RetrievalPlan = ctx.plan
         if ctx.search.mode != "bm25":
-            ctx.query_vector = embed_texts(retriever.embedder, [ctx.question], "query", retriever.cache)[0]
+            _query_vector(ctx, retriever)
         base = replace(
             ctx.search,
             top_k=plan.doc_k,
@@ -217,14 +221,28 @@ class ScenarioRuntime:
             hits = retriever.search(
                 ctx.question,
                 replace(base, filter=narrow(base.filter, source_types=DOC_TYPES, sources=source["ids"])),
+                vector=ctx.query_vector,
             )
             if not hits and source["how"] == "inferred":
                 source["how"] = "inferred, no hits: whole scope"
         if not hits and source["how"] != "given":
             hits = retriever.search(
-                ctx.question, replace(base, filter=narrow(base.filter, source_types=DOC_TYPES))
+                ctx.question,
+                replace(base, filter=narrow(base.filter, source_types=DOC_TYPES)),
+                vector=ctx.query_vector,
             )
         ctx.hits = [*ctx.faq_hits, *hits]
+
+
+def _query_vector(ctx: AskContext, retriever: Retrieval) -> np.ndarray:
+    """The question's embedding, made once per ask and kept on the context (not in BM25 mode, whose
+    evidence goes without it)."""
+    if ctx.query_vector is not None:
+        return ctx.query_vector
+    vector = retriever.embed_query(ctx.question)
+    if ctx.search.mode != "bm25":
+        ctx.query_vector = vector
+    return vector
 
 
 def faq_agreement(question: str, faq_question: str) -> float:

@@ -74,6 +74,7 @@ def build_scenario(
     quality_gate: bool = False,
     force: bool = False,
     progress: Progress | None = None,
+    files: list[SourceFile] | None = None,
 ) -> ScenarioBuild:
     """Create the scenario's KB if needed, build a STAGED version from FAQ + documents, maybe activate."""
     check_sources(scenario)
@@ -124,6 +125,7 @@ def build_scenario(
         quality_gate=quality_gate,
         force=force or changed,
         progress=progress,
+        files=files,
         chunk_metadata=lambda f: document_metadata(scenario, f.name),
         custom_chunks=custom,
         extra_quality={

@@ -10,15 +10,14 @@ from __future__ import annotations
 import csv
 import io
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lore.errors import LoadError
 from lore.ingest.loaders.encoding import read_text
-from lore.lexical import CJK
 from lore.scenario.config import Scenario, ScenarioError
 from lore.schema import VISIBILITIES, Chunk
+from lore.text.normalise import normalise
 from lore.text.units import stable_id
 
 COLUMNS = {
@@ -40,14 +39,6 @@ COLUMNS = {
     "停用": "disabled",
 }
 _YES = {"1", "yes", "y", "true", "是", "停用"}
-_CJK_SPACE = re.compile(rf"(?<=[{CJK}]) | (?=[{CJK}])")
-
-
-def normalise(text: str) -> str:
-    """The exact-match key: NFKC width folding, case folding, punctuation dropped, whitespace collapsed."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    text = "".join(" " if unicodedata.category(ch)[0] in "PSZC" else ch for ch in text)
-    return _CJK_SPACE.sub("", " ".join(text.split()))
 
 
 @dataclass
@@ -131,12 +122,14 @@ def parse_faq(text: str, scenario: Scenario, path: Path) -> tuple[list[str], lis
             continue
         if entry.row is None:
             continue
-        key = (entry.row.tenant, normalise(entry.row.question))
+        key = (entry.row.tenant, normalise(entry.row.question, match_key=True))
         first = seen.get(key)
         if first is None:
             seen[key], entry.status = entry, "ok"
             continue
-        same = normalise(entry.row.answer) == normalise(first.row.answer if first.row else "")
+        same = normalise(entry.row.answer, match_key=True) == normalise(
+            first.row.answer if first.row else "", match_key=True
+        )
         entry.status = "duplicate" if same else "conflict"
         entry.reason = (
             f"duplicate question (same as line {first.line})"
@@ -169,7 +162,7 @@ def _row(line: int, record: list[str], names: list[str | None], sc: Scenario) ->
         return None, "empty question"
     if not cells.get("answer"):
         return None, "empty answer"
-    if not normalise(cells["question"]):
+    if not normalise(cells["question"], match_key=True):
         return None, "the question has no words"
     source = cells.get("source") or "general"
     if cells.get("source") and source not in {s.id for s in sc.sources}:
@@ -216,7 +209,7 @@ def faq_chunks(
     a citation shows (`parent_text`) and the direct answer (`answer`)."""
     chunks = []
     for i, r in enumerate(rows):
-        key = normalise(r.question)
+        key = normalise(r.question, match_key=True)
         chunk_id = stable_id(
             kb_id,
             file_name,

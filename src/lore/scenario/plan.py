@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from lore.scenario.faq import normalise
 from lore.scenario.routing import Matcher
+from lore.text.normalise import normalise
 from lore.text.units import text_units
 
 INTENTS = {
@@ -73,13 +73,13 @@ _INTENTS = {name: Matcher(words) for name, words in INTENTS.items()}
 
 def detect_intent(question: str) -> str:
     """comparison > procedure > lookup > general, by keyword."""
-    q = normalise(question)
+    q = normalise(question, match_key=True)
     return next((name for name, m in _INTENTS.items() if m.find(q)), "general")
 
 
 def is_table_question(question: str, intent: str) -> bool:
     """Asks for figures or rows: a lookup, a number in the question, or table words."""
-    return intent == "lookup" or _TABLE.find(normalise(question)) is not None
+    return intent == "lookup" or _TABLE.find(normalise(question, match_key=True)) is not None
 
 
 @dataclass

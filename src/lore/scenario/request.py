@@ -10,7 +10,7 @@ from lore.errors import LoreError
 from lore.grant import Grant
 from lore.retrieve.search import SearchOptions
 from lore.scenario.ask import ScenarioRuntime
-from lore.scenario.config import Scenarios
+from lore.scenario.config import Scenario, Scenarios
 from lore.scenario.scope import check_scope, scenario_scope
 
 
@@ -51,6 +51,35 @@ def scenario_ask(
     if name and name != sc.kb_name:
         raise LoreError(f"scenario {sc.id!r} answers from knowledge base {sc.kb_name!r}, not {name!r}")
     scope = (scenario_scope(sc) if scope is None else check_scope(scope, sc)).at_version(version)
+    return resolved_ask(
+        lore,
+        sc,
+        scope,
+        question,
+        options,
+        version,
+        mode=mode,
+        rewrite=rewrite,
+        session_id=session_id,
+        history=history,
+    )
+
+
+def resolved_ask(
+    lore: Lore,
+    sc: Scenario,
+    scope: Grant,
+    question: str,
+    options: SearchOptions | None = None,
+    version: int | None = None,
+    *,
+    mode: str = "fast",
+    rewrite: str = "off",
+    session_id: str | None = None,
+    history: Sequence[dict[str, str]] | None = None,
+) -> Iterator[Event]:
+    """`Lore.ask` through a scenario and a scope already resolved and checked for it (at `version`), as
+    the service resolves them once per request; `scenario_ask` resolves them from names."""
     runtime = ScenarioRuntime(sc, scope, lore.settings.scenario, cache=lore.search_cache)
     return lore.ask(
         sc.kb_name,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from lore.lexical import CJK_CHAR
 from lore.scenario.config import RISK_CATEGORIES, Scenario
-from lore.scenario.faq import normalise
+from lore.text.normalise import normalise
 
 GREETING = [
     "你好",
@@ -220,13 +220,13 @@ class Matcher:
 
     def __init__(self, entries: list[str]) -> None:
         # Longest first, so stripping "many thanks" is not pre-empted by "thanks".
-        self.entries = sorted(dict.fromkeys(entries), key=lambda e: -len(normalise(e)))
+        self.entries = sorted(dict.fromkeys(entries), key=lambda e: -len(normalise(e, match_key=True)))
         self._regex = []
         for e in self.entries:
             if e.startswith("re:"):
                 self._regex.append((e, re.compile(e[3:], re.IGNORECASE)))
             else:
-                key = normalise(e)
+                key = normalise(e, match_key=True)
                 if not key:
                     continue
                 # Latin keywords match whole words; CJK ones anywhere (there are no word breaks).
@@ -288,7 +288,7 @@ class Router:
 
     def route(self, question: str) -> Route:
         """Hand-off > greeting > thanks > out of scope (unless a source pattern claims it) > retrieval."""
-        q = normalise(question)
+        q = normalise(question, match_key=True)
         sources = [sid for sid, m in self.sources.items() if m.find(q)]
         risk, risk_kw = self.find_risk(q)
         base = {"risk": risk, "risk_matched": risk_kw, "sources": sources}

@@ -1,1 +1,2 @@
-"""Text helpers every layer may use: sentence splitting, token-overlap measures, text units, stable ids."""
+"""Text helpers every layer may use: sentence splitting, token-overlap measures, text units, stable ids,
+the one normaliser."""
