@@ -331,7 +331,8 @@ def test_documents_table_takes_the_same_queries_whatever_the_number_of_files(
         assert r.status_code == 200 and r.json()["documents"], r.text
         return len(counted)
 
-    one, many = queries("one"), queries("many")
+    # The least of two calls each: a key's last-use stamp or a cache epoch check may add a write to either.
+    one, many = min(queries("one"), queries("one")), min(queries("many"), queries("many"))
     assert len(client.get("/api/kbs/many/documents", headers=auth(keys.admin)).json()["documents"]) == 12
     assert many == one, (one, many)
 
