@@ -37,38 +37,17 @@ def wait_port(port: int, timeout: float = 60.0) -> None:
     raise TimeoutError(f"nothing listens on port {port} after {timeout:.0f} s")
 
 
-class MilvusServer:
-    """`milvus-lite server` on a free port over `data_dir`; `restart()` stops and starts it again."""
+class ServerProcess:
+    """A server the test starts in its own process group on `self.port`; `stop()` ends the whole group."""
 
-    def __init__(self, data_dir: Path, port: int | None = None) -> None:
-        self.data_dir, self.port = data_dir, port or free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log = data_dir.parent / f"milvus-{self.port}.log"
+    port: int
+    log: Path
+    proc: subprocess.Popen[bytes] | None = None
 
-    @property
-    def uri(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> MilvusServer:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+    def _spawn(self, args: list[str]) -> None:
         with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                [
-                    str(BIN / "milvus-lite"),
-                    "server",
-                    "--data-dir",
-                    str(self.data_dir),
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(self.port),
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         wait_port(self.port)
-        return self
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -79,6 +58,25 @@ class MilvusServer:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
         self.proc = None
+
+
+class MilvusServer(ServerProcess):
+    """`milvus-lite server` on a free port over `data_dir`; `restart()` stops and starts it again."""
+
+    def __init__(self, data_dir: Path, port: int | None = None) -> None:
+        self.data_dir, self.port = data_dir, port or free_port()
+        self.proc = None
+        self.log = data_dir.parent / f"milvus-{self.port}.log"
+
+    @property
+    def uri(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> MilvusServer:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        args = ["server", "--data-dir", str(self.data_dir), "--host", "127.0.0.1", "--port", str(self.port)]
+        self._spawn([str(BIN / "milvus-lite"), *args])
+        return self
 
     def restart(self, down_s: float = 0.0) -> None:
         self.stop()
@@ -136,34 +134,21 @@ def postgres_database() -> Iterator[str]:
         admin.dispose()
 
 
-class MotoServer:
+class MotoServer(ServerProcess):
     """`moto_server`: a local server speaking the S3 HTTP protocol, so real boto3 calls run against it."""
 
     def __init__(self, log_dir: Path) -> None:
         self.port = free_port()
         self.log = log_dir / f"moto-{self.port}.log"
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> MotoServer:
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                [str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(self.port)],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        wait_port(self.port)
+        self._spawn([str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(self.port)])
         return self
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(20)
-        self.proc = None
 
     def storage_settings_for(self, bucket: str, prefix: str = "lore") -> dict[str, str]:
         """`[storage]` settings for `bucket` on this server."""
