@@ -4,7 +4,9 @@ figures are taken with."""
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +18,18 @@ from lore.errors import LoreError
 from lore.eval.compare import EvalQuestion, compare_scores, diff_manifests, load_eval_set, score
 from lore.retrieve.search import SearchOptions
 from lore.schema import Hit
+from lore.state.cache import LocalCache
+
+CALIBRATION_TTL_S = 30.0  # how soon another replica's recalibration is seen (a new version is a new key)
 
 
 class Quality(Wiring):
     """Calibration, diffs and eval searches over a KB's versions."""
+
+    @cached_property
+    def _thresholds(self) -> LocalCache:
+        """(threshold, expiry) per calibration key: an ask neither reads nor fetches the file each time."""
+        return LocalCache("calibration", 256)
 
     def calibrate(
         self, name: str, *, version: int | None = None, eval_questions: Sequence[tuple[str, bool]] = ()
@@ -39,6 +49,9 @@ class Quality(Wiring):
         result = calibration.calibrate(score, chunks, eval_questions=eval_questions, version=seq)
         calibration.save(result, self._calibration_dir(name, seq))
         self.storage.publish(f"{self._calibration_key(name, seq)}/{calibration.FILE_NAME}")
+        self._thresholds.set(
+            self._calibration_key(name, seq), (result.threshold, time.monotonic() + CALIBRATION_TTL_S)
+        )
         return result
 
     def evidence_threshold(self, kb: KnowledgeBase, seq: int | None) -> float | None:
@@ -47,10 +60,16 @@ class Quality(Wiring):
         pinned = self.settings.answer.evidence_threshold
         if pinned is not None:
             return pinned
+        key = self._calibration_key(kb.name, seq)
+        found = self._thresholds.get(key)
+        if found is not None and found[1] > time.monotonic():
+            return found[0]
         with contextlib.suppress(LoreError):  # a bucket: refresh the copy; unreachable: the last one serves
-            self.storage.fetch(f"{self._calibration_key(kb.name, seq)}/{calibration.FILE_NAME}")
+            self.storage.fetch(f"{key}/{calibration.FILE_NAME}")
         stored = calibration.load(self._calibration_dir(kb.name, seq))
-        return stored.threshold if stored else None
+        threshold = stored.threshold if stored else None
+        self._thresholds.set(key, (threshold, time.monotonic() + CALIBRATION_TTL_S))
+        return threshold
 
     def _calibration_key(self, name: str, seq: int | None) -> str:
         return f"reports/{name}/{seq}" if seq is not None else f"reports/{name}"
