@@ -123,9 +123,8 @@ class Hit:
     bm25_score: float | None = None
     dense_rank: int | None = None
     bm25_rank: int | None = None
-    rerank_score: float | None = (
-        None  # the reranker's score calibrated to [0, 1], when one re-scored this hit
-    )
+    # the reranker's score calibrated to [0, 1], when one re-scored this hit
+    rerank_score: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready view with location fields flattened for the CLI and API."""

@@ -103,7 +103,7 @@ def evidence_features(
         "zh_similarity": zh * sim,
         "coverage_x_similarity": cov * sim,
     }
-    reranked = [h.rerank_score for p in top for h in p.hits if getattr(h, "rerank_score", None) is not None]
+    reranked = [h.rerank_score for p in top for h in p.hits if h.rerank_score is not None]
     if reranked:
         features["rerank"] = float(max(reranked))
     return features
