@@ -43,17 +43,19 @@ class ServerProcess:
     port: int
     log: Path
     proc: subprocess.Popen[bytes] | None = None
+    start_timeout_s = 60.0
+    stop_timeout_s = 20.0
 
     def _spawn(self, args: list[str]) -> None:
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        wait_port(self.port)
+        wait_port(self.port, self.start_timeout_s)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:
-                self.proc.wait(20)
+                self.proc.wait(self.stop_timeout_s)
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
