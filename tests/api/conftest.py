@@ -173,8 +173,11 @@ def page(site: tuple[str, str, Lore]) -> Iterator[object]:
         page = context.new_page()
         page.set_default_timeout(60_000)
         console: list[str] = []
+        errors: list[str] = []
         page.on("console", lambda msg: console.append(msg.text))
+        page.on("pageerror", lambda error: errors.append(str(error)))  # e.g. a module that failed to load
         yield page
         browser.close()
     # The UI runs under a Content-Security-Policy (no inline script or style): nothing may trip it.
     assert not [m for m in console if "Content Security Policy" in m], console
+    assert not errors, errors

@@ -1,30 +1,12 @@
-// Lore console: scenarios (configuration, FAQ rows with add/edit/disable, routing test). Uses app.js's and
-// console.js's helpers.
-"use strict";
+// The scenarios tab: a scenario's configuration, its FAQ rows (add, edit, disable) and a routing test.
+import {I18N, routeName, t, ui} from "./i18n.js";
+import {$, api, esc, fail, guarded, renderValue, toast} from "./common.js";
 
-Object.assign(I18N.en, {
-  scenarios: "Scenarios", configuration: "Configuration", routingTest: "Routing test", routeIt: "Route",
-  faq: "FAQ", addFaq: "Add FAQ row", edit: "Edit", disable: "Disable", enable: "Enable", save: "Save", cancel: "Cancel",
-  answerText: "Answer", source_: "Source", line: "Line", faqHidden: "rows outside your key's access are not shown",
-  faqNextBuild: "Changes go into faq.csv; the knowledge base has them after the scenario's next build (lore scenario build).",
-  intent: "Intent", plan_: "Plan", defaultOpt: "(default)", readOnly: "Read only: editing needs an admin key of this scenario's knowledge base.",
-  faqStatus: {ok: "ok", duplicate: "duplicate", conflict: "conflict", disabled: "disabled", invalid: "invalid"},
-});
-Object.assign(I18N.zh, {
-  scenarios: "场景", configuration: "配置", routingTest: "路由测试", routeIt: "路由",
-  faq: "常见问题", addFaq: "新增 FAQ", edit: "编辑", disable: "停用", enable: "启用", save: "保存", cancel: "取消",
-  answerText: "答案", source_: "来源", line: "行号", faqHidden: "行超出你的密钥权限，未显示",
-  faqNextBuild: "修改写入 faq.csv；场景下次构建（lore scenario build）后知识库才会生效。",
-  intent: "意图", plan_: "检索计划", defaultOpt: "（默认）", readOnly: "只读：编辑需要该场景知识库的管理员密钥。",
-  faqStatus: {ok: "正常", duplicate: "重复", conflict: "冲突", disabled: "已停用", invalid: "无效"},
-});
-
-const faqStatus = (s) => (I18N[lang].faqStatus || {})[s] || s;
-let scConfig = null;
+const faqStatus = (s) => (I18N[ui.lang].faqStatus || {})[s] || s;
 let faqState = {revision: "", rows: [], writable: false};
 const scPath = () => `/api/scenarios/${encodeURIComponent($("#sc-pick").value)}`;
 
-async function loadScenarioPanel() {
+async function loadScenarioList() {
   const list = await api("/api/scenarios");
   const sel = $("#sc-pick");
   const keep = sel.value;
@@ -36,7 +18,6 @@ async function loadScenarioPanel() {
 
 async function showScenario() {
   const c = await api(scPath());
-  scConfig = c;
   $("#sc-config").innerHTML = renderValue({
     name: c.name, kb: c.kb, domain: c.domain, description: c.description, assistant_name: c.assistant_name,
     support_contact: c.support_contact, tenants: c.tenants, datasets: c.datasets, defaults: c.defaults,
@@ -64,7 +45,7 @@ async function loadFaq() {
     editFaq(faqState.rows.find((r) => String(r.index) === b.closest("tr").dataset.index))));
   document.querySelectorAll("#faq .faq-toggle").forEach((b) => b.addEventListener("click", () => {
     const row = faqState.rows.find((r) => String(r.index) === b.closest("tr").dataset.index);
-    saveFaq(row.index, {disabled: !row.disabled}).catch((e) => toast(e.message, true));
+    saveFaq(row.index, {disabled: !row.disabled}).catch(fail);
   }));
 }
 
@@ -111,12 +92,12 @@ async function routeTest() {
   el.classList.remove("hidden");
 }
 
-PANEL_LOADS.scenarios = guarded("tab-scenarios", loadScenarioPanel);
+export const loadScenariosPanel = guarded("tab-scenarios", loadScenarioList);
 
-document.addEventListener("DOMContentLoaded", () => {
+export function initScenarios() {
   $("#sc-pick").addEventListener("change", guarded("tab-scenarios", showScenario));
   $("#sc-route-form").addEventListener("submit", (e) => { e.preventDefault(); guarded("tab-scenarios", routeTest)(); });
   $("#faq-add").addEventListener("click", () => editFaq(null));
   $("#faq-cancel").addEventListener("click", () => $("#faq-form").classList.add("hidden"));
-  $("#faq-form").addEventListener("submit", (e) => { e.preventDefault(); submitFaq().catch((er) => toast(er.message, true)); });
-});
+  $("#faq-form").addEventListener("submit", (e) => { e.preventDefault(); submitFaq().catch(fail); });
+}

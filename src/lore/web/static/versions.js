@@ -1,32 +1,14 @@
 // Lore console: version diff (two versions, files added/changed/removed, Recall@k/MRR/nDCG side by side
 // on a chosen or uploaded eval set) and the activation log (who activated or rolled back, and why).
-"use strict";
-
-Object.assign(I18N.en, {
-  compare: "Compare", base: "Base", candidate: "Candidate", evalSet: "Eval set", noEval: "(configured or none)",
-  uploadEval: "or a JSONL file", saveAs: "save as (optional)", added: "Added", changed: "Changed", removed: "Removed",
-  unchanged: "unchanged", metric: "Metric", delta: "Δ", lost: "Found by the base only", gained: "Found by the candidate only",
-  activations: "Activation log", actor: "Who", reason: "Reason", fromTo: "From → to",
-  confirmActivate: "Activate version {seq}? Give a reason (kept in the activation log):",
-  confirmRollback: "Roll back to the previous version? Give a reason (kept in the activation log):",
-  noRetrieval: "No eval set: choose one or upload a JSONL file to compare retrieval.", questionsN: "questions",
-});
-Object.assign(I18N.zh, {
-  compare: "对比", base: "基准版本", candidate: "候选版本", evalSet: "评测集", noEval: "（配置的或无）",
-  uploadEval: "或上传 JSONL 文件", saveAs: "另存为（可选）", added: "新增", changed: "变更", removed: "删除",
-  unchanged: "未变", metric: "指标", delta: "变化", lost: "仅基准版本找到", gained: "仅候选版本找到",
-  activations: "激活记录", actor: "操作者", reason: "原因", fromTo: "从 → 到",
-  confirmActivate: "激活版本 {seq}？请填写原因（记入激活记录）：",
-  confirmRollback: "回滚到上一个版本？请填写原因（记入激活记录）：",
-  noRetrieval: "未选择评测集：选择或上传 JSONL 评测集以对比检索效果。", questionsN: "个问题",
-});
+import {t} from "./i18n.js";
+import {$, api, esc, when} from "./common.js";
 
 // The reason for an activation or rollback, or null when the administrator cancels.
-function askReason(key, seq) {
+export function askReason(key, seq) {
   return prompt(t(key).replace("{seq}", seq ?? ""), "");
 }
 
-async function versionTools(kb, v) {
+export async function versionTools(kb, v) {
   const seqs = v.versions.filter((x) => x.status !== "failed").map((x) => x.seq);
   for (const [id, pick] of [["#diff-base", v.active && v.active !== seqs.at(-1) ? v.active : seqs.at(-2)], ["#diff-cand", seqs.at(-1)]]) {
     const sel = $(id);
@@ -36,7 +18,7 @@ async function versionTools(kb, v) {
   }
   $("#diff-form").classList.toggle("hidden", seqs.length < 1);
   $("#activations tbody").innerHTML = v.activations.slice().reverse().map((a) => `<tr>
-    <td>${esc(a.at.slice(0, 19).replace("T", " "))}</td><td>${a.from_seq ?? "–"} → ${a.to_seq}</td>
+    <td>${esc(when(a.at))}</td><td>${a.from_seq ?? "–"} → ${a.to_seq}</td>
     <td><code>${esc(a.actor)}</code></td><td>${esc(a.reason)}</td></tr>`).join("");
   try {
     const r = await api(`/api/kbs/${encodeURIComponent(kb)}/eval-sets`);
@@ -50,7 +32,7 @@ async function versionTools(kb, v) {
 
 const pct = (x) => (x === null || x === undefined ? "–" : (100 * x).toFixed(1) + "%");
 
-function renderDiff(r) {
+export function renderDiff(r) {
   const f = r.files;
   const list = (xs) => (xs.length ? `<ul>${xs.map((x) => `<li>${esc(x)}</li>`).join("")}</ul>` : `<p class="muted">–</p>`);
   let html = `<h4>v${r.base} → v${r.candidate}</h4><div class="diff-files">
@@ -74,7 +56,7 @@ function renderDiff(r) {
   return html;
 }
 
-async function compareVersions() {
+export async function compareVersions() {
   const kb = $("#admin-kb").value;
   const body = {base: Number($("#diff-base").value), candidate: Number($("#diff-cand").value)};
   const file = $("#diff-eval-file").files[0];
@@ -88,7 +70,3 @@ async function compareVersions() {
   el.classList.remove("hidden");
   if (file) { $("#diff-eval-file").value = ""; $("#diff-save-as").value = ""; }
 }
-
-document.addEventListener("DOMContentLoaded", () => {
-  $("#diff-run").addEventListener("click", () => compareVersions().then(() => loadAdmin()).catch((e) => toast(e.message, true)));
-});

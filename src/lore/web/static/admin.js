@@ -1,0 +1,149 @@
+// The knowledge-base admin tab: uploads and their chunk preview (committed on an unversioned KB), builds
+// and ingests with progress, the versions with their reports, activation and rollback.
+import {t} from "./i18n.js";
+import {$, api, errorText, esc, fail, fetchOk, headers, loadKbs, renderValue, sseEvents, toast, where} from "./common.js";
+import {askReason, compareVersions, renderDiff, versionTools} from "./versions.js";
+
+let kbInfo = null;  // the admin tab's knowledge base (versioned or not decides if chunks can be committed)
+const kbUrl = (kb) => `/api/kbs/${encodeURIComponent(kb)}`;
+
+export async function loadAdmin() {
+  const kb = $("#admin-kb").value;
+  if (!kb) return;
+  const info = await api(kbUrl(kb));
+  kbInfo = info;
+  $("#kb-info").textContent = `${info.files} ${t("files").split(" ")[0]} · ${info.chunks} ${t("chunks")} · ` +
+    `${info.embedding_model} · ${info.versioned ? `${t("versions")}: ${info.active_version ?? "-"}` : "unversioned"}`;
+  const files = await api(`${kbUrl(kb)}/files`);
+  $("#uploads tbody").innerHTML = files.uploads.map((f) =>
+    `<tr><td>${esc(f.name)}</td><td>${f.size}</td><td><button class="preview-btn" data-name="${esc(f.name)}">${esc(t("preview"))}</button></td></tr>`).join("");
+  document.querySelectorAll(".preview-btn").forEach((b) => b.addEventListener("click", () => preview(kb, b.dataset.name)));
+  const v = await api(`${kbUrl(kb)}/versions`);
+  $("#versions tbody").innerHTML = v.versions.map((x) => `<tr class="${x.active ? "active" : ""}"><td>${x.seq}</td><td>${esc(x.status)}</td>
+    <td>${x.files_added}/${x.files_changed}/${x.files_removed}/${x.files_reused}</td><td>${x.chunks_embedded}/${x.chunks_reused}</td>
+    <td>${x.gate_passed === null ? "-" : x.gate_passed ? "pass" : "FAIL"}</td>
+    <td>${x.active || x.status === "failed" ? "" : `<button class="act" data-seq="${x.seq}">${esc(t("activate"))}</button>`}
+    <button class="rep" data-seq="${x.seq}">${esc(t("report"))}</button>
+    ${x.seq > 1 ? `<button class="dif" data-seq="${x.seq}">${esc(t("diff"))}</button>` : ""}</td></tr>`).join("");
+  const show = (html) => { const el = $("#report"); el.innerHTML = html; el.classList.remove("hidden"); };
+  document.querySelectorAll(".act").forEach((b) => b.addEventListener("click", () => {
+    const reason = askReason("confirmActivate", b.dataset.seq);
+    if (reason !== null) run(() => api(`${kbUrl(kb)}/versions/${b.dataset.seq}/activate`, {method: "POST", body: JSON.stringify({reason})}));
+  }));
+  document.querySelectorAll(".rep").forEach((b) => b.addEventListener("click", () => run(async () => {
+    show(renderValue(await api(`${kbUrl(kb)}/versions/${b.dataset.seq}/report`)));
+  }, false)));
+  document.querySelectorAll(".dif").forEach((b) => b.addEventListener("click", () => run(async () => {
+    show(renderDiff(await api(`${kbUrl(kb)}/diff?base=${b.dataset.seq - 1}&candidate=${b.dataset.seq}`)));
+  }, false)));
+  await versionTools(kb, v);
+}
+
+// An admin action: its failure as a toast, and (unless told not to) the tab reloaded after it.
+async function run(fn, reload = true) {
+  try { await fn(); if (reload) await loadAdmin(); } catch (e) { fail(e); }
+}
+
+async function preview(kb, name) {
+  const p = await api(`${kbUrl(kb)}/preview`, {method: "POST", body: JSON.stringify({file: name, limit: 1000})});
+  const editable = kbInfo && kbInfo.name === kb && !kbInfo.versioned && p.preview.length === p.chunks;
+  const el = $("#preview");
+  el.innerHTML = `<h4>${esc(name)}: ${p.chunks} ${esc(t("chunks"))}</h4>` +
+    `<p class="muted">${esc(t(editable ? "editHint" : "versionedNoCommit"))}</p>` +
+    p.preview.map((c, i) => `<div class="chunk" data-i="${i}"><span class="muted">#${c.chunk_index} ${esc(where({file: name, ...c}))}</span>
+      ${editable ? `<label class="drop"><input type="checkbox" class="drop-chunk"> ${esc(t("drop"))}</label>` : ""}
+      <pre class="chunk-text"${editable ? ' contenteditable="plaintext-only"' : ""}>${esc(c.text)}</pre></div>`).join("") +
+    (editable ? `<button id="commit-chunks">${esc(t("commitChunks"))}</button>` : "");
+  el.classList.remove("hidden");
+  if (!editable) return;
+  $("#commit-chunks").addEventListener("click", () => run(async () => {
+    const chunks = [...el.querySelectorAll(".chunk")].filter((d) => !d.querySelector(".drop-chunk").checked).map((d) => {
+      const c = p.preview[Number(d.dataset.i)];
+      return {text: d.querySelector(".chunk-text").innerText, heading_path: c.heading_path, page: c.page,
+        sheet: c.sheet, row: c.row, source_type: c.source_type};
+    });
+    const r = await api(`${kbUrl(kb)}/chunks`, {method: "POST", body: JSON.stringify({file: name, chunks})});
+    toast(`${r.committed} ${t("committed")}`);
+    el.classList.add("hidden");
+  }));
+}
+
+function upload() {
+  const kb = $("#admin-kb").value;
+  const files = $("#files").files;
+  if (!kb || !files.length) return;
+  const form = new FormData();
+  for (const f of files) form.append("file", f, f.name);
+  const xhr = new XMLHttpRequest();
+  const bar = $("#upload-progress");
+  bar.classList.remove("hidden");
+  bar.value = 0;
+  xhr.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = (100 * e.loaded) / e.total; };
+  xhr.onload = () => {
+    bar.classList.add("hidden");
+    if (xhr.status >= 300) {
+      let body = null;
+      try { body = JSON.parse(xhr.responseText); } catch (e) { /* not JSON: the status says it */ }
+      toast(errorText(body, xhr.status), true);
+    } else { $("#files").value = ""; toast(t("done")); loadAdmin(); }
+  };
+  xhr.onerror = () => toast("upload failed", true);
+  xhr.open("POST", `${kbUrl(kb)}/files`);
+  xhr.setRequestHeader("Authorization", headers().Authorization);
+  xhr.send(form);
+}
+
+async function build(unversioned) {
+  const kb = $("#admin-kb").value;
+  const status = $("#build-status");
+  const bar = $("#build-progress");
+  status.textContent = t("building");
+  try {
+    let r;
+    if (unversioned) {
+      r = await api(`${kbUrl(kb)}/ingest`, {method: "POST", body: "{}"});
+    } else {
+      const body = {activate: $("#activate").checked, quality_gate: $("#gate").checked};
+      const resp = await fetchOk(`${kbUrl(kb)}/builds/stream`, {method: "POST",
+        headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+      const total = Math.max(1, $("#uploads tbody").children.length);
+      let done = 0;
+      bar.value = 0;
+      bar.classList.remove("hidden");
+      for await (const ev of sseEvents(resp)) {
+        if (ev.event === "status" && ev.data.stage === "file") status.textContent = `${t("building")} ${ev.data.file}`;
+        if (ev.event === "status" && ev.data.stage === "file_done") bar.value = (100 * ++done) / total;
+        if (ev.event === "end") r = ev.data;
+        if (ev.event === "error") throw new Error(ev.data.message);
+      }
+    }
+    const el = $("#build-result");
+    el.innerHTML = renderValue({version: r.version?.seq, status: r.version?.status, counts: r.counts,
+      gate_reasons: r.gate_reasons, files: r.files.map((f) => ({file: f.name, status: f.status, reason: f.error}))});
+    el.classList.remove("hidden");
+    status.textContent = t("done");
+    await loadAdmin();
+  } catch (e) { status.textContent = ""; fail(e); }
+  finally { bar.classList.add("hidden"); }
+}
+
+export function initAdmin() {
+  $("#create-kb").addEventListener("submit", (e) => {
+    e.preventDefault();
+    run(async () => {
+      await api("/api/kbs", {method: "POST", body: JSON.stringify({name: $("#new-kb").value.trim()})});
+      await loadKbs();
+      $("#admin-kb").value = $("#new-kb").value.trim();
+      $("#new-kb").value = "";
+    });
+  });
+  $("#admin-kb").addEventListener("change", () => loadAdmin().catch(fail));
+  $("#upload").addEventListener("click", upload);
+  $("#build").addEventListener("click", () => build(false));
+  $("#ingest").addEventListener("click", () => build(true));
+  $("#rollback").addEventListener("click", () => {
+    const reason = askReason("confirmRollback");
+    if (reason !== null) run(() => api(`${kbUrl($("#admin-kb").value)}/rollback`, {method: "POST", body: JSON.stringify({reason})}));
+  });
+  $("#diff-run").addEventListener("click", () => compareVersions().then(() => loadAdmin()).catch(fail));
+}

@@ -1,0 +1,135 @@
+// The web UI's words in English and Chinese: each key once, its two translations side by side.
+
+export const I18N = {en: {}, zh: {}};
+// The shown language (switched by the header's button, kept in localStorage).
+export const ui = {lang: localStorage.getItem("lore.lang") || (navigator.language.startsWith("zh") ? "zh" : "en")};
+
+// Adds a table of `key: [english, chinese]` (a nested table for a group such as the route names).
+function strings(table, en = I18N.en, zh = I18N.zh) {
+  for (const [key, value] of Object.entries(table)) {
+    if (Array.isArray(value)) [en[key], zh[key]] = value;
+    else strings(value, (en[key] ??= {}), (zh[key] ??= {}));
+  }
+}
+
+export const t = (k) => (I18N[ui.lang] && I18N[ui.lang][k]) || I18N.en[k] || k;
+export const routeName = (r) => (I18N[ui.lang].routes || {})[r] || I18N.en.routes[r] || r;
+
+// Writes the shown language's words into every element that names one (data-i18n, data-i18n-placeholder).
+export function applyLang() {
+  document.documentElement.lang = ui.lang === "zh" ? "zh-CN" : "en";
+  document.querySelectorAll("[data-i18n]").forEach((el) => { el.textContent = t(el.dataset.i18n); });
+  document.querySelectorAll("[data-i18n-placeholder]").forEach((el) => { el.placeholder = t(el.dataset.i18nPlaceholder); });
+  document.querySelector("#lang").textContent = ui.lang === "zh" ? "English" : "中文";
+}
+
+// The chat, the knowledge-base admin and the traces.
+strings({
+  chat: ["Chat", "问答"], admin: ["Knowledge bases", "知识库"], traces: ["Traces", "追踪"],
+  apiKey: ["API key", "API 密钥"], kb: ["Knowledge base", "知识库"], newChat: ["New chat", "新对话"],
+  source: ["Source", "来源"], openOriginal: ["Open the original file", "打开原始文件"],
+  askPlaceholder: ["Ask a question…", "请输入问题…"], ask: ["Ask", "提问"], create: ["Create", "创建"],
+  upload: ["Upload", "上传"], file: ["File", "文件"], size: ["Size", "大小"],
+  activateAfter: ["activate after build", "构建后激活"], qualityGate: ["quality gate", "质量门禁"],
+  build: ["Build new version", "构建新版本"], ingest: ["Ingest (unversioned)", "直接入库（无版本）"],
+  versions: ["Versions", "版本"], status: ["Status", "状态"], files: ["Files +/~/-/=", "文件 +/~/-/="],
+  chunks: ["Chunks", "分块"], gate: ["Gate", "门禁"], rollback: ["Roll back", "回滚"], refresh: ["Refresh", "刷新"],
+  time: ["Time", "时间"], question: ["Question", "问题"], route: ["Route", "路由"], activate: ["Activate", "激活"],
+  report: ["Report", "报告"], diff: ["Diff", "差异"], preview: ["Preview", "预览"],
+  needKey: ["Enter an API key first.", "请先输入 API 密钥。"],
+  lowConfidence: ["Low confidence: check the cited passages.", "置信度低：请核对引用的段落。"],
+  refused: ["Not in the knowledge base", "知识库中没有相关内容"], confidence: ["confidence", "置信度"],
+  helpful: ["Helpful", "有帮助"], notHelpful: ["Not helpful", "没帮助"],
+  thanks: ["Thanks for the feedback.", "感谢反馈。"], page: ["page", "页"], sheet: ["sheet", "工作表"],
+  row: ["row", "行"], slide: ["slide", "幻灯片"], building: ["Building…", "构建中…"],
+  uploading: ["Uploading…", "上传中…"], done: ["Done", "完成"], trace: ["trace", "追踪"],
+  noteprompt: ["What was wrong? (optional)", "哪里不对？（可选）"], deepMode: ["Deep mode", "深度模式"],
+  round: ["round", "轮"], plan: ["Plan", "分解"], rounds: ["rounds", "轮检索"], found: ["found", "已找到"],
+  notFound: ["not found in the knowledge base", "知识库中没有找到"], disagree: ["documents disagree", "资料不一致"],
+  scenario: ["Scenario", "场景"], noScenario: ["(none)", "（无）"], profile: ["profile", "提示模板"],
+  cache: ["Search cache", "检索缓存"], hit: ["hit", "命中"], miss: ["miss", "未命中"], results: ["results", "结果数"],
+  key: ["key", "键"],
+  noCache: ["no cached searches (unversioned KB or no scenario)", "没有缓存的检索（无版本知识库或未使用场景）"],
+  drop: ["drop", "删除"], commitChunks: ["Commit these chunks", "提交这些分块"],
+  committed: ["chunks committed", "个分块已提交"],
+  editHint: ["Edit the chunks' text or drop chunks, then commit them (replaces this file's chunks).",
+    "可编辑分块文本或删除分块，然后提交（替换该文件现有的分块）。"],
+  versionedNoCommit: ["Versioned knowledge base: chunks change only through builds.", "有版本的知识库：分块只能通过构建更新。"],
+  routes: {
+    retrieval: ["retrieval", "检索"], faq_exact: ["FAQ (exact)", "FAQ（精确匹配）"], faq_direct: ["FAQ", "FAQ"],
+    greeting: ["greeting", "问候"], thanks: ["thanks", "致谢"], handoff: ["hand-off to a person", "转人工"],
+    out_of_scope: ["out of scope", "超出范围"], refused: ["refused", "拒答"],
+  },
+});
+
+// The console panels: documents and chunks, page images, retrieval test, feedback review, keys, chat history.
+strings({
+  documents: ["Documents", "文档"], retrieval: ["Retrieval test", "检索测试"], feedbackTab: ["Feedback", "反馈"],
+  keys: ["Keys", "密钥"], name: ["Name", "名称"], type: ["Type", "类型"], where_: ["Pages/sheets/rows", "页/表/行"],
+  ocr: ["OCR pages", "OCR 页数"], tenant: ["Tenant", "租户"], dataset: ["Dataset", "数据集"],
+  visibility: ["Visibility", "可见性"], roles: ["Roles", "角色"], inVersions: ["Versions", "所在版本"],
+  updated: ["Updated", "更新时间"], filter: ["Filter…", "筛选…"], allStatuses: ["all statuses", "全部状态"],
+  showChunks: ["Chunks", "分块"], parent: ["Parent passage", "父段落"], metadata: ["Metadata", "元数据"],
+  query: ["Query", "查询"], mode: ["Mode", "模式"], topK: ["Top k", "返回条数"], version: ["Version", "版本"],
+  search: ["Search", "检索"], rank: ["Rank", "排名"], dense: ["dense", "向量"], bm25: ["BM25", "BM25"],
+  fused: ["fused", "融合"], applied: ["applied", "已生效"], terms: ["Query terms", "查询词"],
+  rating: ["Rating", "评价"], answer: ["Answer", "回答"], note: ["Note", "备注"],
+  export: ["Export as eval set", "导出为评测集"],
+  redacted: ["redacted: your key may not read a cited passage", "已隐去：你的密钥无权阅读被引用的段落"],
+  createKey: ["Create key", "创建密钥"], revoke: ["Revoke", "吊销"], created: ["Created", "创建时间"],
+  revoked: ["Revoked", "已吊销"], newSecret: ["New key (shown once):", "新密钥（只显示一次）："],
+  noDocs: ["No documents yet: upload files and ingest or build.", "还没有文档：请上传文件并入库或构建。"],
+  reasonFor: ["Why it failed", "失败原因"], forbidden: ["Your key may not do this", "你的密钥无权执行此操作"],
+  cites: ["Citations", "引用"], history: ["History", "历史对话"], deleteChat: ["Delete chat", "删除对话"],
+  switchOff: ["Switch off", "停用"], switchOn: ["Switch on", "启用"], switchedOff: ["switched off", "已停用"],
+  edited: ["edited", "已编辑"], pendingBuild: ["pending: in the next build", "待生效：下次构建"],
+  pendingIngest: ["pending: at the next ingest of this file", "待生效：该文件下次入库时"],
+  pageImage: ["Page image", "页面图像"],
+  wholePage: ["The whole page: the passage's region could not be marked.", "显示整页：无法标出段落所在区域。"],
+  regionMarked: ["The passage is highlighted on its page.", "段落已在页面上高亮标出。"],
+  regionNotFound: ["The passage's text was not found in the page's text layer: the whole page is shown.",
+    "在页面文字层中未找到该段落：显示整页。"],
+  regionScanned: ["A scanned page (no text layer, read by OCR): the whole page is shown.",
+    "扫描页（无文字层，由 OCR 识别）：显示整页。"],
+  scannedHint: ["Scanned pages: each page image beside the text OCR read from it. Fix a misread chunk with Edit, then mark the page reviewed.",
+    "扫描页：页面图像与 OCR 识别出的文字并排显示，识别有误的分块可点“编辑”修正，然后将该页标记为已审核。"],
+  markReviewed: ["Mark page reviewed", "标记本页已审核"], reviewedBy: ["OCR reviewed by", "OCR 审核人"],
+  unmark: ["Undo review", "撤销审核"], unreviewed: ["unreviewed", "未审核"],
+});
+
+// Scenarios: configuration, FAQ rows, routing test.
+strings({
+  scenarios: ["Scenarios", "场景"], configuration: ["Configuration", "配置"],
+  routingTest: ["Routing test", "路由测试"], routeIt: ["Route", "路由"], faq: ["FAQ", "常见问题"],
+  addFaq: ["Add FAQ row", "新增 FAQ"], edit: ["Edit", "编辑"], disable: ["Disable", "停用"],
+  enable: ["Enable", "启用"], save: ["Save", "保存"], cancel: ["Cancel", "取消"], answerText: ["Answer", "答案"],
+  source_: ["Source", "来源"], line: ["Line", "行号"],
+  faqHidden: ["rows outside your key's access are not shown", "行超出你的密钥权限，未显示"],
+  faqNextBuild: ["Changes go into faq.csv; the knowledge base has them after the scenario's next build (lore scenario build).",
+    "修改写入 faq.csv；场景下次构建（lore scenario build）后知识库才会生效。"],
+  intent: ["Intent", "意图"], plan_: ["Plan", "检索计划"], defaultOpt: ["(default)", "（默认）"],
+  readOnly: ["Read only: editing needs an admin key of this scenario's knowledge base.", "只读：编辑需要该场景知识库的管理员密钥。"],
+  faqStatus: {
+    ok: ["ok", "正常"], duplicate: ["duplicate", "重复"], conflict: ["conflict", "冲突"],
+    disabled: ["disabled", "已停用"], invalid: ["invalid", "无效"],
+  },
+});
+
+// Versions: the diff of two versions and the activation log.
+strings({
+  compare: ["Compare", "对比"], base: ["Base", "基准版本"], candidate: ["Candidate", "候选版本"],
+  evalSet: ["Eval set", "评测集"], noEval: ["(configured or none)", "（配置的或无）"],
+  uploadEval: ["or a JSONL file", "或上传 JSONL 文件"], saveAs: ["save as (optional)", "另存为（可选）"],
+  added: ["Added", "新增"], changed: ["Changed", "变更"], removed: ["Removed", "删除"],
+  unchanged: ["unchanged", "未变"], metric: ["Metric", "指标"], delta: ["Δ", "变化"],
+  lost: ["Found by the base only", "仅基准版本找到"], gained: ["Found by the candidate only", "仅候选版本找到"],
+  activations: ["Activation log", "激活记录"], actor: ["Who", "操作者"], reason: ["Reason", "原因"],
+  fromTo: ["From → to", "从 → 到"],
+  confirmActivate: ["Activate version {seq}? Give a reason (kept in the activation log):",
+    "激活版本 {seq}？请填写原因（记入激活记录）："],
+  confirmRollback: ["Roll back to the previous version? Give a reason (kept in the activation log):",
+    "回滚到上一个版本？请填写原因（记入激活记录）："],
+  noRetrieval: ["No eval set: choose one or upload a JSONL file to compare retrieval.",
+    "未选择评测集：选择或上传 JSONL 评测集以对比检索效果。"],
+  questionsN: ["questions", "个问题"],
+});
