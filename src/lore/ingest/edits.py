@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from lore.ingest.chunk_factory import retexted
 from lore.schema import Chunk
-from lore.text.units import stable_id
 
 _LOCK = threading.Lock()
 
@@ -87,7 +87,7 @@ class ChunkEdits:
             if e is None:
                 out.append(c)
             elif not e.off and e.text is not None:
-                out.append(replace(c, text=e.text, chunk_id=stable_id(c.chunk_id, "edited", e.text)))
+                out.append(retexted(c, e.text))
         return out
 
     def mark_applied(self, name: str, seq: int | None) -> None:

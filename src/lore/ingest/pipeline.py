@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from lore.catalog import Catalog, FileRecord, KnowledgeBase
 from lore.embed.base import Embedder
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.errors import LoadError, LoadErrorKind
+from lore.ingest.chunk_factory import chunk_document
 from lore.ingest.chunking import Chunker
 from lore.ingest.edits import ChunkEdits
 from lore.ingest.files import SourceFile, sha256_file
@@ -186,11 +187,8 @@ class IngestPipeline:
 
     def _chunk(self, p: _Prepared) -> None:
         meta = self.chunk_metadata(p.source) if self.chunk_metadata else {}
-        tenant = meta.get("tenant_id", "default")
         for doc in p.documents:
-            if doc.document_id and tenant != "default":  # a record's own id, namespaced by its tenant
-                doc = replace(doc, document_id=f"{tenant}:{doc.document_id}")
-            chunks = chunk_document(
+            p.chunks += chunk_document(
                 doc,
                 self.chunker,
                 kb_id=self.kb.id,
@@ -198,11 +196,8 @@ class IngestPipeline:
                 file_sha256=p.sha256,
                 embedding_model=self.embedder.model_id,
                 seq=self.seq,
+                metadata=meta,
             )
-            for c in chunks:
-                for name, value in meta.items():
-                    setattr(c, name, value)
-            p.chunks.extend(chunks)
         if self.edits is not None:
             p.chunks = self.edits.apply(p.source.name, p.chunks)
         p.index_texts = [index_text(c) for c in p.chunks]
@@ -275,59 +270,6 @@ class IngestPipeline:
                 self.catalog.claim_files(self.kb.id, [p.source.name], meta.get("tenant_id", "default"))
         p.result = FileResult(p.source.name, status, error=reason)
         return p
-
-
-def chunk_document(
-    doc: LoadedDocument,
-    chunker: Chunker,
-    *,
-    kb_id: str,
-    file_name: str,
-    file_sha256: str,
-    embedding_model: str,
-    seq: int | None = None,
-) -> list[Chunk]:
-    """Split one loaded document into child chunks carrying the metadata contract.
-
-    In a versioned build (`seq` set) the chunks are valid from `seq` and their ids include it, so a
-    text that comes back in a later version is a new row and never rewrites an older version's row.
-    """
-    schema = chunker.params.schema
-    document_id = doc.document_id or file_document_id(kb_id, file_name)
-    chunks = []
-    for i, piece in enumerate(chunker.split(doc.sections)):
-        s = piece.section
-        chunks.append(
-            Chunk(
-                chunk_id=stable_id(
-                    kb_id, file_name, document_id, schema, i, piece.text, *([f"v{seq}"] if seq else [])
-                ),
-                text=piece.text,
-                parent_id=stable_id(kb_id, document_id, piece.parent_key, piece.parent_text),
-                parent_text=piece.parent_text,
-                kb_id=kb_id,
-                document_id=document_id,
-                file_path=file_name,
-                file_sha256=file_sha256,
-                chunk_index=i,
-                chunk_schema=schema,
-                embedding_model=embedding_model,
-                source_type="table_row" if s.kind == "table_row" else "doc",
-                page=s.page,
-                slide=s.slide,
-                heading_path=list(s.heading_path),
-                sheet=s.sheet,
-                row=s.row,
-                title=doc.title,
-                valid_from_seq=seq or 1,
-            )
-        )
-    return chunks
-
-
-def file_document_id(kb_id: str, file_name: str) -> str:
-    """The document id of a file that does not carry its own (stable across re-ingests)."""
-    return "doc_" + stable_id(kb_id, file_name)[:16]
 
 
 def _changed_since(source: SourceFile, size: int, mtime: float) -> bool:

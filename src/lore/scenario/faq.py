@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lore.errors import LoadError
+from lore.ingest.chunk_factory import ChunkSource, faq_chunk
 from lore.ingest.loaders.encoding import read_text
 from lore.scenario.config import Scenario, ScenarioError
 from lore.schema import VISIBILITIES, Chunk
 from lore.text.normalise import normalise
-from lore.text.units import stable_id
 
 COLUMNS = {
     "question": "question",
@@ -207,45 +207,20 @@ def faq_chunks(
 ) -> list[Chunk]:
     """One chunk per row: the question is what is searched; the answer is the passage a generator or
     a citation shows (`parent_text`) and the direct answer (`answer`)."""
-    chunks = []
-    for i, r in enumerate(rows):
-        key = normalise(r.question, match_key=True)
-        chunk_id = stable_id(
-            kb_id,
-            file_name,
-            "faq",
-            r.tenant,
-            r.dataset,
-            key,
+    src = ChunkSource(kb_id, file_name, file_sha256, chunk_schema, embedding_model, seq)
+    return [
+        faq_chunk(
+            src,
+            i,
+            r.question,
             r.answer,
-            r.source,
-            r.visibility,
-            *r.roles,
-            *([f"v{seq}"] if seq else []),
+            tenant_id=r.tenant,
+            dataset_id=r.dataset,
+            source=r.source,
+            visibility=r.visibility,
+            allowed_roles=r.roles,
+            scenario_id=scenario_id,
+            row=r.line,
         )
-        chunks.append(
-            Chunk(
-                chunk_id=chunk_id,
-                text=r.question,
-                parent_id=chunk_id,
-                parent_text=r.answer,
-                kb_id=kb_id,
-                document_id="faq_" + stable_id(kb_id, r.tenant, key)[:16],
-                file_path=file_name,
-                file_sha256=file_sha256,
-                chunk_index=i,
-                chunk_schema=chunk_schema,
-                embedding_model=embedding_model,
-                source_type="faq",
-                scenario_id=scenario_id,
-                source=r.source,
-                tenant_id=r.tenant,
-                dataset_id=r.dataset,
-                visibility=r.visibility,
-                allowed_roles=list(r.roles),
-                row=r.line,
-                valid_from_seq=seq or 1,
-                answer=r.answer,
-            )
-        )
-    return chunks
+        for i, r in enumerate(rows)
+    ]

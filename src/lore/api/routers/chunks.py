@@ -18,11 +18,10 @@ from lore.api.deps import Caller, State
 from lore.api.limits import PositiveInt
 from lore.api.routers.ingest import report_json, uploaded
 from lore.catalog import KnowledgeBase
+from lore.ingest.chunk_factory import ChunkSource, edited_chunk
 from lore.ingest.files import SourceFile
-from lore.ingest.pipeline import file_document_id
 from lore.policy import Action
 from lore.schema import Chunk
-from lore.text.units import stable_id
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
 
@@ -71,35 +70,25 @@ def make_chunks(
     kb: KnowledgeBase, name: str, sha256: str, model: str, body: CommitBody, stamp: dict[str, str]
 ) -> list[Chunk]:
     """Chunks carrying the metadata contract, the caller's tenant (and dataset) and the file's identity."""
-    document_id = file_document_id(kb.id, name)  # the same document as when the file is ingested
-    out = []
-    for i, c in enumerate(body.chunks):
-        parent = (c.parent_text or "").strip() or c.text
-        out.append(
-            Chunk(
-                chunk_id=stable_id(kb.id, name, document_id, kb.chunk_schema, i, c.text, "edited"),
-                text=c.text,
-                parent_id=stable_id(kb.id, document_id, "edited", i, parent),
-                parent_text=parent,
-                kb_id=kb.id,
-                document_id=document_id,
-                file_path=name,
-                file_sha256=sha256,
-                chunk_index=i,
-                chunk_schema=kb.chunk_schema,
-                embedding_model=model,
-                source_type=c.source_type,
-                visibility=body.visibility,
-                allowed_roles=list(body.allowed_roles),
-                page=c.page,
-                heading_path=list(c.heading_path),
-                sheet=c.sheet,
-                row=c.row,
-                title=c.title,
-                **stamp,
-            )
+    src = ChunkSource(kb.id, name, sha256, kb.chunk_schema, model)
+    return [
+        edited_chunk(
+            src,
+            i,
+            c.text,
+            parent_text=(c.parent_text or "").strip() or c.text,
+            source_type=c.source_type,
+            visibility=body.visibility,
+            allowed_roles=list(body.allowed_roles),
+            page=c.page,
+            heading_path=list(c.heading_path),
+            sheet=c.sheet,
+            row=c.row,
+            title=c.title,
+            **stamp,
         )
-    return out
+        for i, c in enumerate(body.chunks)
+    ]
 
 
 @router.post("/chunks")
