@@ -1,5 +1,5 @@
-"""What Lore's HTTP clients (embedding and chat endpoints) share: the client itself with its
-API key, what is transient, and how long to wait before retrying."""
+"""What Lore's HTTP clients (embedding, rerank and chat endpoints) share: the client itself with its
+API key, what is transient, how long to wait before retrying, and a retried JSON POST."""
 
 from __future__ import annotations
 
@@ -78,12 +78,46 @@ def with_retries(
 
 
 class EndpointClient:
-    """An httpx client with a bearer key from the argument or the first set env variable."""
+    """An httpx client with a bearer key from the argument or the first set env variable, and its endpoint's
+    retries: `max_retries` and `backoff_s` (set by the subclass), waits capped at `max_wait_s`; what is not
+    retried (or no longer) raises `failure`."""
+
+    failure: type[LoreError] = LoreError
+    max_wait_s = 20.0
+    max_retries: int
+    backoff_s: float
 
     def __init__(self, api_key: str | None, key_env: Sequence[str], timeout: httpx.Timeout) -> None:
         key = api_key or next((os.environ[v] for v in key_env if os.environ.get(v)), None)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.Client(headers=headers, timeout=timeout)
+
+    def retrying(self, fn: Callable[[Any], T], arg: Any) -> T:
+        """`fn(arg)` with this endpoint's retries (see `with_retries`)."""
+        return with_retries(
+            fn,
+            arg,
+            max_retries=self.max_retries,
+            backoff_s=self.backoff_s,
+            cap_s=self.max_wait_s,
+            error=self.failure,
+        )
+
+    def post_json(self, url: str, body: Any, where: str) -> Any:
+        """POST `body` to `url` and return its JSON reply, retried; `where` names the endpoint in errors."""
+        return self.retrying(lambda b: self._post_json_once(url, b, where), body)
+
+    def _post_json_once(self, url: str, body: Any, where: str) -> Any:
+        try:
+            response = self._client.post(url, json=body)
+        except httpx.TransportError as exc:
+            raise transport_failure(where, exc) from exc
+        if response.status_code != 200:
+            raise status_failure(where, response, response.text, self.failure, self.max_wait_s)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise self.failure(f"{where}: response is not JSON: {response.text[:SNIPPET]!r}") from exc
 
     def close(self) -> None:
         """Close the HTTP connection pool."""

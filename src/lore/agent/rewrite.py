@@ -32,43 +32,41 @@ RewriteMode = Literal["off", "on", "hyde"]
 REWRITE_MODES = ("off", "on", "hyde")
 VariantKind = Literal["original", "keywords", "history", "standalone", "hyde", "multi_query"]
 
+# Pronouns pointing back to an earlier turn: no search signal of their own, a sign of a follow-up.
+_ZH_PRONOUNS = ("它", "其", "这个", "那个", "这些", "那些", "他们", "她们")
 # Question words and fillers that carry no search signal in a keyword-only query.
-_ZH_FILLER = CJK_STOP | {
-    "哪些",
-    "哪个",
-    "哪里",
-    "多少",
-    "几",
-    "谁",
-    "吗",
-    "请问",
-    "是否",
-    "为什么",
-    "有没有",
-    "一下",
-    "需要",
-    "可以",
-    "能",
-    "要",
-    "有",
-    "哪",
-    "呢",
-    "多久",
-    "何时",
-    "怎样",
-    "怎么样",
-    "它",
-    "它们",
-    "其",
-    "这个",
-    "那个",
-    "这些",
-    "那些",
-    "他们",
-    "她们",
-    "那",
-    "那么",
-}
+_ZH_FILLER = (
+    CJK_STOP
+    | {*_ZH_PRONOUNS}
+    | {
+        "哪些",
+        "哪个",
+        "哪里",
+        "多少",
+        "几",
+        "谁",
+        "吗",
+        "请问",
+        "是否",
+        "为什么",
+        "有没有",
+        "一下",
+        "需要",
+        "可以",
+        "能",
+        "要",
+        "有",
+        "哪",
+        "呢",
+        "多久",
+        "何时",
+        "怎样",
+        "怎么样",
+        "它们",
+        "那",
+        "那么",
+    }
+)
 _CODE = re.compile(r"[A-Za-z]+[-_][A-Za-z0-9-]+|[A-Za-z]+\d+\w*")
 # Signs that a question leans on an earlier turn (pronouns, "and / what about…", "那…", "…呢").
 _EN_FOLLOW = re.compile(
@@ -83,14 +81,7 @@ _EN_EXPLETIVE = re.compile(
     re.IGNORECASE,
 )
 _ZH_FOLLOW = (
-    "它",
-    "这个",
-    "那个",
-    "这些",
-    "那些",
-    "他们",
-    "她们",
-    "其",
+    *_ZH_PRONOUNS,
     "该",
     "上述",
     "还有",

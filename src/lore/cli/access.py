@@ -9,38 +9,26 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from lore.cli.render import fail
+from lore.cli.common import JsonOption, failing, kb_change
 from lore.engine import Lore
-from lore.errors import LoreError, NotFoundError
+from lore.errors import NotFoundError
 
 console = Console()
 
 
 def kb_share(name: str, tenant: Annotated[str, typer.Argument(help="Tenant to share the KB with.")]) -> None:
     """Let another tenant read the KB and add its own files (its owner tenant keeps it)."""
-    try:
-        lore = Lore()
-        kb = lore.catalog.get_kb(name)
-        with lore.catalog.transaction():
-            added = lore.catalog.share_kb(kb.id, tenant)
-            lore.catalog.audit(
-                "share", tenant=kb.owner_tenant or "", key_id=None, kb=name, target=tenant, via="cli"
-            )
-    except LoreError as exc:
-        fail(exc)
+    with kb_change(name) as change:
+        added = change.lore.catalog.share_kb(change.kb.id, tenant)
+        change.audit("share", tenant)
     console.print(f"{name}: shared with {tenant}" if added else f"{name}: {tenant} already reads it")
 
 
 def kb_owner(name: str, tenant: Annotated[str, typer.Argument(help="The new owner tenant.")]) -> None:
     """Give the KB an owner tenant (one without owner is seen only here); a previous owner keeps a share."""
-    try:
-        lore = Lore()
-        kb = lore.catalog.get_kb(name)
-        with lore.catalog.transaction():
-            before = lore.catalog.set_kb_owner(kb.id, tenant)
-            lore.catalog.audit("owner", tenant=tenant, key_id=None, kb=name, target=tenant, via="cli")
-    except LoreError as exc:
-        fail(exc)
+    with kb_change(name) as change:
+        before = change.lore.catalog.set_kb_owner(change.kb.id, tenant)
+        change.audit("owner", tenant, tenant=tenant)
     console.print(
         f"{name}: owned by {tenant}" + (f" ({before} keeps a share)" if before not in (None, tenant) else "")
     )
@@ -50,17 +38,10 @@ def kb_unshare(
     name: str, tenant: Annotated[str, typer.Argument(help="Tenant to stop sharing with.")]
 ) -> None:
     """Stop sharing the KB with a tenant (its files stay in the KB, owned by it)."""
-    try:
-        lore = Lore()
-        kb = lore.catalog.get_kb(name)
-        with lore.catalog.transaction():
-            if not lore.catalog.unshare_kb(kb.id, tenant):
-                raise NotFoundError(f"knowledge base '{name}' is not shared with tenant '{tenant}'")
-            lore.catalog.audit(
-                "unshare", tenant=kb.owner_tenant or "", key_id=None, kb=name, target=tenant, via="cli"
-            )
-    except LoreError as exc:
-        fail(exc)
+    with kb_change(name) as change:
+        if not change.lore.catalog.unshare_kb(change.kb.id, tenant):
+            raise NotFoundError(f"knowledge base '{name}' is not shared with tenant '{tenant}'")
+        change.audit("unshare", tenant)
     console.print(f"{name}: no longer shared with {tenant}")
 
 
@@ -68,13 +49,11 @@ def audit(
     tenant: Annotated[str | None, typer.Option(help="Only this tenant's entries.")] = None,
     kb: Annotated[str | None, typer.Option("--kb", help="Only this knowledge base.")] = None,
     limit: Annotated[int, typer.Option(help="Newest entries to show.")] = 50,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """The audit log: activations, rollbacks, builds, deletes, shares and key changes, newest first."""
-    try:
+    with failing():
         entries = Lore().catalog.audit_log(tenant, kb, limit)
-    except LoreError as exc:
-        fail(exc)
     if as_json:
         print(json.dumps([e.to_json() for e in entries], ensure_ascii=False, indent=2))
         return

@@ -9,8 +9,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from lore.cli.common import ActivateOption, JsonOption, MessageOption, QualityGateOption, failing, gate_failed
 from lore.cli.progress import RichIngestProgress
-from lore.cli.render import fail, print_report
+from lore.cli.render import print_report
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.ingest.files import discover
@@ -26,7 +27,7 @@ err = Console(stderr=True)
 
 
 @scenario_app.command("list")
-def list_scenarios(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def list_scenarios(as_json: JsonOption = False) -> None:
     """List the scenarios in the configured folder (scenario.scenarios_dir)."""
     found = scenarios(Lore())
     rows = []
@@ -76,12 +77,10 @@ def list_scenarios(as_json: Annotated[bool, typer.Option("--json")] = False) -> 
 @scenario_app.command("check")
 def check(scenario_id: Annotated[str, typer.Argument(help="Scenario id.")]) -> None:
     """Validate a scenario's scenario.toml, data/ folders and faq.csv without building."""
-    try:
+    with failing():
         sc = scenarios(Lore()).get(scenario_id)
         check_sources(sc)
         rows, problems = read_faq(sc.faq_path, sc) if sc.faq_path.exists() else ([], [])
-    except LoreError as exc:
-        fail(exc)
     console.print(f"scenario [bold]{sc.id}[/] ok: {len(sc.sources)} sources, {len(rows)} FAQ rows")
     for p in problems:
         err.print(f"[yellow]{p.file}:{p.line}[/] {p.reason}")
@@ -90,18 +89,16 @@ def check(scenario_id: Annotated[str, typer.Argument(help="Scenario id.")]) -> N
 @scenario_app.command("build")
 def build(
     scenario_id: Annotated[str, typer.Argument(help="Scenario id.")],
-    activate: Annotated[bool, typer.Option("--activate", help="Activate the version when built.")] = False,
-    quality_gate: Annotated[
-        bool, typer.Option("--quality-gate", help="Fail the version on a bad report.")
-    ] = False,
+    activate: ActivateOption = False,
+    quality_gate: QualityGateOption = False,
     force: Annotated[
         bool, typer.Option("--force", help="Re-read every file (after changing metadata).")
     ] = False,
-    message: Annotated[str, typer.Option("-m", "--message", help="What this version is.")] = "",
+    message: MessageOption = "",
 ) -> None:
     """Build the scenario's FAQ and documents into its knowledge base as a new STAGED version."""
     lore = Lore()
-    try:
+    with failing():
         sc = scenarios(lore).get(scenario_id)
         found = discover(scenario_inputs(sc))
         with RichIngestProgress(console, len(found)) as progress:
@@ -115,8 +112,6 @@ def build(
                 progress=progress,
                 files=found,
             )
-    except LoreError as exc:
-        fail(exc)
     print_report(built.result.report)
     v = built.result.version
     console.print(
@@ -128,7 +123,4 @@ def build(
     for p in built.faq_problems:
         err.print(f"[yellow]{p.file}:{p.line}[/] {p.reason}")
     console.print(f"[dim]quality report: {lore.reports_dir(sc.kb_name) / str(v.seq) / 'quality.md'}[/]")
-    if built.result.gate_reasons:
-        for reason in built.result.gate_reasons:
-            err.print(f"[bold red]quality gate:[/] {reason}")
-        raise typer.Exit(1)
+    gate_failed(built.result.gate_reasons)

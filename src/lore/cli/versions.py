@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -12,6 +12,16 @@ from rich.table import Table
 
 from lore.catalog import Version
 from lore.cli import remote
+from lore.cli.common import (
+    ActivateOption,
+    JsonOption,
+    KbOption,
+    MessageOption,
+    QualityGateOption,
+    failing,
+    gate_failed,
+    kb_change,
+)
 from lore.cli.progress import RichIngestProgress
 from lore.cli.render import fail, print_report
 from lore.engine import Lore
@@ -20,17 +30,15 @@ from lore.ingest.files import discover
 
 console = Console()
 err = Console(stderr=True)
-KbOption = Annotated[str, typer.Option("--kb", help="Knowledge base name.")]
+GATE_NOTE = "the version is FAILED; the active version keeps serving"
 
 
 def build(
     kb: KbOption,
     source: Annotated[list[Path], typer.Option("--source", help="Files and folders (repeatable).")],
-    message: Annotated[str, typer.Option("-m", "--message", help="What this version is.")] = "",
-    activate: Annotated[bool, typer.Option("--activate", help="Activate the version when built.")] = False,
-    quality_gate: Annotated[
-        bool, typer.Option("--quality-gate", help="Fail the version on a bad report.")
-    ] = False,
+    message: MessageOption = "",
+    activate: ActivateOption = False,
+    quality_gate: QualityGateOption = False,
     new_version: Annotated[
         bool, typer.Option("--new-version", help="Make a new version (every build does).")
     ] = True,
@@ -41,72 +49,45 @@ def build(
 ) -> None:
     """Build a new STAGED version incrementally from the active one (unchanged files are reused)."""
     del new_version  # accepted for scripts that spell it out: a build always makes a new version
+    how: dict[str, Any] = {
+        "description": message,
+        "activate": activate,
+        "quality_gate": quality_gate,
+        "force": force,
+        "incremental_from": incremental_from,
+    }
     if (c := remote.client()) is not None:
-        try:  # the sources are uploaded, then built on the server
-            built = remote.build(
-                c,
-                kb,
-                source,
-                description=message,
-                activate=activate,
-                quality_gate=quality_gate,
-                force=force,
-                incremental_from=incremental_from,
-            )
-        except LoreError as exc:
-            fail(exc)
+        with failing():  # the sources are uploaded, then built on the server
+            built = remote.build(c, kb, source, **how)
         assert built.version is not None
         print_report(remote.report_of(built))
         console.print(f"version {built.version.seq} {built.version.status.upper()}")
-        _gate(built.gate_reasons)
+        gate_failed(built.gate_reasons, GATE_NOTE)
         return
     lore = Lore()
-    try:
+    with failing():
         lore.catalog.get_kb(kb)
         found = discover(source)
         with RichIngestProgress(console, len(found)) as progress:
-            result = lore.build(
-                kb,
-                source,
-                description=message,
-                activate=activate,
-                quality_gate=quality_gate,
-                incremental_from=incremental_from,
-                force=force,
-                progress=progress,
-                files=found,
-            )
-    except LoreError as exc:
-        fail(exc)
+            result = lore.build(kb, source, **how, progress=progress, files=found)
     print_report(result.report)
     v = result.version
     console.print(
         f"version {v.seq} {v.status.value.upper()}: " + ", ".join(f"{k}={n}" for k, n in v.counts.items())
     )
     console.print(f"[dim]quality report: {lore.reports_dir(kb) / str(v.seq) / 'quality.md'}[/]")
-    _gate(result.gate_reasons)
-
-
-def _gate(reasons: list[str]) -> None:
-    """A failed quality gate: its reasons on stderr, exit code 1."""
-    if reasons:
-        for reason in reasons:
-            err.print(f"[bold red]quality gate:[/] {reason}")
-        err.print("the version is FAILED; the active version keeps serving")
-        raise typer.Exit(1)
+    gate_failed(result.gate_reasons, GATE_NOTE)
 
 
 def report(
     kb: KbOption,
     seq: Annotated[int, typer.Argument(help="Version number.")],
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Print a version's quality report."""
     lore = Lore()
-    try:
+    with failing():
         lore.catalog.get_version(lore.catalog.get_kb(kb).id, seq)
-    except LoreError as exc:
-        fail(exc)
     path = lore.storage.fetch(f"reports/{kb}/{seq}/" + ("quality.json" if as_json else "quality.md"))
     if path is None:
         fail(LoreError(f"{lore.reports_dir(kb) / str(seq)}: no quality report for version {seq}"))
@@ -114,16 +95,14 @@ def report(
     print(path.read_text(encoding="utf-8"))
 
 
-def versions(kb: KbOption, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def versions(kb: KbOption, as_json: JsonOption = False) -> None:
     """List a knowledge base's versions."""
-    try:
+    with failing():
         if (c := remote.client()) is not None:
             rows = remote.version_rows(c, kb)
         else:
             lore = Lore()
             rows = [_row(v) for v in lore.catalog.list_versions(lore.catalog.get_kb(kb).id)]
-    except LoreError as exc:
-        fail(exc)
     if as_json:
         print(json.dumps(rows, ensure_ascii=False, indent=2))
         return
@@ -147,37 +126,25 @@ def versions(kb: KbOption, as_json: Annotated[bool, typer.Option("--json")] = Fa
 
 def activate(kb: KbOption, seq: Annotated[int, typer.Argument(help="Version to activate.")]) -> None:
     """Make a version the one every query reads (one transaction; cache epoch + 1)."""
-    try:
-        if (c := remote.client()) is not None:
+    if (c := remote.client()) is not None:
+        with failing():
             console.print(f"version {c.activate(kb, seq).seq} is active")
-            return
-        lore = Lore()
-        record = lore.catalog.get_kb(kb)
-        with lore.catalog.transaction():
-            v = lore.catalog.activate(record.id, seq, actor=f"cli@{record.owner_tenant or ''}"[:64])
-            lore.catalog.audit(
-                "activate", tenant=record.owner_tenant or "", key_id=None, kb=kb, target=str(seq), via="cli"
-            )
-    except LoreError as exc:
-        fail(exc)
+        return
+    with kb_change(kb) as change:
+        v = change.lore.catalog.activate(change.kb.id, seq, actor=change.actor)
+        change.audit("activate", str(seq))
     console.print(f"version {v.seq} is active")
 
 
 def rollback(kb: KbOption) -> None:
     """Re-activate the version that was active before the current one."""
-    try:
-        if (c := remote.client()) is not None:
+    if (c := remote.client()) is not None:
+        with failing():
             console.print(f"rolled back: version {c.rollback(kb).seq} is active")
-            return
-        lore = Lore()
-        record = lore.catalog.get_kb(kb)
-        with lore.catalog.transaction():
-            v = lore.catalog.rollback(record.id, actor=f"cli@{record.owner_tenant or ''}"[:64])
-            lore.catalog.audit(
-                "rollback", tenant=record.owner_tenant or "", key_id=None, kb=kb, target=str(v.seq), via="cli"
-            )
-    except LoreError as exc:
-        fail(exc)
+        return
+    with kb_change(kb) as change:
+        v = change.lore.catalog.rollback(change.kb.id, actor=change.actor)
+        change.audit("rollback", str(v.seq))
     console.print(f"rolled back: version {v.seq} is active")
 
 
@@ -188,14 +155,12 @@ def diff(
     eval_set: Annotated[
         Path | None, typer.Option("--eval", help="Eval set JSONL (default: gate.eval_set).")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Compare two versions: files added/changed/removed and, with an eval set, Recall@k and MRR."""
     lore = Lore()
-    try:
+    with failing():
         d = lore.diff(kb, base, candidate, eval_set)
-    except LoreError as exc:
-        fail(exc)
     if as_json:
         print(json.dumps(d, ensure_ascii=False, indent=2))
         return
@@ -227,10 +192,8 @@ def diff(
 def gc(kb: KbOption) -> None:
     """Delete chunks no readable version sees (abandoned or failed builds, expired history)."""
     lore = Lore()
-    try:
+    with failing():
         result = lore.gc(kb)
-    except LoreError as exc:
-        fail(exc)
     if result.recovered_builds:
         console.print(f"closed abandoned builds: {', '.join(map(str, result.recovered_builds))}")
     console.print(
@@ -242,11 +205,9 @@ def gc(kb: KbOption) -> None:
 def unlock(kb: KbOption) -> None:
     """Release a build lock left by a build on another machine that is gone."""
     lore = Lore()
-    try:
+    with failing():
         kb_id = lore.catalog.get_kb(kb).id
         holder = lore.catalog.build_lock_holder(kb_id)
-    except LoreError as exc:
-        fail(exc)
     if holder is None:
         console.print(f"knowledge base {kb!r} has no build lock")
         return
@@ -271,7 +232,7 @@ def calibrate(
     kb: KbOption,
     eval_set: Annotated[Path | None, typer.Option("--eval", help="JSONL of {question, answerable}.")] = None,
     version: Annotated[int | None, typer.Option(help="Version number (default: the active one).")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Fit the KB's refusal threshold and print the expected false-refusal and off-topic rates."""
     from lore.answer.calibration import read_eval_set

@@ -1,91 +1,20 @@
-"""What each API call sends and how its reply is read, shared by the sync and the async client."""
+"""Each API call once: its arguments (the clients' method signatures and docstrings), its request and how its
+reply is read. `LoreClient` runs them blocking, `AsyncLoreClient` under asyncio."""
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, Generic, TypeVar
+from typing import Any
 from urllib.parse import quote
 
-import httpx
+from lore.client import models
+from lore.client.models import AskEvent, LoreAPIError
+from lore.client.wire import Call, Events, Flow
 
-from lore.client.models import (
-    Answer,
-    AskEvent,
-    Document,
-    Hit,
-    IngestResult,
-    KnowledgeBase,
-    LoreAPIError,
-    Passage,
-    SearchResult,
-    Session,
-    Upload,
-    Version,
-)
-
-T = TypeVar("T")
 UploadProgress = Callable[[str, int, int], None]  # (file name, bytes sent, file size)
 BuildProgress = Callable[[AskEvent], None]  # each `status` event of a streamed build
-
-
-@dataclass
-class Call(Generic[T]):
-    """One request and the function that turns its JSON reply into a typed result."""
-
-    method: str
-    path: str
-    parse: Callable[[Any], T]
-    json: Any = None
-    params: dict[str, Any] | None = None
-    files: list[tuple[str, tuple[str, IO[bytes], str]]] = field(default_factory=list)
-
-
-def settings_from_env(base_url: str | None, api_key: str | None) -> tuple[str, str | None]:
-    """The server URL and key: arguments first, then LORE_SERVER / LORE_API_KEY."""
-    url = base_url or os.environ.get("LORE_SERVER")
-    if not url:
-        raise LoreAPIError(0, "no server: pass base_url or set LORE_SERVER (e.g. http://127.0.0.1:8000)")
-    return url.rstrip("/"), api_key or os.environ.get("LORE_API_KEY") or None
-
-
-def headers(api_key: str | None) -> dict[str, str]:
-    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
-
-
-def raise_for(response: httpx.Response, body: bytes | None = None) -> None:
-    """A non-2xx reply as LoreAPIError carrying the server's `detail` (or OpenAI-style error message)."""
-    if response.is_success:
-        return
-    raw = body if body is not None else response.content
-    try:
-        data = json.loads(raw)
-        detail = data.get("detail", data.get("error", {}).get("message") if isinstance(data, dict) else data)
-    except (ValueError, AttributeError):
-        detail = raw.decode("utf-8", "replace").strip() or response.reason_phrase
-    message = detail if isinstance(detail, str) else json.dumps(detail, ensure_ascii=False)
-    raise LoreAPIError(
-        response.status_code, message, method=response.request.method, url=str(response.request.url)
-    )
-
-
-class SseParser:
-    """Server-sent events from lines as they arrive: `event:` then `data:` (JSON)."""
-
-    def __init__(self) -> None:
-        self.kind = "message"
-
-    def feed(self, line: str) -> AskEvent | None:
-        if line.startswith("event:"):
-            self.kind = line[6:].strip()
-        elif line.startswith("data:"):
-            event = AskEvent(self.kind, json.loads(line[5:].strip()))
-            self.kind = "message"
-            return event
-        return None
+ENDS = ("end", "error")  # the events that close an answer's or a build's stream
 
 
 class ProgressReader:
@@ -124,97 +53,174 @@ def kb_path(kb: str, rest: str = "") -> str:
     return f"/api/kbs/{quote(kb, safe='')}{rest}"
 
 
-def _kbs(data: list[dict[str, Any]]) -> list[KnowledgeBase]:
-    return [KnowledgeBase.from_json(k) for k in data]
-
-
-def list_kbs() -> Call[list[KnowledgeBase]]:
-    return Call("GET", "/api/kbs", _kbs)
-
-
-def get_kb(kb: str) -> Call[KnowledgeBase]:
-    return Call("GET", kb_path(kb), KnowledgeBase.from_json)
-
-
-def create_kb(name: str, description: str) -> Call[KnowledgeBase]:
-    return Call("POST", "/api/kbs", KnowledgeBase.from_json, json={"name": name, "description": description})
-
-
-def delete_kb(kb: str) -> Call[None]:
-    return Call("DELETE", kb_path(kb), lambda _: None)
-
-
-def upload(kb: str, readers: list[ProgressReader]) -> Call[list[Upload]]:
-    files = [("file", (r.name, r, "application/octet-stream")) for r in readers]
-    return Call(
-        "POST", kb_path(kb, "/files"), lambda d: [Upload.from_json(f) for f in d["files"]], files=files
-    )  # type: ignore[arg-type]
-
-
-def list_files(kb: str) -> Call[dict[str, Any]]:
-    return Call("GET", kb_path(kb, "/files"), lambda d: d)
-
-
-def sources(files: list[str] | None, paths: list[str] | None, dataset: str | None) -> dict[str, Any]:
+def _sources(files: list[str] | None, paths: list[str] | None, dataset: str | None) -> dict[str, Any]:
     body: dict[str, Any] = {"files": files, "paths": paths or []}
     if dataset is not None:
         body["dataset"] = dataset
     return body
 
 
-def ingest(kb: str, body: dict[str, Any]) -> Call[IngestResult]:
-    return Call("POST", kb_path(kb, "/ingest"), IngestResult.from_json, json=body)
+def _raw(data: Any) -> Any:
+    return data
+
+
+def _nothing(_data: Any) -> None:
+    return None
+
+
+def _uploads(data: dict[str, Any]) -> list[models.Upload]:
+    return [models.Upload.from_json(f) for f in data["files"]]
+
+
+# --- knowledge bases and files ----------------------------------------------------------------------
+
+
+def list_kbs() -> Call[list[models.KnowledgeBase]]:
+    """The knowledge bases this key can read (or, as an admin, change)."""
+    return Call("GET", "/api/kbs", lambda d: [models.KnowledgeBase.from_json(k) for k in d])
+
+
+def get_kb(kb: str) -> Call[models.KnowledgeBase]:
+    return Call("GET", kb_path(kb), models.KnowledgeBase.from_json)
+
+
+def create_kb(name: str, description: str = "") -> Call[models.KnowledgeBase]:
+    body = {"name": name, "description": description}
+    return Call("POST", "/api/kbs", models.KnowledgeBase.from_json, json=body)
+
+
+def delete_kb(kb: str) -> Call[None]:
+    return Call("DELETE", kb_path(kb), _nothing)
+
+
+def upload(
+    kb: str, paths: list[str | Path], progress: UploadProgress | None = None
+) -> Call[list[models.Upload]]:
+    """Upload files (folders: the files in them); `progress(name, sent, size)` as bytes go out."""
+    readers = [ProgressReader(p, progress) for p in local_files(paths)]
+    files = [("file", (r.name, r, "application/octet-stream")) for r in readers]
+    return Call("POST", kb_path(kb, "/files"), _uploads, files=files)
+
+
+def list_files(kb: str) -> Call[dict[str, Any]]:
+    return Call("GET", kb_path(kb, "/files"), _raw)
+
+
+def ingest(
+    kb: str, files: list[str] | None = None, *, paths: list[str] | None = None, dataset: str | None = None
+) -> Call[models.IngestResult]:
+    """Index uploaded `files` (default: every upload) and server `paths` into an unversioned KB."""
+    body = _sources(files, paths, dataset)
+    return Call("POST", kb_path(kb, "/ingest"), models.IngestResult.from_json, json=body)
 
 
 def ingest_url(
-    kb: str, url: str, sitemap: bool, prefix: str | None, max_pages: int | None, dataset: str | None
-) -> Call[IngestResult]:
-    """Web pages crawled by the server (inside its `api.web_sources`) and indexed."""
+    kb: str,
+    url: str,
+    *,
+    sitemap: bool = False,
+    prefix: str | None = None,
+    max_pages: int | None = None,
+    dataset: str | None = None,
+) -> Call[models.IngestResult]:
+    """Have the server crawl `url` (links under `prefix`), or the sitemap at `url`, and index the pages
+    (`max_pages`: the server's default, 100, when None)."""
     body: dict[str, Any] = {"url": url, "sitemap": sitemap, "prefix": prefix, "max_pages": max_pages}
     if dataset is not None:
         body["dataset"] = dataset
-    return Call("POST", kb_path(kb, "/sources"), IngestResult.from_json, json=body)
+    return Call("POST", kb_path(kb, "/sources"), models.IngestResult.from_json, json=body)
 
 
-def build(kb: str, body: dict[str, Any]) -> Call[IngestResult]:
-    """A build, queued as a job whose events (progress, then the result) stream back."""
-    return Call("POST", kb_path(kb, "/builds/stream"), IngestResult.from_json, json=body)
+def upload_and_ingest(
+    kb: str, paths: list[str | Path], progress: UploadProgress | None = None
+) -> Flow[models.IngestResult]:
+    """Upload local files, then index exactly those."""
+    uploaded: list[models.Upload] = yield upload(kb, paths, progress)
+    result: models.IngestResult = yield ingest(kb, [u.name for u in uploaded])
+    return result
 
 
-def versions(kb: str) -> Call[list[Version]]:
-    return Call("GET", kb_path(kb, "/versions"), lambda d: [Version.from_json(v) for v in d["versions"]])
+# --- builds and versions ----------------------------------------------------------------------------
 
 
-def activate(kb: str, seq: int, reason: str) -> Call[Version]:
+def build(
+    kb: str,
+    files: list[str] | None = None,
+    *,
+    paths: list[str] | None = None,
+    description: str = "",
+    activate: bool = False,
+    quality_gate: bool = False,
+    force: bool = False,
+    dataset: str | None = None,
+    incremental_from: str = "latest",
+    progress: BuildProgress | None = None,
+) -> Call[models.IngestResult]:
+    """Build a new version of exactly these sources (a server job, followed to its end); `progress` gets
+    each per-file `status` event."""
+    body = {
+        **_sources(files, paths, dataset),
+        "description": description,
+        "activate": activate,
+        "quality_gate": quality_gate,
+        "force": force,
+        "incremental_from": incremental_from,
+    }
+    # the server queues a build as a job (202); its event stream carries the progress and the result
+    path = kb_path(kb, "/builds/stream")
+    return Call("POST", path, lambda seen: finish_build(kb, seen), json=body, events=Events(ENDS, progress))
+
+
+def versions(kb: str) -> Call[list[models.Version]]:
     return Call(
-        "POST", kb_path(kb, f"/versions/{int(seq)}/activate"), Version.from_json, json={"reason": reason}
+        "GET", kb_path(kb, "/versions"), lambda d: [models.Version.from_json(v) for v in d["versions"]]
     )
 
 
-def rollback(kb: str, reason: str) -> Call[Version]:
-    return Call("POST", kb_path(kb, "/rollback"), Version.from_json, json={"reason": reason})
+def activate(kb: str, seq: int, reason: str = "") -> Call[models.Version]:
+    path = kb_path(kb, f"/versions/{int(seq)}/activate")
+    return Call("POST", path, models.Version.from_json, json={"reason": reason})
+
+
+def rollback(kb: str, reason: str = "") -> Call[models.Version]:
+    return Call("POST", kb_path(kb, "/rollback"), models.Version.from_json, json={"reason": reason})
 
 
 def report(kb: str, seq: int) -> Call[dict[str, Any]]:
-    return Call("GET", kb_path(kb, f"/versions/{int(seq)}/report"), lambda d: d)
+    return Call("GET", kb_path(kb, f"/versions/{int(seq)}/report"), _raw)
 
 
-def _search_result(data: dict[str, Any]) -> SearchResult:
-    return SearchResult(
-        data["kb"], data["query"], [Hit.from_json(h) for h in data["hits"]], data.get("version")
-    )
+# --- search and answers -----------------------------------------------------------------------------
 
 
-def search(kb: str, query: str, top_k: int, mode: str | None, version: int | None) -> Call[SearchResult]:
+def _search_result(data: dict[str, Any]) -> models.SearchResult:
+    hits = [models.Hit.from_json(h) for h in data["hits"]]
+    return models.SearchResult(data["kb"], data["query"], hits, data.get("version"))
+
+
+def search(
+    kb: str, query: str, *, top_k: int = 10, mode: str | None = None, version: int | None = None
+) -> Call[models.SearchResult]:
     body = {"kb": kb, "query": query, "top_k": top_k, "mode": mode, "version": version}
     return Call("POST", "/api/search", _search_result, json={k: v for k, v in body.items() if v is not None})
 
 
-def ask(body: dict[str, Any]) -> Call[Answer]:
-    return Call("POST", "/api/ask", lambda d: d, json={k: v for k, v in body.items() if v is not None})
+def ask_stream(question: str, kb: str | None = None, **options: Any) -> Call[models.Answer]:
+    """The answer's events as they arrive (`start`, `status`, `token`, `end`/`error`).
+
+    Options: scenario, session_id, new_session, version, top_k, mode ("fast"/"deep"), rewrite, source.
+    """
+    body = {"kb": kb, "question": question, **options}
+    json = {k: v for k, v in body.items() if v is not None}
+    return Call("POST", "/api/ask", finish_ask, json=json, events=Events())
 
 
-def finish_ask(events: Iterator[AskEvent] | list[AskEvent]) -> Answer:
+def ask(question: str, kb: str | None = None, **options: Any) -> Call[models.Answer]:
+    """The whole answer with its citations; a refusal is an `Answer` with `refused=True`."""
+    return ask_stream(question, kb, **options)
+
+
+def finish_ask(events: list[AskEvent]) -> models.Answer:
     """The answer from a question's events: `end` gives it, `error` raises with the server's message.
 
     The stream is read to its end, so the server has saved the trace and the session's turns on return.
@@ -224,52 +230,58 @@ def finish_ask(events: Iterator[AskEvent] | list[AskEvent]) -> Answer:
     for e in events:
         if e.event == "start":
             start = e.data
-        elif e.event in ("end", "error"):
+        elif e.event in ENDS:
             last = e
     if last is None:
         raise LoreAPIError(0, "the answer stream ended without an 'end' event")
-    if last.event == "error":
-        raise LoreAPIError(int(last.data.get("status", 500)), str(last.data.get("message")))
-    return Answer.from_end(last.data, start)
+    _raise_error(last)
+    return models.Answer.from_end(last.data, start)
 
 
-def finish_build(kb: str, event: AskEvent) -> IngestResult:
+def finish_build(kb: str, events: list[AskEvent]) -> models.IngestResult:
+    """The build's result from its last event (`end`), or its `error` raised."""
+    if not events or events[-1].event not in ENDS:
+        raise LoreAPIError(0, "the build stream ended without an 'end' event")
+    _raise_error(events[-1])
+    return models.IngestResult.from_json({"kb": kb, **events[-1].data})
+
+
+def _raise_error(event: AskEvent) -> None:
     if event.event == "error":
         raise LoreAPIError(int(event.data.get("status", 500)), str(event.data.get("message")))
-    return IngestResult.from_json({"kb": kb, **event.data})
 
 
-def list_sessions(kb: str | None) -> Call[list[Session]]:
+def get_passage(kb: str, chunk_id: str, version: int | None = None) -> Call[models.Passage]:
+    params = {"version": version} if version is not None else None
     return Call(
-        "GET", "/api/sessions", lambda d: [Session.from_json(s) for s in d], params={"kb": kb} if kb else None
+        "GET", kb_path(kb, f"/passages/{quote(chunk_id, safe='')}"), models.Passage.from_json, params=params
     )
 
 
-def get_session(session_id: str) -> Call[Session]:
-    return Call("GET", f"/api/sessions/{quote(session_id, safe='')}", Session.from_json)
-
-
-def delete_session(session_id: str) -> Call[None]:
-    return Call("DELETE", f"/api/sessions/{quote(session_id, safe='')}", lambda _: None)
-
-
-def feedback(trace_id: str, rating: int, note: str) -> Call[dict[str, Any]]:
-    return Call(
-        "POST", "/api/feedback", lambda d: d, json={"trace_id": trace_id, "rating": rating, "note": note}
-    )
-
-
-def get_passage(kb: str, chunk_id: str, version: int | None) -> Call[Passage]:
-    return Call(
-        "GET",
-        kb_path(kb, f"/passages/{quote(chunk_id, safe='')}"),
-        Passage.from_json,
-        params={"version": version} if version is not None else None,
-    )
-
-
-def get_document(kb: str, file: str, version: int | None) -> Call[Document]:
+def get_document(kb: str, file: str, version: int | None = None) -> Call[models.Document]:
     params: dict[str, Any] = {"file": file}
     if version is not None:
         params["version"] = version
-    return Call("GET", kb_path(kb, "/document"), Document.from_json, params=params)
+    return Call("GET", kb_path(kb, "/document"), models.Document.from_json, params=params)
+
+
+# --- sessions and feedback --------------------------------------------------------------------------
+
+
+def sessions(kb: str | None = None) -> Call[list[models.Session]]:
+    params = {"kb": kb} if kb else None
+    return Call("GET", "/api/sessions", lambda d: [models.Session.from_json(s) for s in d], params=params)
+
+
+def session(session_id: str) -> Call[models.Session]:
+    return Call("GET", f"/api/sessions/{quote(session_id, safe='')}", models.Session.from_json)
+
+
+def delete_session(session_id: str) -> Call[None]:
+    return Call("DELETE", f"/api/sessions/{quote(session_id, safe='')}", _nothing)
+
+
+def feedback(trace_id: str, rating: int, note: str = "") -> Call[dict[str, Any]]:
+    """Thumbs up (1) or down (-1) on an answer, by its trace id."""
+    body = {"trace_id": trace_id, "rating": rating, "note": note}
+    return Call("POST", "/api/feedback", _raw, json=body)

@@ -10,10 +10,9 @@ import numpy as np
 
 from lore.embed.base import InputKind, normalise
 from lore.errors import ConfigError, LoreError
-from lore.http_client import SNIPPET, EndpointClient, status_failure, transport_failure, with_retries
+from lore.http_client import SNIPPET, EndpointClient
 
 _API_KEY_ENV = ("LORE_EMBED_API_KEY", "OPENAI_API_KEY")
-_MAX_WAIT_S = 20.0
 
 
 class OpenAIEmbedder(EndpointClient):
@@ -21,6 +20,8 @@ class OpenAIEmbedder(EndpointClient):
 
     Retries connection errors, timeouts, 429 and 5xx with exponential backoff; other errors fail at once.
     """
+
+    max_wait_s = 20.0
 
     def __init__(
         self,
@@ -46,6 +47,7 @@ class OpenAIEmbedder(EndpointClient):
         self.model = model
         self.model_id = f"openai:{model}"
         self.url = base_url.rstrip("/") + "/embeddings"
+        self._where = f"embedding endpoint {self.url}"
         self.batch_size = batch_size
         self.max_retries = max_retries
         self.backoff_s = backoff_s
@@ -73,43 +75,20 @@ class OpenAIEmbedder(EndpointClient):
             return np.empty((0, self.dim), dtype=np.float32)
         prefix = self._prefixes[kind]
         inputs = [(prefix + t) or " " for t in texts]  # OpenAI-style servers reject empty strings
-        payload = self._post_with_retries({"model": self.model, "input": inputs})
+        payload = self.post_json(self.url, {"model": self.model, "input": inputs}, self._where)
         vectors = self._parse(payload, len(inputs))
         if self._dim is None:
             self._dim = vectors.shape[1]
         elif vectors.shape[1] != self._dim:
             raise LoreError(
-                f"embedding endpoint {self.url}: model {self.model!r} returned {vectors.shape[1]}-d vectors, "
+                f"{self._where}: model {self.model!r} returned {vectors.shape[1]}-d vectors, "
                 f"expected {self._dim} (check embed.dim)"
             )
         return normalise(vectors)
 
-    def _post_with_retries(self, body: dict[str, Any]) -> Any:
-        return with_retries(
-            self._post,
-            body,
-            max_retries=self.max_retries,
-            backoff_s=self.backoff_s,
-            cap_s=_MAX_WAIT_S,
-            error=LoreError,
-        )
-
-    def _post(self, body: dict[str, Any]) -> Any:
-        where = f"embedding endpoint {self.url}"
-        try:
-            response = self._client.post(self.url, json=body)
-        except httpx.TransportError as exc:
-            raise transport_failure(where, exc) from exc
-        if response.status_code != 200:
-            raise status_failure(where, response, response.text, LoreError, _MAX_WAIT_S)
-        try:
-            return response.json()
-        except ValueError as exc:
-            raise LoreError(f"{where}: response is not JSON: {response.text[:SNIPPET]!r}") from exc
-
     def _parse(self, payload: Any, expected: int) -> np.ndarray:
         """Validate the response and return its vectors ordered by `index`."""
-        where = f"embedding endpoint {self.url}"
+        where = self._where
         data = payload.get("data") if isinstance(payload, dict) else None
         if not isinstance(data, list):
             raise LoreError(f"{where}: response has no 'data' list: {str(payload)[:SNIPPET]}")

@@ -11,10 +11,9 @@ import httpx
 from lore.answer.generators.base import GenerationError, Passage
 from lore.answer.prompt import build_messages
 from lore.errors import ConfigError
-from lore.http_client import SNIPPET, EndpointClient, status_failure, transport_failure, with_retries
+from lore.http_client import SNIPPET, EndpointClient, status_failure, transport_failure
 
 _API_KEY_ENV = ("LORE_LLM_API_KEY", "OPENAI_API_KEY")
-_MAX_WAIT_S = 8.0
 
 
 class OpenAIChatGenerator(EndpointClient):
@@ -24,6 +23,8 @@ class OpenAIChatGenerator(EndpointClient):
     """
 
     name = "openai"
+    failure = GenerationError
+    max_wait_s = 8.0
 
     def __init__(
         self,
@@ -91,14 +92,7 @@ class OpenAIChatGenerator(EndpointClient):
             response.close()
 
     def _open_with_retries(self, body: dict[str, Any]) -> httpx.Response:
-        return with_retries(
-            self._open,
-            body,
-            max_retries=self.max_retries,
-            backoff_s=self.backoff_s,
-            cap_s=_MAX_WAIT_S,
-            error=GenerationError,
-        )
+        return self.retrying(self._open, body)
 
     def _open(self, body: dict[str, Any]) -> httpx.Response:
         """Send the request and return the open response once its status is 200."""
@@ -117,7 +111,7 @@ class OpenAIChatGenerator(EndpointClient):
             body = ""
         finally:
             response.close()
-        raise status_failure(self._where, response, body, GenerationError, _MAX_WAIT_S)
+        raise status_failure(self._where, response, body, GenerationError, self.max_wait_s)
 
     def _whole_reply(self, response: httpx.Response) -> str:
         """The content of a plain (non-streamed) JSON completion."""

@@ -10,12 +10,11 @@ from typing import Any
 import httpx
 
 from lore.errors import ConfigError
-from lore.http_client import SNIPPET, EndpointClient, status_failure, transport_failure, with_retries
+from lore.http_client import SNIPPET, EndpointClient
 from lore.retrieve.rerank.base import RerankError, reorder
 from lore.schema import Hit
 
 _API_KEY_ENV = ("LORE_RERANK_API_KEY",)
-_MAX_WAIT_S = 5.0
 
 
 def endpoint_url(base_url: str) -> str:
@@ -31,6 +30,8 @@ class HttpReranker(EndpointClient):
     `{"results": [{"index", "relevance_score"}]}`."""
 
     name = "http"
+    failure = RerankError
+    max_wait_s = 5.0
 
     def __init__(
         self,
@@ -47,6 +48,7 @@ class HttpReranker(EndpointClient):
         if api not in ("cohere", "tei"):
             raise ConfigError(f"rerank.api: 'cohere' or 'tei', got {api!r}")
         self.url, self.model, self.api = endpoint_url(base_url), model, api
+        self._where = f"rerank endpoint {self.url}"
         self.max_retries, self.backoff_s = max_retries, backoff_s
         super().__init__(api_key, _API_KEY_ENV, httpx.Timeout(timeout_s))
 
@@ -60,33 +62,13 @@ class HttpReranker(EndpointClient):
             body = {"query": query, "documents": texts, "top_n": len(texts), "return_documents": False}
             if self.model:
                 body["model"] = self.model
-        payload = with_retries(
-            self._post,
-            body,
-            max_retries=self.max_retries,
-            backoff_s=self.backoff_s,
-            cap_s=_MAX_WAIT_S,
-            error=RerankError,
-        )
+        payload = self.post_json(self.url, body, self._where)
         scores = self._parse(payload, len(hits))
         return reorder(hits, scores)
 
-    def _post(self, body: dict[str, Any]) -> Any:
-        where = f"rerank endpoint {self.url}"
-        try:
-            response = self._client.post(self.url, json=body)
-        except httpx.TransportError as exc:
-            raise transport_failure(where, exc) from exc
-        if response.status_code != 200:
-            raise status_failure(where, response, response.text, RerankError, _MAX_WAIT_S)
-        try:
-            return response.json()
-        except ValueError as exc:
-            raise RerankError(f"{where}: response is not JSON: {response.text[:SNIPPET]!r}") from exc
-
     def _parse(self, payload: Any, expected: int) -> list[float]:
         """One finite score per document, by index; anything else is a RerankError."""
-        where = f"rerank endpoint {self.url}"
+        where = self._where
         items = payload.get("results", payload.get("data")) if isinstance(payload, dict) else payload
         if not isinstance(items, list):
             raise RerankError(f"{where}: reply has no result list: {str(payload)[:SNIPPET]}")
