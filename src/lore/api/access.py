@@ -21,6 +21,13 @@ from lore.policy import Action, Kind, Resource, absent, can, check
 REDACTED = "[redacted: outside your access]"
 
 
+def audit(
+    lore: Lore, caller: Grant, action: str, *, kb: str | None = None, target: str = "", **detail: Any
+) -> None:
+    """Append one line to the audit log for what the caller's key did (its tenant and key id)."""
+    lore.catalog.audit(action, tenant=caller.tenant, key_id=caller.key_id, kb=kb, target=target, **detail)
+
+
 def kb_resource(lore: Lore, kb: KnowledgeBase) -> Resource:
     """A KB: seen by its owner tenant and the tenants it is shared with; changes touch every file owner.
     A KB without owner (from before 0005, no content) is seen by no API key: only by the local operator."""

@@ -11,7 +11,7 @@ from annotated_types import Ge, Le
 from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from lore.api.security import error_response
+from lore.api.security import HttpMiddleware, error_response
 
 MAX_INT = 2**31 - 1  # the catalog's integer columns (PostgreSQL INTEGER); larger numbers are a 422
 Seq = Annotated[int, Ge(1), Le(MAX_INT)]
@@ -70,7 +70,7 @@ def text_problem(body: bytes) -> str | None:
     )
 
 
-class BodyLimits:
+class BodyLimits(HttpMiddleware):
     """ASGI middleware: cap every request body, counting the bytes received whatever Content-Length says.
 
     Multipart uploads stream through with their cap (`upload_bytes`); other bodies (JSON) are read whole
@@ -78,12 +78,10 @@ class BodyLimits:
     """
 
     def __init__(self, app: ASGIApp, *, body_bytes: int, upload_bytes: int) -> None:
-        self.app, self.body_bytes, self.upload_bytes = app, body_bytes, upload_bytes
+        super().__init__(app)
+        self.body_bytes, self.upload_bytes = body_bytes, upload_bytes
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         if "\x00" in scope.get("path", "") or b"%00" in scope.get("query_string", b""):
             await self._refuse(scope, receive, send, 422, "NUL characters are not allowed in the URL")
             return

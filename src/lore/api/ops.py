@@ -10,10 +10,11 @@ import uuid
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from lore.api.deps import State
 from lore.api.logs import TRACE_ID
+from lore.api.security import HttpMiddleware
 from lore.engine import Lore
 from lore.metrics import REQUEST_SECONDS, REQUESTS, render
 
@@ -92,17 +93,11 @@ def migrations_status(lore: Lore) -> str:
     return "ok" if current == head else f"at {current or 'none'}, head is {head}: run lore db upgrade"
 
 
-class ServiceMiddleware:
+class ServiceMiddleware(HttpMiddleware):
     """Per request: a trace id (the `X-Request-ID` header, or a new one) for the logs, echoed back in
     `X-Request-ID`; Prometheus counts by route template and status, and latency to the response's end."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         rid = _header(scope, b"x-request-id") or uuid.uuid4().hex
         token = TRACE_ID.set(rid[:64])
         started, status = time.perf_counter(), [500]

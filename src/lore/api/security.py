@@ -76,8 +76,8 @@ def original_response(path: Path) -> FileResponse:
     )
 
 
-class Hardening:
-    """ASGI middleware: security headers on every HTTP response, and a generic 500 for unexpected errors."""
+class HttpMiddleware:
+    """ASGI middleware that acts on HTTP requests (`http`); WebSocket and lifespan pass straight through."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -86,6 +86,17 @@ class Hardening:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        await self.http(scope, receive, send)
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Handle one HTTP request."""
+        raise NotImplementedError
+
+
+class Hardening(HttpMiddleware):
+    """ASGI middleware: security headers on every HTTP response, and a generic 500 for unexpected errors."""
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope.get("path", "")
         started = False
 

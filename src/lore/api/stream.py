@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import anyio
@@ -22,7 +23,8 @@ from lore.answer.pipeline import Event
 from lore.api.access import own_session, require_kb
 from lore.api.deps import ServiceState, search_options
 from lore.api.logs import TRACE_ID
-from lore.api.scenarios import ScenarioCall
+from lore.api.questions import AskBody
+from lore.api.scenarios import ScenarioCall, resolve
 from lore.api.security import internal_message
 from lore.catalog.service import ChatSession
 from lore.engine import Lore
@@ -32,8 +34,8 @@ from lore.metrics import STAGE_SECONDS
 from lore.policy import Action
 from lore.retrieve.cache import CACHE_EVENTS
 from lore.retrieve.search import SearchOptions
-from lore.scenario.request import resolved_ask, scenario_ask
-from lore.scenario.routing import Router
+from lore.scenario.ask import ScenarioRuntime
+from lore.scenario.request import resolved_ask, scenario_ask, scenario_runtime
 from lore.schema import SearchFilter
 
 log = logging.getLogger("lore.api")
@@ -55,6 +57,7 @@ class AskPlan:
     rewrite: Standalone | None = None
     trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     scenario: ScenarioCall | None = None  # asked through a scenario: its routing, FAQ, profiles, scope
+    stages: ScenarioRuntime | None = None  # the scenario's stages, made once for the request
     mode: str = "fast"  # or "deep"
     query_rewrite: str = "off"  # query variants: off | on | hyde
 
@@ -62,29 +65,34 @@ class AskPlan:
     def scenario_id(self) -> str:
         return self.scenario.scenario.id if self.scenario else "default"
 
+    @property
+    def session_id(self) -> str | None:
+        return self.session.id if self.session else None
+
+    def asked(self) -> dict[str, Any]:
+        """What was asked, as the `start` event and the trace both record it."""
+        return {
+            "session_id": self.session_id,
+            "kb": self.kb,
+            "kb_version": self.kb_version,
+            "question": self.question,
+            "query": self.query,
+        }
+
 
 def prepare_ask(
-    lore: Lore,
-    scope: Grant,
-    *,
-    kb: str,
-    question: str,
-    transport: str,
-    session_id: str | None = None,
-    new_session: bool = True,
-    version: int | None = None,
-    history: list[str] | None = None,
-    top_k: int | None = None,
-    source: str | None = None,
-    scenario: ScenarioCall | None = None,
-    mode: str = "fast",
-    query_rewrite: str = "off",
-    rerank: bool | None = None,
+    lore: Lore, scope: Grant, body: AskBody, transport: str, history: list[str] | None = None
 ) -> AskPlan:
     """Resolve a question before streaming (blocking: run it in the threadpool).
 
-    With `scenario`, `kb` is the scenario's KB and the search is bounded by the scenario scope instead.
+    Through a scenario, the question is scoped and its stages made here, once: the KB is the scenario's,
+    the search is bounded by the scenario scope, and the router that decides a standalone question is
+    the one that answers it.
     """
+    question, version, session_id, source = body.question, body.version, body.session_id, body.source
+    scenario = None if body.scenario is None else resolve(lore, scope, body.scenario, source, version)
+    kb = scenario.scenario.kb_name if scenario else body.kb
+    assert kb is not None
     record = require_kb(lore, scope, kb, Action.READ if version is None else Action.READ_VERSION)
     # The version the answer will read (ConflictError -> 409 for a KB with none active yet).
     kb_version = lore.scoped(record, SearchOptions(), version).filter.version_seq
@@ -93,7 +101,7 @@ def prepare_ask(
         session = own_session(lore.catalog, session_id, scope)
         if session.kb != kb:
             raise LoreError(f"session '{session_id}' belongs to knowledge base '{session.kb}', not '{kb}'")
-    elif new_session:
+    elif body.new_session:
         session = lore.catalog.create_session(scope.tenant, kb, scope.key_id, title=question.strip()[:80])
     if history is None and session is not None:
         turns = lore.settings.api.history_turns
@@ -106,12 +114,13 @@ def prepare_ask(
             if turns
             else []
         )
-    if history and scenario is not None and Router(scenario.scenario).route(question).direct:
+    stages = scenario_runtime(lore, scenario.scenario, scenario.scope) if scenario else None
+    if history and stages is not None and stages.router.route(question).direct:
         history = []  # a greeting, thanks, hand-off or out-of-scope question stands alone: never rewrite it
     made = standalone_question(
         question, [{"role": "user", "content": q} for q in (history or [])[-6:]], lore.llm
     )
-    options = search_options(lore, scope, top_k, rerank)
+    options = search_options(lore, scope, body.top_k, body.rerank)
     if scenario is not None:  # the scenario scope bounds the filter inside Lore.ask; start from an open one
         options = replace(options, filter=SearchFilter())
     if source is not None:
@@ -127,8 +136,9 @@ def prepare_ask(
         session,
         rewrite=made,
         scenario=scenario,
-        mode=mode,
-        query_rewrite=query_rewrite,
+        stages=stages,
+        mode=body.mode,
+        query_rewrite=body.rewrite,
     )
 
 
@@ -145,12 +155,8 @@ async def ask_events(state: ServiceState, scope: Grant, plan: AskPlan) -> AsyncI
             "start",
             {
                 "trace_id": plan.trace_id,
-                "session_id": plan.session.id if plan.session else None,
-                "kb": plan.kb,
-                "kb_version": plan.kb_version,
+                **plan.asked(),
                 "scenario": plan.scenario_id,
-                "question": plan.question,
-                "query": plan.query,
                 "rewrite": plan.rewrite.method if plan.rewrite else "none",
                 "mode": plan.mode,
                 "query_rewrite": plan.query_rewrite,
@@ -161,17 +167,13 @@ async def ask_events(state: ServiceState, scope: Grant, plan: AskPlan) -> AsyncI
             scoped_scores = (
                 lore.catalog.get_kb(plan.kb).store_backend == "embedded"
             )  # see bm25_scores_are_scoped
-            session_id = plan.session.id if plan.session else None
-            how = {"mode": plan.mode, "rewrite": plan.query_rewrite, "session_id": session_id}
-            events = await run_in_threadpool(
-                lambda: (
-                    resolved_ask(
-                        lore, call.scenario, call.scope, plan.query, plan.options, plan.version, **how
-                    )
-                    if call  # resolved and scoped once, by `api.scenarios.resolve`
-                    else scenario_ask(lore, plan.kb, plan.query, plan.options, plan.version, **how)
-                )
+            how = {"mode": plan.mode, "rewrite": plan.query_rewrite, "session_id": plan.session_id}
+            ask = (
+                partial(resolved_ask, lore, call.scenario, call.scope, runtime=plan.stages)
+                if call  # resolved, scoped and given its stages once, by `prepare_ask`
+                else partial(scenario_ask, lore, plan.kb)
             )
+            events = await run_in_threadpool(ask, plan.query, plan.options, plan.version, **how)
             while True:
                 event = await run_in_threadpool(_step, events, trace.cache)
                 if event is _DONE:
@@ -264,7 +266,7 @@ class _TraceBuilder:
             data = {
                 **data,
                 "trace_id": self.plan.trace_id,
-                "session_id": self.plan.session.id if self.plan.session else None,
+                "session_id": self.plan.session_id,
             }
             if kind == "end":
                 self.end = data
@@ -325,22 +327,12 @@ def rolling_summary(queries: list[str], limit: int = 5) -> str:
 def _finish(lore: Lore, scope: Grant, plan: AskPlan, trace: _TraceBuilder) -> None:
     """Save the trace, and for a session the two turns and its rolling summary."""
     rec = trace.record()
-    session_id = plan.session.id if plan.session else None
+    session_id = plan.session_id
     rec["data"]["grant"] = (
         (plan.scenario.scope if plan.scenario else scope).at_version(plan.version).to_json()
     )
-    lore.catalog.save_trace(
-        id=plan.trace_id,
-        tenant_id=scope.tenant,
-        key_id=scope.key_id,
-        session_id=session_id,
-        kb=plan.kb,
-        kb_version=plan.kb_version,
-        transport=plan.transport,
-        question=plan.question,
-        query=plan.query,
-        **rec,
-    )
+    by = {"tenant_id": scope.tenant, "key_id": scope.key_id, "transport": plan.transport}
+    lore.catalog.save_trace(id=plan.trace_id, **by, **plan.asked(), **rec)
     if session_id is None or trace.end is None:
         return
     with lore.catalog.transaction():

@@ -44,6 +44,10 @@ class FileOwnerRow(Base):
     updated_at: Mapped[datetime]
 
 
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
 class AuditRow(Base):
     """One change of access or serving state: who (key id, tenant), what, on which KB, when."""
 
@@ -51,7 +55,7 @@ class AuditRow(Base):
     __table_args__ = (Index("ix_audit_log_tenant_id_at", "tenant_id", "at"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    at: Mapped[datetime]
+    at: Mapped[datetime] = mapped_column(default=_now)
     key_id: Mapped[str | None] = mapped_column(String(32))
     tenant_id: Mapped[str] = mapped_column(String(128))
     action: Mapped[str] = mapped_column(String(32))
@@ -89,10 +93,6 @@ class AuditEntry:
 def path_digest(path: str) -> str:
     """The indexed key of a file path (paths can be longer than an index may hold)."""
     return hashlib.sha256(path.encode("utf-8")).hexdigest()
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 class AccessMixin:
@@ -225,19 +225,10 @@ class AccessMixin:
         target: str = "",
         **detail: Any,
     ) -> None:
-        """Append one line to the audit log."""
+        """Append one line to the audit log (stamped with the time it is written)."""
+        text = json.dumps(detail, ensure_ascii=False, default=str)
         with self.transaction() as s:
-            s.add(
-                AuditRow(
-                    at=_now(),
-                    key_id=key_id,
-                    tenant_id=tenant,
-                    action=action,
-                    kb=kb,
-                    target=target,
-                    detail=json.dumps(detail, ensure_ascii=False, default=str),
-                )
-            )
+            s.add(AuditRow(key_id=key_id, tenant_id=tenant, action=action, kb=kb, target=target, detail=text))
 
     def audit_log(
         self, tenant: str | None = None, kb: str | None = None, limit: int = 100

@@ -147,16 +147,7 @@ class ManifestsMixin:
             )
             try:
                 with self.transaction() as s:
-                    s.execute(
-                        insert(BuildLockRow).values(
-                            kb_id=kb_id,
-                            host=me.host,
-                            pid=me.pid,
-                            acquired_at=me.acquired_at,
-                            token=me.token,
-                            lease_expires_at=me.lease_expires_at,
-                        )
-                    )
+                    s.execute(insert(BuildLockRow).values(asdict(me)))
                 return me
             except IntegrityError:
                 holder = self.build_lock_holder(kb_id)

@@ -112,16 +112,6 @@ class ChunkRow(Base):
     document_id: Mapped[str | None] = mapped_column(String(255))
 
 
-VERSION_COUNTS = (
-    "files_added",
-    "files_changed",
-    "files_removed",
-    "files_reused",
-    "chunks_embedded",
-    "chunks_reused",
-)
-
-
 class VersionRow(Base):
     """One build of a knowledge base, numbered by seq within the knowledge base."""
 
@@ -148,6 +138,12 @@ class VersionRow(Base):
     created_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]
     activated_at: Mapped[datetime | None]
+
+
+# A version's file and chunk counts: its `files_*` and `chunks_*` columns, in table order.
+VERSION_COUNTS = tuple(
+    c.name for c in VersionRow.__table__.columns if c.name.startswith(("files_", "chunks_"))
+)
 
 
 class ActivationRow(Base):

@@ -9,9 +9,9 @@ import secrets
 import uuid
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import select, update
+from sqlalchemy import Select, select, update
 from sqlalchemy.orm import Session
 
 from lore.catalog.service_models import ApiKeyRow, FeedbackRow, MessageRow, SessionRow, TraceRow
@@ -19,6 +19,8 @@ from lore.catalog.service_records import ApiKey, ChatSession, Feedback, Message,
 from lore.errors import LoreError, NotFoundError
 
 KEY_PREFIX = "lore_"
+Owned = TypeVar("Owned", SessionRow, TraceRow)
+_WHAT = {SessionRow: "session", TraceRow: "trace"}
 
 
 def hash_key(secret: str) -> str:
@@ -131,25 +133,20 @@ class ServiceMixin:
         """The tenant's session (with `key_id`: only if that key opened it); NotFoundError otherwise
         (its existence is not revealed)."""
         with self.transaction() as s:
-            return ChatSession.from_row(_owned_session(s, session_id, tenant_id, key_id))
+            return ChatSession.from_row(_owned(s, SessionRow, session_id, tenant_id, key_id))
 
     def list_sessions(
         self, tenant_id: str, kb: str | None = None, limit: int = 50, key_id: str | None = None
     ) -> list[ChatSession]:
         """The tenant's sessions (with `key_id`: only that key's), most recent first."""
-        query = select(SessionRow).where(SessionRow.tenant_id == tenant_id)
-        if key_id is not None:
-            query = query.where(SessionRow.key_id == key_id)
-        if kb is not None:
-            query = query.where(SessionRow.kb == kb)
+        query = _owned_rows(SessionRow, tenant_id, kb, key_id).order_by(SessionRow.updated_at.desc())
         with self.transaction() as s:
-            rows = s.scalars(query.order_by(SessionRow.updated_at.desc()).limit(limit))
-            return [ChatSession.from_row(r) for r in rows]
+            return [ChatSession.from_row(r) for r in s.scalars(query.limit(limit))]
 
     def delete_session(self, session_id: str, tenant_id: str, key_id: str | None = None) -> None:
         """Remove a session and its messages (with `key_id`: only a session that key opened)."""
         with self.transaction() as s:
-            row = _owned_session(s, session_id, tenant_id, key_id)
+            row = _owned(s, SessionRow, session_id, tenant_id, key_id)
             s.delete(row)  # its messages go with it (ON DELETE CASCADE; SQLite runs with foreign_keys=ON)
 
     def add_message(
@@ -236,43 +233,12 @@ class ServiceMixin:
 
     # -- traces --------------------------------------------------------------------------------
 
-    def save_trace(
-        self,
-        *,
-        id: str,
-        tenant_id: str,
-        key_id: str | None,
-        session_id: str | None,
-        kb: str,
-        kb_version: int | None,
-        transport: str,
-        question: str,
-        query: str,
-        status: str,
-        route: str | None,
-        error: str | None,
-        first_token_ms: float | None,
-        total_ms: float,
-        data: dict[str, Any],
-    ) -> Trace:
-        """Record one request's trace."""
+    def save_trace(self, *, id: str, data: dict[str, Any], **columns: Any) -> Trace:
+        """Record one request's trace: `data` (stages, timings, plan, hits...) and the other columns of
+        `TraceRow` (tenant_id, key_id, session_id, kb, kb_version, transport, question, query, status,
+        route, error, first_token_ms, total_ms); an unknown column is a TypeError."""
         row = TraceRow(
-            id=id,
-            tenant_id=tenant_id,
-            key_id=key_id,
-            session_id=session_id,
-            kb=kb,
-            kb_version=kb_version,
-            transport=transport,
-            question=question,
-            query=query,
-            status=status,
-            route=route,
-            error=error,
-            first_token_ms=first_token_ms,
-            total_ms=total_ms,
-            data=json.dumps(data, ensure_ascii=False, default=str),
-            created_at=_now(),
+            id=id, data=json.dumps(data, ensure_ascii=False, default=str), created_at=_now(), **columns
         )
         with self.transaction() as s:
             s.add(row)
@@ -282,29 +248,32 @@ class ServiceMixin:
     def get_trace(self, trace_id: str, tenant_id: str, key_id: str | None = None) -> Trace:
         """The tenant's trace (with `key_id`: only that key's); NotFoundError for any other."""
         with self.transaction() as s:
-            row = s.get(TraceRow, trace_id)
-            if row is None or row.tenant_id != tenant_id or (key_id is not None and row.key_id != key_id):
-                raise NotFoundError(f"trace '{trace_id}' not found")
-            return Trace.from_row(row)
+            return Trace.from_row(_owned(s, TraceRow, trace_id, tenant_id, key_id))
 
     def list_traces(
         self, tenant_id: str, kb: str | None = None, limit: int = 50, key_id: str | None = None
     ) -> list[Trace]:
         """The tenant's most recent traces (with `key_id`: only that key's)."""
-        query = select(TraceRow).where(TraceRow.tenant_id == tenant_id)
-        if key_id is not None:
-            query = query.where(TraceRow.key_id == key_id)
-        if kb is not None:
-            query = query.where(TraceRow.kb == kb)
+        query = _owned_rows(TraceRow, tenant_id, kb, key_id).order_by(TraceRow.created_at.desc())
         with self.transaction() as s:
-            return [
-                Trace.from_row(r) for r in s.scalars(query.order_by(TraceRow.created_at.desc()).limit(limit))
-            ]
+            return [Trace.from_row(r) for r in s.scalars(query.limit(limit))]
 
 
-def _owned_session(s: Session, session_id: str, tenant_id: str, key_id: str | None) -> SessionRow:
-    """The tenant's session (with `key_id`: only if that key opened it); NotFoundError otherwise."""
-    row = s.get(SessionRow, session_id)
+def _owned(s: Session, model: type[Owned], row_id: str, tenant_id: str, key_id: str | None) -> Owned:
+    """The tenant's session or trace (with `key_id`: only that key's); NotFoundError otherwise."""
+    row = s.get(model, row_id)
     if row is None or row.tenant_id != tenant_id or (key_id is not None and row.key_id != key_id):
-        raise NotFoundError(f"session '{session_id}' not found")
+        raise NotFoundError(f"{_WHAT[model]} '{row_id}' not found")
     return row
+
+
+def _owned_rows(
+    model: type[Owned], tenant_id: str, kb: str | None, key_id: str | None
+) -> Select[tuple[Owned]]:
+    """The tenant's sessions or traces (with `kb`, `key_id`: only that knowledge base's, that key's)."""
+    query = select(model).where(model.tenant_id == tenant_id)
+    if key_id is not None:
+        query = query.where(model.key_id == key_id)
+    if kb is not None:
+        query = query.where(model.kb == kb)
+    return query

@@ -1,4 +1,6 @@
-"""Catalog tables of the HTTP service: API keys, chat sessions and messages, feedback, request traces."""
+"""Catalog tables of the HTTP service: API keys, chat sessions and messages, feedback, request traces.
+
+A one-column index or check is declared on its column (named by the metadata's naming convention)."""
 
 from __future__ import annotations
 
@@ -32,10 +34,9 @@ class SessionRow(Base):
     """A conversation with one knowledge base, owned by a tenant (and the key that opened it)."""
 
     __tablename__ = "chat_sessions"
-    __table_args__ = (Index("ix_chat_sessions_tenant_id", "tenant_id"),)
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
-    tenant_id: Mapped[str] = mapped_column(String(128))
+    tenant_id: Mapped[str] = mapped_column(String(128), index=True)
     key_id: Mapped[str | None] = mapped_column(String(32))
     kb: Mapped[str] = mapped_column(String(64))
     title: Mapped[str] = mapped_column(Text, default="")
@@ -48,14 +49,14 @@ class MessageRow(Base):
     """One turn of a session: the user's question (with its standalone rewrite) or the answer."""
 
     __tablename__ = "chat_messages"
-    __table_args__ = (
-        Index("ix_chat_messages_session_id", "session_id"),
-        CheckConstraint("role IN ('user', 'assistant')", name="role"),
-    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    session_id: Mapped[str] = mapped_column(String(32), ForeignKey("chat_sessions.id", ondelete="CASCADE"))
-    role: Mapped[str] = mapped_column(String(16))
+    session_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("chat_sessions.id", ondelete="CASCADE"), index=True
+    )
+    role: Mapped[str] = mapped_column(
+        String(16), CheckConstraint("role IN ('user', 'assistant')", name="role")
+    )
     content: Mapped[str] = mapped_column(LongText)
     query: Mapped[str | None] = mapped_column(Text)  # the standalone question actually searched
     trace_id: Mapped[str | None] = mapped_column(String(32))
@@ -66,17 +67,13 @@ class FeedbackRow(Base):
     """Thumbs up (+1) or down (-1) with a note on one answer, identified by its trace."""
 
     __tablename__ = "feedback"
-    __table_args__ = (
-        Index("ix_feedback_tenant_id", "tenant_id"),
-        CheckConstraint("rating IN (-1, 1)", name="rating"),
-    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     trace_id: Mapped[str] = mapped_column(String(32))
-    tenant_id: Mapped[str] = mapped_column(String(128))
+    tenant_id: Mapped[str] = mapped_column(String(128), index=True)
     key_id: Mapped[str | None] = mapped_column(String(32))
     kb: Mapped[str] = mapped_column(String(64))
-    rating: Mapped[int] = mapped_column(Integer)
+    rating: Mapped[int] = mapped_column(Integer, CheckConstraint("rating IN (-1, 1)", name="rating"))
     note: Mapped[str] = mapped_column(Text, default="")
     question: Mapped[str] = mapped_column(LongText, default="")
     answer: Mapped[str] = mapped_column(LongText, default="")

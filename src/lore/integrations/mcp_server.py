@@ -19,9 +19,10 @@ from pydantic import ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lore.api.deps import ServiceState, authenticate, bearer, error_status
+from lore.api.questions import AskBody
 from lore.api.routers import kbs, passages
 from lore.api.routers import search as search_api
-from lore.api.routers.ask import AskBody, start_stream
+from lore.api.routers.ask import ask_result
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.grant import Grant as Caller
@@ -115,18 +116,12 @@ def build_server(state: ServiceState, api_key: str | None = None) -> MCPServer:
             new_session=False,
             version=version,
         )
-        events = await start_stream(state, await caller(ctx), body, "mcp")
-        start: dict[str, Any] = {}
-        end: dict[str, Any] | None = None
-        async for event in events:
-            if event["event"] == "start":
-                start = event["data"]
-            elif event["event"] == "error":
-                raise ToolError(str(event["data"].get("message")))
-            elif event["event"] == "end":
-                end = event["data"]
-        if end is None:
+        result = await ask_result(state, await caller(ctx), body, "mcp")
+        if result.error is not None:
+            raise ToolError(str(result.error.get("message")))
+        if result.end is None:
             raise ToolError("the answer stream ended without a result")
+        start, end = result.start, result.end
         return {
             "answer": end["answer"],
             "refused": end["refused"],

@@ -19,6 +19,11 @@ def scenarios(lore: Lore) -> Scenarios:
     return Scenarios(lore.settings.scenario.scenarios_dir)
 
 
+def scenario_runtime(lore: Lore, sc: Scenario, scope: Grant) -> ScenarioRuntime:
+    """The stages of one request through a scenario (its router, profiles and search cache)."""
+    return ScenarioRuntime(sc, scope, lore.settings.scenario, cache=lore.search_cache)
+
+
 def scenario_ask(
     lore: Lore,
     name: str | None,
@@ -77,10 +82,12 @@ def resolved_ask(
     rewrite: str = "off",
     session_id: str | None = None,
     history: Sequence[dict[str, str]] | None = None,
+    runtime: ScenarioRuntime | None = None,
 ) -> Iterator[Event]:
     """`Lore.ask` through a scenario and a scope already resolved and checked for it (at `version`), as
-    the service resolves them once per request; `scenario_ask` resolves them from names."""
-    runtime = ScenarioRuntime(sc, scope, lore.settings.scenario, cache=lore.search_cache)
+    the service resolves them once per request (with the `runtime` it made); `scenario_ask` resolves them
+    from names."""
+    runtime = runtime or scenario_runtime(lore, sc, scope)
     return lore.ask(
         sc.kb_name,
         question,

@@ -285,10 +285,18 @@ class Router:
         self.sources = {
             s.id: Matcher(s.patterns) for s in (scenario.sources if scenario else []) if s.patterns
         }
+        self._last: tuple[str, Route] | None = None  # (normalised question, its route)
 
     def route(self, question: str) -> Route:
-        """Hand-off > greeting > thanks > out of scope (unless a source pattern claims it) > retrieval."""
+        """Hand-off > greeting > thanks > out of scope (unless a source pattern claims it) > retrieval.
+
+        The last question's route is kept: a request that looks at its route before answering routes once."""
         q = normalise(question, match_key=True)
+        if self._last is None or self._last[0] != q:
+            self._last = (q, self._route(q))
+        return self._last[1]
+
+    def _route(self, q: str) -> Route:
         sources = [sid for sid, m in self.sources.items() if m.find(q)]
         risk, risk_kw = self.find_risk(q)
         base = {"risk": risk, "risk_matched": risk_kw, "sources": sources}

@@ -6,19 +6,20 @@ import json
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 from fastapi import APIRouter, HTTPException, WebSocket, WebSocketDisconnect
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.types import Receive, Send
 from starlette.types import Scope as AsgiScope
 
-from lore.api import scenarios
 from lore.api.deps import Caller, ServiceState, State, error_status, websocket_scope
-from lore.api.limits import Seq, check_text, text_problem
+from lore.api.limits import check_text, text_problem
+from lore.api.questions import AskBody
 from lore.api.security import internal_message
 from lore.api.stream import ask_events, prepare_ask
 from lore.errors import LoreError
@@ -26,48 +27,6 @@ from lore.grant import Grant
 
 router = APIRouter(tags=["ask"])
 log = logging.getLogger("lore.api")
-
-
-class AskBody(BaseModel):
-    """A question to a knowledge base or a scenario; the caller's scope comes from its key, not from here."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kb: str | None = Field(default=None, description="Knowledge base name (or give `scenario`).")
-    scenario: str | None = Field(
-        default=None,
-        description="Scenario id: routing, FAQ, prompt profiles and "
-        "the scenario's access lists bound the key's scope (or give `kb`).",
-    )
-    source: str | None = Field(
-        default=None, description="Only this business source (e.g. a scenario source)."
-    )
-    question: str = Field(description="The question, Chinese or English.")
-    session_id: str | None = Field(default=None, description="Continue this session (follow-ups use it).")
-    new_session: bool = Field(default=True, description="Open a session when no session_id is given.")
-    version: Seq | None = Field(default=None, description="Answer from this version (admin keys only).")
-    top_k: int | None = Field(default=None, ge=1, le=50, description="Hits handed to context building.")
-    mode: Literal["fast", "deep"] = Field(
-        default="fast",
-        description="deep: plan sub-questions, retrieve, "
-        "grade and retry (at most 3 rounds); status events show each round.",
-    )
-    rerank: bool | None = Field(
-        default=None,
-        description="false: no reranking; true/absent: the configured "
-        "reranker where the retrieval plan uses it.",
-    )
-    rewrite: Literal["off", "on", "hyde"] = Field(
-        default="off",
-        description="Search query variants (fast mode); "
-        "LLM steps are skipped with a note when no LLM is configured.",
-    )
-
-    @model_validator(mode="after")
-    def _one_target(self) -> AskBody:
-        if (self.kb is None) == (self.scenario is None):
-            raise ValueError("give exactly one of 'kb' and 'scenario'")
-        return self
 
 
 async def start_stream(
@@ -79,34 +38,34 @@ async def start_stream(
     for turn in history or []:
         check_text("history", turn, limit)
     try:
-        call = None
-        if body.scenario is not None:
-            call = await run_in_threadpool(
-                scenarios.resolve, state.lore, scope, body.scenario, body.source, body.version
-            )
-        kb = call.scenario.kb_name if call else body.kb
-        assert kb is not None
-        plan = await run_in_threadpool(
-            prepare_ask,
-            state.lore,
-            scope,
-            kb=kb,
-            question=body.question,
-            transport=transport,
-            session_id=body.session_id,
-            new_session=body.new_session,
-            version=body.version,
-            history=history,
-            top_k=body.top_k,
-            source=body.source,
-            scenario=call,
-            mode=body.mode,
-            query_rewrite=body.rewrite,
-            rerank=body.rerank,
-        )
+        plan = await run_in_threadpool(prepare_ask, state.lore, scope, body, transport, history)
     except LoreError as exc:
         raise HTTPException(error_status(exc), str(exc)) from exc
     return ask_events(state, scope, plan)
+
+
+@dataclass
+class AskResult:
+    """A question run to its end: the data of its `start` event, and of its `end` or its `error`."""
+
+    start: dict[str, Any] = field(default_factory=dict)
+    end: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+async def ask_result(
+    state: ServiceState, scope: Grant, body: AskBody, transport: str, history: list[str] | None = None
+) -> AskResult:
+    """The answer as one result, for callers that do not stream (4xx errors raise, as in `start_stream`)."""
+    events = await start_stream(state, scope, body, transport, history)
+    result = AskResult()
+    try:
+        async for event in events:
+            if event["event"] in ("start", "end", "error"):
+                setattr(result, event["event"], event["data"])
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
+    return result
 
 
 class ClosingStream(StreamingResponse):

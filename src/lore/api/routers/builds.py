@@ -11,7 +11,7 @@ from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, StreamingResponse
 
-from lore.api.access import require_kb
+from lore.api.access import audit, require_kb
 from lore.api.deps import Caller, ServiceState, State
 from lore.api.jobs import queue_build
 from lore.api.routers.ask import sse
@@ -32,9 +32,7 @@ def _queue(state: ServiceState, kb: str, body: BuildBody, scope: Grant) -> Job:
     check_sources_write(lore, kb, inputs, scope, replaces_all=True)
     stamp = scope.chunk_stamp(body.dataset)
     job = queue_build(lore, kb, inputs, body.model_dump(), stamp)
-    lore.catalog.audit(
-        "build", tenant=scope.tenant, key_id=scope.key_id, kb=kb, target=job.id, activate=body.activate
-    )
+    audit(lore, scope, "build", kb=kb, target=job.id, activate=body.activate)
     return job
 
 

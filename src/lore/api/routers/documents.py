@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
 from lore.api.access import (
+    audit,
     check_file_writes,
     file_visible,
     indexed_file,
@@ -205,14 +206,7 @@ async def edit_chunk(
             if result.status != "ingested":
                 raise HTTPException(422, f"{name}: {result.error or result.status}")
             applied = True
-        lore.catalog.audit(
-            "chunk_edit",
-            tenant=scope.tenant,
-            key_id=scope.key_id,
-            kb=kb,
-            target=f"{path}#{index}",
-            off=body.off,
-        )
+        audit(lore, scope, "chunk_edit", kb=kb, target=f"{path}#{index}", off=body.off)
         now = next((e for e in edits.for_file(path) if e.chunk_index == index), edit)
         return {"kb": kb, "file": path, "edit": now.to_json(), "applied": applied}
 

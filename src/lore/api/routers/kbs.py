@@ -9,7 +9,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import own_counts, require_kb, visible_kbs
+from lore.api.access import audit, own_counts, require_kb, visible_kbs
 from lore.api.deps import Caller, State
 from lore.catalog import KnowledgeBase
 from lore.engine import Lore
@@ -69,9 +69,7 @@ async def create_kb(body: KbBody, scope: Caller, state: State) -> dict[str, Any]
     def run() -> dict[str, Any]:
         check(scope, Action.CREATE, Resource(Kind.KB, body.name, tenants=frozenset({scope.tenant})))
         kb = state.lore.create_kb(body.name, body.description, owner_tenant=scope.tenant)
-        state.lore.catalog.audit(
-            "create", tenant=scope.tenant, key_id=scope.key_id, kb=kb.name, target=kb.name
-        )
+        audit(state.lore, scope, "create", kb=kb.name, target=kb.name)
         return kb_json(state.lore, kb, scope)
 
     return await run_in_threadpool(run)
@@ -95,7 +93,7 @@ async def delete_kb(kb: str, scope: Caller, state: State) -> None:
         record = require_kb(state.lore, scope, kb, Action.DELETE)
         state.lore.delete_kb(kb)
         state.lore.storage.delete_prefix(uploads_key(kb))
-        state.lore.catalog.audit("delete", tenant=scope.tenant, key_id=scope.key_id, kb=kb, target=record.id)
+        audit(state.lore, scope, "delete", kb=kb, target=record.id)
 
     await run_in_threadpool(run)
 
@@ -115,7 +113,7 @@ async def share(kb: str, body: ShareBody, scope: Caller, state: State) -> dict[s
     def run() -> dict[str, Any]:
         record = require_kb(state.lore, scope, kb, Action.SHARE)
         state.lore.catalog.share_kb(record.id, body.tenant)
-        state.lore.catalog.audit("share", tenant=scope.tenant, key_id=scope.key_id, kb=kb, target=body.tenant)
+        audit(state.lore, scope, "share", kb=kb, target=body.tenant)
         return {"kb": kb, "shared_with": sorted(state.lore.catalog.kb_tenants(record.id)[1])}
 
     return await run_in_threadpool(run)
@@ -129,7 +127,7 @@ async def unshare(kb: str, tenant: str, scope: Caller, state: State) -> None:
         record = require_kb(state.lore, scope, kb, Action.SHARE)
         if not state.lore.catalog.unshare_kb(record.id, tenant):
             raise NotFoundError(f"knowledge base '{kb}' is not shared with tenant '{tenant}'")
-        state.lore.catalog.audit("unshare", tenant=scope.tenant, key_id=scope.key_id, kb=kb, target=tenant)
+        audit(state.lore, scope, "unshare", kb=kb, target=tenant)
 
     await run_in_threadpool(run)
 

@@ -8,6 +8,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
+from lore.api.access import audit
 from lore.api.deps import Caller, State
 from lore.catalog.service import ApiKey
 from lore.grant import Grant
@@ -62,14 +63,7 @@ async def create_key(body: KeyBody, scope: Caller, state: State) -> dict[str, An
         catalog = state.lore.catalog
         with catalog.transaction():
             key, secret = catalog.create_api_key(scope.tenant, body.roles, body.datasets, body.name)
-            catalog.audit(
-                "key_create",
-                tenant=scope.tenant,
-                key_id=scope.key_id,
-                target=key.id,
-                roles=key.roles,
-                datasets=key.datasets,
-            )
+            audit(state.lore, scope, "key_create", target=key.id, roles=key.roles, datasets=key.datasets)
         return key, secret
 
     key, secret = await run_in_threadpool(run)
@@ -86,6 +80,6 @@ async def revoke_key(key_id: str, scope: Caller, state: State) -> None:
         _manage(scope, owner or "", key_id)
         with state.lore.catalog.transaction():
             state.lore.catalog.revoke_api_key(key_id)
-            state.lore.catalog.audit("key_revoke", tenant=scope.tenant, key_id=scope.key_id, target=key_id)
+            audit(state.lore, scope, "key_revoke", target=key_id)
 
     await run_in_threadpool(run)

@@ -18,7 +18,8 @@ from starlette.responses import JSONResponse, Response
 
 from lore.api.access import visible_kbs
 from lore.api.deps import Caller, State
-from lore.api.routers.ask import AskBody, ClosingStream, start_stream
+from lore.api.questions import AskBody
+from lore.api.routers.ask import ClosingStream, ask_result, start_stream
 from lore.api.scenarios import MODEL_PREFIX, visible_scenarios
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
@@ -85,23 +86,16 @@ async def chat_completions(body: ChatRequest, scope: Caller, state: State) -> Re
         ask = AskBody(scenario=body.model.removeprefix(MODEL_PREFIX), question=users[-1], new_session=False)
     else:
         ask = AskBody(kb=body.model, question=users[-1], new_session=False)
-    events = await start_stream(state, scope, ask, "openai", history=users[:-1])
     created, model = int(time.time()), body.model
     if body.stream:
+        events = await start_stream(state, scope, ask, "openai", history=users[:-1])
         return ClosingStream(
             _chunks(events, created, model),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache"},
         )
-    end, error = None, None
-    try:
-        async for event in events:
-            if event["event"] == "end":
-                end = event["data"]
-            elif event["event"] == "error":
-                error = event["data"]
-    finally:
-        await events.aclose()  # type: ignore[attr-defined]
+    result = await ask_result(state, scope, ask, "openai", history=users[:-1])
+    end, error = result.end, result.error
     if end is None:
         data = error or {"message": "the answer stream ended without a result"}
         return JSONResponse(

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from lore.api.access import check_file_writes, require_file, require_kb
+from lore.api.access import audit, check_file_writes, require_file, require_kb
 from lore.api.deps import Caller, State
 from lore.api.limits import PositiveInt
 from lore.api.routers.ingest import uploaded
@@ -94,14 +94,7 @@ async def review_page(
             raise HTTPException(422, f"page {page} of '{name}' was not read by OCR (OCR pages: {scanned})")
         reviews = lore.ocr_reviews(kb)
         mark = reviews.mark(path.name, page, f.sha256, scope.actor, body.reviewed)
-        lore.catalog.audit(
-            "ocr_review",
-            tenant=scope.tenant,
-            key_id=scope.key_id,
-            kb=kb,
-            target=f"{path.name}#page={page}",
-            reviewed=body.reviewed,
-        )
+        audit(lore, scope, "ocr_review", kb=kb, target=f"{path.name}#page={page}", reviewed=body.reviewed)
         done = reviews.reviewed(path.name, f.sha256)
         return {
             "kb": kb,

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse
 
-from lore.api.access import kb_resource, require_kb
+from lore.api.access import audit, kb_resource, require_kb
 from lore.api.deps import Caller, ServiceState, State
 from lore.api.limits import PositiveInt, check_text
 from lore.api.scenarios import faq_reader, require_scenario, visible_scenarios
@@ -164,10 +164,10 @@ def _save(state: ServiceState, scope: Grant, scenario_id: str, index: int | None
             403, "this row's tenant, dataset, visibility or roles are outside your key's access"
         )
     saved = faq_edit.save(sc.faq_path, sc, index, values, body.revision)
-    lore.catalog.audit(
+    audit(
+        lore,
+        scope,
         "faq_edit" if index is not None else "faq_add",
-        tenant=scope.tenant,
-        key_id=scope.key_id,
         kb=sc.kb_name,
         target=f"{sc.id}:{saved.index}",
     )

@@ -11,7 +11,7 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import require_kb
+from lore.api.access import audit, require_kb
 from lore.api.deps import Caller, State
 from lore.api.limits import Seq
 from lore.catalog import Version
@@ -93,9 +93,7 @@ async def activate(
         reason = body.reason if body else ""
         with state.lore.catalog.transaction():
             v = state.lore.catalog.activate(record.id, seq, actor=scope.actor[:64], reason=reason)
-            state.lore.catalog.audit(
-                "activate", tenant=scope.tenant, key_id=scope.key_id, kb=kb, target=str(seq), reason=reason
-            )
+            audit(state.lore, scope, "activate", kb=kb, target=str(seq), reason=reason)
         return _json(v, v.seq)  # the version just activated is the active one
 
     return await run_in_threadpool(run)
@@ -110,9 +108,7 @@ async def rollback(kb: str, scope: Caller, state: State, body: ReasonBody | None
         reason = body.reason if body else ""
         with state.lore.catalog.transaction():
             v = state.lore.catalog.rollback(record.id, actor=scope.actor[:64], reason=reason)
-            state.lore.catalog.audit(
-                "rollback", tenant=scope.tenant, key_id=scope.key_id, kb=kb, target=str(v.seq), reason=reason
-            )
+            audit(state.lore, scope, "rollback", kb=kb, target=str(v.seq), reason=reason)
         return _json(v, v.seq)
 
     return await run_in_threadpool(run)

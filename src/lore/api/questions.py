@@ -1,0 +1,51 @@
+"""The question a caller sends, the same on every path: SSE, WebSocket, OpenAI-compatible chat, MCP."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from lore.api.limits import Seq
+
+
+class AskBody(BaseModel):
+    """A question to a knowledge base or a scenario; the caller's scope comes from its key, not from here."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kb: str | None = Field(default=None, description="Knowledge base name (or give `scenario`).")
+    scenario: str | None = Field(
+        default=None,
+        description="Scenario id: routing, FAQ, prompt profiles and "
+        "the scenario's access lists bound the key's scope (or give `kb`).",
+    )
+    source: str | None = Field(
+        default=None, description="Only this business source (e.g. a scenario source)."
+    )
+    question: str = Field(description="The question, Chinese or English.")
+    session_id: str | None = Field(default=None, description="Continue this session (follow-ups use it).")
+    new_session: bool = Field(default=True, description="Open a session when no session_id is given.")
+    version: Seq | None = Field(default=None, description="Answer from this version (admin keys only).")
+    top_k: int | None = Field(default=None, ge=1, le=50, description="Hits handed to context building.")
+    mode: Literal["fast", "deep"] = Field(
+        default="fast",
+        description="deep: plan sub-questions, retrieve, "
+        "grade and retry (at most 3 rounds); status events show each round.",
+    )
+    rerank: bool | None = Field(
+        default=None,
+        description="false: no reranking; true/absent: the configured "
+        "reranker where the retrieval plan uses it.",
+    )
+    rewrite: Literal["off", "on", "hyde"] = Field(
+        default="off",
+        description="Search query variants (fast mode); "
+        "LLM steps are skipped with a note when no LLM is configured.",
+    )
+
+    @model_validator(mode="after")
+    def _one_target(self) -> AskBody:
+        if (self.kb is None) == (self.scenario is None):
+            raise ValueError("give exactly one of 'kb' and 'scenario'")
+        return self
