@@ -5,8 +5,9 @@ cited, false refusals, answers noting that documents disagree (false alarms on t
 off-topic folder's queries asked of every KB: refusals. Reported per dataset, per language and per
 question type, with a calibration table (predicted P(answerable) against the observed rate, by bucket)
 and a reliability plot (PNG). `--split eval` keeps only the questions `benchmarks/fit_evidence.py` left
-out of fitting and threshold choice. Extractive default always; an LLM too when LORE_LLM_BASE_URL (and
-LORE_LLM_MODEL) are set.
+out of fitting and threshold choice; `--calibrate` first stores the KB's own threshold (`lore calibrate`,
+on generated or `threshold`-split questions), as a built KB has. Extractive default always; an LLM too
+when LORE_LLM_BASE_URL (and LORE_LLM_MODEL) are set.
 
     python benchmarks/answers.py --dataset ../shared/datasets/cmrc2018_dev \\
         --offtopic ../shared/datasets/scifact --max-queries 300 --json-out F
