@@ -22,6 +22,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from lore.catalog.access import AccessMixin, FileOwnerRow, KbShareRow
+from lore.catalog.console import ConsoleMixin
 from lore.catalog.jobs import JobsMixin
 from lore.catalog.manifests import ManifestsMixin
 from lore.catalog.migrate import check_schema, upgrade
@@ -141,7 +142,7 @@ def _with_retries(cls: type[R]) -> type[R]:
 
 
 @_with_retries
-class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin, AccessMixin):
+class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin, AccessMixin, ConsoleMixin):
     """Knowledge bases, files, chunk ids, versions and jobs in a database at this code's schema revision.
 
     Opening it checks the revision; an embedded SQLite catalog is migrated on open (`auto_upgrade`),

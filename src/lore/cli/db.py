@@ -42,6 +42,11 @@ def db_upgrade() -> None:
         try:
             for b in backfill(lore):
                 console.print(backfill_line(b))
+            imported = lore.import_file_state()  # console state older Lore kept in files
+            if any(imported.values()):
+                console.print(
+                    "imported into the catalog: " + ", ".join(f"{n} {k}" for k, n in imported.items())
+                )
         finally:
             lore.close()
 

@@ -11,6 +11,7 @@ from lore.catalog import KnowledgeBase, Version
 from lore.engine.quality import Quality
 from lore.errors import ConflictError, LoreError
 from lore.eval.compare import load_eval_set
+from lore.eval.sets import EvalSets
 from lore.ingest.build import BuildResult, build_lock, build_version, fail_version, recover_abandoned
 from lore.ingest.chunking import Chunker, ChunkParams
 from lore.ingest.edits import ChunkEdits
@@ -195,11 +196,27 @@ class Builds(Quality):
 
     def chunk_edits(self, name: str) -> ChunkEdits:
         """The console's chunk edits of a KB (applied whenever its files are chunked)."""
-        return ChunkEdits(self.settings.files_dir / "chunk_edits" / f"{name}.json")
+        kb = self.catalog.get_kb(name)
+        return ChunkEdits(self.catalog, kb, self.settings.files_dir / "chunk_edits" / f"{name}.json")
 
     def ocr_reviews(self, name: str) -> OcrReviews:
         """The console's OCR page reviews of a KB (which scanned pages a reviewer checked)."""
-        return OcrReviews(self.settings.files_dir / "ocr_reviews" / f"{name}.json")
+        kb = self.catalog.get_kb(name)
+        return OcrReviews(self.catalog, kb, self.settings.files_dir / "ocr_reviews" / f"{name}.json")
+
+    def eval_sets(self, name: str) -> EvalSets:
+        """The eval sets saved for a KB from the console."""
+        return EvalSets(self.catalog, self.catalog.get_kb(name), self.settings.files_dir / "eval_sets" / name)
+
+    def import_file_state(self) -> dict[str, int]:
+        """Import every KB's chunk edits, OCR reviews and eval sets that older Lore kept in files under the
+        storage dir into the catalog (each file once, then renamed `*.imported`); how many rows of each."""
+        out = {"chunk edits": 0, "OCR page reviews": 0, "eval sets": 0}
+        for kb in self.catalog.list_kbs():
+            out["chunk edits"] += self.chunk_edits(kb.name).import_legacy()
+            out["OCR page reviews"] += self.ocr_reviews(kb.name).import_legacy()
+            out["eval sets"] += self.eval_sets(kb.name).import_legacy()
+        return out
 
 
 def _parse_schema(schema: str) -> tuple[int, int, int]:

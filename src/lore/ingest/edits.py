@@ -3,67 +3,56 @@
 An edit names its chunk by file, position and a digest of the chunk's original text; the pipeline
 applies it whenever it chunks that file again (the new text is embedded then). Until a build or an
 ingest of the file has applied it, an edit is pending; a versioned KB applies it in its next build.
+The edits are catalog rows (every replica sees them); a KB's old `chunk_edits/<kb>.json` file is
+imported on first use.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from dataclasses import asdict, dataclass, replace
-from datetime import UTC, datetime
+from dataclasses import replace
 from pathlib import Path
 
+from lore.catalog import Catalog, KnowledgeBase
+from lore.catalog.console import ChunkEdit
+from lore.catalog.legacy import import_once
 from lore.ingest.chunk_factory import retexted
 from lore.schema import Chunk
 
-_LOCK = threading.Lock()
+__all__ = ["ChunkEdit", "ChunkEdits", "digest", "legacy_chunk_edits"]
 
 
 def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-@dataclass
-class ChunkEdit:
-    """One chunk's change: `off` (left out of the index) or `text` (replaces it); neither is a revert."""
-
-    file: str
-    chunk_index: int
-    original_sha: str
-    original: dict  # the chunk as it was stored before any edit (its text, location and access fields)
-    text: str | None = None
-    off: bool = False
-    by: str = ""
-    at: str = ""
-    applied_in: int | None = None  # None: pending; 0: applied by an unversioned ingest; n: in version n
-
-    @property
-    def revert(self) -> bool:
-        return not self.off and self.text is None
-
-    def chunk(self) -> Chunk:
-        """The original chunk (for access checks and to show a switched-off chunk)."""
-        return Chunk(**self.original)
-
-    def to_json(self) -> dict:
-        out = {k: v for k, v in asdict(self).items() if k != "original"}
-        return {**out, "original_text": self.original["text"], "pending": self.applied_in is None}
+def legacy_chunk_edits(path: Path) -> list[ChunkEdit]:
+    """The edits of an old `chunk_edits/<kb>.json` file (a list of edit objects)."""
+    return [ChunkEdit(**e) for e in json.loads(path.read_text(encoding="utf-8"))]
 
 
 class ChunkEdits:
-    """The edits of one knowledge base, in `<storage dir>/chunk_edits/<kb>.json`."""
+    """The edits of one knowledge base, in the catalog (the old JSON file at `legacy` imported once)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, catalog: Catalog, kb: KnowledgeBase, legacy: Path | None = None) -> None:
+        self.catalog, self.kb, self.legacy = catalog, kb, legacy
+
+    def import_legacy(self) -> int:
+        """Import the old JSON file if it is still there (then renamed `*.imported`); how many edits."""
+        if self.legacy is None:
+            return 0
+        return import_once(
+            self.legacy, legacy_chunk_edits, lambda edits: self.catalog.import_chunk_edits(self.kb.id, edits)
+        )
 
     def all(self) -> list[ChunkEdit]:
-        if not self.path.is_file():
-            return []
-        return [ChunkEdit(**e) for e in json.loads(self.path.read_text(encoding="utf-8"))]
+        self.import_legacy()
+        return self.catalog.list_chunk_edits(self.kb.id)
 
     def for_file(self, name: str) -> list[ChunkEdit]:
-        return [e for e in self.all() if e.file == name]
+        self.import_legacy()
+        return self.catalog.list_chunk_edits(self.kb.id, name)
 
     def pending(self, name: str) -> bool:
         """Does the file have an edit no ingest or build has applied yet?"""
@@ -71,11 +60,8 @@ class ChunkEdits:
 
     def put(self, edit: ChunkEdit) -> ChunkEdit:
         """Record `edit` (replacing the one at the same position), stamped now, pending."""
-        edit = replace(edit, at=datetime.now(UTC).isoformat(timespec="seconds"), applied_in=None)
-        with _LOCK:
-            rest = [e for e in self.all() if (e.file, e.chunk_index) != (edit.file, edit.chunk_index)]
-            self._save([*rest, edit])
-        return edit
+        self.import_legacy()
+        return self.catalog.put_chunk_edit(self.kb.id, replace(edit, at="", applied_in=None))
 
     def apply(self, name: str, chunks: list[Chunk]) -> list[Chunk]:
         """The file's chunks with its edits applied: switched-off ones left out, edited ones re-texted
@@ -92,18 +78,5 @@ class ChunkEdits:
 
     def mark_applied(self, name: str, seq: int | None) -> None:
         """The file was indexed with its edits (reverts, once applied, are dropped)."""
-        with _LOCK:
-            edits = []
-            for e in self.all():
-                if e.file == name and e.applied_in is None:
-                    if e.revert:
-                        continue
-                    e = replace(e, applied_in=seq or 0)
-                edits.append(e)
-            self._save(edits)
-
-    def _save(self, edits: list[ChunkEdit]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps([asdict(e) for e in edits], ensure_ascii=False, indent=1), encoding="utf-8")
-        tmp.replace(self.path)
+        self.import_legacy()
+        self.catalog.mark_chunk_edits_applied(self.kb.id, name, seq or 0)

@@ -236,8 +236,8 @@ class IngestPipeline:
                 record.id, [(c.chunk_id, c.chunk_index, c.parent_id, c.document_id) for c in p.chunks]
             )
             self.catalog.claim_files(self.kb.id, [p.source.name], p.chunks[0].tenant_id)
-        if self.edits is not None and self.edits.pending(p.source.name):
-            self.edits.mark_applied(p.source.name, self.seq)
+            if self.edits is not None and self.edits.pending(p.source.name):  # with the file's rows
+                self.edits.mark_applied(p.source.name, self.seq)
         return FileResult(
             p.source.name,
             "ingested",

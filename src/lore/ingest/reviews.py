@@ -2,64 +2,60 @@
 
 A PDF page without a text layer is read by OCR; until a reviewer marks it reviewed it counts as an
 unreviewed OCR page in the documents table. A mark holds for the file's content it was made on: a new
-upload (another sha256) of the file is unreviewed again.
+upload (another sha256) of the file is unreviewed again. The marks are catalog rows (every replica sees
+them); a KB's old `ocr_reviews/<kb>.json` file is imported on first use.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from lore.catalog import Catalog, KnowledgeBase
+from lore.catalog.console import PageReview
+from lore.catalog.legacy import import_once
 from lore.errors import LoreError
 from lore.ingest.pages import scanned_pages
 
-_LOCK = threading.Lock()
+__all__ = ["OcrReviews", "PageReview", "legacy_page_reviews", "unreviewed"]
 
 
-@dataclass(frozen=True)
-class PageReview:
-    """Page `page` of `file` (at content `sha256`) was reviewed by `by` at `at`."""
-
-    file: str
-    page: int
-    sha256: str
-    by: str
-    at: str
+def legacy_page_reviews(path: Path) -> list[PageReview]:
+    """The marks of an old `ocr_reviews/<kb>.json` file (a list of review objects)."""
+    return [PageReview(**r) for r in json.loads(path.read_text(encoding="utf-8"))]
 
 
 class OcrReviews:
-    """The OCR page reviews of one knowledge base, in `<storage dir>/ocr_reviews/<kb>.json`."""
+    """The OCR page reviews of one knowledge base, in the catalog (the old JSON file imported once)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, catalog: Catalog, kb: KnowledgeBase, legacy: Path | None = None) -> None:
+        self.catalog, self.kb, self.legacy = catalog, kb, legacy
+
+    def import_legacy(self) -> int:
+        """Import the old JSON file if it is still there (then renamed `*.imported`); how many marks."""
+        if self.legacy is None:
+            return 0
+        return import_once(
+            self.legacy,
+            legacy_page_reviews,
+            lambda marks: self.catalog.import_page_reviews(self.kb.id, marks),
+        )
 
     def all(self) -> list[PageReview]:
-        if not self.path.is_file():
-            return []
-        return [PageReview(**r) for r in json.loads(self.path.read_text(encoding="utf-8"))]
+        self.import_legacy()
+        return self.catalog.list_page_reviews(self.kb.id)
 
     def reviewed(self, file: str, sha256: str) -> dict[int, PageReview]:
         """The file's reviewed pages, for its current content."""
-        return {r.page: r for r in self.all() if r.file == file and r.sha256 == sha256}
+        self.import_legacy()
+        return {r.page: r for r in self.catalog.list_page_reviews(self.kb.id, file) if r.sha256 == sha256}
 
     def mark(self, file: str, page: int, sha256: str, by: str, reviewed: bool = True) -> PageReview | None:
         """Mark (or unmark) a page reviewed; the mark, or None once unmarked."""
-        review = PageReview(file, page, sha256, by, datetime.now(UTC).isoformat(timespec="seconds"))
-        with _LOCK:
-            rest = [r for r in self.all() if (r.file, r.page) != (file, page)]
-            self._save([*rest, review] if reviewed else rest)
-        return review if reviewed else None
-
-    def _save(self, reviews: list[PageReview]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        body = json.dumps([asdict(r) for r in reviews], ensure_ascii=False, indent=1)
-        tmp.write_text(body, encoding="utf-8")
-        tmp.replace(self.path)
+        self.import_legacy()
+        review = PageReview(file, page, sha256, by, "") if reviewed else None
+        return self.catalog.set_page_review(self.kb.id, file, page, review)
 
 
 def unreviewed(reviews: OcrReviews, files: list[tuple[str, Path, str]]) -> dict[str, Any]:

@@ -48,7 +48,9 @@ def _documents(lore: Lore, kb: KnowledgeBase, scope: Grant) -> list[dict[str, An
     owners = lore.catalog.file_owners(kb.id)
     ids_by_file = lore.catalog.kb_chunk_ids(kb.id)
     versions = lore.catalog.versions_by_path(kb.id)
-    reviews = lore.ocr_reviews(kb.name)
+    reviewed: dict[tuple[str, str], int] = {}  # (file, content sha256) -> pages marked reviewed
+    for r in lore.ocr_reviews(kb.name).all():
+        reviewed[r.file, r.sha256] = reviewed.get((r.file, r.sha256), 0) + 1
 
     def owner(f: FileRecord) -> str:
         return owners.get(f.path) or kb.owner_tenant
@@ -62,8 +64,8 @@ def _documents(lore: Lore, kb: KnowledgeBase, scope: Grant) -> list[dict[str, An
         ids = ids_by_file.get(f.id, [])
         chunks = [readable[i] for i in ids if i in readable]
         if can(scope, Action.DOWNLOAD, indexed_file(f.path, owner(f), bool(ids), bool(chunks))):
-            reviewed = len(reviews.reviewed(f.path, f.sha256)) if f.ocr_pages else 0
-            docs.append(_document_json(f, chunks, versions.get(f.path, []), reviewed))
+            done = reviewed.get((f.path, f.sha256), 0) if f.ocr_pages else 0
+            docs.append(_document_json(f, chunks, versions.get(f.path, []), done))
     return docs
 
 

@@ -141,33 +141,36 @@ async def diff(kb: str, base: Seq, candidate: Seq, scope: Caller, state: State) 
     return await run_in_threadpool(run)
 
 
-def eval_sets_dir(lore: Lore, kb: str) -> Path:
-    """Where a KB's eval sets saved from the console live: `<storage dir>/eval_sets/<kb>/<name>.jsonl`."""
-    return lore.settings.files_dir / "eval_sets" / kb
+CONFIGURED = "configured"  # the name GET .../eval-sets gives the gate's configured eval set
 
 
-def _eval_sets(lore: Lore, kb: str) -> dict[str, Path]:
-    """Name -> path: the configured gate set (`configured`) and the KB's saved ones."""
-    found = {p.stem: p for p in sorted(eval_sets_dir(lore, kb).glob("*.jsonl"))}
-    if lore.settings.gate.eval_set is not None:
-        found["configured"] = Path(lore.settings.gate.eval_set)
-    return found
+def _configured(lore: Lore) -> Path | None:
+    """The gate's configured eval set file, if one is set."""
+    path = lore.settings.gate.eval_set
+    return None if path is None else Path(path)
 
 
 @router.get("/eval-sets")
 async def list_eval_sets(kb: str, scope: Caller, state: State) -> dict[str, Any]:
-    """The eval sets a diff can score versions on (admins who may read reports)."""
+    """The eval sets a diff can score versions on (admins who may read reports): the KB's saved ones and
+    the configured gate set (`configured`)."""
 
     def run() -> dict[str, Any]:
         require_kb(state.lore, scope, kb, Action.REPORT)
-        sets = []
-        for name, path in _eval_sets(state.lore, kb).items():
+        configured = _configured(state.lore)
+        saved = state.lore.eval_sets(kb).list()
+        sets = [
+            {"name": s.name, "questions": s.questions}
+            for s in saved
+            if not (configured and s.name == CONFIGURED)
+        ]
+        if configured is not None:
             n = (
-                sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
-                if path.is_file()
+                sum(1 for line in configured.read_text(encoding="utf-8").splitlines() if line.strip())
+                if configured.is_file()
                 else 0
             )
-            sets.append({"name": name, "questions": n})
+            sets.append({"name": CONFIGURED, "questions": n})
         return {"kb": kb, "eval_sets": sets}
 
     return await run_in_threadpool(run)
@@ -199,21 +202,21 @@ async def diff_with_eval(kb: str, body: DiffBody, scope: Caller, state: State) -
         require_kb(lore, scope, kb, Action.REPORT)
         if body.eval_set is not None and body.eval_jsonl is not None:
             raise HTTPException(422, "give eval_set or eval_jsonl, not both")
-        if body.eval_jsonl is None:
-            sets = _eval_sets(lore, kb)
-            if body.eval_set is not None and body.eval_set not in sets:
+        text = body.eval_jsonl
+        if text is None:
+            configured = _configured(lore)
+            if body.eval_set is None or (body.eval_set == CONFIGURED and configured is not None):
+                return lore.diff(kb, body.base, body.candidate, configured)  # none named: the configured one
+            text = lore.eval_sets(kb).body(body.eval_set)
+            if text is None:
                 raise NotFoundError(f"eval set '{body.eval_set}' not found")
-            path = sets[body.eval_set] if body.eval_set else None
-            return lore.diff(kb, body.base, body.candidate, path)  # none named: the configured one, if any
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "eval.jsonl"
-            path.write_text(body.eval_jsonl, encoding="utf-8")
+            path.write_text(text, encoding="utf-8")
             load_eval_set(path)  # a malformed set is a 400 naming the line, before anything is kept
             out = lore.diff(kb, body.base, body.candidate, path)
-            if body.save_as:
-                folder = eval_sets_dir(lore, kb)
-                folder.mkdir(parents=True, exist_ok=True)
-                (folder / f"{body.save_as}.jsonl").write_text(body.eval_jsonl, encoding="utf-8")
+            if body.save_as and body.eval_jsonl is not None:
+                lore.eval_sets(kb).save(body.save_as, body.eval_jsonl, scope.actor)
             return out
 
     return await run_in_threadpool(run)
