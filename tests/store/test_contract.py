@@ -216,6 +216,16 @@ def test_hybrid_fuses_both_lists(shared: VectorStore, rrf_k: int) -> None:
         assert hit.score == pytest.approx(fused[hit.chunk.chunk_id], rel=1e-5)
     best = sorted(fused.values(), reverse=True)[:k]
     assert [h.score for h in hits] == pytest.approx(best, rel=1e-5)
+    # Each fused hit keeps its components' scores and ranks (the evidence judgement and reranker read them).
+    d = {h.chunk.chunk_id: (r, h.dense_score) for r, h in enumerate(dense, start=1)}
+    b = {h.chunk.chunk_id: (r, h.bm25_score) for r, h in enumerate(bm25, start=1)}
+    for hit in hits:
+        dr, ds = d.get(hit.chunk.chunk_id, (None, None))
+        br, bs = b.get(hit.chunk.chunk_id, (None, None))
+        assert (hit.dense_rank, hit.bm25_rank) == (dr, br)
+        assert hit.dense_score == (None if ds is None else pytest.approx(ds, rel=1e-5))
+        assert hit.bm25_score == (None if bs is None else pytest.approx(bs, rel=1e-5))
+    assert any(h.dense_rank for h in hits) and any(h.bm25_rank for h in hits)
 
 
 @pytest.mark.parametrize("tokens", [[], ["不存在的词"]])

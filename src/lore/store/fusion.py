@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
+from lore.schema import Hit
+
 Ranking = Sequence[Hashable]
 
 
@@ -16,3 +18,17 @@ def rrf(rankings: Sequence[Ranking], k: int = 60) -> list[tuple[Hashable, float]
             scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
             first_seen.setdefault(key, len(first_seen))
     return sorted(scores.items(), key=lambda kv: (-kv[1], first_seen[kv[0]]))
+
+
+def fuse_hits(dense: Sequence[Hit], bm25: Sequence[Hit], k: int, rrf_k: int = 60) -> list[Hit]:
+    """RRF of a dense and a BM25 hit list, each fused hit keeping both components' scores and ranks."""
+    by_id = {h.chunk.chunk_id: h for h in (*bm25, *dense)}
+    d = {h.chunk.chunk_id: (rank, h.dense_score) for rank, h in enumerate(dense, start=1)}
+    b = {h.chunk.chunk_id: (rank, h.bm25_score) for rank, h in enumerate(bm25, start=1)}
+    fused = rrf([[h.chunk.chunk_id for h in dense], [h.chunk.chunk_id for h in bm25]], rrf_k)[:k]
+    hits = []
+    for cid, score in fused:
+        dr, ds = d.get(cid, (None, None))
+        br, bs = b.get(cid, (None, None))
+        hits.append(Hit(by_id[cid].chunk, score, ds, bs, dr, br))
+    return hits

@@ -17,6 +17,7 @@ from lore.config import StoreSettings
 from lore.errors import EmbeddingMismatchError, LoreError, MissingDependencyError
 from lore.schema import Chunk, Hit, SearchFilter
 from lore.store.base import StoreQuery
+from lore.store.fusion import fuse_hits
 from lore.store.milvus_conn import ResilientClient, connection_kwargs
 from lore.store.milvus_expr import encode_tokens, filter_expr, str_list
 from lore.store.milvus_rows import (
@@ -213,18 +214,11 @@ class MilvusStore:
             return self._search_one("sparse", text, query.k, expr) if text else []
         if query.mode != "hybrid":
             raise ValueError(f"unknown search mode {query.mode!r}")
-        parts = [("dense", vector, "COSINE"), ("sparse", text, "BM25")]
-        requests = [
-            self._pm.AnnSearchRequest([data], field, {"metric_type": metric}, query.k, expr)
-            for field, data, metric in parts
-            if data
-        ]
-        if not requests:
-            return []
-        result = self._client.hybrid_search(
-            self.name, requests, self._pm.RRFRanker(query.rrf_k), limit=query.k, output_fields=OUTPUT
-        )
-        return [Hit(to_chunk(hit["entity"]), float(hit["distance"])) for hit in result[0]]
+        # Two searches fused here rather than Milvus's hybrid_search: its RRF returns only the fused
+        # score, and the evidence judgement and the reranker need each component's score and rank.
+        dense = self._search_one("dense", vector, query.k, expr) if vector is not None else []
+        bm25 = self._search_one("sparse", text, query.k, expr) if text else []
+        return fuse_hits(dense, bm25, query.k, query.rrf_k)
 
     def _search_one(self, field: str, data: Any, k: int, expr: str) -> list[Hit]:
         dense = field == "dense"
