@@ -29,7 +29,7 @@ from lore.ingest.loaders import load_file
 from lore.ingest.pipeline import chunk_document
 from lore.lexical import tokenize
 from lore.retrieve.documents import rank_documents
-from lore.retrieve.rerank.learned import LearnedReranker
+from lore.retrieve.rerank.learned import Guard, LearnedReranker
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.schema import index_text
 from lore.store.fusion import rrf
@@ -178,7 +178,8 @@ def _run_lore_modes(
 
 def _run_rerank(base: Retriever, dataset: BeirDataset, qids: list[str], args: argparse.Namespace) -> dict:
     """Hybrid, then the learned reranker over the first rerank_k candidates (the rest follow in
-    first-stage order); documents by their best chunk and by the sum of their best two."""
+    first-stage order); documents by their best chunk and by the sum of their best two. When the model
+    has a guard, also the model's own order without it (documents by their best chunk)."""
     reranker = LearnedReranker(Path(args.reranker_model) if args.reranker_model else None)
     retriever = Retriever(base.store, base.embedder, base.cache, reranker)
     opts = SearchOptions(mode="hybrid", recall_k=RECALL_CHUNKS, top_k=RECALL_CHUNKS, rerank_k=args.rerank_k)
@@ -194,6 +195,14 @@ def _run_rerank(base: Retriever, dataset: BeirDataset, qids: list[str], args: ar
         for how, run in runs.items():
             run[qid] = [d for d, _ in rank_documents(hits, how)]  # type: ignore[arg-type]
     rows = {f"hybrid+ltr k={args.rerank_k} (doc {how})": _score(runs[how], dataset, times) for how in runs}
+    if reranker.guard != Guard():
+        bare = LearnedReranker(Path(args.reranker_model) if args.reranker_model else None)
+        bare.guard = Guard()
+        plain = Retriever(base.store, base.embedder, base.cache, bare)
+        run = {q: [d for d, _ in rank_documents(plain.search(dataset.queries[q], opts))] for q in qids}
+        rows[f"hybrid+ltr k={args.rerank_k}, model order without its guard (doc max)"] = _score(
+            run, dataset, []
+        )
     blank = dict.fromkeys(_score({}, dataset, []))
     rows[f"ltr rerank alone, k={args.rerank_k}: added wall ms"] = {
         **blank,

@@ -302,7 +302,7 @@ def main() -> None:
     first_stage = doc_ndcg([-np.arange(len(y), dtype=np.float64) for y in ys], docs, qids, qrels)
     print(f"first stage (hybrid RRF), doc nDCG@10: {first_stage:.4f}")
     results = {}
-    variants = [*SUBSETS.items(), ("all features, full lists only", FEATURES)] if args.ablation else []
+    variants = [*(SUBSETS.items() if args.ablation else []), ("all features, full lists only", FEATURES)]
     for name, feats in [*variants, ("all features", FEATURES)]:
         cv = cross_validate(xs, ys, docs, qids, qrels, feats, 1 if name.endswith("only") else 2)
         results[name] = cv
