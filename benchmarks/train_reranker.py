@@ -268,6 +268,12 @@ def platt(raw: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     return float(res.x[0]), float(res.x[1])
 
 
+def _source(spec: str) -> tuple[str, str, str]:
+    """DIR[:SPLIT[:REGEX]] -> (folder, split, regex); the split defaults to train, the regex to all."""
+    folder, split, regex = [*spec.split(":", 2), "", ""][:3]
+    return folder, split or "train", regex
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
@@ -280,7 +286,7 @@ def main() -> None:
     p.add_argument("--ablation", action="store_true", help="also cross-validate feature subsets")
     p.add_argument("--multi", type=int, default=100, help="joined pairs and triples per set for the guard")
     args = p.parse_args()
-    sources = [(spec.split(":") + ["train", ""])[:3] for spec in args.train]
+    sources = [_source(spec) for spec in args.train]
     started = time.perf_counter()
     data: dict = {"qids": [], "xs": [], "ys": [], "docs": [], "parents": [], "qrels": {}}
     got = []
