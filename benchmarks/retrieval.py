@@ -177,7 +177,7 @@ def _run_lore_modes(
         out[mode] = _score(runs, dataset, times)
     for i, model in enumerate(args.reranker_model.split(",")):
         out.update(
-            _run_rerank(retriever, dataset, qids, args, model, f" [{Path(model).parent.name}]" if i else "")
+            _run_rerank(retriever, dataset, qids, args, model, f" <{Path(model).parent.name}>" if i else "")
         )
     return out
 
