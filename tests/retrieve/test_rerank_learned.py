@@ -16,8 +16,8 @@ from lore.engine import Lore
 from lore.errors import ConfigError
 from lore.retrieve.documents import rank_documents
 from lore.retrieve.rerank import make_reranker, register_reranker
-from lore.retrieve.rerank.features import FEATURES, candidate_features
-from lore.retrieve.rerank.learned import LearnedReranker
+from lore.retrieve.rerank.features import COMPONENTS, FEATURES, candidate_features, fused_only
+from lore.retrieve.rerank.learned import Guard, LearnedReranker, guarded_order
 from lore.retrieve.search import SearchOptions
 from lore.schema import Hit
 
@@ -154,3 +154,32 @@ def test_kinds_the_model_never_saw_keep_their_first_stage_places(lore: Lore) -> 
     scores = [h.rerank_score for h in ranked]
     assert all(s is not None for s in scores) and scores == sorted(scores, reverse=True)
     assert [d for d, _ in rank_documents(ranked)] == list(dict.fromkeys(h.chunk.document_id for h in ranked))
+
+
+def test_guard_blends_with_the_first_stage_and_caps_chunks_per_parent() -> None:
+    raw = np.array([0.0, 1.0, 3.0, 2.0, 5.0])  # the model's order: 4, 2, 3, 1, 0
+    parents = ["a", "b", "c", "c", "c"]
+    assert guarded_order(raw, parents, Guard()) == [4, 2, 3, 1, 0]
+    # Weighed like the model, the first stage pulls the list to a compromise; weighed far more, it wins.
+    assert guarded_order(raw, parents, Guard(blend=1.0))[0] == 2
+    assert guarded_order(raw, parents, Guard(blend=100.0)) == [0, 1, 2, 3, 4]
+    # At most one chunk of a parent in the first three places, then the rest in order.
+    assert guarded_order(raw, parents, Guard(per_parent=1, depth=3)) == [4, 1, 0, 2, 3]
+    assert guarded_order(raw, ["c"] * 5, Guard(per_parent=1)) == [4, 2, 3, 1, 0]  # nothing else to take
+
+
+def test_a_store_without_component_ranks_is_ranked_from_its_fused_list(lore: Lore) -> None:
+    q = QUESTIONS[2]
+    hits = candidates(lore, q)
+    col = {f: i for i, f in enumerate(FEATURES)}
+    fused = [
+        replace(h, score=1 / (61 + i), dense_score=None, dense_rank=None, bm25_score=None, bm25_rank=None)
+        for i, h in enumerate(hits)
+    ]
+    x = candidate_features(q, fused)
+    assert np.isnan(x[:, [col[f] for f in COMPONENTS]]).all()
+    assert x[:, col["rrf"]] == pytest.approx([60 / (61 + i) for i in range(len(hits))], rel=1e-5)
+    full = candidate_features(q, hits)
+    assert np.array_equal(np.isnan(fused_only(full)), np.isnan(x))
+    ranked = LearnedReranker().rerank(q, fused)
+    assert sorted(h.chunk.chunk_id for h in ranked) == sorted(h.chunk.chunk_id for h in hits)

@@ -153,7 +153,7 @@ class Reversing:
 def test_search_options_decide_whether_a_configured_reranker_runs(lore: Lore) -> None:
     r = lore.retriever("hb")
     reranked = Retriever(r.store, r.embedder, r.cache, reranker=Reversing())
-    plain = [h.chunk.chunk_id for h in r.search("报销需要什么材料？", SearchOptions(top_k=50))]
+    plain = [h.chunk.chunk_id for h in r.search("报销需要什么材料？", SearchOptions(top_k=50, rerank=False))]
     on = [h.chunk.chunk_id for h in reranked.search("报销需要什么材料？", SearchOptions(top_k=50))]
     off = [
         h.chunk.chunk_id for h in reranked.search("报销需要什么材料？", SearchOptions(top_k=50, rerank=False))

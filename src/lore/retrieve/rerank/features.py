@@ -54,6 +54,19 @@ FEATURES = [
     "field_cover",
     "cell_cover",
 ]
+COMPONENTS = [
+    "dense",
+    "dense_gap",
+    "dense_z",
+    "dense_rank",
+    "bm25_ratio",
+    "bm25_z",
+    "bm25_rank",
+    "doc_dense_max",
+    "doc_bm25_max",
+]
+"""Features read from the dense and BM25 lists; a store that returns only its fused list (Milvus hybrid)
+leaves them NaN and the model ranks from the fused score, the fused rank and the text features."""
 _CELL = re.compile(r"(?:^|;\s*)([^:;]{1,80}):\s*([^;]*)")
 
 
@@ -136,6 +149,22 @@ def _kind_features(hit: Hit, q_set: set[str], idf: dict[str, float], idf_total: 
     )
 
 
+def _fused_scores(hits: Sequence[Hit]) -> np.ndarray:
+    """The store's own RRF scores when it reports no component ranks (Milvus hybrid fuses inside the
+    server with the same k); a non-RRF scale falls back to 1 / (k + fused rank)."""
+    scores = np.array([h.score for h in hits], dtype=np.float64)
+    if len(scores) and np.all((scores >= 0) & (scores <= 2.0 / (RRF_K + 1) + 1e-9)):
+        return scores
+    return 1.0 / (RRF_K + np.arange(1, len(hits) + 1, dtype=np.float64))
+
+
+def fused_only(rows: np.ndarray) -> np.ndarray:
+    """The same candidates as a store without component ranks sees them (training augmentation)."""
+    out = rows.copy()
+    out[:, [FEATURES.index(f) for f in COMPONENTS]] = np.nan
+    return out
+
+
 def candidate_features(query: str, hits: Sequence[Hit]) -> np.ndarray:
     """A (len(hits), len(FEATURES)) float32 matrix; NaN where a feature does not apply."""
     n = len(hits)
@@ -159,6 +188,8 @@ def candidate_features(query: str, hits: Sequence[Hit]) -> np.ndarray:
         [h.bm25_rank if not np.isnan(bm25[i]) else np.nan for i, h in enumerate(hits)], dtype=np.float64
     )
     rrf = np.nan_to_num(1 / (RRF_K + d_rank), nan=0.0) + np.nan_to_num(1 / (RRF_K + b_rank), nan=0.0)
+    if all(h.dense_rank is None and h.bm25_rank is None for h in hits):
+        rrf = _fused_scores(hits)
     body = [_tokens(h.chunk.text) for h in hits]
     body_sets = [set(b) for b in body]
     df: dict[str, int] = {t: sum(t in b for b in body_sets) for t in q_terms}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -14,12 +14,45 @@ from typing import Any
 import numpy as np
 
 from lore.errors import ConfigError
-from lore.retrieve.rerank.base import reorder
 from lore.retrieve.rerank.features import FEATURES, candidate_features
 from lore.schema import Hit
 
 MODEL_DIR = Path(__file__).parent / "models"
 DEFAULT_MODEL = MODEL_DIR / "ltr.txt"
+
+
+FUSE_K = 60
+
+
+@dataclass(frozen=True)
+class Guard:
+    """How far the model may move the first-stage list, chosen on training data (`ltr.json` "guard"):
+    the final rank fuses the model's rank with weight 1 and the first stage's with `blend`
+    (1 / (60 + rank) each), then at most `per_parent` chunks of one parent fill the first `depth`
+    places (0: no cap), so one passage cannot crowd the other parts of a multi-part question out."""
+
+    blend: float = 0.0
+    per_parent: int = 0
+    depth: int = 10
+
+
+def guarded_order(raw: np.ndarray, parents: Sequence[str], guard: Guard) -> list[int]:
+    """Indices of the candidates (given in first-stage order) in their final order."""
+    n = len(raw)
+    model_rank = np.empty(n, dtype=np.float64)
+    model_rank[np.argsort(-raw, kind="stable")] = np.arange(1, n + 1)
+    fused = 1.0 / (FUSE_K + model_rank) + guard.blend / (FUSE_K + np.arange(1, n + 1))
+    order = sorted(range(n), key=lambda i: (-fused[i], i))
+    if not guard.per_parent:
+        return order
+    out: list[int] = []
+    taken: dict[str, int] = {}
+    while order and len(out) < guard.depth:
+        pick = next((i for i in order if taken.get(parents[i], 0) < guard.per_parent), order[0])
+        order.remove(pick)
+        out.append(pick)
+        taken[parents[pick]] = taken.get(parents[pick], 0) + 1
+    return out + order
 
 
 @lru_cache(maxsize=4)
@@ -53,6 +86,7 @@ class LearnedReranker:
         # Chunk kinds the model saw in training; others (e.g. table rows, FAQ entries when the training
         # sets were prose only) keep their first-stage places and the model orders the rest around them.
         self.kinds = frozenset(meta.get("kinds", ["doc"]))
+        self.guard = Guard(**meta.get("guard", {}))
         self._lock = threading.Lock()  # one predict at a time per booster (LightGBM is not re-entrant here)
 
     def raw_scores(self, query: str, hits: Sequence[Hit]) -> np.ndarray:
@@ -67,26 +101,24 @@ class LearnedReranker:
         raw = self.raw_scores(query, hits)
         unit = 1.0 / (1.0 + np.exp(-(self.a * raw + self.b)))
         known = [i for i, h in enumerate(hits) if h.chunk.source_type in self.kinds]
-        if len(known) == len(hits):
-            return reorder(hits, raw.tolist(), unit.tolist())
-        return _around_fixed(hits, known, raw, unit)
-
-
-def _around_fixed(hits: Sequence[Hit], known: list[int], raw: np.ndarray, unit: np.ndarray) -> list[Hit]:
-    """Hits of unknown kinds stay in their first-stage slots; the known ones, reordered by the model, fill
-    the other slots. A fixed hit scores as the reranked hit just above it (the best score if none is), so
-    sorting by score keeps it in place."""
-    ranked = iter(reorder([hits[i] for i in known], raw[known].tolist(), unit[known].tolist()))
-    top = float(unit[known].max()) if known else 1.0
-    out: list[Hit] = []
-    learned = set(known)
-    for i, h in enumerate(hits):
-        if i in learned:
-            out.append(next(ranked))
-        else:
-            above = out[-1].rerank_score if out and out[-1].rerank_score is not None else top
-            out.append(replace(h, score=above, rerank_score=above))
-    return out
+        order = guarded_order(raw[known], [hits[i].chunk.parent_id for i in known], self.guard)
+        # Scores stay monotone in the final order (later stages may sort by them): the k-th place gets
+        # the k-th best calibrated score of the reordered hits.
+        best = sorted(unit[known].tolist(), reverse=True)
+        ranked = iter(
+            [replace(hits[known[j]], score=s, rerank_score=s) for j, s in zip(order, best, strict=True)]
+        )
+        out: list[Hit] = []
+        learned = set(known)
+        for i, h in enumerate(hits):
+            if i in learned:
+                out.append(next(ranked))
+            else:
+                # Kinds the model never saw (table rows, FAQ entries when it was trained on prose) keep
+                # their first-stage slot and score as the hit above them (the best score at the top).
+                above = out[-1].rerank_score if out else (best[0] if best else 1.0)
+                out.append(replace(h, score=above, rerank_score=above))
+        return out
 
 
 def from_settings(settings: Any, **_: Any) -> LearnedReranker:
