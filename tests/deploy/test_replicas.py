@@ -188,6 +188,8 @@ def test_a_change_through_one_replica_is_served_by_the_other(cluster: Cluster) -
         assert c.post(f"{b}/api/kbs/hb/versions/1/activate", headers=admin).status_code == 200
         status, events = _ask(a, cluster.staff[0], "年假有几天？")
         assert status == 200 and events[0][1]["kb_version"] == 1 and events[-1][0] == "end"
+        # Answered from the handbook on the Milvus server, as on the embedded store (not refused).
+        assert events[-1][1]["route"] != "refused" and events[-1][1]["citations"], events[-1][1]
         # A second file through B, built through B, activated through A: B and A answer from version 2.
         new = b"# Zephyr-9\n\nThe Zephyr-9 calibration interval is 90 days.\n"
         assert (
