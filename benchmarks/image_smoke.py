@@ -174,9 +174,19 @@ def main() -> None:
 
 
 def _json_lines(logs: str) -> str:
+    """How many of the container's log lines are JSON objects, and the first that is not."""
     lines = [x for x in logs.splitlines() if x.strip()]
-    parsed = sum(1 for x in lines if x.lstrip().startswith("{") and json.loads(x))
-    return f"{parsed} of {len(lines)} lines JSON"
+    other = [x for x in lines if not _is_json(x)]
+    return f"{len(lines) - len(other)} of {len(lines)} lines JSON" + (
+        f"; not: {other[0][:50]!r}" if other else ""
+    )
+
+
+def _is_json(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
 
 
 if __name__ == "__main__":
