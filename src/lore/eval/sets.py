@@ -9,9 +9,8 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from lore.catalog import Catalog, KnowledgeBase
 from lore.catalog.console import EvalSet
-from lore.catalog.legacy import import_once
+from lore.catalog.legacy import KbRows
 
 __all__ = ["EvalSet", "EvalSets"]
 
@@ -24,26 +23,26 @@ def _legacy_set(path: Path) -> tuple[str, str, datetime]:
     return path.stem, path.read_text(encoding="utf-8"), datetime.fromtimestamp(os.stat(path).st_mtime, UTC)
 
 
-class EvalSets:
+class EvalSets(KbRows):
     """The saved eval sets of one knowledge base (the old folder's files at `legacy` imported once)."""
 
-    def __init__(self, catalog: Catalog, kb: KnowledgeBase, legacy: Path | None = None) -> None:
-        self.catalog, self.kb, self.legacy = catalog, kb, legacy
-
-    def import_legacy(self) -> int:
-        """Import each old `<name>.jsonl` still in the folder (then renamed `*.imported`); how many sets."""
+    def legacy_files(self) -> list[Path]:
+        """Each old `<name>.jsonl` still in the folder whose name the API would take."""
         if self.legacy is None or not self.legacy.is_dir():
-            return 0
-        added = 0
+            return []
+        files = []
         for path in sorted(self.legacy.glob("*.jsonl")):
             if NAME.fullmatch(path.stem):
-                added += import_once(path, _legacy_set, self._import)
+                files.append(path)
             else:
                 log.warning("%s: not imported (an eval set's name is 1-64 letters, digits, '_' or '-')", path)
-        return added
+        return files
 
-    def _import(self, legacy: tuple[str, str, datetime]) -> int:
-        name, body, at = legacy
+    def load_legacy(self, path: Path) -> tuple[str, str, datetime]:
+        return _legacy_set(path)
+
+    def store_legacy(self, data: tuple[str, str, datetime]) -> int:
+        name, body, at = data
         saved = self.catalog.save_eval_set(self.kb.id, name, body, by="", replace=False, at=at)
         return int(saved is not None)
 

@@ -14,9 +14,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from lore.catalog import Catalog, KnowledgeBase
 from lore.catalog.console import ChunkEdit
-from lore.catalog.legacy import import_once
+from lore.catalog.legacy import KbRows
 from lore.ingest.chunk_factory import retexted
 from lore.schema import Chunk
 
@@ -32,19 +31,14 @@ def legacy_chunk_edits(path: Path) -> list[ChunkEdit]:
     return [ChunkEdit(**e) for e in json.loads(path.read_text(encoding="utf-8"))]
 
 
-class ChunkEdits:
+class ChunkEdits(KbRows):
     """The edits of one knowledge base, in the catalog (the old JSON file at `legacy` imported once)."""
 
-    def __init__(self, catalog: Catalog, kb: KnowledgeBase, legacy: Path | None = None) -> None:
-        self.catalog, self.kb, self.legacy = catalog, kb, legacy
+    def load_legacy(self, path: Path) -> list[ChunkEdit]:
+        return legacy_chunk_edits(path)
 
-    def import_legacy(self) -> int:
-        """Import the old JSON file if it is still there (then renamed `*.imported`); how many edits."""
-        if self.legacy is None:
-            return 0
-        return import_once(
-            self.legacy, legacy_chunk_edits, lambda edits: self.catalog.import_chunk_edits(self.kb.id, edits)
-        )
+    def store_legacy(self, data: list[ChunkEdit]) -> int:
+        return self.catalog.import_chunk_edits(self.kb.id, data)
 
     def all(self) -> list[ChunkEdit]:
         self.import_legacy()

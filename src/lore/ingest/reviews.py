@@ -12,9 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lore.catalog import Catalog, KnowledgeBase
 from lore.catalog.console import PageReview
-from lore.catalog.legacy import import_once
+from lore.catalog.legacy import KbRows
 from lore.errors import LoreError
 from lore.ingest.pages import scanned_pages
 
@@ -26,21 +25,14 @@ def legacy_page_reviews(path: Path) -> list[PageReview]:
     return [PageReview(**r) for r in json.loads(path.read_text(encoding="utf-8"))]
 
 
-class OcrReviews:
+class OcrReviews(KbRows):
     """The OCR page reviews of one knowledge base, in the catalog (the old JSON file imported once)."""
 
-    def __init__(self, catalog: Catalog, kb: KnowledgeBase, legacy: Path | None = None) -> None:
-        self.catalog, self.kb, self.legacy = catalog, kb, legacy
+    def load_legacy(self, path: Path) -> list[PageReview]:
+        return legacy_page_reviews(path)
 
-    def import_legacy(self) -> int:
-        """Import the old JSON file if it is still there (then renamed `*.imported`); how many marks."""
-        if self.legacy is None:
-            return 0
-        return import_once(
-            self.legacy,
-            legacy_page_reviews,
-            lambda marks: self.catalog.import_page_reviews(self.kb.id, marks),
-        )
+    def store_legacy(self, data: list[PageReview]) -> int:
+        return self.catalog.import_page_reviews(self.kb.id, data)
 
     def all(self) -> list[PageReview]:
         self.import_legacy()

@@ -24,7 +24,7 @@ from lore.schema import Hit
 DEPTH = 50  # first-stage ranks beyond this count as "not in that list" (the default recall depth)
 RRF_K = 60
 
-FEATURES = [
+_LISTS = [
     "dense",
     "dense_gap",
     "dense_z",
@@ -32,6 +32,10 @@ FEATURES = [
     "bm25_ratio",
     "bm25_z",
     "bm25_rank",
+]
+"""Features of a chunk's place in the dense and BM25 lists."""
+FEATURES = [
+    *_LISTS,
     "rrf",
     "fused_rank",
     "cover",
@@ -54,19 +58,9 @@ FEATURES = [
     "field_cover",
     "cell_cover",
 ]
-COMPONENTS = [
-    "dense",
-    "dense_gap",
-    "dense_z",
-    "dense_rank",
-    "bm25_ratio",
-    "bm25_z",
-    "bm25_rank",
-    "doc_dense_max",
-    "doc_bm25_max",
-]
-"""Features read from the dense and BM25 lists; a store that returns only its fused list (Milvus hybrid)
-leaves them NaN and the model ranks from the fused score, the fused rank and the text features."""
+COMPONENTS = [*_LISTS, "doc_dense_max", "doc_bm25_max"]
+"""Features read from the dense and BM25 lists; a store that returns only a fused list (no component
+scores) leaves them NaN and the model ranks from the fused score, the fused rank and the text features."""
 _CELL = re.compile(r"(?:^|;\s*)([^:;]{1,80}):\s*([^;]*)")
 
 
