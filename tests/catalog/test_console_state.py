@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 from dataclasses import asdict
 from pathlib import Path
@@ -22,16 +21,9 @@ from lore.config import Settings
 from lore.engine import Lore
 from lore.ingest.edits import ChunkEdit, digest
 from lore.schema import Chunk
+from tests.catalog.rows import KB, LORE
 from tests.conftest import migrated
 
-KB = {
-    "embedding_provider": "local",
-    "embedding_model": "e5",
-    "embedding_dim": 8,
-    "chunk_schema": "v1",
-    "store_backend": "embedded",
-}
-LORE = [sys.executable, "-c", "from lore.cli.main import main; main()"]
 LONG = "报销/" + "长" * 3000 + ".pdf"  # 12 KB in utf8mb4: far past MariaDB's 3,072-byte key limit
 
 

@@ -13,15 +13,8 @@ from lore.catalog import BuildLockedError, Catalog, JobStatus, KnowledgeBase
 from lore.catalog.jobs import JobRow
 from lore.catalog.models import BuildLockRow
 from lore.errors import ConflictError, NotFoundError
+from tests.catalog.rows import KB
 from tests.conftest import migrated
-
-KB = {
-    "embedding_provider": "local",
-    "embedding_model": "e5",
-    "embedding_dim": 8,
-    "chunk_schema": "v1",
-    "store_backend": "embedded",
-}
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,16 +19,8 @@ from lore.catalog import Catalog, ManifestEntry, SchemaError, alembic_config, he
 from lore.catalog.jobs import JobRow
 from lore.catalog.models import Base
 from lore.config import CatalogSettings
+from tests.catalog.rows import KB, LORE
 from tests.conftest import fresh_database, migrated, server_absent
-
-KB = {
-    "embedding_provider": "local",
-    "embedding_model": "e5",
-    "embedding_dim": 8,
-    "chunk_schema": "v1",
-    "store_backend": "embedded",
-}
-LORE = [sys.executable, "-c", "from lore.cli.main import main; main()"]
 
 
 def test_values_round_trip_exactly(db_url: str) -> None:
