@@ -24,9 +24,9 @@ from lore.embed.cache import embed_texts
 from lore.engine import Lore
 from lore.eval.beir import BeirDataset, load_beir
 from lore.eval.metrics import mrr_at_k, ndcg_at_k, percentile, recall_at_k, unique_in_order
+from lore.ingest.chunk_factory import chunk_document
 from lore.ingest.chunking import Chunker
 from lore.ingest.loaders import load_file
-from lore.ingest.pipeline import chunk_document
 from lore.lexical import tokenize
 from lore.retrieve.documents import rank_documents
 from lore.retrieve.rerank.learned import Guard, LearnedReranker

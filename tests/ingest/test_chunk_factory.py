@@ -15,9 +15,8 @@ import pytest
 
 from lore.api.routers.chunks import ChunkIn, CommitBody, make_chunks
 from lore.catalog import KnowledgeBase
-from lore.ingest.chunk_factory import ChunkSource, document_chunk, retexted
+from lore.ingest.chunk_factory import ChunkSource, chunk_document, document_chunk, retexted
 from lore.ingest.chunking import Chunker, ChunkParams
-from lore.ingest.pipeline import chunk_document
 from lore.scenario.faq import FaqRow, faq_chunks
 from lore.schema import Chunk, LoadedDocument, Section
 

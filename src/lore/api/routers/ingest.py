@@ -28,11 +28,12 @@ from lore.catalog import KnowledgeBase
 from lore.engine import Lore
 from lore.errors import LoadError, NotFoundError
 from lore.grant import Grant
+from lore.ingest.chunk_factory import chunk_document
 from lore.ingest.chunking import Chunker
 from lore.ingest.files import discover, links_outside
 from lore.ingest.loaders import load_file
 from lore.ingest.loaders.limits import FileLimits
-from lore.ingest.pipeline import IngestReport, chunk_document
+from lore.ingest.pipeline import IngestReport
 from lore.policy import Action
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
