@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ingest_with_progress, open_benchmark_kb
 
 from lore.answer.context import build_passages
-from lore.answer.evidence import MODEL_PATH, evidence_features
+from lore.answer.evidence import MODEL_PATH, EvidenceQuery, evidence_features
 from lore.embed.cache import embed_texts
 from lore.engine import Lore
 from lore.eval.beir import load_beir
@@ -138,9 +138,8 @@ def features(lore: Lore, kb: str, question: str) -> dict[str, float]:
     passages = build_passages(hits, max_passages=a.max_passages, budget_units=a.context_budget)
     if not passages:
         return {"empty": 1.0}
-    return evidence_features(
-        question, tokenize(question), vector, passages, retriever.embedder, retriever.cache
-    )
+    query = EvidenceQuery(question, tokenize(question), vector, retriever.embedder, retriever.cache)
+    return evidence_features(query, passages)
 
 
 def fit_logistic(

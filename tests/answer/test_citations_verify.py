@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lore.answer.citations import attach_missing, citations_for, cited_numbers, clean_markers
 from lore.answer.context import build_passages
-from lore.answer.evidence import judge_evidence
+from lore.answer.evidence import EvidenceQuery, judge_evidence
 from lore.answer.generators.base import Passage
 from lore.answer.generators.extractive import ExtractiveGenerator
 from lore.answer.pipeline import refusal_text
@@ -93,11 +93,11 @@ def test_context_merges_children_of_one_parent_and_respects_budget() -> None:
 
 def test_evidence_without_overlap_is_insufficient() -> None:
     q_weak, q_strong = "Who won the 1998 World Cup?", "refund accepted within how many days of delivery"
-    weak = judge_evidence(q_weak, tokenize(q_weak), None, P, None, None)
-    strong = judge_evidence(q_strong, tokenize(q_strong), None, P, None, None)
+    weak = judge_evidence(EvidenceQuery(q_weak, tokenize(q_weak)), P)
+    strong = judge_evidence(EvidenceQuery(q_strong, tokenize(q_strong)), P)
     assert not weak.sufficient and weak.reasons
     assert strong.coverage > weak.coverage and strong.confidence > weak.confidence
-    assert not judge_evidence("", [], None, [], None, None).sufficient
+    assert not judge_evidence(EvidenceQuery("", []), []).sufficient
 
 
 def test_extractive_uses_only_passage_sentences_with_markers() -> None:
@@ -124,5 +124,5 @@ def test_key_terms_must_appear_not_just_common_words() -> None:
     assert key_coverage(q, inventory) == 0.0 and coverage(q, inventory) < 0.5
     assert key_coverage(q, "报销时须提交发票原件、费用明细单、审批单。") == 1.0
     passages = [Passage(1, inventory, [Hit(chunk("z", inventory), 1.0)])]
-    judged = judge_evidence(question, q, None, passages, None, None)
+    judged = judge_evidence(EvidenceQuery(question, q), passages)
     assert not judged.sufficient and any("key terms" in r for r in judged.reasons)

@@ -11,7 +11,7 @@ from lore.agent.rewrite import keyword_query
 from lore.agent.state import RunContext
 from lore.answer.consistency import check_consistency
 from lore.answer.context import build_passages
-from lore.answer.evidence import judge_evidence
+from lore.answer.evidence import EvidenceQuery, judge_evidence
 from lore.answer.generators.base import Passage
 from lore.embed.base import scaled_similarity
 from lore.lexical import tokenize
@@ -37,9 +37,8 @@ def grade(ctx: RunContext, question: str, i: int, sub_question: str, round_: int
     vector = None
     if ctx.search.mode != "bm25":
         vector = r.embed_query(sub_question)
-    evidence = judge_evidence(
-        sub_question, tokens, vector, passages, r.embedder, r.cache, a.evidence_threshold
-    )
+    query = EvidenceQuery(sub_question, tokens, vector, r.embedder, r.cache)
+    evidence = judge_evidence(query, passages, a.evidence_threshold)
     ctx.evidence[i] = evidence
     relevant = [
         p.n

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from lore.answer.context import build_passages
-from lore.answer.evidence import EvidenceModel, default_model, evidence_features
+from lore.answer.evidence import EvidenceModel, EvidenceQuery, default_model, evidence_features
 from lore.config import AnswerSettings
 from lore.errors import LoreError
 from lore.eval.compare import question_rows
@@ -102,9 +102,8 @@ def scorer(
         if not passages:
             return 0.0
         vector = retriever.embed_query(question)
-        features = evidence_features(
-            question, tokenize(question), vector, passages, retriever.embedder, retriever.cache
-        )
+        query = EvidenceQuery(question, tokenize(question), vector, retriever.embedder, retriever.cache)
+        features = evidence_features(query, passages)
         return model.probability(features)
 
     return score

@@ -76,28 +76,33 @@ def default_model() -> EvidenceModel:
     return EvidenceModel.load()
 
 
-def evidence_features(
-    question: str,
-    q_tokens: list[str],
-    query_vector: np.ndarray | None,
-    passages: Sequence[Passage],
-    embedder: Embedder | None,
-    cache: EmbeddingCache | None,
-) -> dict[str, float]:
+@dataclass(frozen=True, slots=True)
+class EvidenceQuery:
+    """The question the evidence is judged for: its text and tokens, and its vector with the embedder
+    (and cache) that made it, which also embeds passages whose hits carry no dense score."""
+
+    text: str
+    tokens: list[str]
+    vector: np.ndarray | None = None
+    embedder: Embedder | None = None
+    cache: EmbeddingCache | None = None
+
+
+def evidence_features(query: EvidenceQuery, passages: Sequence[Passage]) -> dict[str, float]:
     """The model's inputs (also what `benchmarks/fit_evidence.py` records)."""
     top = passages[:3]
-    covs = [coverage(q_tokens, p.text) for p in passages]
+    covs = [coverage(query.tokens, p.text) for p in passages]
     cov = max(covs[:3])
-    key = max(key_coverage(q_tokens, p.text) for p in top)
-    sim = float(np.clip(scaled_similarity(embedder, _similarity(query_vector, top, embedder, cache)), -1, 2))
-    zh = 1.0 if is_chinese(question) else 0.0
+    key = max(key_coverage(query.tokens, p.text) for p in top)
+    sim = float(np.clip(scaled_similarity(query.embedder, _similarity(query, top)), -1, 2))
+    zh = 1.0 if is_chinese(query.text) else 0.0
     features = {
         "coverage": cov,
         "key_coverage": key,
         "similarity": sim,
         "agreement": _agreement(passages),
         "supporting": min(sum(c >= SUPPORT_COVERAGE for c in covs), 3) / 3,
-        "no_key_terms": 0.0 if key_terms(q_tokens) else 1.0,
+        "no_key_terms": 0.0 if key_terms(query.tokens) else 1.0,
         "zh": zh,
         "zh_coverage": zh * cov,
         "zh_similarity": zh * sim,
@@ -110,12 +115,8 @@ def evidence_features(
 
 
 def judge_evidence(
-    question: str,
-    q_tokens: list[str],
-    query_vector: np.ndarray | None,
+    query: EvidenceQuery,
     passages: Sequence[Passage],
-    embedder: Embedder | None,
-    cache: EmbeddingCache | None,
     threshold: float | None = None,
     model: EvidenceModel | None = None,
 ) -> Evidence:
@@ -124,7 +125,7 @@ def judge_evidence(
     threshold = model.threshold if threshold is None else threshold
     if not passages:
         return Evidence(0.0, False, 0.0, 0.0, 0.0, 0.0, 0, threshold, None, ["no passages retrieved"])
-    f = evidence_features(question, q_tokens, query_vector, passages, embedder, cache)
+    f = evidence_features(query, passages)
     p = round(model.probability(f), 4)
     reasons = []
     if p < threshold:
@@ -150,21 +151,16 @@ def judge_evidence(
     )
 
 
-def _similarity(
-    query_vector: np.ndarray | None,
-    passages: Sequence[Passage],
-    embedder: Embedder | None,
-    cache: EmbeddingCache | None,
-) -> float:
+def _similarity(query: EvidenceQuery, passages: Sequence[Passage]) -> float:
     hits = [h for p in passages for h in p.hits]
     known = [h.dense_score for h in hits if h.dense_score is not None]
     if known:
         return float(max(known))
-    if query_vector is None or embedder is None or not hits:
+    if query.vector is None or query.embedder is None or not hits:
         return 0.0
     # Backends that fuse natively return no dense score: the chunks' vectors are in the cache.
-    vecs = embed_texts(embedder, [index_text(h.chunk) for h in hits], "passage", cache)
-    return float(np.max(vecs @ query_vector))
+    vecs = embed_texts(query.embedder, [index_text(h.chunk) for h in hits], "passage", query.cache)
+    return float(np.max(vecs @ query.vector))
 
 
 def _agreement(passages: Sequence[Passage]) -> float:

@@ -20,7 +20,7 @@ import numpy as np
 from lore.answer.citations import Citation, attach_missing, citations_for, clean_markers, renumber
 from lore.answer.consistency import Consistency, check_consistency, disagreement_note
 from lore.answer.context import build_passages
-from lore.answer.evidence import Evidence, judge_evidence
+from lore.answer.evidence import Evidence, EvidenceQuery, judge_evidence
 from lore.answer.generators.base import GenerationError, Generator, Passage
 from lore.answer.prompt import NOT_COVERED
 from lore.answer.verify import SentenceCheck, answer_confidence, verify
@@ -195,15 +195,8 @@ class AskPipeline:
 
     def judge(self, ctx: AskContext) -> None:
         r = self.retriever
-        ctx.evidence = judge_evidence(
-            ctx.question,
-            ctx.q_tokens,
-            ctx.query_vector,
-            ctx.passages,
-            r.embedder,
-            r.cache,
-            self.settings.evidence_threshold,
-        )
+        query = EvidenceQuery(ctx.question, ctx.q_tokens, ctx.query_vector, r.embedder, r.cache)
+        ctx.evidence = judge_evidence(query, ctx.passages, self.settings.evidence_threshold)
         if not ctx.evidence.sufficient:
             ctx.refused, ctx.route = True, "refused"
             ctx.answer = refusal_text(ctx.question, self.settings.support_contact)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence, Sized
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain, count, islice
 
 import numpy as np
@@ -189,15 +189,7 @@ class MemoryIndex:
         source or document), or None when the filter restricts none of them."""
         if all(v is None for v in (flt.tenant_ids, flt.dataset_ids, flt.visibility, flt.roles)):
             return None
-        return self.mask(
-            SearchFilter(
-                tenant_ids=flt.tenant_ids,
-                dataset_ids=flt.dataset_ids,
-                visibility=flt.visibility,
-                roles=flt.roles,
-                version_seq=flt.version_seq,
-            )
-        )
+        return self.mask(replace(flt, source_types=None, sources=None, document_ids=None))
 
     def bm25(
         self,
