@@ -7,6 +7,9 @@ directly in-process (no HTTP), and one HTTP client at a time.
     OPENBLAS_NUM_THREADS=1 python benchmarks/load.py --clients 50 --seconds 60 \
         --json-out benchmarks/out/load.json
 
+`--in-process-only --baseline-seconds 60`: only the in-process row, with this process's CPU ms per answer
+(the per-request work; to compare trees, put each tree's `src` first on PYTHONPATH).
+
 On real servers: `--replicas 2 --backend milvus --catalog postgresql` starts a `milvus-lite server`, makes a
 PostgreSQL database (127.0.0.1:5432, dropped afterwards) and runs two `lore serve` processes with their own
 homes, one shared storage dir and Redis (`--redis`); the clients are spread over the replicas. The same run
@@ -35,6 +38,7 @@ import websockets
 from rich.console import Console
 from rich.table import Table
 
+import lore as lore_module
 from lore.config import load_settings
 from lore.engine import Lore
 from lore.eval.metrics import percentile
@@ -60,6 +64,7 @@ class Stats:
     end_ms: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    cpu_ms: list[float] = field(default_factory=list)  # in-process only: this process's CPU per request
 
     def row(self) -> dict[str, float | int]:
         n = len(self.end_ms)
@@ -71,6 +76,8 @@ class Stats:
             "p95_first_ms": round(percentile(self.first_ms, 95), 1) if n else 0,
             "p50_end_ms": round(percentile(self.end_ms, 50), 1) if n else 0,
             "p95_end_ms": round(percentile(self.end_ms, 95), 1) if n else 0,
+            **({"cpu_ms_mean": round(sum(self.cpu_ms) / n, 1)} if self.cpu_ms else {}),
+            **({"cpu_ms_p50": round(percentile(self.cpu_ms, 50), 1)} if self.cpu_ms else {}),
         }
 
 
@@ -150,11 +157,12 @@ def direct_baseline(lore: Lore, seconds: float) -> Stats:
     stats, counter = Stats(), itertools.count(10_000)
     started = time.perf_counter()
     while time.perf_counter() - started < seconds:
-        t0, first, last = time.perf_counter(), None, None
+        t0, cpu0, first, last = time.perf_counter(), time.process_time(), None, None
         for event in lore.ask("hb", question(counter)):
             first = first or time.perf_counter()
             last = event.type
         _record(stats, t0, first, last, "direct")
+        stats.cpu_ms.append((time.process_time() - cpu0) * 1000)
     stats.seconds = time.perf_counter() - started
     return stats
 
@@ -206,6 +214,8 @@ def servers(
     if catalog == "postgresql":
         from sqlalchemy import create_engine, text
 
+        from lore.catalog.migrate import upgrade
+
         admin_url = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
         name = f"lore_load_{uuid.uuid4().hex[:8]}"
         admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
@@ -218,6 +228,9 @@ def servers(
 
         stack.callback(drop)
         env["LORE_CATALOG_URL"] = admin_url.rsplit("/", 1)[0] + f"/{name}"
+        migrated = create_engine(env["LORE_CATALOG_URL"])
+        upgrade(migrated)  # the migration job's `lore db upgrade`: server catalogs refuse an old schema
+        migrated.dispose()
     if redis_url:
         env |= {"LORE_REDIS__URL": redis_url, "LORE_REDIS__PREFIX": f"lore-load-{uuid.uuid4().hex[:8]}"}
     return env
@@ -255,6 +268,7 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=60)
     p.add_argument("--transport", choices=["both", "sse", "websocket"], default="both")
     p.add_argument("--baseline-seconds", type=float, default=10)
+    p.add_argument("--in-process-only", action="store_true", help="only the in-process single-client row")
     p.add_argument(
         "--warmup-seconds", type=float, default=10, help="unrecorded load first (warms every cache)"
     )
@@ -282,8 +296,13 @@ def main() -> None:
         lore.create_kb("hb")
         lore.ingest("hb", [EXAMPLES])
         _, key = lore.catalog.create_api_key("default", ["staff"], name="load benchmark")
+        if args.in_process_only:
+            direct_baseline(lore, args.warmup_seconds)  # unrecorded: models loaded, caches warm
         direct = direct_baseline(lore, args.baseline_seconds)
         lore.close()
+        if args.in_process_only:  # per-request work: run it with each tree's src first on PYTHONPATH
+            print(json.dumps({"in_process": direct.row(), "lore": str(Path(lore_module.__file__).parent)}))
+            return
 
         urls = []
         for i in range(args.replicas):
