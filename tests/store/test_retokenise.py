@@ -16,6 +16,7 @@ from lore.schema import Chunk, index_text
 from lore.store import StoreQuery, open_store
 from lore.store import retokenise as rt
 from lore.store.embedded import EmbeddedStore
+from tests.servers import MilvusServer
 
 DIM = 4
 TEXTS = [
@@ -131,12 +132,22 @@ def test_a_new_store_keeps_the_tokens_it_is_given(tmp_path: Path) -> None:
     store.close()
 
 
-def test_an_old_milvus_lite_collection_is_retokenised_on_open(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("where", ["lite file", "grpc server"])
+def test_an_old_milvus_collection_is_retokenised_on_open(
+    where: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     pytest.importorskip("milvus_lite")
+    server = MilvusServer(tmp_path / "milvus").start() if where == "grpc server" else None
+    try:
+        _check_milvus_upgrade(tmp_path, server.uri if server else "", caplog)
+    finally:
+        if server:
+            server.stop()
+
+
+def _check_milvus_upgrade(tmp_path: Path, uri: str, caplog: pytest.LogCaptureFixture) -> None:
     chunks, vectors = _chunks()
-    store = open_store("milvus", "kb", tmp_path, DIM)
+    store = open_store("milvus", "kb", tmp_path, DIM, uri)
     try:
         assert rt.milvus_version(store._client, store.name) == TOKENIZER_VERSION  # new: stamped
         store.upsert(chunks, vectors, [_old_tokens(index_text(c)) for c in chunks])
@@ -146,7 +157,7 @@ def test_an_old_milvus_lite_collection_is_retokenised_on_open(
     finally:
         store.close()
     with caplog.at_level(logging.WARNING, "lore.store"):
-        store = open_store("milvus", "kb", tmp_path, DIM)
+        store = open_store("milvus", "kb", tmp_path, DIM, uri)
     try:
         assert "re-tokenising 4 chunks" in caplog.text
         assert rt.milvus_version(store._client, store.name) == TOKENIZER_VERSION
