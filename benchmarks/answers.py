@@ -208,10 +208,13 @@ def _summaries(rows: list[dict]) -> dict:
         "dataset": defaultdict(list),
         "language": defaultdict(list),
         "type": defaultdict(list),
+        "offtopic": defaultdict(list),
     }
     for r in rows:
         kb = r["source"].split("->")[-1]
         groups["dataset"][kb].append(r)
+        if not r["answerable"]:  # each off-topic folder on each KB
+            groups["offtopic"][r["source"]].append(r)
         groups["language"][r["lang"]].append(r)
         if r["answerable"]:
             groups["type"][f"{r['lang']}:{r['type']}"].append(r)
@@ -275,7 +278,7 @@ def _print(summary: dict) -> None:
     ]
     console = Console()
     for name, s in summary.items():
-        for group in ("dataset", "language", "type"):
+        for group in ("dataset", "language", "type", "offtopic"):
             table = Table(title=f"answers ({name}) by {group}")
             for c in [group, *cols]:
                 table.add_column(c, justify="right")
