@@ -288,6 +288,9 @@ def fit_cross(path: Path, out: Path) -> dict:
     The cut is the lowest that answers at most `OFFTOPIC_BUDGET` of that language's off-topic questions:
     across languages the classes overlap too much for the balanced rule of `choose_threshold`."""
     rows = [r for r in map(json.loads, path.open(encoding="utf-8")) if r.get("cross")]
+    if not rows:  # features recorded before the cross features existed: keep the file's cross model
+        print("no cross-language rows: the cross model is left as it is")
+        return json.loads(out.read_text(encoding="utf-8"))
     fit_rows = [r for r in rows if r["split"] == "fit"]
     thr_rows = [r for r in rows if r["split"] == "threshold"]
     x, y, _ = matrix(fit_rows, CROSS_FEATURES)
