@@ -4,7 +4,9 @@ Signals: the best passages' coverage of the question's terms weighted by rarity,
 occur at all, the best dense similarity (scaled to the embedder's declared band), agreement between the
 dense and BM25 rankings, how many passages support it, and a reranker's calibrated score when the hits
 carry one. A logistic model fit on development data (`evidence_model.json`, written by
-`benchmarks/fit_evidence.py`) turns them into P(answerable); below the threshold -> refuse.
+`benchmarks/fit_evidence.py`) turns them into P(answerable); below the threshold -> refuse. A question
+in another language than its top passage is judged by the `cross` model, on features that carry across
+languages (`lore.answer.crosslang`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lore.answer.crosslang import cross_features, is_cross_language
 from lore.answer.generators.base import Passage
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
@@ -44,6 +47,7 @@ class Evidence:
     threshold: float = 0.0
     rerank: float | None = None
     reasons: list[str] = field(default_factory=list)
+    cross_language: bool = False  # judged by the `cross` model: the passages are in another language
 
     def to_json(self) -> dict:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -51,14 +55,18 @@ class Evidence:
 
 @dataclass(frozen=True)
 class EvidenceModel:
-    """Logistic models over named features: `base`, and `rerank` for hits that carry a rerank score."""
+    """Logistic models over named features: `base`, `rerank` for hits that carry a rerank score, and
+    `cross` for a question in another language than its passages."""
 
     models: Mapping[str, Mapping[str, float]]  # name -> {feature: weight, "bias": b}
     threshold: float  # default refusal threshold on P, chosen on a held-out split of the dev data
 
     def probability(self, features: Mapping[str, float]) -> float:
-        """P(answerable) from the `rerank` model when features hold a rerank score and it exists."""
+        """P(answerable) from the `cross` model for a cross-language question, else from the `rerank`
+        model when features hold a rerank score, else from `base` (each only when it exists)."""
         name = "rerank" if "rerank" in features and "rerank" in self.models else "base"
+        if features.get("cross") and "cross" in self.models:
+            name = "cross"
         weights = self.models[name]
         z = weights.get("bias", 0.0) + sum(
             w * features.get(f, 0.0) for f, w in weights.items() if f != "bias"
@@ -108,6 +116,8 @@ def evidence_features(
         "zh_similarity": zh * sim,
         "coverage_x_similarity": cov * sim,
     }
+    features["cross"] = 1.0 if is_cross_language(question, passages) else 0.0
+    features.update(cross_features(query_vector, passages, embedder, cache))
     if reranked:
         features["rerank"] = float(max(reranked))
     return features
@@ -133,7 +143,9 @@ def judge_evidence(
     reasons = []
     if p < threshold:
         reasons.append(f"P(answerable) {p:.2f} is below the threshold {threshold:.2f}")
-        if f["key_coverage"] < 0.5:
+        if f["cross"]:
+            reasons.append("the passages are in another language: judged on the semantic match alone")
+        elif f["key_coverage"] < 0.5:
             reasons.append(f"the question's key terms are {f['key_coverage']:.0%} covered")
         if f["coverage"] < 0.3:
             reasons.append(f"passages cover {f['coverage']:.0%} of the question's terms")
@@ -151,6 +163,7 @@ def judge_evidence(
         threshold,
         f.get("rerank"),
         reasons,
+        bool(f["cross"]) and "cross" in model.models,
     )
 
 
