@@ -62,6 +62,12 @@ def main() -> None:
         "questions, or on the `threshold`-split questions of the dataset and the off-topic folders; "
         "none: the evidence model's default",
     )
+    p.add_argument(
+        "--questions",
+        action="append",
+        help="JSONL of {_id, text} asked instead of a dataset's own questions, for the ids in its qrels "
+        "(e.g. translations: benchmarks/data/crosslang/drcd_dev_en.jsonl; repeatable)",
+    )
     p.add_argument("--backend", default="embedded")
     p.add_argument("--home", default="benchmarks/.cache")
     args = p.parse_args()
@@ -107,15 +113,31 @@ def _run(
     )
     ingest_with_progress(lore, kb, dataset.corpus_path)
     _calibrate(lore, kb, dataset.queries, offtopic, args)
+    asked = dataset.queries
+    if args.questions:  # e.g. the dataset's questions in another language, same gold passages
+        given = {k: v for f in args.questions for k, v in _query_file(Path(f)).items()}
+        asked = {q: t for q, t in given.items() if q in dataset.qrels}
     out = []
-    for qid in _pick(list(dataset.queries), args.split, args.max_queries):
-        out.append(_row(lore, kb, folder.name, dataset.queries[qid], gold[qid], dataset.qrels[qid]))
+    for qid in _pick(list(asked), args.split, args.max_queries):
+        out.append(_row(lore, kb, folder.name, asked[qid], gold[qid], dataset.qrels[qid]))
     for off in offtopic:
-        questions = load_beir(off).queries
+        questions = _offtopic_queries(off)
         for qid in _pick(list(questions), args.split, args.max_offtopic or args.max_queries):
             out.append(_row(lore, kb, f"{off.name}->{folder.name}", questions[qid], None, None))
     lore.close()
     return out
+
+
+def _query_file(path: Path) -> dict[str, str]:
+    rows = (json.loads(line) for line in path.open(encoding="utf-8") if line.strip())
+    return {r["_id"]: r["text"] for r in rows}
+
+
+def _offtopic_queries(folder: Path) -> dict[str, str]:
+    """A BEIR folder's queries, or a folder holding only queries.jsonl."""
+    if (folder / "corpus.jsonl").exists():
+        return load_beir(folder).queries
+    return _query_file(folder / "queries.jsonl")
 
 
 def _calibrate(
@@ -132,7 +154,7 @@ def _calibrate(
     if args.calibrate == "threshold":
         questions = [(own[q], True) for q in _pick(list(own), "threshold", args.max_queries)]
         for off in offtopic:
-            queries = load_beir(off).queries
+            queries = _offtopic_queries(off)
             questions += [(queries[q], False) for q in _pick(list(queries), "threshold", cap)]
     c = lore.calibrate(kb, eval_questions=questions)
     print(
@@ -186,10 +208,13 @@ def _summaries(rows: list[dict]) -> dict:
         "dataset": defaultdict(list),
         "language": defaultdict(list),
         "type": defaultdict(list),
+        "offtopic": defaultdict(list),
     }
     for r in rows:
         kb = r["source"].split("->")[-1]
         groups["dataset"][kb].append(r)
+        if not r["answerable"]:  # each off-topic folder on each KB
+            groups["offtopic"][r["source"]].append(r)
         groups["language"][r["lang"]].append(r)
         if r["answerable"]:
             groups["type"][f"{r['lang']}:{r['type']}"].append(r)
@@ -253,7 +278,7 @@ def _print(summary: dict) -> None:
     ]
     console = Console()
     for name, s in summary.items():
-        for group in ("dataset", "language", "type"):
+        for group in ("dataset", "language", "type", "offtopic"):
             table = Table(title=f"answers ({name}) by {group}")
             for c in [group, *cols]:
                 table.add_column(c, justify="right")

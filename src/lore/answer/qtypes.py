@@ -11,7 +11,9 @@ _EN_NUM = (
 )
 _ZH_NUM = r"[\d０-９一二两三四五六七八九十百千万亿几数半]"
 
-_TYPES: list[tuple[str, re.Pattern[str]]] = [
+# English wh-words also open relative clauses ("What happened when ...", "the man who ..."): these count
+# only where they ask (see `_asks`); the Chinese markers and fixed phrases always ask.
+_TYPES: list[tuple[str, re.Pattern[str], str]] = [
     (
         "how_much",
         re.compile(
@@ -19,43 +21,87 @@ _TYPES: list[tuple[str, re.Pattern[str]]] = [
             r"\bcost\b|\bprice\b",
             re.IGNORECASE,
         ),
+        "",
     ),
     (
         "how_many",
         re.compile(
-            r"多少|几[个位名只条次年天月岁人家座部种届所层项次场]?|多久|多长|多大|多高|多远|多重|"
+            # 几乎 (almost), 几何, 几率, 茶几; 多大程度/影响 (to what extent) ask for no number
+            r"多少|(?<!茶)几(?![乎何率])[个位名只条次年天月岁人家座部种届所层项次场]?|多久|多长|"
+            r"多大(?!程度|作用|影响|意义|关系|区别|差别|变化)|多高|多远|多重|"
             r"how (?:many|much|long|old|far|big|large|tall|high|often)|what (?:number|percentage|"
             r"proportion|fraction)",
             re.IGNORECASE,
         ),
+        "",
     ),
     (
         "when",
         re.compile(
             r"什么时候|何时|哪一?年|哪一?天|几月|几号|什么时间|哪个朝代|什么年代|何年|"
-            r"\bwhen\b|what (?:year|date|day|month|time|century|decade)|which (?:year|century|decade)",
+            r"what (?:year|date|day|month|time|century|decade)|which (?:year|century|decade)",
             re.IGNORECASE,
         ),
+        "when",
     ),
-    ("who", re.compile(r"谁|哪位|什么人|哪些人|\bwho\b|\bwhom\b|\bwhose\b", re.IGNORECASE)),
+    ("who", re.compile(r"谁|哪位|什么人|哪些人"), "who|whom|whose"),
     (
         "where",
         re.compile(
             r"哪里|哪儿|在哪|什么地方|何处|何地|哪个(?:国家|城市|省|地区)|"
-            r"\bwhere\b|which (?:country|city|state|region|place|town)",
+            r"which (?:country|city|state|region|place|town)",
             re.IGNORECASE,
         ),
+        "where",
     ),
-    ("why", re.compile(r"为什么|为何|原因|为啥|\bwhy\b|what (?:caused|causes)|\breason\b", re.IGNORECASE)),
+    (
+        "why",
+        re.compile(r"为什么|为何|原因|为啥|what (?:caused|causes)|\breason\b", re.IGNORECASE),
+        "why",
+    ),
     (
         "yes_no",
         re.compile(
-            r"[吗么][？?]?$|是否|是不是|能不能|可不可以|有没有|"
+            # 么 ends 什么/怎么/那么/这么/多么 too: only a bare 吗/么 is the yes-no particle
+            r"(?:吗|(?<![什怎那这多要])么)[？?]?$|是否|是不是|能不能|可不可以|有没有|"
             r"^(?:is|are|was|were|do|does|did|can|could|will|would|should|has|have|had)\b",
             re.IGNORECASE,
         ),
+        "",
     ),
 ]
+
+_AUX = r"(?:did|do|does|was|were|is|are|will|would|can|could|has|have|had|should|might|must)"
+_PREP = r"(?:to|by|from|with|for|since|until|till|of|in|at|on|and|or|but|so|then)"
+# A leading subordinate clause ("When Beyoncé left, who ...") does not ask: the clause after it does.
+_LEAD_CLAUSE = re.compile(
+    r"^(?:when|where|while|after|before|if|as|since|once|although|though|whenever)\b[^,?]*,\s*"
+    r"(?=(?:who|whom|whose|what|which|where|when|how|why|is|are|was|were|do|does|did|can|in|on|at)\b)",
+    re.IGNORECASE,
+)
+
+_RELATIVE = re.compile(  # "the man who", "two friends who" (not "the son of whom": that asks)
+    r"\b(?:the|a|an|this|that|these|those|his|her|their|its|other|two|three|many|some)\s+"
+    r"(?:(?!(?:of|to|with|for|from|by|in|on|at|about|after|during)\b)[\w'.-]+\s+){1,2}(?:who|whom|whose)\b"
+    r"|^(?:those|people|anyone|someone|everyone)\s+who\b",
+    re.IGNORECASE,
+)
+
+
+def _asks(words: str, text: str) -> bool:
+    """Whether an English wh-word asks. `who` asks unless a noun phrase it qualifies stands before it
+    ("the man who ..."); `when`/`where`/`why` ask at the start (after a preposition or conjunction at
+    most), after a comma, at the end, or before an auxiliary verb or "according to" (echo questions:
+    "was born when according to ..."), not before the subject of a clause ("What happened when he ...")."""
+    w = rf"(?:{words})"
+    if words == "who|whom|whose":
+        return re.search(rf"\b{w}\b", text, re.IGNORECASE) is not None and not _RELATIVE.search(text)
+    pattern = (
+        rf"^(?:{_PREP}\s+)?{w}\b|[,;:]\s*(?:{_PREP}\s+)?{w}\b|\b{w}\s*[?？.]?\s*$"
+        rf"|\b{w}\s+(?:{_AUX}|according|before|after|exactly)\b"
+    )
+    return re.search(pattern, text, re.IGNORECASE) is not None
+
 
 _ANSWERS: dict[str, re.Pattern[str]] = {
     "how_much": re.compile(rf"{_ZH_NUM}|[$¥€£]|{_EN_NUM}", re.IGNORECASE),
@@ -94,8 +140,9 @@ def question_type(question: str) -> str | None:
     text = question.strip()
     if _WHAT_IS.search(text):
         return None
-    for name, pattern in _TYPES:
-        if pattern.search(text):
+    english = _LEAD_CLAUSE.sub("", text)
+    for name, pattern, words in _TYPES:
+        if pattern.search(text) or (words and _asks(words, english)):
             return name
     return None
 

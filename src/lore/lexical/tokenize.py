@@ -2,7 +2,8 @@
 
 Text is split into CJK runs and other runs. CJK runs go through jieba's search mode (words plus
 their shorter sub-words, which lifts recall when a query and a passage segment differently);
-other runs become lower-cased word tokens, English stop words dropped and Snowball-stemmed.
+other runs become lower-cased word tokens with Latin diacritics folded (`fold`: "Beyoncé" and
+"Beyonce" are one token), English stop words dropped and Snowball-stemmed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from functools import lru_cache
 
 import jieba
 import Stemmer
+
+from lore.lexical.fold import fold
 
 CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"  # kana, CJK ideographs, hangul
 CJK_CHAR = re.compile(f"[{CJK}]")
@@ -183,7 +186,7 @@ def tokenize(text: str) -> list[str]:
         cjk, word = match.groups()
         if cjk:
             tokens.extend(p for p in _jieba().cut_for_search(cjk) if p not in CJK_STOP)
-        elif word not in STOP_WORDS:
+        elif (word := fold(word)) not in STOP_WORDS:
             word_positions.append(len(tokens))
             tokens.append(word)
     if word_positions:

@@ -1,7 +1,8 @@
 """Search results of scenario questions (in process, or in Redis for every replica), keyed by everything
 that bounds them.
 
-The key holds the KB id, its cache epoch, the version, the full search options (whose filter
+The key holds the KB id, its cache epoch, the tokenizer version (a shared cache never serves results
+an older tokenizer found), the version, the full search options (whose filter
 carries tenant, datasets, visibility, roles and sources) and the query: a cached result can only
 ever be served to a request with exactly the same scope. Unversioned KBs are never cached.
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from lore.lexical import TOKENIZER_VERSION
 from lore.retrieve.search import Retrieval, RetrieverWrapper, SearchOptions
 from lore.schema import Hit, hit_from_record, hit_record
 from lore.state.cache import Cache, CacheFront, LocalCache
@@ -32,7 +34,8 @@ def _note(key: str, hit: bool, found: list[Hit]) -> None:
 
 def cache_key(kb_id: str, epoch: int, options: SearchOptions, query: str) -> str:
     """The digest of every field that decides a search's results."""
-    raw = repr((kb_id, epoch, sorted(asdict(options).items(), key=lambda kv: kv[0]), query))
+    options_items = sorted(asdict(options).items(), key=lambda kv: kv[0])
+    raw = repr((kb_id, epoch, TOKENIZER_VERSION, options_items, query))
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 

@@ -26,6 +26,7 @@ from lore.schema import Chunk, Hit, SearchFilter
 from lore.store.base import StoreQuery
 from lore.store.fusion import rrf
 from lore.store.memory_index import SCALAR_FIELDS, Columns, MemoryIndex
+from lore.store.retokenise import joined_tokens, upgrade_embedded
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS chunks (
@@ -61,6 +62,8 @@ class EmbeddedStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        # A store whose BM25 tokens an older tokenizer wrote is re-tokenised before its first search.
+        upgrade_embedded(self._db, f"embedded store {collection!r}", _chunk_from_row)
         self._index: MemoryIndex | None = None
         self._generation = -1
         self._saver: threading.Thread | None = None  # writing the snapshot after a rebuild
@@ -262,7 +265,7 @@ def _db_row(chunk: Chunk, vec: np.ndarray, tokens: list[str]) -> tuple:
         json.dumps(meta, ensure_ascii=False),
         chunk.text,
         chunk.parent_text,
-        " ".join(t.replace(" ", "_") for t in tokens),
+        joined_tokens(tokens),
         np.asarray(vec, dtype=np.float32).tobytes(),
     )
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from lore.config import StoreSettings
 from lore.errors import EmbeddingMismatchError, LoreError, MissingDependencyError
+from lore.lexical import TOKENIZER_VERSION
 from lore.schema import Chunk, Hit, SearchFilter
 from lore.store.base import StoreQuery
 from lore.store.fusion import fuse_hits
@@ -30,11 +31,14 @@ from lore.store.milvus_rows import (
     to_chunk,
     to_row,
 )
+from lore.store.retokenise import BATCH, Reporter, index_tokens, milvus_version, stamp_milvus
 
 _INSTALL_HINT = 'pip install "pymilvus[milvus_lite]"'
 
 # Lore tokenises text itself and writes each token as one hex run (milvus_expr.encode_token), which
-# the whitespace tokenizer and jieba (Milvus Lite has no whitespace tokenizer) both keep whole.
+# the whitespace tokenizer and jieba (Milvus Lite has no whitespace tokenizer) both keep whole. So
+# accents are folded by Lore's tokenizer, not by an analyzer filter: `asciifolding` would see only
+# hex (and Milvus Lite accepts it in `filter` but does not apply it).
 _WHITESPACE = {"tokenizer": "whitespace"}
 _JIEBA_EXACT = {"tokenizer": {"type": "jieba", "mode": "exact"}}
 
@@ -112,6 +116,7 @@ class MilvusStore:
                 self._create()
             # Milvus Lite reopens collections unloaded.
             self._client.load_collection(self.name)
+            self._upgrade_tokens()
         except BaseException:
             self.close()
             raise
@@ -129,6 +134,25 @@ class MilvusStore:
                     raise
         # sync=False skips pymilvus' 0.5 s polling per index; an empty collection is indexed at once.
         self._client.create_index(self.name, self._index_params(), sync=False)
+        stamp_milvus(self._client, self.name)
+
+    def _upgrade_tokens(self) -> None:
+        """Re-write `lex` of every row from its chunk's text if an older tokenizer wrote it (whole rows are
+        upserted back, vectors as they were), then record the current tokenizer on the collection."""
+        found = milvus_version(self._client, self.name)
+        if found == TOKENIZER_VERSION:
+            return
+        ids = [r["chunk_id"] for r in self._scan("chunk_id != ''", ["chunk_id"])]
+        reporter = Reporter(f"Milvus collection {self.name!r}", found, len(ids))
+        for start in range(0, len(ids), BATCH):
+            rows = self._rows(ids[start : start + BATCH], ROW)
+            for row in rows:
+                row["lex"] = encode_tokens(index_tokens(to_chunk(row)))
+                row["dense"] = [float(x) for x in row["dense"]]
+            self._upsert_rows(rows)
+            reporter.step(start + len(rows))
+        stamp_milvus(self._client, self.name)
+        reporter.finish(len(ids))
 
     def _schema(self, analyzer: dict[str, Any]) -> Any:
         dt = self._pm.DataType

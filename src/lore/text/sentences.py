@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -96,7 +95,7 @@ def token_weights(tokens: Iterable[str]) -> dict[str, float]:
 
 def key_terms(query_tokens: Iterable[str], key_weight: float = KEY_WEIGHT) -> set[str]:
     """The query's key tokens: names, codes, rare words (weight >= key_weight)."""
-    return {t for t, w in token_weights(folded(query_tokens)).items() if w >= key_weight}
+    return {t for t, w in token_weights(query_tokens).items() if w >= key_weight}
 
 
 def key_coverage(query_tokens: Iterable[str], text: str, key_weight: float = KEY_WEIGHT) -> float:
@@ -111,25 +110,9 @@ def key_coverage(query_tokens: Iterable[str], text: str, key_weight: float = KEY
 @lru_cache(maxsize=8192)
 def token_set(text: str) -> frozenset[str]:
     """The distinct tokens of a passage or sentence; cached, since evidence, grading, citing and
-    extracting all test the same passages against the question's terms."""
-    return frozenset(map(fold, tokenize(text)))
-
-
-@lru_cache(maxsize=65536)
-def fold(token: str) -> str:
-    """A Latin token without its diacritics, stemmed again ("beyoncé" -> "beyonc", as "Beyonce" is):
-    questions often drop the accents their passages have. CJK and plain ASCII tokens are unchanged."""
-    if token.isascii() or is_chinese(token[:1]):
-        return token
-    bare = "".join(ch for ch in unicodedata.normalize("NFD", token) if not unicodedata.combining(ch))
-    if bare == token:
-        return token
-    return next(iter(tokenize(bare)), bare)
-
-
-def folded(tokens: Iterable[str]) -> list[str]:
-    """`fold` of each token (the question's side of every overlap measure here)."""
-    return [fold(t) for t in tokens]
+    extracting all test the same passages against the question's terms. Tokens come accent-folded
+    (`lore.lexical.fold`), so "Beyonce" in a question meets "Beyoncé" in a passage."""
+    return frozenset(tokenize(text))
 
 
 @lru_cache(maxsize=65536)
@@ -145,7 +128,7 @@ def _weight(token: str) -> float:
 def coverage(query_tokens: Iterable[str], text: str, weights: dict[str, float] | None = None) -> float:
     """Weighted share of the query's distinct tokens that occur in `text` (0-1); `weights` overrides
     the tokens' own weights (e.g. `local_weights`)."""
-    weights = weights if weights is not None else token_weights(folded(query_tokens))
+    weights = weights if weights is not None else token_weights(query_tokens)
     total = sum(weights.values())
     if not total:
         return 0.0
@@ -156,7 +139,7 @@ def coverage(query_tokens: Iterable[str], text: str, weights: dict[str, float] |
 def local_weights(query_tokens: Iterable[str], texts: Iterable[str]) -> dict[str, float]:
     """The query tokens' weights scaled by how rare each is among `texts` (the retrieved passages):
     a word every passage shares (the article's subject) tells them apart less than one only a few hold."""
-    weights = token_weights(folded(query_tokens))
+    weights = token_weights(query_tokens)
     sets = [token_set(t) for t in texts]
     if len(sets) < 3:
         return weights

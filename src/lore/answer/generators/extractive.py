@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lore.answer.citations import insert_marker, join_sentences
+from lore.answer.crosslang import is_cross_language
 from lore.answer.generators.base import Passage
 from lore.answer.qtypes import has_answer_type, question_type
 from lore.answer.rows import faq_cells, read_row
@@ -106,7 +107,8 @@ class ExtractiveGenerator:
         if not cands:
             return []
         cands.sort(key=lambda c: -c.score)
-        short = cands[: self.shortlist]
+        # Across languages the terms barely overlap: the embedder chooses among more sentences.
+        short = cands[: self.shortlist * (3 if is_cross_language(question, passages) else 1)]
         if self.embedder is not None:
             self._add_similarity(question, short)
             short.sort(key=lambda c: (-round(c.score, 6), c.passage))

@@ -57,11 +57,26 @@ FEATURES = [
     "faq",
     "field_cover",
     "cell_cover",
+    "title_cover_idf",
 ]
 COMPONENTS = [*_LISTS, "doc_dense_max", "doc_bm25_max"]
 """Features read from the dense and BM25 lists; a store that returns only a fused list (no component
 scores) leaves them NaN and the model ranks from the fused score, the fused rank and the text features."""
 _CELL = re.compile(r"(?:^|;\s*)([^:;]{1,80}):\s*([^;]*)")
+
+
+_WH = re.compile(
+    r"^\s*(what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|should"
+    r"|will|would|has|have|had)\b",
+    re.IGNORECASE,
+)
+_ZH_ASK = re.compile(r"[吗呢]\s*$|什么|哪|谁|几|多少|怎么|怎样|为什么|为何|如何|是否|何时|多久|多长")
+
+
+def is_question(query: str) -> bool:
+    """A question (English or Chinese), as opposed to a statement or a list of key words."""
+    q = query.strip()
+    return q.endswith(("?", "？")) or bool(_WH.match(q)) or (is_chinese(q) and bool(_ZH_ASK.search(q)))
 
 
 _RUNS = re.compile(rf"([{CJK}]+)|([^\W_{CJK}]+)")
@@ -209,8 +224,12 @@ def candidate_features(query: str, hits: Sequence[Hit]) -> np.ndarray:
         rows[i, col["cover"]] = len(tset) / len(q_set) if q_set else np.nan
         rows[i, col["cover_idf"]] = sum(idf[t] for t in tset) / idf_total
         head = " ".join([h.chunk.title or "", *h.chunk.heading_path])
+        head_terms = _term_set(head) & q_set if head.strip() else None
         rows[i, col["title_cover"]] = (
-            len(set(_tokens(head)) & q_set) / len(q_set) if q_set and head.strip() else np.nan
+            len(head_terms) / len(q_set) if q_set and head_terms is not None else np.nan
+        )
+        rows[i, col["title_cover_idf"]] = (
+            sum(idf[t] for t in head_terms) / idf_total if head_terms is not None else np.nan
         )
         parent = _term_set(h.chunk.parent_text) & q_set if h.chunk.parent_text else tset
         rows[i, col["parent_cover_idf"]] = sum(idf[t] for t in parent) / idf_total

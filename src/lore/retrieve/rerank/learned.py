@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from lore.errors import ConfigError
-from lore.retrieve.rerank.features import FEATURES, candidate_features
+from lore.lexical import is_chinese
+from lore.retrieve.rerank.features import FEATURES, candidate_features, is_question
 from lore.schema import Hit
 
 MODEL_DIR = Path(__file__).parent / "models"
@@ -73,35 +74,65 @@ def _load(path: str) -> tuple[Any, dict[str, Any]]:
     return lightgbm.Booster(model_str=model.read_text(encoding="utf-8")), meta
 
 
+@dataclass(frozen=True)
+class _Model:
+    """One trained file: its booster, calibration, feature columns, chunk kinds and guard."""
+
+    booster: Any
+    a: float
+    b: float
+    columns: list[int]
+    kinds: frozenset[str]
+    guard: Guard
+
+    @classmethod
+    def load(cls, path: Path) -> _Model:
+        booster, meta = _load(str(path))
+        a, b = meta["calibration"]
+        # Chunk kinds the model saw in training; others (e.g. table rows, FAQ entries when the training
+        # sets were prose only) keep their first-stage places and the model orders the rest around them.
+        kinds = frozenset(meta.get("kinds", ["doc"]))
+        return cls(booster, a, b, meta["columns"], kinds, Guard(**meta.get("guard", {})))
+
+
+def statements_model(model: Path) -> Path:
+    """Where the model for statement and key-word queries trained beside `model` lives."""
+    return model.with_name(f"{model.stem}_statements.txt")
+
+
 class LearnedReranker:
     """Re-scores candidates with the shipped learning-to-rank model; its score is calibrated to [0, 1]
-    (Platt scaling fitted on the training split: the chance the passage is from a relevant document)."""
+    (Platt scaling fitted on the training split: the chance the passage is from a relevant document).
+    English statements and key-word queries use the model trained on them when one sits beside it."""
 
     name = "ltr"
 
     def __init__(self, model: Path | None = None) -> None:
-        self.booster, meta = _load(str(model or DEFAULT_MODEL))
-        self.a, self.b = meta["calibration"]
-        self.columns = meta["columns"]  # the model's own features, by name, among those computed
-        # Chunk kinds the model saw in training; others (e.g. table rows, FAQ entries when the training
-        # sets were prose only) keep their first-stage places and the model orders the rest around them.
-        self.kinds = frozenset(meta.get("kinds", ["doc"]))
-        self.guard = Guard(**meta.get("guard", {}))
+        path = model or DEFAULT_MODEL
+        self.questions = _Model.load(path)
+        claims = statements_model(path)
+        self.statements = _Model.load(claims) if claims.is_file() else self.questions
         self._lock = threading.Lock()  # one predict at a time per booster (LightGBM is not re-entrant here)
+
+    def model_for(self, query: str) -> _Model:
+        """The statements model for an English query that is not a question, else the questions model."""
+        return self.questions if is_question(query) or is_chinese(query) else self.statements
 
     def raw_scores(self, query: str, hits: Sequence[Hit]) -> np.ndarray:
         """The model's raw ranking score of each hit (higher is better)."""
-        features = candidate_features(query, hits)[:, self.columns]
+        model = self.model_for(query)
+        features = candidate_features(query, hits)[:, model.columns]
         with self._lock:
-            return np.asarray(self.booster.predict(features, num_threads=1), dtype=np.float64)
+            return np.asarray(model.booster.predict(features, num_threads=1), dtype=np.float64)
 
     def rerank(self, query: str, hits: Sequence[Hit]) -> list[Hit]:
         if not hits:
             return []
+        model = self.model_for(query)
         raw = self.raw_scores(query, hits)
-        unit = 1.0 / (1.0 + np.exp(-(self.a * raw + self.b)))
-        known = [i for i, h in enumerate(hits) if h.chunk.source_type in self.kinds]
-        order = guarded_order(raw[known], [hits[i].chunk.parent_id for i in known], self.guard)
+        unit = 1.0 / (1.0 + np.exp(-(model.a * raw + model.b)))
+        known = [i for i, h in enumerate(hits) if h.chunk.source_type in model.kinds]
+        order = guarded_order(raw[known], [hits[i].chunk.parent_id for i in known], model.guard)
         # Scores stay monotone in the final order (later stages may sort by them): the k-th place gets
         # the k-th best calibrated score of the reordered hits.
         best = sorted(unit[known].tolist(), reverse=True)

@@ -1,0 +1,74 @@
+"""Questions asked in another language than the passages that answer them (an English question about
+a Chinese handbook): detecting them, and the evidence features that carry across languages.
+
+Term coverage is near zero across languages, so a cross-language question is judged on what the
+multilingual embedder sees: how strong the best passage's match is and how far it stands above the
+other retrieved passages (a question the KB does not cover matches every passage about equally).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from lore.answer.generators.base import Passage
+from lore.embed.base import Embedder, scaled_similarity
+from lore.embed.cache import EmbeddingCache, embed_texts
+from lore.lexical import CJK_CHAR
+from lore.schema import index_text
+
+_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]{2,}")
+
+
+def language(text: str) -> str:
+    """`zh` when CJK characters outnumber Latin words (a Chinese word is ~1.5 characters), else `en`."""
+    cjk = len(CJK_CHAR.findall(text))
+    return "zh" if cjk >= 1.5 * len(_LATIN_WORD.findall(text)) and cjk > 0 else "en"
+
+
+def question_language(question: str) -> str:
+    """A question's language: Chinese as soon as it has a few CJK characters."""
+    return "zh" if len(CJK_CHAR.findall(question)) >= 2 else "en"
+
+
+def is_cross_language(question: str, passages: Sequence[Passage]) -> bool:
+    """Whether the retriever's top passage is in another language than the question."""
+    return bool(passages) and language(passages[0].text) != question_language(question)
+
+
+def dense_scores(
+    query_vector: np.ndarray | None,
+    passages: Sequence[Passage],
+    embedder: Embedder | None,
+    cache: EmbeddingCache | None,
+) -> list[float]:
+    """Each passage's best dense score (cosine); embedded from the cache when the store gave none."""
+    out: list[float] = []
+    for p in passages:
+        known = [h.dense_score for h in p.hits if h.dense_score is not None]
+        if known:
+            out.append(float(max(known)))
+        elif query_vector is not None and embedder is not None and p.hits:
+            vecs = embed_texts(embedder, [index_text(h.chunk) for h in p.hits], "passage", cache)
+            out.append(float(np.max(vecs @ query_vector)))
+    return out
+
+
+def cross_features(
+    query_vector: np.ndarray | None,
+    passages: Sequence[Passage],
+    embedder: Embedder | None,
+    cache: EmbeddingCache | None,
+) -> dict[str, float]:
+    """Language-independent evidence, scaled to the embedder's band: the best passage's margin over the
+    mean of the other retrieved passages (`margin`) and over the runner-up (`margin_2`)."""
+    scores = sorted(dense_scores(query_vector, passages, embedder, cache), reverse=True)
+    if len(scores) < 2:
+        return {"margin": 0.0, "margin_2": 0.0}
+    scaled = [float(scaled_similarity(embedder, s)) for s in scores]
+    return {
+        "margin": float(np.clip(scaled[0] - float(np.mean(scaled[1:])), -1.0, 1.0)),
+        "margin_2": float(np.clip(scaled[0] - scaled[1], -1.0, 1.0)),
+    }

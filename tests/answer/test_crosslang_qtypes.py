@@ -1,0 +1,104 @@
+"""Question words inside clauses, and questions asked in another language than the passages."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lore.answer.crosslang import cross_features, is_cross_language, language, question_language
+from lore.answer.evidence import EvidenceModel, EvidenceQuery, judge_evidence
+from lore.answer.generators.base import Passage
+from lore.answer.qtypes import question_type
+from lore.lexical import tokenize
+from lore.schema import Chunk, Hit
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        # a wh-word that opens a clause does not ask
+        ("What happened when Chopin died?", None),
+        ("What did Beyoncé do when she was ten?", None),
+        ("What was the endowment when Hesburgh became president?", None),
+        ("What did the man who founded the company build?", None),
+        ("What is the name of the town where she grew up?", None),
+        # ... while the same words still ask where they ask
+        ("When did Chopin die?", "when"),
+        ("Her alter ego was born when according to Beyoncé?", "when"),
+        ("Beyoncé was born where?", "where"),
+        ("When Beyoncé left, who replaced her?", "who"),
+        ("Where was Beyoncé when she became pregnant?", "where"),
+        ("Why did Chopin want his body opened when he died?", "why"),
+        ("To whom did the Virgin Mary appear in 1858?", "who"),
+        ("Beyoncé tied who for most number one singles?", "who"),
+        ("In 1653 who did the Qing emperor grant a title to?", "who"),
+        ("Chopin attended the funeral of who in 1839?", "who"),
+        # Chinese: 么 ending 什么/怎么 is no yes-no particle; 几乎 and 多大程度 ask for no number
+        ("锣鼓经是什么？", None),
+        ("年假怎么申请？", None),
+        ("可以带宠物上班吗？", "yes_no"),
+        ("他几乎获得了哪些奖项？", None),
+        ("这项政策对经济有多大影响？", None),
+        ("公司有多大？", "how_many"),
+        ("年假有几天？", "how_many"),
+        ("公司是什么时候成立的？", "when"),
+    ],
+)
+def test_question_words_in_clauses(question: str, kind: str | None) -> None:
+    assert question_type(question) == kind
+
+
+def _passage(n: int, text: str, dense: float | None, doc: str = "a.md") -> Passage:
+    chunk = Chunk(
+        chunk_id=f"c{n}",
+        text=text,
+        parent_id=f"c{n}",
+        parent_text=text,
+        kb_id="kb",
+        document_id=doc,
+        file_path=doc,
+        file_sha256="0",
+        chunk_index=0,
+        chunk_schema="s",
+        embedding_model="m",
+    )  # type: ignore[arg-type]
+    return Passage(n, text, [Hit(chunk, 1.0 / n, dense_score=dense, dense_rank=n, bm25_rank=None)])
+
+
+def test_languages_of_questions_and_passages() -> None:
+    assert language("年假天数按累计工作年限计算：每年 5 天。") == "zh"
+    assert language("Warranty & Returns 保修与退货政策 Every LF-200 Picker comes with a warranty.") == "en"
+    assert question_language("How many days of annual leave do employees get?") == "en"
+    assert question_language("LF-500的保修期是多久？") == "zh"
+    zh = [_passage(1, "年假天数按累计工作年限计算：每年 5 天。", 0.85)]
+    assert is_cross_language("How many days of annual leave?", zh)
+    assert not is_cross_language("年假有几天？", zh)
+    assert not is_cross_language("anything", [])
+
+
+def test_cross_features_measure_how_far_the_best_match_stands_out() -> None:
+    standing_out = [_passage(1, "甲", 0.90), _passage(2, "乙", 0.80), _passage(3, "丙", 0.78)]
+    flat = [_passage(1, "甲", 0.81), _passage(2, "乙", 0.80), _passage(3, "丙", 0.80)]
+    high, low = cross_features(None, standing_out, None, None), cross_features(None, flat, None, None)
+    assert high["margin"] > low["margin"] > 0 and high["margin_2"] > low["margin_2"]
+    assert cross_features(None, standing_out[:1], None, None) == {"margin": 0.0, "margin_2": 0.0}
+
+
+def test_a_cross_language_question_is_judged_by_the_cross_model() -> None:
+    model = EvidenceModel(
+        {
+            "base": {"bias": -5.0, "coverage": 10.0},  # no shared terms: refused by the base model
+            "cross": {"bias": -3.0, "margin": 60.0},  # a standing-out match: answered
+        },
+        0.5,
+    )
+    q = "How many days of annual leave do employees get?"
+    standing_out = [_passage(1, "年假每年 5 天。", 0.90), _passage(2, "病假需提前通知。", 0.80)]
+    flat = [_passage(1, "年假每年 5 天。", 0.81), _passage(2, "病假需提前通知。", 0.80)]
+    vec = np.zeros(384, dtype=np.float32)
+    yes = judge_evidence(EvidenceQuery(q, tokenize(q), vec), standing_out, model=model)
+    no = judge_evidence(EvidenceQuery(q, tokenize(q), vec), flat, model=model)
+    assert yes.sufficient and yes.cross_language
+    assert not no.sufficient and any("another language" in r for r in no.reasons)
+    without = EvidenceModel({"base": model.models["base"]}, 0.5)  # no cross model: the base one decides
+    assert not judge_evidence(EvidenceQuery(q, tokenize(q), vec), standing_out, model=without).sufficient
