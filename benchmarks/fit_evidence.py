@@ -215,38 +215,55 @@ def matrix(rows: list[dict], names: list[str]) -> tuple[np.ndarray, np.ndarray, 
     return x, np.array([r["label"] for r in rows], dtype=float), np.array([r["lang"] for r in rows])
 
 
+def prob(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """P(answerable) of each row under weights [bias, ...]."""
+    return 1 / (1 + np.exp(-(x @ w[1:] + w[0])))
+
+
+def scaled_fit(rows: list[dict], names: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Weights [bias, ...] fit on the `fit` split and Platt-scaled on the `threshold` split, with the
+    threshold split's features, labels and languages. The balanced, regularised fit ranks well but is
+    under-confident; the unweighted a*z + b keeps the order and makes P match the observed share."""
+    x, y, _ = matrix([r for r in rows if r["split"] == "fit"], names)
+    w = fit_logistic(x, y)
+    xt, yt, lt = matrix([r for r in rows if r["split"] == "threshold"], names)
+    a, b = fit_logistic((xt @ w[1:] + w[0])[:, None], yt, l2=0.0, balanced=False)[[1, 0]]
+    return np.concatenate([[a * w[0] + b], a * w[1:]]), xt, yt, lt
+
+
+def named(w: np.ndarray, names: list[str]) -> dict[str, float]:
+    """A model's weights as stored in the model file."""
+    return {
+        "bias": round(float(w[0]), 5),
+        **{n: round(float(v), 5) for n, v in zip(names, w[1:], strict=True)},
+    }
+
+
+def report(name: str, p: np.ndarray, y: np.ndarray, lang: np.ndarray, threshold: float) -> None:
+    """Each language's false-refusal and off-topic-answered rates on the threshold split."""
+    for g in np.unique(lang):
+        m = lang == g
+        counts = f"{int((m & (y == 1)).sum())} answerable, {int((m & (y == 0)).sum())} not"
+        print(
+            f"{name}threshold split {g} ({counts}): "
+            f"false refusals {np.mean(p[m & (y == 1)] < threshold):.3f}, "
+            f"off-topic answered {np.mean(p[m & (y == 0)] >= threshold):.3f}"
+        )
+
+
 def fit(path: Path, out: Path) -> dict:
     rows = [r for r in map(json.loads, path.open(encoding="utf-8")) if "empty" not in r]
     rows = [r for r in rows if not r.get("cross")]  # the `cross` model's (fit_cross)
     fit_rows = [r for r in rows if r["split"] == "fit"]
     thr_rows = [r for r in rows if r["split"] == "threshold"]
-    x, y, _ = matrix(fit_rows, BASE)
-    w = fit_logistic(x, y)
-    weights = {
-        "bias": round(float(w[0]), 5),
-        **{n: round(float(v), 5) for n, v in zip(BASE, w[1:], strict=True)},
-    }
-    xt, yt, lt = matrix(thr_rows, BASE)
-    # Platt scaling on the threshold split (unweighted): the balanced, regularised fit ranks well but is
-    # under-confident; a*z + b keeps the order and makes P match the observed answerable share.
-    zt = xt @ w[1:] + w[0]
-    a, b = fit_logistic(zt[:, None], yt, l2=0.0, balanced=False)[[1, 0]]
-    w = np.concatenate([[a * w[0] + b], a * w[1:]])
-    weights = {
-        "bias": round(float(w[0]), 5),
-        **{n: round(float(v), 5) for n, v in zip(BASE, w[1:], strict=True)},
-    }
-    pt = 1 / (1 + np.exp(-(xt @ w[1:] + w[0])))
+    w, xt, yt, lt = scaled_fit(rows, BASE)
+    weights, pt = named(w, BASE), prob(xt, w)
     threshold = choose_threshold(pt, yt, lt)
     models = {"base": weights}
     reranked = [r for r in fit_rows if "rerank" in r]
     if len(reranked) > 200:  # hits carried a reranker's score: a second model that uses it
         xr, yr, _ = matrix(reranked, [*BASE, "rerank"])
-        wr = fit_logistic(xr, yr)
-        models["rerank"] = {
-            "bias": round(float(wr[0]), 5),
-            **{n: round(float(v), 5) for n, v in zip([*BASE, "rerank"], wr[1:], strict=True)},
-        }
+        models["rerank"] = named(fit_logistic(xr, yr), [*BASE, "rerank"])
     model = {
         "models": models,
         "threshold": threshold,
@@ -258,12 +275,7 @@ def fit(path: Path, out: Path) -> dict:
         },
     }
     out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
-    for g in np.unique(lt):
-        m = lt == g
-        print(
-            f"threshold split {g}: false refusals {np.mean(pt[m & (yt == 1)] < threshold):.3f}, "
-            f"off-topic answered {np.mean(pt[m & (yt == 0)] >= threshold):.3f}"
-        )
+    report("", pt, yt, lt, threshold)
     print(f"threshold {threshold}; weights {weights}")
     return model
 
@@ -273,34 +285,19 @@ def fit_rerank(path: Path, out: Path) -> dict:
     with a reranker, Platt-scaled on the `threshold` split like the base model, and add it to the model
     file at `out`; its base model and threshold stay."""
     rows = [r for r in map(json.loads, path.open(encoding="utf-8")) if "rerank" in r]
-    fit_rows = [r for r in rows if r["split"] == "fit"]
-    thr_rows = [r for r in rows if r["split"] == "threshold"]
     names = [*BASE, "rerank"]
-    x, y, _ = matrix(fit_rows, names)
-    w = fit_logistic(x, y)
-    xt, yt, lt = matrix(thr_rows, names)
-    a, b = fit_logistic((xt @ w[1:] + w[0])[:, None], yt, l2=0.0, balanced=False)[[1, 0]]
-    w = np.concatenate([[a * w[0] + b], a * w[1:]])
-    pt = 1 / (1 + np.exp(-(xt @ w[1:] + w[0])))
+    w, xt, yt, lt = scaled_fit(rows, names)
+    pt = prob(xt, w)
     model = json.loads(out.read_text(encoding="utf-8"))
-    threshold = float(model["threshold"])
-    model["models"]["rerank"] = {
-        "bias": round(float(w[0]), 5),
-        **{n: round(float(v), 5) for n, v in zip(names, w[1:], strict=True)},
-    }
+    model["models"]["rerank"] = named(w, names)
     model["trained_on"]["rerank"] = {
-        "fit": len(fit_rows),
-        "threshold": len(thr_rows),
+        "fit": sum(r["split"] == "fit" for r in rows),
+        "threshold": sum(r["split"] == "threshold" for r in rows),
         "sources": sorted({f"{r['kb']}<-{r['source']}" for r in rows}),
         "reranker": "ltr (the shipped model)",
     }
     out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
-    for g in np.unique(lt):
-        m = lt == g
-        print(
-            f"rerank, threshold split {g}: false refusals {np.mean(pt[m & (yt == 1)] < threshold):.3f}, "
-            f"off-topic answered {np.mean(pt[m & (yt == 0)] >= threshold):.3f}"
-        )
+    report("rerank, ", pt, yt, lt, float(model["threshold"]))
     print(f"rerank weights {model['models']['rerank']}")
     return model
 
@@ -329,14 +326,8 @@ def fit_cross(path: Path, out: Path) -> dict:
     if not rows:  # features recorded before the cross features existed: keep the file's cross model
         print("no cross-language rows: the cross model is left as it is")
         return json.loads(out.read_text(encoding="utf-8"))
-    fit_rows = [r for r in rows if r["split"] == "fit"]
-    thr_rows = [r for r in rows if r["split"] == "threshold"]
-    x, y, _ = matrix(fit_rows, CROSS_FEATURES)
-    w = fit_logistic(x, y)
-    xt, yt, lt = matrix(thr_rows, CROSS_FEATURES)
-    a, b = fit_logistic((xt @ w[1:] + w[0])[:, None], yt, l2=0.0, balanced=False)[[1, 0]]
-    w = np.concatenate([[a * w[0] + b], a * w[1:]])
-    pt = 1 / (1 + np.exp(-(xt @ w[1:] + w[0])))
+    w, xt, yt, lt = scaled_fit(rows, CROSS_FEATURES)
+    pt = prob(xt, w)
     model = json.loads(out.read_text(encoding="utf-8"))
     shared = float(model["threshold"])
     # Each question language's cut falls on the shared threshold: the bias moves English's, `zh` Chinese's.
@@ -344,26 +335,17 @@ def fit_cross(path: Path, out: Path) -> dict:
     logit = lambda v: math.log(v / (1 - v))  # noqa: E731
     w[0] += logit(shared) - logit(cuts["en"])
     w[1 + CROSS_FEATURES.index("zh")] += logit(cuts["en"]) - logit(cuts["zh"])
-    pt = 1 / (1 + np.exp(-(xt @ w[1:] + w[0])))
-    model["models"]["cross"] = {
-        "bias": round(float(w[0]), 5),
-        **{n: round(float(v), 5) for n, v in zip(CROSS_FEATURES, w[1:], strict=True)},
-    }
+    pt = prob(xt, w)
+    model["models"]["cross"] = named(w, CROSS_FEATURES)
     model["trained_on"]["cross"] = {
-        "fit": len(fit_rows),
-        "threshold": len(thr_rows),
-        "positives": int(y.sum()),
+        "fit": sum(r["split"] == "fit" for r in rows),
+        "threshold": sum(r["split"] == "threshold" for r in rows),
+        "positives": sum(r["split"] == "fit" and r["label"] == 1 for r in rows),
         "sources": sorted({f"{r['kb']}<-{r['source']}" for r in rows}),
         "cuts_on_threshold_split": cuts,
     }
     out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
-    for g in np.unique(lt):
-        m = lt == g
-        print(
-            f"cross, threshold split {g} ({int((m & (yt == 1)).sum())} answerable, "
-            f"{int((m & (yt == 0)).sum())} not): false refusals {np.mean(pt[m & (yt == 1)] < shared):.3f}, "
-            f"off-topic answered {np.mean(pt[m & (yt == 0)] >= shared):.3f}"
-        )
+    report("cross, ", pt, yt, lt, shared)
     print(f"cross cuts {cuts} -> {shared}; weights {model['models']['cross']}")
     return model
 
