@@ -26,11 +26,11 @@ from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.lexical import is_chinese
 from lore.schema import Hit, index_text
+from lore.store.fusion import RRF_K
 from lore.text.sentences import coverage, key_coverage, key_terms
 
 MODEL_PATH = Path(__file__).with_name("evidence_model.json")
 SUPPORT_COVERAGE = 0.5
-_RRF_K = 60  # the store's default fusion constant
 
 
 @dataclass
@@ -121,8 +121,10 @@ def evidence_features(query: EvidenceQuery, passages: Sequence[Passage]) -> dict
         "zh_similarity": zh * sim,
         "coverage_x_similarity": cov * sim,
     }
-    features["cross"] = 1.0 if is_cross_language(query.text, passages) else 0.0
-    features.update(cross_features(query.vector, passages, query.embedder, query.cache))
+    if is_cross_language(query.text, passages):  # only the `cross` model reads its margins
+        features.update(cross=1.0, **cross_features(query.vector, passages, query.embedder, query.cache))
+    else:
+        features["cross"] = 0.0
     if reranked:
         features["rerank"] = float(max(reranked))
     return features
@@ -187,7 +189,7 @@ def first_stage_order(passages: Sequence[Passage]) -> list[Passage]:
 
 
 def _fused(h: Hit) -> float:
-    return sum(1.0 / (_RRF_K + r) for r in (h.dense_rank, h.bm25_rank) if r is not None)
+    return sum(1.0 / (RRF_K + r) for r in (h.dense_rank, h.bm25_rank) if r is not None)
 
 
 def _agreement(passages: Sequence[Passage]) -> float:

@@ -17,6 +17,7 @@ from lore.lexical import tokenize
 from lore.retrieve.rerank.base import RERANK_NOTE, RerankInfo, report
 from lore.schema import Hit, SearchFilter, SearchMode
 from lore.store.base import StoreQuery, VectorStore
+from lore.store.fusion import RRF_K
 from lore.text.normalise import normalise
 
 
@@ -38,7 +39,7 @@ class SearchOptions:
     mode: SearchMode = "hybrid"
     recall_k: int = 50
     top_k: int = 10
-    rrf_k: int = 60
+    rrf_k: int = RRF_K
     min_score: float = 0.0
     filter: SearchFilter = field(default_factory=SearchFilter)
     rerank: bool = True

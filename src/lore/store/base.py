@@ -11,6 +11,7 @@ import numpy as np
 
 from lore.registry import Registry
 from lore.schema import Chunk, Hit, SearchFilter, SearchMode
+from lore.store.fusion import RRF_K
 
 
 @dataclass
@@ -22,7 +23,7 @@ class StoreQuery:
     vector: np.ndarray | None = None  # 1-d float32, L2-normalised (dense and hybrid)
     tokens: list[str] = field(default_factory=list)  # lexical tokens (bm25 and hybrid)
     filter: SearchFilter = field(default_factory=SearchFilter)
-    rrf_k: int = 60
+    rrf_k: int = RRF_K
 
 
 class VectorStore(Protocol):

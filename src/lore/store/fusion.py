@@ -9,7 +9,11 @@ from lore.schema import Hit
 Ranking = Sequence[Hashable]
 
 
-def rrf(rankings: Sequence[Ranking], k: int = 60) -> list[tuple[Hashable, float]]:
+RRF_K = 60
+"""The reciprocal-rank fusion constant every store and stage fuses with unless configured."""
+
+
+def rrf(rankings: Sequence[Ranking], k: int = RRF_K) -> list[tuple[Hashable, float]]:
     """Reciprocal-rank fusion: score(d) = sum over rankings of 1 / (k + rank), rank from 1."""
     scores: dict[Hashable, float] = {}
     first_seen: dict[Hashable, int] = {}
@@ -20,7 +24,7 @@ def rrf(rankings: Sequence[Ranking], k: int = 60) -> list[tuple[Hashable, float]
     return sorted(scores.items(), key=lambda kv: (-kv[1], first_seen[kv[0]]))
 
 
-def fuse_hits(dense: Sequence[Hit], bm25: Sequence[Hit], k: int, rrf_k: int = 60) -> list[Hit]:
+def fuse_hits(dense: Sequence[Hit], bm25: Sequence[Hit], k: int, rrf_k: int = RRF_K) -> list[Hit]:
     """RRF of a dense and a BM25 hit list, each fused hit keeping both components' scores and ranks."""
     by_id = {h.chunk.chunk_id: h for h in (*bm25, *dense)}
     d = {h.chunk.chunk_id: (rank, h.dense_score) for rank, h in enumerate(dense, start=1)}

@@ -20,9 +20,9 @@ import Stemmer
 from lore.lexical import CJK, is_chinese
 from lore.lexical.tokenize import STOP_WORDS
 from lore.schema import Hit
+from lore.store.fusion import RRF_K
 
 DEPTH = 50  # first-stage ranks beyond this count as "not in that list" (the default recall depth)
-RRF_K = 60
 
 _LISTS = [
     "dense",

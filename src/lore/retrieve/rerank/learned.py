@@ -118,9 +118,9 @@ class LearnedReranker:
         """The statements model for an English query that is not a question, else the questions model."""
         return self.questions if is_question(query) or is_chinese(query) else self.statements
 
-    def raw_scores(self, query: str, hits: Sequence[Hit]) -> np.ndarray:
-        """The model's raw ranking score of each hit (higher is better)."""
-        model = self.model_for(query)
+    def raw_scores(self, query: str, hits: Sequence[Hit], model: _Model | None = None) -> np.ndarray:
+        """Each hit's raw ranking score (higher is better), by `model_for(query)` unless given."""
+        model = model or self.model_for(query)
         features = candidate_features(query, hits)[:, model.columns]
         with self._lock:
             return np.asarray(model.booster.predict(features, num_threads=1), dtype=np.float64)
@@ -129,7 +129,7 @@ class LearnedReranker:
         if not hits:
             return []
         model = self.model_for(query)
-        raw = self.raw_scores(query, hits)
+        raw = self.raw_scores(query, hits, model)
         unit = 1.0 / (1.0 + np.exp(-(model.a * raw + model.b)))
         known = [i for i, h in enumerate(hits) if h.chunk.source_type in model.kinds]
         order = guarded_order(raw[known], [hits[i].chunk.parent_id for i in known], model.guard)
