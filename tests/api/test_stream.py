@@ -46,7 +46,11 @@ def test_sse_stream_through_uvicorn_then_trace(live: LiveServer, keys: Keys) -> 
         tokens = "".join(d["text"] for k, d in events if k == "token")
         assert "发票原件" in tokens
         stages = [d["stage"] for k, d in events if k == "status"]
-        assert stages[:4] == ["prepare", "retrieve", "context", "evidence"]
+        # the shipped default reranker (`ltr`) runs as its own stage, with its candidates and time
+        assert stages[:5] == ["prepare", "retrieve", "rerank", "context", "evidence"]
+        rerank = next(d for k, d in events if k == "status" and d["stage"] == "rerank")
+        assert rerank["provider"] == "ltr" and rerank["candidates"] > 0 and rerank["ms"] >= 0
+        assert end["rerank"] == [{k: v for k, v in rerank.items() if k != "stage"}]
 
         trace = http.get(f"/api/traces/{end['trace_id']}").json()
         assert trace["status"] == "ok" and trace["route"] == "retrieval" and trace["transport"] == "sse"

@@ -90,9 +90,7 @@ def search_options(
 ) -> SearchOptions:
     """Configured search options bounded to the caller's grant (applied inside the store); `rerank`
     True/False overrides whether the configured reranker runs (True with none configured is a 400)."""
-    opts = SearchOptions.from_settings(
-        lore.settings.retrieve, top_k, grant.to_filter(), rerank=lore.settings.rerank
-    )
+    opts = replace(lore.search_options(top_k), filter=grant.to_filter())
     if rerank and lore.settings.rerank.provider == "none":
         raise HTTPException(400, 'rerank: no reranker is configured ([rerank] provider = "none")')
     return opts if rerank is None else replace(opts, rerank=rerank)

@@ -16,7 +16,6 @@ from lore.cli import remote
 from lore.cli.render import split_list, where
 from lore.engine import Lore
 from lore.errors import LoreError
-from lore.retrieve.search import SearchOptions
 from lore.scenario.request import scenario_ask, scenarios
 from lore.scenario.scope import Scope, scenario_scope
 
@@ -104,7 +103,7 @@ def _local_events(
     session: str | None,
 ) -> Iterator[Event]:
     lore = Lore()
-    opts = SearchOptions.from_settings(lore.settings.retrieve, k, rerank=lore.settings.rerank)
+    opts = lore.search_options(k)
     if source:
         opts.filter.sources = [source]
     scope = _scope(lore, scenario, tenant, split_list(roles), split_list(datasets), version)

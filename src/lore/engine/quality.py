@@ -16,7 +16,6 @@ from lore.catalog import KnowledgeBase
 from lore.engine.wiring import Wiring
 from lore.errors import LoreError
 from lore.eval.compare import EvalQuestion, compare_scores, diff_manifests, load_eval_set, score
-from lore.retrieve.search import SearchOptions
 from lore.schema import Hit
 from lore.state.cache import LocalCache
 
@@ -37,7 +36,7 @@ class Quality(Wiring):
         """Fit the KB version's refusal threshold (active version unless `version`) and store it
         beside the version's quality report; see `lore.answer.calibration`."""
         kb = self.catalog.get_kb(name)
-        opts = self.scoped(kb, SearchOptions.from_settings(self.settings.retrieve), version)
+        opts = self.scoped(kb, self.search_options(), version)
         seq = opts.filter.version_seq
         chunk_ids = [cid for f in self.catalog.list_files(kb.id) for cid in self.catalog.file_chunk_ids(f.id)]
         chunks = [
@@ -108,7 +107,5 @@ class Quality(Wiring):
         top `k`, bounded to `version` (default: the active one)."""
         kb = self.catalog.get_kb(name)
         retriever = self.retriever(kb)
-        scoped = self.scoped(
-            kb, SearchOptions.from_settings(self.settings.retrieve, k, rerank=self.settings.rerank), version
-        )
+        scoped = self.scoped(kb, self.search_options(k), version)
         return lambda q: retriever.search(q, scoped)

@@ -61,9 +61,7 @@ class PassageSource:
             return result.hits, result.version
         from dataclasses import replace
 
-        from lore.retrieve.search import SearchOptions
-
-        options = SearchOptions.from_settings(self.lore.settings.retrieve, self.top_k)
+        options = self.lore.search_options(self.top_k)
         if self.mode:
             options = replace(options, mode=self.mode)
         hits = self.lore.search(self.kb, query, options, self.version)

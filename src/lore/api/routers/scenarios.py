@@ -17,7 +17,6 @@ from lore.api.scenarios import faq_reader, require_scenario, visible_scenarios
 from lore.errors import NotFoundError
 from lore.grant import Grant
 from lore.policy import Action, can
-from lore.retrieve.search import SearchOptions
 from lore.scenario import faq_edit
 from lore.scenario.config import Scenario
 from lore.scenario.decide import decide
@@ -209,7 +208,7 @@ async def route_test(scenario_id: str, body: RouteBody, scope: Caller, state: St
 
     def run() -> dict[str, Any]:
         sc = require_scenario(lore, scope, scenario_id)
-        search = SearchOptions.from_settings(lore.settings.retrieve, body.top_k, rerank=lore.settings.rerank)
+        search = lore.search_options(body.top_k)
         d = decide(
             Router(sc),
             scenario_profiles(sc),
