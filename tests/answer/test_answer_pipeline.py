@@ -206,7 +206,7 @@ def test_one_ask_embeds_the_question_once(lore: Lore, monkeypatch: pytest.Monkey
             calls.append(kind)
         return embed_cache.embed_texts(embedder, texts, kind, *args, **kwargs)
 
-    for name in ("lore.retrieve.search", "lore.answer.evidence", "lore.answer.verify"):
+    for name in ("lore.retrieve.search", "lore.answer.crosslang", "lore.answer.verify"):
         monkeypatch.setattr(importlib.import_module(name), "embed_texts", counting)
     _, end = run(lore, question)
     assert calls == ["query"]

@@ -16,8 +16,8 @@ import numpy as np
 from lore.answer.generators.base import Passage
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
-from lore.lexical import CJK_CHAR
-from lore.schema import index_text
+from lore.lexical import CJK_CHAR, is_chinese
+from lore.schema import Hit, index_text
 
 _LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]{2,}")
 
@@ -29,13 +29,30 @@ def language(text: str) -> str:
 
 
 def question_language(question: str) -> str:
-    """A question's language: Chinese as soon as it has a few CJK characters."""
-    return "zh" if len(CJK_CHAR.findall(question)) >= 2 else "en"
+    """A question's language: Chinese when it has Chinese characters (as everywhere answers are made)."""
+    return "zh" if is_chinese(question) else "en"
 
 
 def is_cross_language(question: str, passages: Sequence[Passage]) -> bool:
     """Whether the retriever's top passage is in another language than the question."""
     return bool(passages) and language(passages[0].text) != question_language(question)
+
+
+def best_dense(
+    hits: Sequence[Hit],
+    query_vector: np.ndarray | None,
+    embedder: Embedder | None,
+    cache: EmbeddingCache | None,
+) -> float | None:
+    """The hits' best dense score (cosine); embedded from the cache when the store gave none (backends
+    that fuse natively); None without hits or a query vector."""
+    known = [h.dense_score for h in hits if h.dense_score is not None]
+    if known:
+        return float(max(known))
+    if query_vector is None or embedder is None or not hits:
+        return None
+    vecs = embed_texts(embedder, [index_text(h.chunk) for h in hits], "passage", cache)
+    return float(np.max(vecs @ query_vector))
 
 
 def dense_scores(
@@ -44,16 +61,9 @@ def dense_scores(
     embedder: Embedder | None,
     cache: EmbeddingCache | None,
 ) -> list[float]:
-    """Each passage's best dense score (cosine); embedded from the cache when the store gave none."""
-    out: list[float] = []
-    for p in passages:
-        known = [h.dense_score for h in p.hits if h.dense_score is not None]
-        if known:
-            out.append(float(max(known)))
-        elif query_vector is not None and embedder is not None and p.hits:
-            vecs = embed_texts(embedder, [index_text(h.chunk) for h in p.hits], "passage", cache)
-            out.append(float(np.max(vecs @ query_vector)))
-    return out
+    """Each passage's best dense score (`best_dense` of its hits)."""
+    scores = (best_dense(p.hits, query_vector, embedder, cache) for p in passages)
+    return [s for s in scores if s is not None]
 
 
 def cross_features(

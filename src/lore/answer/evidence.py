@@ -20,12 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
-from lore.answer.crosslang import cross_features, is_cross_language
+from lore.answer.crosslang import best_dense, cross_features, is_cross_language
 from lore.answer.generators.base import Passage
 from lore.embed.base import Embedder, scaled_similarity
-from lore.embed.cache import EmbeddingCache, embed_texts
+from lore.embed.cache import EmbeddingCache
 from lore.lexical import is_chinese
-from lore.schema import Hit, index_text
+from lore.schema import Hit
 from lore.store.fusion import RRF_K
 from lore.text.sentences import coverage, key_coverage, key_terms
 
@@ -172,14 +172,7 @@ def judge_evidence(
 
 def _similarity(query: EvidenceQuery, passages: Sequence[Passage]) -> float:
     hits = [h for p in passages for h in p.hits]
-    known = [h.dense_score for h in hits if h.dense_score is not None]
-    if known:
-        return float(max(known))
-    if query.vector is None or query.embedder is None or not hits:
-        return 0.0
-    # Backends that fuse natively return no dense score: the chunks' vectors are in the cache.
-    vecs = embed_texts(query.embedder, [index_text(h.chunk) for h in hits], "passage", query.cache)
-    return float(np.max(vecs @ query.vector))
+    return best_dense(hits, query.vector, query.embedder, query.cache) or 0.0
 
 
 def first_stage_order(passages: Sequence[Passage]) -> list[Passage]:
