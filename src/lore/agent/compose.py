@@ -100,13 +100,27 @@ def _comparison(
     rows = []
     for i in covered:
         sub = state["sub_questions"][i]
-        picked = ctx.generator.select(sub, by_sub[i]) if hasattr(ctx.generator, "select") else []
-        passage = next((p for p in by_sub[i] if picked and p.n == picked[0].passage), None)
-        asked = asked_cells(passage.text, sub) if passage is not None else None
-        if passage is None or asked is None or not asked[1]:
+        row = _asked_row(ctx, sub, by_sub[i])
+        if row is None:
             return ""
-        rows.append((asked[0] or sub.rstrip("？?"), asked[1], passage.n))
+        rows.append(row)
     return comparison_table(rows, is_chinese(state["question"]))
+
+
+def _asked_row(ctx: RunContext, sub: str, passages: list[Passage]) -> tuple[str, list, int] | None:
+    """(item, [(attribute, value)], passage number) from the best table row for one part: the chosen
+    sentence's passage if it is a row with the asked column, else the first row (chosen sentences'
+    passages first, then retrieval order) that names the part's item and has the asked column."""
+    picked = ctx.generator.select(sub, passages) if hasattr(ctx.generator, "select") else []
+    if not picked:
+        return None
+    by_n = {p.n: p for p in passages}
+    order = dict.fromkeys([c.passage for c in picked] + [p.n for p in passages])
+    for k, n in enumerate(order):
+        asked = asked_cells(by_n[n].text, sub) if n in by_n else None
+        if asked and asked[1] and (k == 0 or asked[0] is not None):
+            return asked[0] or sub.rstrip("？?"), asked[1], n
+    return None
 
 
 def not_covered_note(question: str, missing: list[str]) -> str:

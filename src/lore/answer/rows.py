@@ -4,6 +4,8 @@ read as "column: value" in the question's language."""
 from __future__ import annotations
 
 import re
+from functools import cache
+from pathlib import Path
 
 from lore.lexical import is_chinese, tokenize
 from lore.text.sentences import coverage
@@ -39,6 +41,31 @@ _UNITS_EN = {
     "美元": "USD",
     "usd": "USD",
 }
+
+
+@cache
+def _attributes() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """The shipped attribute names, (Chinese names, English names) per attribute."""
+    out = []
+    for line in (Path(__file__).with_name("attributes.txt")).read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            zh, en = line.split("|")
+            out.append((tuple(t.strip() for t in zh.split(",")), tuple(t.strip() for t in en.split(","))))
+    return out
+
+
+def _translated(question: str) -> dict[str, str]:
+    """Every name, in both languages, of each attribute the question names, mapped to the attribute's
+    name in the question's language ("LF-500多少钱" -> {"price": "价格", "cost": "价格", ...})."""
+    low = question.lower()
+    out: dict[str, str] = {}
+    for zh, en in _attributes():
+        if any(t in question for t in zh) or any(
+            re.search(rf"(?<![a-z]){re.escape(t)}(?![a-z])", low) for t in en
+        ):
+            said = zh[0] if is_chinese(question) else en[0].capitalize()
+            out.update({t: said for t in (*zh, *en)})
+    return out
 
 
 def cells(text: str) -> list[tuple[str, str]]:
@@ -83,10 +110,13 @@ def asked_cells(text: str, question: str) -> tuple[str | None, list[tuple[str, s
     row = cells(text)
     if len(row) < 2:
         return None
-    q_tokens = tokenize(question)
+    # A column named in the other language matches through the shipped attribute names.
+    translated = _translated(question)
+    asked_as = question + " " + " ".join(translated)
+    q_tokens = tokenize(asked_as)
     # Columns whose name the question names, not whose value it already states (the row's subject).
     scored = [
-        (coverage(tokenize(name), question) + coverage(q_tokens, name), i)
+        (coverage(tokenize(name), asked_as) + coverage(q_tokens, name), i)
         for i, (name, value) in enumerate(row)
         if not _stated(value, question)
     ]
@@ -95,11 +125,9 @@ def asked_cells(text: str, question: str) -> tuple[str | None, list[tuple[str, s
         return None
     best = max(s for s, _ in scored)
     asked = [i for s, i in scored if s >= 0.8 * best][:2]
-    subject = next(
-        (v for n, v in row if _stated(v, question) or any(t in v.lower() for t in _codes(question))), None
-    )
+    subject = next((v for n, v in row if _stated(v, question) or _names_code(v, question)), None)
     zh = is_chinese(question)
-    pairs = [_render(row[i][0], row[i][1], zh) for i in asked]
+    pairs = [_render(_said_as(row[i][0], question, translated), row[i][1], zh) for i in asked]
     if subject is not None and any(subject == row[i][1] for i in asked):
         subject = None
     return subject, pairs
@@ -108,6 +136,35 @@ def asked_cells(text: str, question: str) -> tuple[str | None, list[tuple[str, s
 def _stated(value: str, question: str) -> bool:
     """Whether the question states this cell's value as a whole word ("LF-500 Mover"; not "500")."""
     return bool(re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", question, re.IGNORECASE))
+
+
+def _said_as(name: str, question: str, translated: dict[str, str]) -> str:
+    """A column named in the other language than the question's, in the question's language
+    ("Payload (kg)" asked in Chinese as 载重 -> "载重 (kg)", the unit kept)."""
+    bare = _UNIT.sub("", name).strip()
+    if is_chinese(bare) == is_chinese(question) or " / " in bare:
+        return name
+    said = next((w for t, w in translated.items() if t == bare.lower() or t in bare.lower().split()), None)
+    return name if said is None else name.replace(bare, said)
+
+
+def _names_code(value: str, question: str) -> bool:
+    """Whether a cell holds one of the question's item codes as a whole word (LF-200, not LF-200C)."""
+    # ASCII bounds: a code runs straight into Chinese text ("MP5冲锋枪").
+    return any(
+        re.search(rf"(?<![a-z0-9-]){re.escape(c)}(?![a-z0-9-])", value.lower()) for c in _codes(question)
+    )
+
+
+def names_other_item(text: str, question: str) -> bool:
+    """A passage about another item than the one the question names by code: a table row without it
+    (LF-500 asked, LF-1000's row), or a text naming codes, none of them the question's."""
+    if not _codes(question):
+        return False
+    row = cells(text)
+    if row:
+        return not any(_stated(v, question) or _names_code(v, question) for _, v in row)
+    return bool(_codes(text)) and not _names_code(text, question)
 
 
 def _codes(question: str) -> list[str]:

@@ -18,7 +18,7 @@ from lore.answer.citations import insert_marker, join_sentences
 from lore.answer.crosslang import is_cross_language
 from lore.answer.generators.base import Passage
 from lore.answer.qtypes import has_answer_type, question_type
-from lore.answer.rows import faq_cells, read_row
+from lore.answer.rows import faq_cells, names_other_item, read_row
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.lexical import tokenize
@@ -183,13 +183,17 @@ def _pieces(p: Passage, question: str) -> list[tuple[str, str]]:
     """(text scored, text said) for each sentence of a passage; an FAQ row says its answer cell and a
     table row the asked column(s)."""
     chunk = p.hit.chunk
+    if names_other_item(p.text, question):
+        return []  # another item's row or page answers nothing about the one asked
     faq = (chunk.text, chunk.answer) if chunk.source_type == "faq" and chunk.answer else None
     if chunk.source_type not in ("faq", "table_row"):
         return [(s, "") for s in split_sentences(p.text)]
     faq = faq or faq_cells(p.text)
     if faq is not None:  # matched on its question, said with its answer's sentences (the first leads)
         return [(f"{faq[0]} {s}" if j == 0 else s, s) for j, s in enumerate(split_sentences(faq[1]))]
-    return [(p.text, read_row(p.text, question) or p.text)]
+    said = read_row(p.text, question)
+    # A row is also scored by its asked column in the question's words (a header in the other language).
+    return [(f"{said} {p.text}", said)] if said else [(p.text, p.text)]
 
 
 def _same_fact(cand: _Candidate, chosen: Sequence[_Candidate]) -> _Candidate | None:
