@@ -8,7 +8,7 @@ from lore.answer.calibration import choose_threshold, generate_questions, offtop
 from lore.answer.citations import renumber
 from lore.answer.evidence import EvidenceModel, default_model
 from lore.answer.generators.base import Passage
-from lore.answer.generators.extractive import ExtractiveGenerator
+from lore.answer.generators.extractive import ExtractiveGenerator, _Candidate, _same_fact
 from lore.answer.qtypes import has_answer_type, question_type
 from lore.answer.rows import asked_cells, cells, comparison_table, faq_cells, names_other_item, read_row
 from lore.embed.base import scaled_similarity, similarity_range
@@ -176,6 +176,8 @@ def test_another_items_row_or_page_answers_nothing_about_the_asked_item() -> Non
     assert not names_other_item("主要产品包括 LF-200 和 LF-500。", "LF-500的载重是多少？")
     assert not names_other_item("MP5冲锋枪由德国HK公司开发。", "MP5系列冲锋枪是由哪一个国家所开发？")
     assert not names_other_item(other, "最大的载重是多少？")  # no item named: every row may answer
+    service = "Service code: SV-EXT-12; Service: Extended warranty +12 months; Price (USD/yr): 2600"
+    assert not names_other_item(service, "LF-500 的保修期可以延长吗？")  # another table, not another robot
     text = "".join(
         ExtractiveGenerator().stream(
             "LF-500的载重是多少？",
@@ -183,6 +185,18 @@ def test_another_items_row_or_page_answers_nothing_about_the_asked_item() -> Non
         )
     )
     assert text == "LF-500 Mover 的载重：500 kg[2]"
+
+
+def test_one_fact_inside_a_longer_sentence_with_the_same_figures_is_said_once() -> None:
+    long = "出差住宿：一线城市（北京、上海、广州、深圳）每晚不超过 600 元，其他城市每晚不超过 400 元。"
+    short = "一线城市每晚不超过 600 元，其他城市每晚不超过 400 元。"
+    other = "一线城市每晚不超过 650 元，其他城市每晚不超过 400 元。"  # a different figure: both said
+    question = "一线城市出差住宿每晚最多多少钱？"
+    text = "".join(ExtractiveGenerator().stream(question, [passage(1, long), passage(2, short, file="b.md")]))
+    assert text.count("600 元") == 1 and "[1][2]" in text
+    said = [_Candidate(1, 0, long, 1.0)]
+    assert _same_fact(_Candidate(2, 0, short, 0.9), said) is said[0]
+    assert _same_fact(_Candidate(2, 0, other, 0.9), said) is None  # 650 vs 600: a disagreement
 
 
 def test_comparison_table_cites_every_cell() -> None:

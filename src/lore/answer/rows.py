@@ -157,14 +157,24 @@ def _names_code(value: str, question: str) -> bool:
 
 
 def names_other_item(text: str, question: str) -> bool:
-    """A passage about another item than the one the question names by code: a table row without it
-    (LF-500 asked, LF-1000's row), or a text naming codes, none of them the question's."""
-    if not _codes(question):
+    """A passage about another item of the kind the question names by code: it names codes with the
+    same prefix (LF-1000's row, the LF-200 page, for an LF-500 question), not the question's. A row of
+    another table (a service code SV-EXT-12) or a text naming both items is not."""
+    asked = _codes(question)
+    if not asked:
+        return False
+    kinds = {_kind(c) for c in asked}
+    if not any(_kind(c) in kinds for c in _codes(text)):
         return False
     row = cells(text)
     if row:
         return not any(_stated(v, question) or _names_code(v, question) for _, v in row)
-    return bool(_codes(text)) and not _names_code(text, question)
+    return not _names_code(text, question)
+
+
+def _kind(code: str) -> str:
+    """A code's letters before its number: LF-500 and LF-1000 are of one kind, SV-EXT-12 another."""
+    return re.sub(r"[^a-z].*", "", code)
 
 
 def _codes(question: str) -> list[str]:

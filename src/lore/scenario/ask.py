@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lore.answer.citations import insert_marker
 from lore.answer.evidence import Evidence
 from lore.answer.generators.base import Passage
 from lore.config import ScenarioSettings
@@ -189,7 +190,7 @@ class ScenarioRuntime:
     def _answer_with_faq(self, ctx: AskContext, hit: Hit, score: float, route: str) -> None:
         chunk = hit.chunk
         ctx.passages = [Passage(1, chunk.parent_text, [hit])]
-        ctx.answer = f"{(chunk.answer or chunk.parent_text).strip()}[1]"
+        ctx.answer = insert_marker((chunk.answer or chunk.parent_text).strip(), 1)
         ctx.route, ctx.direct = route, True
         ctx.answer_confidence = round(score, 3)
         ctx.extra["faq_match"] = {

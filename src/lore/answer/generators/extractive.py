@@ -209,4 +209,8 @@ def _same_fact(cand: _Candidate, chosen: Sequence[_Candidate]) -> _Candidate | N
         shared = len(mine & theirs)
         if theirs and shared >= _SAME_FACT * len(mine) and shared >= _SAME_FACT * len(theirs):
             return other
+        # The same figures, one sentence inside the other ("600 元 … 400 元" with and without the
+        # list of cities): one fact, the longer says it.
+        if figures and theirs and shared >= _SAME_FACT * min(len(mine), len(theirs)):
+            return other
     return None
