@@ -53,24 +53,24 @@ def standalone_messages(question: str, history: Sequence[dict[str, str]]) -> lis
     )
 
 
+_HYDE = (
+    "Write a short passage (2-4 sentences) as it might appear in a company document that answers the "
+    f"question. Plausible wording matters, not facts. {_LANG} Reply with the passage only."
+)
+_MULTI_QUERY = (
+    "Give up to 3 alternative search queries for the question: synonyms, more specific sub-questions, "
+    f'or the core entities only. {_LANG} Reply with JSON only: {{"queries": ["...", "..."]}}'
+)
+
+
 def hyde_messages(question: str) -> list[dict[str, str]]:
     """A hypothetical passage that would answer the question (its embedding searches better)."""
-    return _messages(
-        "Write a short passage (2-4 sentences) as it might appear in a company "
-        "document that answers the question. Plausible wording matters, not "
-        f"facts. {_LANG} Reply with the passage only.",
-        question,
-    )
+    return _messages(_HYDE, question)
 
 
 def multi_query_messages(question: str) -> list[dict[str, str]]:
     """Alternative phrasings and sub-questions, as JSON."""
-    return _messages(
-        "Give up to 3 alternative search queries for the question: synonyms, "
-        "more specific sub-questions, or the core entities only. "
-        f'{_LANG} Reply with JSON only: {{"queries": ["...", "..."]}}',
-        question,
-    )
+    return _messages(_MULTI_QUERY, question)
 
 
 def plan_messages(question: str, max_sub_questions: int) -> list[dict[str, str]]:

