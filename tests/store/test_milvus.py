@@ -12,32 +12,14 @@ import pytest
 
 from lore.errors import EmbeddingMismatchError, LoreError, MissingDependencyError
 from lore.lexical.tokenize import tokenize
-from lore.schema import Chunk, SearchFilter
+from lore.schema import SearchFilter
 from lore.store import StoreQuery, VectorStore, open_store
 from lore.store.milvus import MilvusStore, OutdatedCollectionError, collection_name
 from lore.store.milvus_expr import decode_roles, encode_roles, encode_token, encode_tokens, filter_expr, quote
 from lore.store.milvus_rows import ChunkTooLargeError
+from tests.store.shared import BASE, DIM, unit_vectors
 
-DIM = 4
 VALID = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
-BASE = Chunk(
-    chunk_id="c0",
-    text="正文",
-    parent_id="p0",
-    parent_text="父段",
-    kb_id="kb",
-    document_id="d0",
-    file_path="a.md",
-    file_sha256="0" * 64,
-    chunk_index=0,
-    chunk_schema="v1",
-    embedding_model="m",
-)
-
-
-def _vectors(n: int) -> np.ndarray:
-    vectors = np.random.default_rng(1).normal(size=(n, DIM)).astype(np.float32)
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
 def test_collection_name_sanitising() -> None:
@@ -52,7 +34,7 @@ def test_collection_name_sanitising() -> None:
 def test_unusual_name_opens(tmp_path: Path) -> None:
     store = open_store("milvus", "财务-KB 2024", tmp_path, DIM)
     try:
-        store.upsert([BASE], _vectors(1), [["正文"]])
+        store.upsert([BASE], unit_vectors(1), [["正文"]])
         assert store.count() == 1
     finally:
         store.close()
@@ -91,11 +73,11 @@ def test_filter_values_with_quotes(tmp_path: Path) -> None:
     chunks = [dataclasses.replace(BASE, chunk_id=f"c{i}", tenant_id=t) for i, t in enumerate(tenants)]
     store = open_store("milvus", "kb", tmp_path, DIM)
     try:
-        store.upsert(chunks, _vectors(len(chunks)), [["正文"]] * len(chunks))
+        store.upsert(chunks, unit_vectors(len(chunks)), [["正文"]] * len(chunks))
         for i, tenant in enumerate(tenants):
             flt = SearchFilter(tenant_ids=[tenant])
             assert store.count(flt) == 1
-            hits = store.search(StoreQuery("dense", k=10, vector=_vectors(1)[0], filter=flt))
+            hits = store.search(StoreQuery("dense", k=10, vector=unit_vectors(1)[0], filter=flt))
             assert [h.chunk.chunk_id for h in hits] == [f"c{i}"]
         # A value crafted to break out of the literal must match nothing, not everything.
         assert store.count(SearchFilter(tenant_ids=['x"] or tenant_id in ["plain'])) == 0
@@ -107,14 +89,14 @@ def test_size_limits(tmp_path: Path) -> None:
     store = open_store("milvus", "kb", tmp_path, DIM)
     try:
         fits = dataclasses.replace(BASE, text="长" * 21000)  # 63,000 bytes
-        store.upsert([fits], _vectors(1), [["长"]])
+        store.upsert([fits], unit_vectors(1), [["长"]])
         assert store.get(["c0"]) == [fits]
         too_long = dataclasses.replace(BASE, chunk_id="c1", parent_text="长" * 22000)  # 66,000 bytes
         with pytest.raises(ChunkTooLargeError, match="c1.*parent_text.*66000 bytes"):
-            store.upsert([too_long], _vectors(1), [["长"]])
+            store.upsert([too_long], unit_vectors(1), [["长"]])
         many_roles = dataclasses.replace(BASE, chunk_id="c2", allowed_roles=[f"r{i}" for i in range(65)])
         with pytest.raises(ChunkTooLargeError, match="allowed_roles"):
-            store.upsert([many_roles], _vectors(1), [[]])
+            store.upsert([many_roles], unit_vectors(1), [[]])
         assert store.count() == 1
     finally:
         store.close()
@@ -134,11 +116,11 @@ def test_dimension_mismatch(tmp_path: Path) -> None:
 def test_collections_share_one_lite_file(tmp_path: Path) -> None:
     first = open_store("milvus", "kb_a", tmp_path, DIM)
     second = open_store("milvus", "kb_b", tmp_path, DIM)
-    first.upsert([BASE], _vectors(1), [["正文"]])
+    first.upsert([BASE], unit_vectors(1), [["正文"]])
     first.close()
     try:
         assert second.count() == 0
-        second.upsert([BASE, dataclasses.replace(BASE, chunk_id="c1")], _vectors(2), [[], []])
+        second.upsert([BASE, dataclasses.replace(BASE, chunk_id="c1")], unit_vectors(2), [[], []])
         assert second.count() == 2
     finally:
         second.close()
@@ -162,7 +144,7 @@ def test_role_names_with_like_wildcards(tmp_path: Path) -> None:
     chunks = [dataclasses.replace(BASE, chunk_id=f"c{i}", allowed_roles=r) for i, r in enumerate(chunk_roles)]
     store = open_store("milvus", "kb", tmp_path, DIM)
     try:
-        store.upsert(chunks, _vectors(len(chunks)), [["正文"]] * len(chunks))
+        store.upsert(chunks, unit_vectors(len(chunks)), [["正文"]] * len(chunks))
         assert store.get([c.chunk_id for c in chunks]) == chunks
         asked = [["50%"], ["a_b"], ["x|y"], ["x"], ["it's"], ['o"neil'], ["角色"], [""], ["%"], ["_"], ["|"]]
         for roles in [*asked, []]:
@@ -170,7 +152,7 @@ def test_role_names_with_like_wildcards(tmp_path: Path) -> None:
             expected = sorted(
                 c.chunk_id for c in chunks if not c.allowed_roles or set(c.allowed_roles) & set(roles)
             )
-            hits = store.search(StoreQuery("dense", k=20, vector=_vectors(1)[0], filter=flt))
+            hits = store.search(StoreQuery("dense", k=20, vector=unit_vectors(1)[0], filter=flt))
             assert sorted(h.chunk.chunk_id for h in hits) == expected, roles
             assert store.count(flt) == len(expected)
     finally:
@@ -190,7 +172,7 @@ def test_each_token_stays_one_token(tmp_path: Path) -> None:
     chunks = [dataclasses.replace(BASE, chunk_id=f"c{i:02d}") for i in range(len(SPLIT_PRONE))]
     store = open_store("milvus", "kb", tmp_path, DIM)
     try:
-        store.upsert(chunks, _vectors(len(chunks)), [[t] for t in SPLIT_PRONE])
+        store.upsert(chunks, unit_vectors(len(chunks)), [[t] for t in SPLIT_PRONE])
         for i, token in enumerate(SPLIT_PRONE):
             hits = store.search(StoreQuery("bm25", k=10, tokens=[token]))
             assert [h.chunk.chunk_id for h in hits] == [f"c{i:02d}"], token
@@ -241,7 +223,7 @@ def test_bm25_agrees_with_embedded_store(tmp_path: Path) -> None:
     """Same tokens in, same BM25 ranking out: Milvus must not re-split Lore's tokens."""
     chunks = [dataclasses.replace(BASE, chunk_id=f"c{i:02d}", text=t) for i, t in enumerate(TEXTS)]
     tokens = [tokenize(t) for t in TEXTS]
-    vectors = _vectors(len(chunks))
+    vectors = unit_vectors(len(chunks))
     stores = {b: open_store(b, "kb", tmp_path / b, DIM) for b in ("embedded", "milvus")}
     try:
         for store in stores.values():
@@ -279,7 +261,7 @@ def test_outdated_collection_is_refused(tmp_path: Path) -> None:
     assert issubclass(OutdatedCollectionError, LoreError)
     other = open_store("milvus", "kb_new", tmp_path, DIM)  # the failed open released the Lite file
     try:
-        other.upsert([BASE], _vectors(1), [["正文"]])
+        other.upsert([BASE], unit_vectors(1), [["正文"]])
         assert other.count() == 1
     finally:
         other.close()

@@ -17,27 +17,14 @@ from lore.store import StoreQuery, open_store
 from lore.store import retokenise as rt
 from lore.store.embedded import EmbeddedStore
 from tests.servers import MilvusServer
+from tests.store.shared import BASE, DIM, unit_vectors
 
-DIM = 4
 TEXTS = [
     "Beyoncé Giselle Knowles-Carter is an American singer.",
     "Frédéric Chopin was a Polish composer.",
     "The refund window is thirty days.",
     "员工差旅报销须在三十天内提交。",
 ]
-BASE = Chunk(
-    chunk_id="",
-    text="",
-    parent_id="p",
-    parent_text="",
-    kb_id="kb",
-    document_id="d",
-    file_path="f.md",
-    file_sha256="0" * 64,
-    chunk_index=0,
-    chunk_schema="v1",
-    embedding_model="m",
-)
 
 
 def _old_tokens(text: str) -> list[str]:
@@ -49,8 +36,7 @@ def _chunks() -> tuple[list[Chunk], np.ndarray]:
     chunks = [
         dataclasses.replace(BASE, chunk_id=f"c{i}", text=t, heading_path=["H"]) for i, t in enumerate(TEXTS)
     ]
-    vectors = np.random.default_rng(3).normal(size=(len(chunks), DIM)).astype(np.float32)
-    return chunks, vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return chunks, unit_vectors(len(chunks), seed=3)
 
 
 def _bm25_ids(store: object, question: str) -> list[str]:

@@ -4,7 +4,7 @@ read as "column: value" in the question's language."""
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from lore.lexical import is_chinese, tokenize
@@ -54,6 +54,7 @@ def _attributes() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
     return out
 
 
+@lru_cache(maxsize=256)  # asked once per table row of an answer's passages: once per question
 def _translated(question: str) -> dict[str, str]:
     """Every name, in both languages, of each attribute the question names, mapped to the attribute's
     name in the question's language ("LF-500多少钱" -> {"price": "价格", "cost": "价格", ...})."""
