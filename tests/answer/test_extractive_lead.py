@@ -1,0 +1,38 @@
+"""Which sentence leads an extractive answer when a reranker ordered the passages."""
+
+from __future__ import annotations
+
+from lore.answer.generators.base import Passage
+from lore.answer.generators.extractive import ExtractiveGenerator
+from lore.schema import Hit
+from tests.answer.test_answer_types_rows import chunk
+
+MAKER = "What company manufactures the iPod?"
+MARKETED = "The iPod is a line of portable media players designed and marketed by Apple Inc. Released 2001."
+ACCESSORIES = (
+    "A large number of iPod accessories are made by third party companies, although many, such as the "
+    "iPod Hi-Fi, are made by Apple."
+)
+
+
+def reranked(n: int, text: str, rerank: float | None) -> Passage:
+    return Passage(n, text, [Hit(chunk(f"c{n}", text, "doc", f"f{n}.md"), 1.0 / n, rerank_score=rerank)])
+
+
+def test_the_reranker_top_passage_leads_and_the_best_overlap_stays_as_support() -> None:
+    gen = ExtractiveGenerator()
+    unranked = gen.select(MAKER, [reranked(1, MARKETED, None), reranked(2, ACCESSORIES, None)])
+    assert [c.passage for c in unranked] == [2]  # by overlap alone the accessories sentence wins
+    chosen = gen.select(MAKER, [reranked(1, MARKETED, 0.9), reranked(2, ACCESSORIES, 0.2)])
+    assert chosen[0].passage == 1 and chosen[0].text.startswith("The iPod is a line")
+    assert [c.passage for c in chosen] == [1, 2]
+
+
+def test_a_top_passage_far_weaker_than_the_best_sentence_does_not_lead() -> None:
+    gen = ExtractiveGenerator()
+    passages = [
+        reranked(1, "The band toured Europe in 2001. Their album sold well.", 0.9),
+        reranked(2, "She had a daughter in 2012. The girl was named Blue Ivy.", 0.3),
+    ]
+    chosen = gen.select("What was her daughter named?", passages)
+    assert {c.passage for c in chosen} == {2}
