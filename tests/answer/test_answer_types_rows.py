@@ -129,6 +129,15 @@ def test_abbreviations_and_initials_end_no_sentence() -> None:
         "It peaked on the U.S. Billboard chart.",
         "J. S. Bach wrote it.",
     ]
+    # a unit after a figure is no initial: each sentence keeps its own citation
+    assert split_sentences(
+        "Keep it between 0 and 40 °C. The warranty can be extended. It runs on 5 V. Done."
+    ) == [
+        "Keep it between 0 and 40 °C.",
+        "The warranty can be extended.",
+        "It runs on 5 V.",
+        "Done.",
+    ]
 
 
 def test_faq_row_is_answered_with_its_answer_cell() -> None:

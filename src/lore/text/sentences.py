@@ -21,10 +21,12 @@ _SPLIT = re.compile(
     r"|(?<=[.!?]\[\d\])\s+|(?<=[.!?]\[\d\d\])\s+"
     r"|\n+"
 )
-# Latin abbreviations and initials after which ". X" goes on: no sentence ends there.
+# Latin abbreviations and initials after which ". X" goes on: no sentence ends there. A capital after a
+# degree sign or a digit is a unit ("40 °C.", "5 V."), not an initial.
 _ABBREVIATION = re.compile(
     r"(?:\b(?:No|Nos|Op|St|Mr|Mrs|Ms|Dr|Prof|Jr|Sr|vs|etc|approx|ca|Vol|pp|Fig|Mt|Inc|Ltd|Co|Corp|Gen|"
-    r"Gov|Sen|Rev|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)|\b[A-Z]|\b(?:[A-Za-z]\.){1,3}[A-Za-z])\.$"
+    r"Gov|Sen|Rev|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)|(?<![°\d]\s)(?<![°\d])\b[A-Z]"
+    r"|\b(?:[A-Za-z]\.){1,3}[A-Za-z])\.$"
 )
 _LIST_ITEM = re.compile(r"^(?:[-*•·]|\d{1,2}[.)、]|[（(]?\d{1,2}[)）])\s*")
 _MAX_LIST_ITEMS = 8
