@@ -96,25 +96,9 @@ class ExtractiveGenerator:
 
     def select(self, question: str, passages: Sequence[Passage]) -> list[_Candidate]:
         """The chosen sentences: the best one first (the direct answer), then its support in passage order."""
-        q_tokens = tokenize(question)
-        qtype = question_type(question)
-        weights = local_weights(q_tokens, [p.text for p in passages]) if LOCAL_RARITY else None
-        cands = []
-        for p in passages:
-            # The passage's own coverage backs its sentences (the answer sentence often repeats only part
-            # of the question; the rest is in its neighbours); a slight preference for higher-ranked
-            # passages breaks ties towards retrieval's order.
-            context = PASSAGE_MIX * coverage(q_tokens, p.text, weights) + RANK_BONUS / p.n
-            for j, (text, out) in enumerate(_pieces(p, question)):
-                score = (1 - PASSAGE_MIX) * coverage(q_tokens, text, weights) + context
-                if not out and text.rstrip().endswith(("?", "？")):
-                    score *= 0.3  # a question (an FAQ's own, a heading) does not answer anything
-                if not has_answer_type(out or text, qtype, question):
-                    score *= _TYPE_MISS
-                cands.append(_Candidate(p.n, j, text, score, out))
+        cands = _scored(question, passages)
         if not cands:
             return []
-        cands.sort(key=lambda c: -c.score)
         # Across languages the terms barely overlap: the embedder chooses among more sentences.
         short = cands[: self.shortlist * (3 if is_cross_language(question, passages) else 1)]
         top_n = min(p.n for p in passages)
@@ -194,6 +178,27 @@ class ExtractiveGenerator:
         sims = np.clip(scaled_similarity(self.embedder, vecs @ q), 0.0, 1.0)
         for cand, sim in zip(cands, sims, strict=True):
             cand.score = 0.6 * cand.score + 0.4 * float(sim)
+
+
+def _scored(question: str, passages: Sequence[Passage]) -> list[_Candidate]:
+    """Every sentence (or row, FAQ answer) of the passages, scored on words alone, best first."""
+    q_tokens = tokenize(question)
+    qtype = question_type(question)
+    weights = local_weights(q_tokens, [p.text for p in passages]) if LOCAL_RARITY else None
+    cands = []
+    for p in passages:
+        # The passage's own coverage backs its sentences (the answer sentence often repeats only part
+        # of the question; the rest is in its neighbours); a slight preference for higher-ranked
+        # passages breaks ties towards retrieval's order.
+        context = PASSAGE_MIX * coverage(q_tokens, p.text, weights) + RANK_BONUS / p.n
+        for j, (text, out) in enumerate(_pieces(p, question)):
+            score = (1 - PASSAGE_MIX) * coverage(q_tokens, text, weights) + context
+            if not out and text.rstrip().endswith(("?", "？")):
+                score *= 0.3  # a question (an FAQ's own, a heading) does not answer anything
+            if not has_answer_type(out or text, qtype, question):
+                score *= _TYPE_MISS
+            cands.append(_Candidate(p.n, j, text, score, out))
+    return sorted(cands, key=lambda c: -c.score)
 
 
 def _add_rerank(cands: list[_Candidate], passages: Sequence[Passage]) -> None:
