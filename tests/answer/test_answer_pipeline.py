@@ -110,6 +110,18 @@ def test_off_topic_question_is_refused_without_generation(lore: Lore) -> None:
     assert zh["refused"] and "知识库" in zh["answer"]
 
 
+def test_a_question_of_several_parts_is_answered_when_each_part_is(lore: Lore) -> None:
+    # No passage covers both parts, so judged as one question the evidence was too weak (P 0.13).
+    _, end = run(lore, "报销需要什么材料？住宿标准是多少？")
+    assert not end["refused"], end["evidence"]
+    assert "发票原件" in end["answer"] and "元/晚" in end["answer"]
+    assert len(end["citations"]) == 2
+    assert not re.search(r"\][^\s。.；;\[]", end["answer"])  # no sentence runs on from a marker
+    # one part the KB does not cover: the question is still refused
+    _, mixed = run(lore, "What is the refund window? Who won the 1998 World Cup?")
+    assert mixed["refused"]
+
+
 @pytest.mark.parametrize("question", ["", "   ", "问" * 2500])
 def test_empty_or_overlong_question_is_an_error_event(lore: Lore, question: str) -> None:
     events, end = run(lore, question)

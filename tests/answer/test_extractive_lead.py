@@ -1,9 +1,12 @@
-"""Which sentence leads an extractive answer when a reranker ordered the passages."""
+"""Which sentence leads an extractive answer when a reranker ordered the passages; a question's parts;
+an answer cell's full stop."""
 
 from __future__ import annotations
 
+from lore.answer.citations import end_sentence
 from lore.answer.generators.base import Passage
 from lore.answer.generators.extractive import ExtractiveGenerator
+from lore.answer.qtypes import question_parts
 from lore.schema import Hit
 from tests.answer.test_answer_types_rows import chunk
 
@@ -36,3 +39,22 @@ def test_a_top_passage_far_weaker_than_the_best_sentence_does_not_lead() -> None
     ]
     chosen = gen.select("What was her daughter named?", passages)
     assert {c.passage for c in chosen} == {2}
+
+
+def test_a_question_asking_several_things_has_one_part_each() -> None:
+    assert question_parts("年假有几天？怎么申请？") == ["年假有几天", "怎么申请"]
+    assert question_parts("What is the refund window? Who is the CEO?") == [
+        "What is the refund window",
+        "Who is the CEO",
+    ]
+    assert question_parts("What is the refund window?") == ["What is the refund window"]
+    assert question_parts("？？") == ["？？"]  # no words: the question itself
+
+
+def test_an_answer_cell_without_a_full_stop_does_not_run_into_the_next_sentence() -> None:
+    assert end_sentence("住宿上限：600 元/晚[1]") == "住宿上限：600 元/晚[1]。"
+    assert end_sentence("List price: 56000 USD[1]") == "List price: 56000 USD[1]."
+    assert end_sentence("审批单[2]。") == "审批单[2]。"
+    assert (
+        end_sentence("如下：\n- 每年 15 天[1]") == "如下：\n- 每年 15 天[1]"
+    )  # a list ends with a line break

@@ -130,6 +130,15 @@ def insert_marker(sentence: str, n: int) -> str:
 
 
 _CJK_EDGE = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
+_ENDED = re.compile(r"(?:[。！？.!?；;：:…]|\n.*)(?:\[\d{1,3}\])*$")
+
+
+def end_sentence(text: str) -> str:
+    """`text` with a full stop after its markers when it ends without one ("住宿上限：600 元/晚[1]" is a
+    table cell's answer): the next sentence must not run on from it."""
+    if not text or _ENDED.search(text):
+        return text
+    return text + ("。" if _CJK_EDGE.match(MARKER.sub("", text)[-1:] or "") else ".")
 
 
 def join_sentences(sentences: list[str]) -> str:

@@ -97,12 +97,16 @@ class EvidenceQuery:
     cache: EmbeddingCache | None = None
 
 
-def evidence_features(query: EvidenceQuery, passages: Sequence[Passage]) -> dict[str, float]:
-    """The model's inputs (also what `benchmarks/fit_evidence.py` records)."""
+def evidence_features(
+    query: EvidenceQuery, passages: Sequence[Passage], rerank: bool = True
+) -> dict[str, float]:
+    """The model's inputs (also what `benchmarks/fit_evidence.py` records); `rerank=False` leaves the
+    reranker's scores out (they were given for another question than `query`)."""
     reranked = [h.rerank_score for p in passages[:3] for h in p.hits if h.rerank_score is not None]
     # The first-stage signals are read in first-stage order, as they were fit; the reranker's own
     # judgement enters only as its calibrated score.
     passages = first_stage_order(passages) if reranked else passages
+    reranked = reranked if rerank else []
     top = passages[:3]
     covs = [coverage(query.tokens, p.text) for p in passages]
     cov = max(covs[:3])
@@ -135,13 +139,14 @@ def judge_evidence(
     passages: Sequence[Passage],
     threshold: float | None = None,
     model: EvidenceModel | None = None,
+    rerank: bool = True,
 ) -> Evidence:
     """Score the evidence; `sufficient` when P(answerable) >= threshold (the model's default if None)."""
     model = model or default_model()
     threshold = model.threshold if threshold is None else threshold
     if not passages:
         return Evidence(0.0, False, 0.0, 0.0, 0.0, 0.0, 0, threshold, None, ["no passages retrieved"])
-    f = evidence_features(query, passages)
+    f = evidence_features(query, passages, rerank)
     p = round(model.probability(f), 4)
     reasons = []
     if p < threshold:

@@ -23,6 +23,7 @@ from lore.answer.context import build_passages
 from lore.answer.evidence import Evidence, EvidenceQuery, judge_evidence
 from lore.answer.generators.base import GenerationError, Generator, Passage
 from lore.answer.prompt import NOT_COVERED
+from lore.answer.qtypes import question_parts
 from lore.answer.verify import SentenceCheck, answer_confidence, verify
 from lore.config import AnswerSettings
 from lore.embed.base import Embedder
@@ -198,10 +199,28 @@ class AskPipeline:
         query = EvidenceQuery(ctx.question, ctx.q_tokens, ctx.query_vector, r.embedder, r.cache)
         ctx.evidence = judge_evidence(query, ctx.passages, self.settings.evidence_threshold)
         if not ctx.evidence.sufficient:
+            ctx.evidence = self._judge_parts(ctx) or ctx.evidence
+        if not ctx.evidence.sufficient:
             ctx.refused, ctx.route = True, "refused"
             ctx.answer = refusal_text(ctx.question, self.settings.support_contact)
         else:
             ctx.consistency = check_consistency(ctx.question, ctx.passages)
+
+    def _judge_parts(self, ctx: AskContext) -> Evidence | None:
+        """A question asking several things ("几天？怎么申请？") is answered when the passages answer each
+        part, judged on its own (no passage need cover every part); the weakest part's judgement."""
+        parts = question_parts(ctx.question)
+        if len(parts) < 2:
+            return None
+        r = self.retriever
+        judged = []
+        for part in parts:
+            vector = r.embed_query(part) if ctx.query_vector is not None else None
+            query = EvidenceQuery(part, tokenize(part), vector, r.embedder, r.cache)
+            # The reranker scored the passages for the whole question: each part reads first-stage signals.
+            judged.append(judge_evidence(query, ctx.passages, self.settings.evidence_threshold, rerank=False))
+        weakest = min(judged, key=lambda e: e.confidence)
+        return weakest if weakest.sufficient else None
 
     def generate(self, ctx: AskContext) -> Iterator[Event]:
         if getattr(self.generator, "buffered", False):

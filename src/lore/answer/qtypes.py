@@ -1,9 +1,11 @@
-"""Question types (who / when / where / how many / how much / why / yes-no, Chinese and English) and
-whether a sentence holds an answer of that type."""
+"""Question types (who / when / where / how many / how much / why / yes-no, Chinese and English),
+whether a sentence holds an answer of that type, and the parts of a question that asks several things."""
 
 from __future__ import annotations
 
 import re
+
+from lore.lexical import tokenize
 
 _EN_NUM = (
     r"\b(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
@@ -155,3 +157,13 @@ def has_answer_type(sentence: str, qtype: str | None, question: str = "") -> boo
         return True
     asked = {m.group(0).lower() for m in pattern.finditer(question)}
     return any(m.group(0).lower() not in asked for m in pattern.finditer(sentence))
+
+
+_PARTS = re.compile(r"[？?；;]")
+
+
+def question_parts(question: str) -> list[str]:
+    """The parts of a question that asks several things in one message ("几天？怎么申请？"), each with
+    words of its own; one part for a single question."""
+    parts = [p.strip() for p in _PARTS.split(question)]
+    return [p for p in parts if tokenize(p)] or [question]

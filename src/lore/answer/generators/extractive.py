@@ -15,19 +15,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lore.answer.citations import insert_marker, join_sentences
+from lore.answer.citations import end_sentence, insert_marker, join_sentences
 from lore.answer.crosslang import is_cross_language
 from lore.answer.generators.base import Passage
-from lore.answer.qtypes import has_answer_type, question_type
+from lore.answer.qtypes import has_answer_type, question_parts, question_type
 from lore.answer.rows import faq_cells, names_other_item, read_row
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.lexical import tokenize
 from lore.text.sentences import coverage, local_weights, split_sentences, token_set
 from lore.text.units import text_units
-
-_PARTS = re.compile(r"[？?；;]")
-
 
 LOCAL_RARITY = True  # weigh question terms by their rarity among the retrieved passages
 PASSAGE_MIX = 0.25  # share of a sentence's score that is its passage's coverage of the question
@@ -90,7 +87,7 @@ class ExtractiveGenerator:
             sentence = cand.said
             for n in [cand.passage, *cand.also]:
                 sentence = insert_marker(sentence, n)
-            joined = join_sentences([text, sentence]) if text else sentence
+            joined = join_sentences([end_sentence(text), sentence]) if text else sentence
             yield joined[len(text) :]
             text = joined
 
@@ -152,8 +149,7 @@ class ExtractiveGenerator:
     @staticmethod
     def _best_per_part(question: str, cands: list[_Candidate], best: _Candidate | None) -> list[_Candidate]:
         """For a question with several parts ("几天？怎么申请？"), the best sentence for each part."""
-        parts = [tokenize(p) for p in _PARTS.split(question)]
-        parts = [p for p in parts if p]
+        parts = [tokenize(p) for p in question_parts(question)]
         if len(parts) < 2:
             return []
         extra = []
