@@ -54,6 +54,7 @@ def test_a_question_asking_several_things_has_one_part_each() -> None:
 def test_an_answer_cell_without_a_full_stop_does_not_run_into_the_next_sentence() -> None:
     assert end_sentence("住宿上限：600 元/晚[1]") == "住宿上限：600 元/晚[1]。"
     assert end_sentence("List price: 56000 USD[1]") == "List price: 56000 USD[1]."
+    assert end_sentence("LF-500 Mover 的载重：500 kg[1]") == "LF-500 Mover 的载重：500 kg[1]。"
     assert end_sentence("审批单[2]。") == "审批单[2]。"
     assert (
         end_sentence("如下：\n- 每年 15 天[1]") == "如下：\n- 每年 15 天[1]"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lore.answer.generators.base import Passage
-from lore.lexical import tokenize
+from lore.lexical import is_chinese, tokenize
 from lore.text.sentences import coverage, split_sentences
 
 MARKER = re.compile(r"\s?\[(\d{1,3})\]")
@@ -138,7 +138,7 @@ def end_sentence(text: str) -> str:
     table cell's answer): the next sentence must not run on from it."""
     if not text or _ENDED.search(text):
         return text
-    return text + ("。" if _CJK_EDGE.match(MARKER.sub("", text)[-1:] or "") else ".")
+    return text + ("。" if is_chinese(text) else ".")
 
 
 def join_sentences(sentences: list[str]) -> str:
