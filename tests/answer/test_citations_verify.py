@@ -13,21 +13,17 @@ from lore.config import AnswerSettings
 from lore.lexical import tokenize
 from lore.schema import Chunk, Hit
 from lore.text.sentences import split_sentences
+from tests.chunks import make_chunk
 
 
 def chunk(cid: str, text: str, parent: str | None = None, **kw: object) -> Chunk:
-    return Chunk(
+    return make_chunk(
         chunk_id=cid,
         text=text,
         parent_id=f"p-{parent or cid}",
         parent_text=parent or text,
-        kb_id="kb",
         document_id=f"d-{cid}",
         file_path=f"{cid}.md",
-        file_sha256="0" * 64,
-        chunk_index=0,
-        chunk_schema="s",
-        embedding_model="m",
         **kw,
     )
 

@@ -10,7 +10,8 @@ from lore.answer.evidence import EvidenceModel, EvidenceQuery, judge_evidence
 from lore.answer.generators.base import Passage
 from lore.answer.qtypes import question_type
 from lore.lexical import tokenize
-from lore.schema import Chunk, Hit
+from lore.schema import Hit
+from tests.chunks import make_chunk
 
 
 @pytest.mark.parametrize(
@@ -49,19 +50,9 @@ def test_question_words_in_clauses(question: str, kind: str | None) -> None:
 
 
 def _passage(n: int, text: str, dense: float | None, doc: str = "a.md") -> Passage:
-    chunk = Chunk(
-        chunk_id=f"c{n}",
-        text=text,
-        parent_id=f"c{n}",
-        parent_text=text,
-        kb_id="kb",
-        document_id=doc,
-        file_path=doc,
-        file_sha256="0",
-        chunk_index=0,
-        chunk_schema="s",
-        embedding_model="m",
-    )  # type: ignore[arg-type]
+    chunk = make_chunk(
+        chunk_id=f"c{n}", text=text, parent_id=f"c{n}", parent_text=text, document_id=doc, file_path=doc
+    )
     return Passage(n, text, [Hit(chunk, 1.0 / n, dense_score=dense, dense_rank=n, bm25_rank=None)])
 
 

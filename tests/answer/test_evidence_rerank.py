@@ -14,7 +14,8 @@ from lore.answer.evidence import (
 )
 from lore.answer.generators.base import Passage
 from lore.lexical import tokenize
-from lore.schema import Chunk, Hit
+from lore.schema import Hit
+from tests.chunks import make_chunk
 
 Q = "年假有几天？报销需要什么材料？"
 TEXTS = {
@@ -26,7 +27,14 @@ TEXTS = {
 
 def _hit(doc: str, dense_rank: int, bm25_rank: int, dense: float) -> Hit:
     text = TEXTS[doc]
-    chunk = Chunk(f"{doc}-0", text, doc, text, "kb", doc, f"{doc}.md", "0" * 64, 0, "s", "m")
+    chunk = make_chunk(
+        chunk_id=f"{doc}-0",
+        text=text,
+        parent_id=doc,
+        parent_text=text,
+        document_id=doc,
+        file_path=f"{doc}.md",
+    )
     return Hit(chunk, 1 / (60 + dense_rank) + 1 / (60 + bm25_rank), dense, 1.0, dense_rank, bm25_rank)
 
 

@@ -8,7 +8,7 @@ from lore.answer.generators.base import Passage
 from lore.answer.generators.extractive import ExtractiveGenerator
 from lore.answer.qtypes import question_parts
 from lore.schema import Hit
-from tests.answer.test_answer_types_rows import chunk
+from tests.chunks import make_chunk
 
 MAKER = "What company manufactures the iPod?"
 MARKETED = "The iPod is a line of portable media players designed and marketed by Apple Inc. Released 2001."
@@ -19,7 +19,10 @@ ACCESSORIES = (
 
 
 def reranked(n: int, text: str, rerank: float | None) -> Passage:
-    return Passage(n, text, [Hit(chunk(f"c{n}", text, "doc", f"f{n}.md"), 1.0 / n, rerank_score=rerank)])
+    chunk = make_chunk(
+        chunk_id=f"c{n}", text=text, parent_text=text, document_id=f"f{n}.md", file_path=f"f{n}.md"
+    )
+    return Passage(n, text, [Hit(chunk, 1.0 / n, rerank_score=rerank)])
 
 
 def test_the_reranker_top_passage_leads_and_the_best_overlap_stays_as_support() -> None:

@@ -22,6 +22,7 @@ from lore.engine import Lore
 from lore.ingest.edits import ChunkEdit, digest
 from lore.schema import Chunk
 from tests.catalog.rows import KB, LORE
+from tests.chunks import make_chunk
 from tests.conftest import migrated
 
 LONG = "报销/" + "长" * 3000 + ".pdf"  # 12 KB in utf8mb4: far past MariaDB's 3,072-byte key limit
@@ -32,7 +33,16 @@ def _lore(url: str, home: Path) -> Lore:
 
 
 def _chunk(file: str, index: int, text: str = "Old text.") -> Chunk:
-    return Chunk(f"c{index}", text, "p", "", "kb", "d", file, "0" * 64, index, "v1", "e5")
+    return make_chunk(
+        chunk_id=f"c{index}",
+        text=text,
+        parent_id="p",
+        parent_text="",
+        document_id="d",
+        file_path=file,
+        chunk_index=index,
+        embedding_model="e5",
+    )
 
 
 def _edit(

@@ -12,8 +12,8 @@ from lore.config import load_settings
 from lore.engine import Lore
 from lore.errors import EmbeddingMismatchError
 from lore.retrieve.search import SearchOptions
-from lore.schema import Chunk
 from lore.text.units import stable_id
+from tests.chunks import make_chunk
 from tests.embed.test_openai import FakeServer, server  # noqa: F401 - the fixture is used by name
 
 DOCS = {
@@ -143,16 +143,12 @@ def test_gc_deletes_what_no_readable_version_sees_and_keeps_history(tmp_path: Pa
     dead = lore.catalog.create_version(
         kb.id, embedding_model=kb.embedding_model, chunk_schema=kb.chunk_schema
     )
-    orphan = Chunk(
+    orphan = make_chunk(
         chunk_id=stable_id("orphan"),
         text="half-written",
-        parent_id="p",
         parent_text="half-written",
         kb_id=kb.id,
-        document_id="d",
         file_path="docs/x.md",
-        file_sha256="0" * 64,
-        chunk_index=0,
         chunk_schema=kb.chunk_schema,
         embedding_model=kb.embedding_model,
         valid_from_seq=dead.seq,

@@ -12,27 +12,20 @@ from lore.engine import Lore
 from lore.retrieve.cache import SearchCache, cache_key
 from lore.retrieve.search import SearchOptions
 from lore.retrieve.semantic_cache import SemanticCache, scope_key
-from lore.schema import Chunk, Hit
+from lore.schema import Hit
 from lore.state.cache import LocalCache, RedisCache, make_cache
 from lore.state.redis import redis_client
+from tests.chunks import make_chunk
 from tests.conftest import EXAMPLES
 from tests.servers import REDIS_URL
 from tests.state.conftest import settings_for
 
 
 def _hit(text: str, tenant: str = "default") -> Hit:
-    chunk = Chunk(
+    chunk = make_chunk(
         chunk_id=text,
         text=text,
-        parent_id="p",
         parent_text=text,
-        kb_id="kb",
-        document_id="d",
-        file_path="a.md",
-        file_sha256="s",
-        chunk_index=0,
-        chunk_schema="x",
-        embedding_model="m",
         tenant_id=tenant,
         heading_path=["H1", "H2"],
         page=3,

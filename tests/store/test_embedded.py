@@ -16,6 +16,7 @@ from lore.store import StoreQuery
 from lore.store import embedded as emb
 from lore.store.embedded import EmbeddedStore
 from lore.store.memory_index import Columns, MemoryIndex
+from tests.chunks import make_chunk
 from tests.store.test_contract import BY_ID, CHUNKS, DIM, TOKENS, VECTORS, N
 
 FILTERS = [
@@ -244,18 +245,12 @@ def test_bm25_statistics_come_from_the_version_view(tmp_path: Path) -> None:
     from lore.store.embedded import EmbeddedStore
 
     def chunk(i: int, text: str, frm: int, to: int = 0) -> Chunk:
-        return Chunk(
+        return make_chunk(
             chunk_id=f"c{i}",
             text=text,
-            parent_id="p",
             parent_text=text,
-            kb_id="kb",
             document_id=f"d{i}",
             file_path=f"f{i}.md",
-            file_sha256="0" * 64,
-            chunk_index=0,
-            chunk_schema="s",
-            embedding_model="m",
             valid_from_seq=frm,
             valid_to_seq=to,
         )

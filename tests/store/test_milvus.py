@@ -17,7 +17,8 @@ from lore.store import StoreQuery, VectorStore, open_store
 from lore.store.milvus import MilvusStore, OutdatedCollectionError, collection_name
 from lore.store.milvus_expr import decode_roles, encode_roles, encode_token, encode_tokens, filter_expr, quote
 from lore.store.milvus_rows import ChunkTooLargeError
-from tests.store.shared import BASE, DIM, unit_vectors
+from tests.chunks import BASE
+from tests.store.shared import DIM, unit_vectors
 
 VALID = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 

@@ -14,25 +14,14 @@ from lore.errors import UnavailableError
 from lore.schema import Chunk, SearchFilter
 from lore.store.base import StoreQuery, open_store
 from lore.store.milvus_conn import connection_kwargs, is_transient
+from tests.chunks import make_chunk
 from tests.servers import MilvusServer
 
 DIM = 4
 
 
 def _chunk(i: int) -> Chunk:
-    return Chunk(
-        chunk_id=f"c{i}",
-        text=f"passage {i} about leave",
-        parent_id="p",
-        parent_text="x",
-        kb_id="k",
-        document_id="d",
-        file_path="f.md",
-        file_sha256="s",
-        chunk_index=i,
-        chunk_schema="x",
-        embedding_model="m",
-    )
+    return make_chunk(chunk_id=f"c{i}", text=f"passage {i} about leave", chunk_index=i)
 
 
 def _query() -> StoreQuery:

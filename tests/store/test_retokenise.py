@@ -16,8 +16,9 @@ from lore.schema import Chunk, index_text
 from lore.store import StoreQuery, open_store
 from lore.store import retokenise as rt
 from lore.store.embedded import EmbeddedStore
+from tests.chunks import BASE
 from tests.servers import MilvusServer
-from tests.store.shared import BASE, DIM, unit_vectors
+from tests.store.shared import DIM, unit_vectors
 
 TEXTS = [
     "Beyoncé Giselle Knowles-Carter is an American singer.",
