@@ -112,7 +112,8 @@ class ExtractiveGenerator:
         best = max(own, key=lambda c: c.score) if own else short[0]
         if best.score < TOP_LEAD * head:
             best = short[0]
-        chosen = [best, *self._best_per_part(question, cands, best)]
+        tops = _part_tops(question, cands)
+        chosen = [best, *self._best_per_part(tops, best)]
         units = sum(text_units(c.said) for c in chosen)
         for cand in short:
             if cand in chosen:
@@ -139,7 +140,7 @@ class ExtractiveGenerator:
                 continue
             chosen.append(cand)
             units += size
-        parts = self._best_per_part(question, cands, None)
+        parts = self._best_per_part(tops, None)
         if len(parts) > 1:  # "几天？怎么申请？": each part's answer in the question's order, then the rest
             lead = [c for c in parts if c in chosen]
             return [*lead, *sorted((c for c in chosen if c not in lead), key=lambda c: (c.passage, c.index))]
@@ -147,20 +148,15 @@ class ExtractiveGenerator:
         return [lead_c, *rest]
 
     @staticmethod
-    def _best_per_part(question: str, cands: list[_Candidate], best: _Candidate | None) -> list[_Candidate]:
-        """For a question with several parts ("几天？怎么申请？"), the best sentence for each part."""
-        parts = [tokenize(p) for p in question_parts(question)]
-        if len(parts) < 2:
-            return []
-        extra = []
-        for tokens in parts:
-            top = max(
-                cands, key=lambda c: coverage(tokens, c.text) - (0.5 if c.text.endswith(("?", "？")) else 0)
-            )
+    def _best_per_part(tops: list[tuple[float, _Candidate]], best: _Candidate | None) -> list[_Candidate]:
+        """For a question with several parts ("几天？怎么申请？"), each part's best sentence (`_part_tops`)
+        that adds something to `best` and to the parts before it."""
+        extra: list[_Candidate] = []
+        for cover, top in tops:
             if (
                 top is not best
                 and top not in extra
-                and coverage(tokens, top.text) > 0
+                and cover > 0
                 and _same_fact(top, [c for c in (best, *extra) if c is not None]) is None
             ):
                 extra.append(top)
@@ -195,6 +191,21 @@ def _scored(question: str, passages: Sequence[Passage]) -> list[_Candidate]:
                 score *= _TYPE_MISS
             cands.append(_Candidate(p.n, j, text, score, out))
     return sorted(cands, key=lambda c: -c.score)
+
+
+def _part_tops(question: str, cands: list[_Candidate]) -> list[tuple[float, _Candidate]]:
+    """(its coverage, the sentence covering it best) for each part of a question asking several things;
+    empty for a single question."""
+    parts = [tokenize(p) for p in question_parts(question)]
+    if len(parts) < 2:
+        return []
+    tops = []
+    for tokens in parts:
+        top = max(
+            cands, key=lambda c: coverage(tokens, c.text) - (0.5 if c.text.endswith(("?", "？")) else 0)
+        )
+        tops.append((coverage(tokens, top.text), top))
+    return tops
 
 
 def _add_rerank(cands: list[_Candidate], passages: Sequence[Passage]) -> None:
