@@ -192,6 +192,39 @@ def test_another_items_row_or_page_answers_nothing_about_the_asked_item() -> Non
     assert text == "LF-500 Mover 的载重：500 kg[2]"
 
 
+TIERS = [
+    "城市级别: 一线城市; 住宿上限（元/晚）: 600; 餐补（元/天）: 150",
+    "城市级别: 二线城市; 住宿上限（元/晚）: 450; 餐补（元/天）: 120",
+    "城市级别: 其他城市; 住宿上限（元/晚）: 350; 餐补（元/天）: 100",
+]
+
+
+def tier(n: int, row: int) -> Passage:
+    c = make_chunk(chunk_id=f"t{row}", text=TIERS[row], source_type="table_row", row=row + 2, chunk_index=row)
+    return Passage(n, TIERS[row], [Hit(c, 1.0 / n)])
+
+
+def test_a_row_is_named_when_the_question_names_none_and_its_table_answers_row_by_row() -> None:
+    assert read_row(TIERS[2], "住宿标准是多少？") == "其他城市的住宿上限：350 元/晚"
+    assert read_row(ROW, "What is the payload?") == "LF-500 Mover — Payload: 500 kg"  # not the SKU code
+    # Retrieved in another order, said in the table's, each row cited (the pipeline renumbers markers).
+    text = "".join(ExtractiveGenerator().stream("住宿标准是多少？", [tier(1, 2), tier(2, 0), tier(3, 1)]))
+    assert (
+        text
+        == "一线城市的住宿上限：600 元/晚[2]。二线城市的住宿上限：450 元/晚[3]。其他城市的住宿上限：350 元/晚[1]"
+    )
+    # A question naming its row (run into the Chinese that follows it) gets that row alone.
+    text = "".join(
+        ExtractiveGenerator().stream("一线城市住宿上限是多少", [tier(1, 0), tier(2, 1), tier(3, 2)])
+    )
+    assert text == "一线城市的住宿上限：600 元/晚[1]"
+
+
+def test_an_item_code_with_letters_after_its_dash_is_of_the_same_kind() -> None:
+    drone = ROW.replace("LF-500 Mover", "LF-A20 Inventory Drone").replace("LF-500 搬运", "LF-A20 盘点")
+    assert names_other_item(drone, "LF-500的保修期是多久？")
+
+
 def test_one_fact_inside_a_longer_sentence_with_the_same_figures_is_said_once() -> None:
     long = "出差住宿：一线城市（北京、上海、广州、深圳）每晚不超过 600 元，其他城市每晚不超过 400 元。"
     short = "一线城市每晚不超过 600 元，其他城市每晚不超过 400 元。"

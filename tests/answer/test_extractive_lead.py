@@ -62,3 +62,10 @@ def test_an_answer_cell_without_a_full_stop_does_not_run_into_the_next_sentence(
     assert (
         end_sentence("如下：\n- 每年 15 天[1]") == "如下：\n- 每年 15 天[1]"
     )  # a list ends with a line break
+
+
+def test_an_answer_does_not_end_on_a_clause_cut_at_a_semicolon() -> None:
+    text = "一线城市每晚不超过 600 元，其他城市每晚不超过 400 元；超标部分需副总裁审批。"
+    answer = "".join(ExtractiveGenerator().stream("一线城市每晚住宿最多多少钱？", [reranked(1, text, None)]))
+    assert answer.startswith("一线城市每晚不超过 600 元，其他城市每晚不超过 400 元[1]。")
+    assert "；" not in answer

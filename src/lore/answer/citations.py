@@ -141,6 +141,15 @@ def end_sentence(text: str) -> str:
     return text + ("。" if is_chinese(text) else ".")
 
 
+def close_clause(sentence: str) -> str:
+    """A clause cut at a semicolon ends an answer's sentence with a full stop: "…400 元；" -> "…400 元。"."""
+    if sentence.endswith("；"):
+        return sentence[:-1] + "。"
+    if sentence.endswith(";"):
+        return sentence[:-1] + "."
+    return sentence
+
+
 def join_sentences(sentences: list[str]) -> str:
     """Join sentences: no space between Chinese sentences, one space otherwise, a line break after a list."""
     text, prev = "", ""

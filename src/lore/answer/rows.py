@@ -97,6 +97,8 @@ def read_row(text: str, question: str) -> str | None:
         return None
     subject, pairs = asked
     zh = is_chinese(question)
+    # A question naming no item ("住宿标准是多少？") is told which row answers: "其他城市的住宿上限：350".
+    subject = subject or (None if _codes(question) else _row_name(cells(text), {v for _, v in pairs}))
     parts = [f"{name}{'：' if zh else ': '}{value}" for name, value in pairs]
     body = "；".join(parts) if zh else "; ".join(parts)
     if subject:
@@ -134,9 +136,27 @@ def asked_cells(text: str, question: str) -> tuple[str | None, list[tuple[str, s
     return subject, pairs
 
 
+def names_its_row(text: str, question: str) -> bool:
+    """Whether the question names the row's item (states one of its cells, or its item code)."""
+    return any(_stated(v, question) or _names_code(v, question) for _, v in cells(text))
+
+
+def _row_name(row: list[tuple[str, str]], said: set[str]) -> str | None:
+    """The cell that names a row: the first one that is text, not a number or a code (RB-500-STD)."""
+    for _, value in row:
+        if value in said or _CODE_OR_NUMBER.fullmatch(value):
+            continue
+        return value
+    return None
+
+
+_CODE_OR_NUMBER = re.compile(r"[\d.,%+\-\s]+|[A-Z0-9]+(?:-[A-Z0-9]+)*")
+
+
 def _stated(value: str, question: str) -> bool:
     """Whether the question states this cell's value as a whole word ("LF-500 Mover"; not "500")."""
-    return bool(re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", question, re.IGNORECASE))
+    # Chinese runs on without spaces ("一线城市住宿上限"): only Latin letters and digits bound a value.
+    return bool(re.search(rf"(?<![A-Za-z0-9-]){re.escape(value)}(?![A-Za-z0-9-])", question, re.IGNORECASE))
 
 
 def _said_as(name: str, question: str, translated: dict[str, str]) -> str:
@@ -179,7 +199,7 @@ def _kind(code: str) -> str:
 
 
 def _codes(question: str) -> list[str]:
-    return [c.lower() for c in re.findall(r"[A-Za-z]+-?\d+[A-Za-z]*", question)]
+    return [c.lower() for c in re.findall(r"[A-Za-z]+-?(?:[A-Za-z]+)?\d+[A-Za-z]*", question)]
 
 
 def _render(name: str, value: str, zh: bool) -> tuple[str, str]:

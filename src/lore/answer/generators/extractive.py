@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lore.answer.citations import end_sentence, insert_marker, join_sentences
+from lore.answer.citations import close_clause, end_sentence, insert_marker, join_sentences
 from lore.answer.crosslang import is_cross_language
 from lore.answer.generators.base import Passage
 from lore.answer.qtypes import has_answer_type, question_parts, question_type
-from lore.answer.rows import faq_cells, names_other_item, read_row
+from lore.answer.rows import faq_cells, names_its_row, names_other_item, read_row
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.lexical import tokenize
@@ -84,7 +84,7 @@ class ExtractiveGenerator:
         """Yield the chosen sentences one by one, each followed by its `[n]` marker(s)."""
         text = ""
         for cand in self.select(question, passages):
-            sentence = cand.said
+            sentence = close_clause(cand.said)
             for n in [cand.passage, *cand.also]:
                 sentence = insert_marker(sentence, n)
             joined = join_sentences([end_sentence(text), sentence]) if text else sentence
@@ -140,6 +140,10 @@ class ExtractiveGenerator:
                 continue
             chosen.append(cand)
             units += size
+        rows = _sibling_rows(question, best, cands, passages)
+        if rows:  # "住宿标准是多少？": the asked column of every row of the table, in the table's order
+            rest = [c for c in chosen if c not in rows and c.passage not in {r.passage for r in rows}]
+            return [*rows, *rest][: len(rows) + max(0, self.max_sentences - 1)]
         parts = self._best_per_part(tops, None)
         if len(parts) > 1:  # "几天？怎么申请？": each part's answer in the question's order, then the rest
             lead = [c for c in parts if c in chosen]
@@ -191,6 +195,35 @@ def _scored(question: str, passages: Sequence[Passage]) -> list[_Candidate]:
                 score *= _TYPE_MISS
             cands.append(_Candidate(p.n, j, text, score, out))
     return sorted(cands, key=lambda c: -c.score)
+
+
+MAX_ROWS = 6
+
+
+def _sibling_rows(
+    question: str, best: _Candidate, cands: list[_Candidate], passages: Sequence[Passage]
+) -> list[_Candidate]:
+    """When the lead is a table row read for a question naming no row, the same column of the other rows
+    of its table among the passages (up to `MAX_ROWS`, in row order); else []."""
+    by_n = {p.n: p for p in passages}
+
+    def table(c: _Candidate) -> tuple | None:
+        chunk = by_n[c.passage].hit.chunk
+        if chunk.source_type != "table_row" or not c.out or names_its_row(chunk.text, question):
+            return None
+        return (chunk.file_path, chunk.sheet, tuple(chunk.heading_path))
+
+    key = table(best)
+    if key is None:
+        return []
+    rows = {c.passage: c for c in reversed(cands) if table(c) == key}
+    if len(rows) < 2:
+        return []
+    ordered = sorted(
+        rows.values(),
+        key=lambda c: (by_n[c.passage].hit.chunk.row or 0, by_n[c.passage].hit.chunk.chunk_index),
+    )
+    return ordered[:MAX_ROWS] if best in ordered[:MAX_ROWS] else [best, *ordered[: MAX_ROWS - 1]]
 
 
 def _part_tops(question: str, cands: list[_Candidate]) -> list[tuple[float, _Candidate]]:
