@@ -167,3 +167,15 @@ def test_delete_kb_removes_index_and_rows(tmp_path: Path) -> None:
     lore.delete_kb("gone")
     assert "gone" not in {k.name for k in lore.catalog.list_kbs()}
     assert not list((tmp_path / "home" / "store" / "embedded").glob("*.sqlite"))
+
+
+def test_an_english_question_finds_a_chinese_section_through_its_translated_words(
+    kb: tuple[Lore, str],
+) -> None:
+    lore, name = kb
+    question = "How many days of annual leave do I get?"
+    hits = lore.search(name, question, SearchOptions(top_k=50))
+    leave = next(h for h in hits if "年假天数" in h.chunk.text)
+    assert leave.bm25_rank is not None  # BM25 found it by 年假, the dictionary's word for "annual leave"
+    plain = lore.search(name, question, SearchOptions(top_k=50, translate=False))
+    assert all(h.bm25_rank is None for h in plain if "年假天数" in h.chunk.text)

@@ -123,6 +123,9 @@ class RetrieveSettings(_Section):
     top_k: int = Field(default=10, gt=0, le=200)
     rrf_k: int = Field(default=60, gt=0)
     min_score: float = 0.0
+    # When most candidates are in the other language, BM25 also matches the query's words translated by
+    # dictionary (CC-CEDICT): "annual leave" finds 年假.
+    translate: bool = True
 
 
 class RerankSettings(_Section):

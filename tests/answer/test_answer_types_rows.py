@@ -209,9 +209,8 @@ def test_a_row_is_named_when_the_question_names_none_and_its_table_answers_row_b
     assert read_row(ROW, "What is the payload?") == "LF-500 Mover — Payload: 500 kg"  # not the SKU code
     # Retrieved in another order, said in the table's, each row cited (the pipeline renumbers markers).
     text = "".join(ExtractiveGenerator().stream("住宿标准是多少？", [tier(1, 2), tier(2, 0), tier(3, 1)]))
-    assert (
-        text
-        == "一线城市的住宿上限：600 元/晚[2]。二线城市的住宿上限：450 元/晚[3]。其他城市的住宿上限：350 元/晚[1]"
+    assert text == (
+        "一线城市的住宿上限：600 元/晚[2]。二线城市的住宿上限：450 元/晚[3]。其他城市的住宿上限：350 元/晚[1]"
     )
     # A question naming its row (run into the Chinese that follows it) gets that row alone.
     text = "".join(

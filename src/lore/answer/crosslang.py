@@ -74,7 +74,10 @@ def cross_features(
 ) -> dict[str, float]:
     """Language-independent evidence, scaled to the embedder's band: the best passage's margin over the
     mean of the other retrieved passages (`margin`) and over the runner-up (`margin_2`)."""
-    scores = sorted(dense_scores(query_vector, passages, embedder, cache), reverse=True)
+    # Only passages the dense search itself found, when it reported any: passages that BM25 alone brought
+    # (by translated words, say) would lower the others' mean and inflate the margin.
+    dense_found = [p for p in passages if any(h.dense_score is not None for h in p.hits)]
+    scores = sorted(dense_scores(query_vector, dense_found or passages, embedder, cache), reverse=True)
     if len(scores) < 2:
         return {"margin": 0.0, "margin_2": 0.0}
     scaled = [float(scaled_similarity(embedder, s)) for s in scores]

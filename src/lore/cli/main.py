@@ -254,6 +254,7 @@ def search(
         min_score=lore.settings.retrieve.min_score,
         rerank=r.provider != "none" if rerank is None else rerank,
         rerank_k=rerank_k or r.rerank_k,
+        translate=lore.settings.retrieve.translate,
     )
     try:
         retriever = lore.retriever(kb)

@@ -14,6 +14,7 @@ from lore.embed.base import Embedder
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.errors import LoreError
 from lore.lexical import tokenize
+from lore.lexical.bilingual import other_language_share, translate_terms
 from lore.retrieve.rerank.base import RERANK_NOTE, RerankInfo, report
 from lore.schema import Hit, SearchFilter, SearchMode
 from lore.store.base import StoreQuery, VectorStore
@@ -44,6 +45,9 @@ class SearchOptions:
     filter: SearchFilter = field(default_factory=SearchFilter)
     rerank: bool = True
     rerank_k: int = 50
+    translate: bool = (
+        True  # BM25 also matches the query translated when most candidates are in another language
+    )
 
     @classmethod
     def from_settings(
@@ -66,6 +70,7 @@ class SearchOptions:
             filter or SearchFilter(),
             on,
             rerank.rerank_k if rerank else cls.rerank_k,
+            r.translate,
         )
 
 
@@ -108,6 +113,9 @@ class RetrieverWrapper:
         return self.inner.embed_query(query)
 
 
+CROSS_SHARE = 0.5  # share of first-stage candidates in another language than the query that translates it
+
+
 class Retriever:
     """Embeds and tokenises the query, searches the store, reranks and de-duplicates."""
 
@@ -134,6 +142,17 @@ class Retriever:
         tokens = tokenize(query) if opts.mode in ("bm25", "hybrid") else []
         k = max(opts.recall_k, opts.top_k)
         hits = self.store.search(StoreQuery(opts.mode, k, vector, tokens, opts.filter, opts.rrf_k))
+        if (
+            tokens
+            and opts.translate
+            and other_language_share(query, [h.chunk.text for h in hits]) >= CROSS_SHARE
+        ):
+            # Most candidates are in the other language: BM25 also looks for the query's words translated.
+            extra = tokenize(translate_terms(query))
+            if extra:
+                hits = self.store.search(
+                    StoreQuery(opts.mode, k, vector, tokens + extra, opts.filter, opts.rrf_k)
+                )
         if self.reranker is not None and opts.rerank and hits:
             hits = self.rerank(query, hits, opts.rerank_k)
         hits = [h for h in dedupe(hits) if h.score >= opts.min_score or h.rerank_score is not None]

