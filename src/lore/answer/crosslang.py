@@ -8,7 +8,6 @@ other retrieved passages (a question the KB does not cover matches every passage
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -16,16 +15,9 @@ import numpy as np
 from lore.answer.generators.base import Passage
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
-from lore.lexical import CJK_CHAR, is_chinese
+from lore.lexical import is_chinese
+from lore.lexical.bilingual import language
 from lore.schema import Hit, index_text
-
-_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]{2,}")
-
-
-def language(text: str) -> str:
-    """`zh` when CJK characters outnumber Latin words (a Chinese word is ~1.5 characters), else `en`."""
-    cjk = len(CJK_CHAR.findall(text))
-    return "zh" if cjk >= 1.5 * len(_LATIN_WORD.findall(text)) and cjk > 0 else "en"
 
 
 def question_language(question: str) -> str:
