@@ -288,3 +288,37 @@ def test_generated_questions_come_from_the_passages() -> None:
     assert len(questions) == 2
     assert any(q.startswith("公司成立于") and q.endswith("？") for q in questions)
     assert any(q.startswith("What about Every LF-200") and q.endswith("?") for q in questions)
+
+
+def test_rows_of_an_faq_sheet_are_not_a_table_to_list() -> None:
+    en = "question: Do you offer on-site maintenance?; answer: Yes. The CarePlus plan has quarterly visits"
+    zh = "question: 软件升级收费吗？; answer: 保修期内的机器人免费获得软件升级。"
+    text = "".join(
+        ExtractiveGenerator().stream(
+            "What does CarePlus include?", [passage(1, en, "table_row"), passage(2, zh, "table_row")]
+        )
+    )
+    assert text.startswith("The CarePlus plan has quarterly visits[1]") and "保修期" not in text
+
+
+def test_a_sentence_in_the_question_language_leads_and_the_other_language_does_not_join() -> None:
+    zh = "CarePlus plan（季度维护套餐）包括每季度一次预防性维护。"  # led, before, as the top passage's
+    en = "The CarePlus plan includes quarterly preventive maintenance visits and a 4-hour remote response."
+    ranked = [
+        Passage(1, zh, [Hit(chunk("c1", zh), 1.0, rerank_score=0.9)]),
+        Passage(2, en, [Hit(chunk("c2", en, file="b.md"), 0.5, rerank_score=0.6)]),
+    ]
+    text = "".join(ExtractiveGenerator().stream("What does the CarePlus plan include?", ranked))
+    assert text.startswith("The CarePlus plan includes") and "预防性" not in text
+
+
+def test_a_row_and_a_sentence_stating_its_figures_are_one_fact() -> None:
+    row = "Service: Extended warranty +12 months; Price (USD/yr): 2600"
+    prose = "The warranty can be extended by 12 months with service SV-EXT-12 (USD 2,600 per year)."
+    text = "".join(
+        ExtractiveGenerator().stream(
+            "How much does the extended warranty cost?",
+            [passage(1, row, "table_row"), passage(2, prose, file="b.md")],
+        )
+    )
+    assert text.count("2600") + text.count("2,600") == 1 and "[1][2]" in text

@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lore.answer.citations import close_clause, end_sentence, insert_marker, join_sentences
-from lore.answer.crosslang import is_cross_language
+from lore.answer.crosslang import is_cross_language, question_language
 from lore.answer.generators.base import Passage
 from lore.answer.qtypes import has_answer_type, question_parts, question_type
 from lore.answer.rows import faq_cells, names_its_row, names_other_item, read_row
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.lexical import tokenize
+from lore.lexical.bilingual import language
 from lore.text.sentences import coverage, local_weights, split_sentences, token_set
 from lore.text.units import text_units
 
@@ -37,10 +38,9 @@ TOP_LEAD = 0.5
 _TOP_EXTRA = 3  # the top passage's sentences outside the shortlist that are scored for the lead
 RERANK_MIX = 0.05  # weight of the passage's relative rerank score in its sentences' score
 _TYPE_MISS = 0.6  # a sentence without an answer of the asked type (no number for "how many") weighs less
-_SAME_FACT = 0.85
-_NUMBERS = re.compile(
-    r"\d+(?:[.,]\d+)*"
-)  # token overlap (both ways) at which two sentences say the same thing
+_SAME_FACT = 0.85  # token overlap (both ways) at which two sentences say the same thing
+_SAME_FIGURES = 0.6  # overlap enough when both state the same two or more figures (a row and its prose)
+_NUMBERS = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 @dataclass(eq=False)
@@ -112,11 +112,18 @@ class ExtractiveGenerator:
         best = max(own, key=lambda c: c.score) if own else short[0]
         if best.score < TOP_LEAD * head:
             best = short[0]
+        # A bilingual KB: when sentences in the question's language are in the running, one of them leads
+        # and the other language's sentences do not join it ("What does CarePlus include?").
+        asked = question_language(question)
+        same = [c for c in short if language(c.said) == asked]
+        if same and language(best.said) != asked:
+            best = same[0]
+        foreign = {id(c) for c in short if language(c.said) != asked} if same else set()
         tops = _part_tops(question, cands)
         chosen = [best, *self._best_per_part(tops, best)]
         units = sum(text_units(c.said) for c in chosen)
         for cand in short:
-            if cand in chosen:
+            if cand in chosen or id(cand) in foreign:
                 continue
             if (twin := _same_fact(cand, chosen)) is not None:  # said once, with every source cited
                 if cand.passage != twin.passage and cand.passage not in twin.also:
@@ -209,7 +216,9 @@ def _sibling_rows(
 
     def table(c: _Candidate) -> tuple | None:
         chunk = by_n[c.passage].hit.chunk
-        if chunk.source_type != "table_row" or not c.out or names_its_row(chunk.text, question):
+        if chunk.source_type != "table_row" or not c.out or faq_cells(chunk.text) is not None:
+            return None  # not a data row (an FAQ sheet's rows each answer their own question)
+        if names_its_row(chunk.text, question):
             return None
         return (chunk.file_path, chunk.sheet, tuple(chunk.heading_path))
 
@@ -273,9 +282,9 @@ def _same_fact(cand: _Candidate, chosen: Sequence[_Candidate]) -> _Candidate | N
     mine = token_set(cand.said)
     if not mine:
         return None
-    figures = set(_NUMBERS.findall(cand.said))
+    figures = _figures(cand.said)
     for other in chosen:
-        if set(_NUMBERS.findall(other.said)) != figures:  # 500 元 vs 600 元: a disagreement, not one fact
+        if _figures(other.said) != figures:  # 500 元 vs 600 元: a disagreement, not one fact
             continue
         theirs = token_set(other.said)
         shared = len(mine & theirs)
@@ -285,4 +294,12 @@ def _same_fact(cand: _Candidate, chosen: Sequence[_Candidate]) -> _Candidate | N
         # list of cities): one fact, the longer says it.
         if figures and theirs and shared >= _SAME_FACT * min(len(mine), len(theirs)):
             return other
+        # A table row and a sentence stating its figures ("Price: 2600 USD/yr", "USD 2,600 per year").
+        if len(figures) > 1 and shared >= _SAME_FIGURES * min(len(mine), len(theirs)):
+            return other
     return None
+
+
+def _figures(text: str) -> set[str]:
+    """The figures a sentence states, thousands separators dropped (2,600 is 2600)."""
+    return {re.sub(r",(?=\d{3}(?!\d))", "", f) for f in _NUMBERS.findall(text)}
