@@ -22,7 +22,7 @@ from lore.answer.qtypes import has_answer_type, question_parts, question_type
 from lore.answer.rows import faq_cells, names_its_row, names_other_item, read_row
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
-from lore.lexical import tokenize
+from lore.lexical import is_chinese, tokenize
 from lore.lexical.bilingual import language
 from lore.text.sentences import coverage, local_weights, split_sentences, token_set
 from lore.text.units import text_units
@@ -115,10 +115,10 @@ class ExtractiveGenerator:
         # A bilingual KB: when sentences in the question's language are in the running, one of them leads
         # and the other language's sentences do not join it ("What does CarePlus include?").
         asked = question_language(question)
-        same = [c for c in short if language(c.said) == asked]
-        if same and language(best.said) != asked:
+        same = [c for c in short if not _foreign(c.said, asked)]
+        if same and _foreign(best.said, asked):
             best = same[0]
-        foreign = {id(c) for c in short if language(c.said) != asked} if same else set()
+        foreign = {id(c) for c in short if _foreign(c.said, asked)} if same else set()
         tops = _part_tops(question, cands)
         chosen = [best, *self._best_per_part(tops, best)]
         units = sum(text_units(c.said) for c in chosen)
@@ -298,6 +298,12 @@ def _same_fact(cand: _Candidate, chosen: Sequence[_Candidate]) -> _Candidate | N
         if len(figures) > 1 and shared >= _SAME_FIGURES * min(len(mine), len(theirs)):
             return other
     return None
+
+
+def _foreign(sentence: str, asked: str) -> bool:
+    """A sentence in the other language than the question's: mostly Chinese for an English question, no
+    Chinese at all for a Chinese one (`LF-200 Picker 的载重：15 kg` reads as Chinese)."""
+    return language(sentence) == "zh" if asked == "en" else not is_chinese(sentence)
 
 
 def _figures(text: str) -> set[str]:
