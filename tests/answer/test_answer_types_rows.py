@@ -322,3 +322,16 @@ def test_a_row_and_a_sentence_stating_its_figures_are_one_fact() -> None:
         )
     )
     assert text.count("2600") + text.count("2,600") == 1 and "[1][2]" in text
+
+
+def test_a_question_naming_several_items_gets_each_items_row_in_its_order() -> None:
+    lf200 = (
+        ROW.replace("RB-500-STD", "RB-200-STD")
+        .replace("LF-500 Mover", "LF-200 Picker")
+        .replace("LF-500 搬运", "LF-200 拣选")
+        .replace("Payload (kg): 500", "Payload (kg): 15")
+    )
+    sheet = "- List price: USD 38,500 (SKU RB-200-STD) 主要参数（中文）额定载重：15 公斤。"
+    passages = [passage(1, sheet), passage(2, ROW, "table_row"), passage(3, lf200, "table_row")]
+    text = "".join(ExtractiveGenerator().stream("LF-200和LF-500的载重分别是多少？", passages))
+    assert text == "LF-200 Picker 的载重：15 kg[3]。LF-500 Mover 的载重：500 kg[2]"

@@ -198,6 +198,16 @@ def _kind(code: str) -> str:
     return re.sub(r"[^a-z].*", "", code)
 
 
+def item_codes(question: str) -> list[str]:
+    """The item codes a question names, lower-cased, in its order (LF-200, LF-500)."""
+    return list(dict.fromkeys(_codes(question)))
+
+
+def names_code(text: str, code: str) -> bool:
+    """Whether a text names this item code as a whole word (LF-200, not LF-200C)."""
+    return re.search(rf"(?<![a-z0-9-]){re.escape(code)}(?![a-z0-9-])", text.lower()) is not None
+
+
 def _codes(question: str) -> list[str]:
     return [c.lower() for c in re.findall(r"[A-Za-z]+-?(?:[A-Za-z]+)?\d+[A-Za-z]*", question)]
 

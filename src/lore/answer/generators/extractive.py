@@ -19,7 +19,7 @@ from lore.answer.citations import close_clause, end_sentence, insert_marker, joi
 from lore.answer.crosslang import is_cross_language, question_language
 from lore.answer.generators.base import Passage
 from lore.answer.qtypes import has_answer_type, question_parts, question_type
-from lore.answer.rows import faq_cells, names_its_row, names_other_item, read_row
+from lore.answer.rows import faq_cells, item_codes, names_code, names_its_row, names_other_item, read_row
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.lexical import is_chinese, tokenize
@@ -147,6 +147,9 @@ class ExtractiveGenerator:
                 continue
             chosen.append(cand)
             units += size
+        named = _named_rows(question, cands, {p.n: p for p in passages})
+        if named:  # "LF-200和LF-500的载重分别是多少？": each named item's row answers its part
+            return named
         rows = _sibling_rows(question, best, cands, passages)
         if rows:  # "住宿标准是多少？": the asked column of every row of the table, in the table's order
             rest = [c for c in chosen if c not in rows and c.passage not in {r.passage for r in rows}]
@@ -233,6 +236,31 @@ def _sibling_rows(
         key=lambda c: (by_n[c.passage].hit.chunk.row or 0, by_n[c.passage].hit.chunk.chunk_index),
     )
     return ordered[:MAX_ROWS] if best in ordered[:MAX_ROWS] else [best, *ordered[: MAX_ROWS - 1]]
+
+
+def _named_rows(question: str, cands: list[_Candidate], by_n: dict[int, Passage]) -> list[_Candidate]:
+    """For a question naming several items by code ("LF-200和LF-500的载重分别是多少？"), the best-scoring
+    table row read for each, in the question's order, when rows answer at least two of them; else []."""
+    codes = item_codes(question)
+    if len(codes) < 2:
+        return []
+    picked: list[_Candidate] = []
+    for code in codes:
+        row = next(
+            (
+                c
+                for c in cands  # best first
+                if c.out
+                and by_n[c.passage].hit.chunk.source_type == "table_row"
+                and faq_cells(by_n[c.passage].text) is None
+                and names_code(by_n[c.passage].text, code)
+                and c not in picked
+            ),
+            None,
+        )
+        if row is not None:
+            picked.append(row)
+    return picked if len(picked) > 1 else []
 
 
 def _part_tops(question: str, cands: list[_Candidate]) -> list[tuple[float, _Candidate]]:
