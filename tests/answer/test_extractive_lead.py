@@ -52,6 +52,14 @@ def test_a_question_asking_several_things_has_one_part_each() -> None:
     ]
     assert question_parts("What is the refund window?") == ["What is the refund window"]
     assert question_parts("？？") == ["？？"]  # no words: the question itself
+    assert question_parts("What is the refund window, and how many days per week can I work remotely?") == [
+        "What is the refund window",
+        "how many days per week can I work remotely",
+    ]
+    assert question_parts("Who founded the company and when?") == ["Who founded the company and when"]
+    assert question_parts("Which band did Beyonce and Kelly form?") == [
+        "Which band did Beyonce and Kelly form"
+    ]
 
 
 def test_an_answer_cell_without_a_full_stop_does_not_run_into_the_next_sentence() -> None:

@@ -160,10 +160,22 @@ def has_answer_type(sentence: str, qtype: str | None, question: str = "") -> boo
 
 
 _PARTS = re.compile(r"[？?；;]")
+_ASK_WORD = (
+    r"(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|should|will"
+    r"|would)"
+)
+# "What is the refund window, and how many days ...": an English question joined to another by "and" before a
+# new question word; not "Tolimir was found guilty of genocide and what other charge?" (one question).
+_AND_ASK = re.compile(rf",?\s+and\s+(?={_ASK_WORD}\s)(?!(?:what|which)\s+other\b)", re.IGNORECASE)
+_ASKS_FIRST = re.compile(rf"^\s*{_ASK_WORD}\s", re.IGNORECASE)
 
 
 def question_parts(question: str) -> list[str]:
     """The parts of a question that asks several things in one message ("几天？怎么申请？"), each with
     words of its own; one part for a single question."""
-    parts = [p.strip() for p in _PARTS.split(question)]
+    parts = [
+        q.strip()
+        for p in _PARTS.split(question)
+        for q in (_AND_ASK.split(p) if _ASKS_FIRST.match(p) else [p])
+    ]
     return [p for p in parts if tokenize(p)] or [question]
