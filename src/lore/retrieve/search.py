@@ -45,9 +45,8 @@ class SearchOptions:
     filter: SearchFilter = field(default_factory=SearchFilter)
     rerank: bool = True
     rerank_k: int = 50
-    translate: bool = (
-        True  # BM25 also matches the query translated when most candidates are in another language
-    )
+    # Hybrid: BM25 also matches the query's words translated when most candidates are in another language.
+    translate: bool = True
 
     @classmethod
     def from_settings(
@@ -143,7 +142,7 @@ class Retriever:
         k = max(opts.recall_k, opts.top_k)
         hits = self.store.search(StoreQuery(opts.mode, k, vector, tokens, opts.filter, opts.rrf_k))
         if (
-            tokens
+            opts.mode == "hybrid"
             and opts.translate
             and other_language_share(query, [h.chunk.text for h in hits]) >= CROSS_SHARE
         ):
