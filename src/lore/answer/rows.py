@@ -172,9 +172,7 @@ def _said_as(name: str, question: str, translated: dict[str, str]) -> str:
 def _names_code(value: str, question: str) -> bool:
     """Whether a cell holds one of the question's item codes as a whole word (LF-200, not LF-200C)."""
     # ASCII bounds: a code runs straight into Chinese text ("MP5冲锋枪").
-    return any(
-        re.search(rf"(?<![a-z0-9-]){re.escape(c)}(?![a-z0-9-])", value.lower()) for c in _codes(question)
-    )
+    return any(names_code(value, c) for c in _codes(question))
 
 
 def names_other_item(text: str, question: str) -> bool:
@@ -209,7 +207,7 @@ def names_code(text: str, code: str) -> bool:
 
 
 def _codes(question: str) -> list[str]:
-    return [c.lower() for c in re.findall(r"[A-Za-z]+-?(?:[A-Za-z]+)?\d+[A-Za-z]*", question)]
+    return [c.lower() for c in re.findall(r"[A-Za-z]+-?[A-Za-z]*\d+[A-Za-z]*", question)]
 
 
 def _render(name: str, value: str, zh: bool) -> tuple[str, str]:

@@ -147,10 +147,11 @@ class ExtractiveGenerator:
                 continue
             chosen.append(cand)
             units += size
-        named = _named_rows(question, cands, {p.n: p for p in passages})
+        by_n = {p.n: p for p in passages}
+        named = _named_rows(question, cands, by_n)
         if named:  # "LF-200和LF-500的载重分别是多少？": each named item's row answers its part
             return named
-        rows = _sibling_rows(question, best, cands, passages)
+        rows = _sibling_rows(question, best, cands, by_n)
         if rows:  # "住宿标准是多少？": the asked column of every row of the table, in the table's order
             rest = [c for c in chosen if c not in rows and c.passage not in {r.passage for r in rows}]
             return [*rows, *rest][: len(rows) + max(0, self.max_sentences - 1)]
@@ -210,18 +211,21 @@ def _scored(question: str, passages: Sequence[Passage]) -> list[_Candidate]:
 MAX_ROWS = 6
 
 
+def _data_row(c: _Candidate, by_n: dict[int, Passage]) -> bool:
+    """A table row read for its asked column (an FAQ sheet's rows each answer their own question)."""
+    chunk = by_n[c.passage].hit.chunk
+    return bool(c.out) and chunk.source_type == "table_row" and faq_cells(chunk.text) is None
+
+
 def _sibling_rows(
-    question: str, best: _Candidate, cands: list[_Candidate], passages: Sequence[Passage]
+    question: str, best: _Candidate, cands: list[_Candidate], by_n: dict[int, Passage]
 ) -> list[_Candidate]:
     """When the lead is a table row read for a question naming no row, the same column of the other rows
     of its table among the passages (up to `MAX_ROWS`, in row order); else []."""
-    by_n = {p.n: p for p in passages}
 
     def table(c: _Candidate) -> tuple | None:
         chunk = by_n[c.passage].hit.chunk
-        if chunk.source_type != "table_row" or not c.out or faq_cells(chunk.text) is not None:
-            return None  # not a data row (an FAQ sheet's rows each answer their own question)
-        if names_its_row(chunk.text, question):
+        if not _data_row(c, by_n) or names_its_row(chunk.text, question):
             return None
         return (chunk.file_path, chunk.sheet, tuple(chunk.heading_path))
 
@@ -250,11 +254,7 @@ def _named_rows(question: str, cands: list[_Candidate], by_n: dict[int, Passage]
             (
                 c
                 for c in cands  # best first
-                if c.out
-                and by_n[c.passage].hit.chunk.source_type == "table_row"
-                and faq_cells(by_n[c.passage].text) is None
-                and names_code(by_n[c.passage].text, code)
-                and c not in picked
+                if _data_row(c, by_n) and names_code(by_n[c.passage].text, code) and c not in picked
             ),
             None,
         )
