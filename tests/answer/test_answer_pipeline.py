@@ -117,9 +117,23 @@ def test_a_question_of_several_parts_is_answered_when_each_part_is(lore: Lore) -
     assert "发票原件" in end["answer"] and "元/晚" in end["answer"]
     assert len(end["citations"]) == 2
     assert not re.search(r"\][^\s。.；;\[]", end["answer"])  # no sentence runs on from a marker
+    # each part led by its own passage: 年假's application, not 报销's "…将退回申请" that shares 申请
+    _, leave = run(lore, "报销需要什么材料？年假怎么申请？")
+    assert "发票原件" in leave["answer"] and "OA 系统" in leave["answer"], leave["answer"]
     # one part the KB does not cover: the question is still refused
     _, mixed = run(lore, "What is the refund window? Who won the 1998 World Cup?")
     assert mixed["refused"]
+
+
+def test_an_english_question_is_answered_from_the_chinese_section_that_covers_it(lore: Lore) -> None:
+    # The handbook says annual leave only in Chinese; its English passages (sick leave) do not answer it.
+    _, end = run(lore, "How many days of annual leave do I get?")
+    assert not end["refused"], end["evidence"]
+    assert end["evidence"]["cross_language"]
+    assert end["answer"].startswith("年假天数按累计工作年限计算"), end["answer"]
+    assert "年假" in " ".join(end["citations"][0]["heading_path"])
+    for off_topic in ("How do I teach a good lesson?", "Who won the 1998 World Cup?"):
+        assert run(lore, off_topic)[1]["refused"], off_topic
 
 
 @pytest.mark.parametrize("question", ["", "   ", "问" * 2500])

@@ -1,6 +1,12 @@
 """Dictionary translation of query words between English and Chinese (CC-CEDICT)."""
 
-from lore.lexical.bilingual import language, other_language_share, translate_terms
+from lore.lexical.bilingual import (
+    language,
+    other_language_share,
+    translate_terms,
+    translated_coverage,
+    translation_groups,
+)
 
 
 def test_english_phrases_become_chinese_words_and_asking_words_are_dropped() -> None:
@@ -24,3 +30,15 @@ def test_language_and_the_share_of_texts_in_the_other_one() -> None:
     assert other_language_share("How many days of leave?", texts) == 0.75
     assert other_language_share("年假有几天？", texts) == 0.25
     assert other_language_share("anything", []) == 0.0
+
+
+def test_a_text_in_the_other_language_is_covered_by_the_questions_translated_words() -> None:
+    groups = translation_groups("How many days of annual leave do I get?")
+    assert ["年假"] in groups  # one group per English word or phrase the dictionary knows
+    assert (
+        translated_coverage(groups, "年假天数按累计工作年限计算：每年 5 天") == 2 / 3
+    )  # 年假, 天; not "get"
+    assert translated_coverage(groups, "每月 10 号发放上个月的工资。") == 0.0
+    zh = translation_groups("年假怎么申请？")
+    assert translated_coverage(zh, "How do I apply for annual leave?") == 0.5  # "annual leave" by its stems
+    assert translated_coverage([], "anything") == 0.0

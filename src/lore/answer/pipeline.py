@@ -20,6 +20,7 @@ import numpy as np
 from lore.answer.citations import Citation, attach_missing, citations_for, clean_markers, renumber
 from lore.answer.consistency import Consistency, check_consistency, disagreement_note
 from lore.answer.context import build_passages
+from lore.answer.crosslang import other_language
 from lore.answer.evidence import Evidence, EvidenceQuery, judge_evidence
 from lore.answer.generators.base import GenerationError, Generator, Passage
 from lore.answer.prompt import NOT_COVERED
@@ -199,7 +200,7 @@ class AskPipeline:
         query = EvidenceQuery(ctx.question, ctx.q_tokens, ctx.query_vector, r.embedder, r.cache)
         ctx.evidence = judge_evidence(query, ctx.passages, self.settings.evidence_threshold)
         if not ctx.evidence.sufficient:
-            ctx.evidence = self._judge_parts(ctx) or ctx.evidence
+            ctx.evidence = self._judge_parts(ctx) or self._judge_other_language(ctx) or ctx.evidence
         if not ctx.evidence.sufficient:
             ctx.refused, ctx.route = True, "refused"
             ctx.answer = refusal_text(ctx.question, self.settings.support_contact)
@@ -221,6 +222,21 @@ class AskPipeline:
             judged.append(judge_evidence(query, ctx.passages, self.settings.evidence_threshold, rerank=False))
         weakest = min(judged, key=lambda e: e.confidence)
         return weakest if weakest.sufficient else None
+
+    def _judge_other_language(self, ctx: AskContext) -> Evidence | None:
+        """In a KB of two languages ("How many days of annual leave?" where 年假 is only in Chinese): when
+        the passages in the question's language do not answer it, the other language's passages alone,
+        judged as a cross-language question; when they do, only they are answered from."""
+        others = other_language(ctx.question, ctx.passages)
+        if not others or len(others) == len(ctx.passages):
+            return None
+        r = self.retriever
+        query = EvidenceQuery(ctx.question, ctx.q_tokens, ctx.query_vector, r.embedder, r.cache)
+        evidence = judge_evidence(query, others, self.settings.evidence_threshold)
+        if not evidence.sufficient:
+            return None
+        ctx.passages = others
+        return evidence
 
     def generate(self, ctx: AskContext) -> Iterator[Event]:
         if getattr(self.generator, "buffered", False):

@@ -7,7 +7,7 @@ import re
 from collections import defaultdict
 from functools import lru_cache
 
-from lore.lexical.tokenize import CJK_CHAR, CJK_STOP, STOP_WORDS, _stemmer, word_frequency
+from lore.lexical.tokenize import CJK_CHAR, CJK_STOP, STOP_WORDS, stem_words, tokenize, word_frequency
 
 _LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]{2,}")
 _EN_WORD = re.compile(r"[a-z]+(?:-[a-z]+)*")
@@ -69,17 +69,17 @@ def _dictionary() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
 
 
 def _stemmed(words: list[str]) -> str:
-    return " ".join(_stemmer().stemWords(words))
+    return " ".join(stem_words(words))
 
 
 def _by_frequency(words: list[str], n: int) -> list[str]:
     return sorted(words, key=lambda w: -word_frequency(w)[0])[:n]
 
 
-def _english_to_chinese(text: str) -> list[str]:
+def _english_to_chinese(text: str) -> list[list[str]]:
     _, en_zh = _dictionary()
     words = _EN_WORD.findall(text.lower())
-    out: list[str] = []
+    out: list[list[str]] = []
     i = 0
     while i < len(words):
         for n in range(min(MAX_PHRASE, len(words) - i), 0, -1):
@@ -87,7 +87,7 @@ def _english_to_chinese(text: str) -> list[str]:
                 continue
             found = en_zh.get(_stemmed(words[i : i + n]))
             if found:
-                out += _by_frequency(found, PER_WORD if n == 1 else PER_WORD + 1)
+                out.append(_by_frequency(found, PER_WORD if n == 1 else PER_WORD + 1))
                 i += n
                 break
         else:
@@ -95,10 +95,10 @@ def _english_to_chinese(text: str) -> list[str]:
     return out
 
 
-def _chinese_to_english(text: str) -> list[str]:
+def _chinese_to_english(text: str) -> list[list[str]]:
     """Glosses of the dictionary's longest words, left to right (jieba splits 年假 into 年 + 假)."""
     zh_en, _ = _dictionary()
-    out: list[str] = []
+    out: list[list[str]] = []
     for run in re.findall(f"{CJK_CHAR.pattern}+", text):
         i = 0
         while i < len(run):
@@ -108,12 +108,39 @@ def _chinese_to_english(text: str) -> list[str]:
             # A single character (有, 的, 几) glosses to everyday words; asking words are no terms.
             if n == 1 or word in CJK_STOP or word in _ASKING_ZH:
                 continue
-            out += [g for g in zh_en.get(word, []) if "?" not in g][:PER_CHINESE]
+            glosses = [g for g in zh_en.get(word, []) if "?" not in g][:PER_CHINESE]
+            if glosses:
+                out.append(glosses)
     return out
+
+
+def translation_groups(text: str) -> list[list[str]]:
+    """For each word or phrase of the query the dictionary knows, its translations into the other
+    language (Chinese words for English, English glosses for Chinese), in the query's order."""
+    return _chinese_to_english(text) if language(text) == "zh" else _english_to_chinese(text)
+
+
+def translated_coverage(groups: list[list[str]], text: str) -> float:
+    """The share of `groups` with a translation that occurs in `text` (Chinese words as substrings, since
+    jieba may split them; English glosses by their stems)."""
+    if not groups:
+        return 0.0
+    stems = set(tokenize(text))
+
+    def found(term: str) -> bool:
+        words = _term_stems(term)
+        return term in text if words is None else bool(words) and all(w in stems for w in words)
+
+    return sum(any(found(t) for t in group) for group in groups) / len(groups)
+
+
+@lru_cache(maxsize=4096)
+def _term_stems(term: str) -> tuple[str, ...] | None:
+    """An English gloss's stems; None for a Chinese word (matched as a substring)."""
+    return None if CJK_CHAR.search(term) else tuple(tokenize(term))
 
 
 def translate_terms(text: str) -> str:
     """The query's words in the other language, by dictionary: Chinese words for an English query,
     English glosses for a Chinese one (empty when nothing is found)."""
-    found = _chinese_to_english(text) if language(text) == "zh" else _english_to_chinese(text)
-    return " ".join(dict.fromkeys(found))
+    return " ".join(dict.fromkeys(t for group in translation_groups(text) for t in group))

@@ -159,6 +159,11 @@ def _stemmer() -> Stemmer.Stemmer:
     return Stemmer.Stemmer("english")
 
 
+def stem_words(words: list[str]) -> list[str]:
+    """English words stemmed as `tokenize` stems them (Snowball English), in one call."""
+    return _stemmer().stemWords(words)
+
+
 @lru_cache(maxsize=1)
 def _jieba() -> jieba.Tokenizer:
     tok = jieba.Tokenizer()
@@ -191,7 +196,7 @@ def tokenize(text: str) -> list[str]:
             tokens.append(word)
     if word_positions:
         # Stem all non-CJK words in one call (much faster than one call per word).
-        stems = _stemmer().stemWords([tokens[i] for i in word_positions])
+        stems = stem_words([tokens[i] for i in word_positions])
         for i, stem in zip(word_positions, stems, strict=True):
             tokens[i] = stem
     return tokens

@@ -23,7 +23,8 @@ from lore.answer.rows import faq_cells, item_codes, names_code, names_its_row, n
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.lexical import is_chinese, tokenize
-from lore.lexical.bilingual import language
+from lore.lexical.bilingual import language, translated_coverage, translation_groups
+from lore.schema import index_text
 from lore.text.sentences import coverage, local_weights, split_sentences, token_set
 from lore.text.units import text_units
 
@@ -38,6 +39,9 @@ TOP_LEAD = 0.5
 _TOP_EXTRA = 3  # the top passage's sentences outside the shortlist that are scored for the lead
 RERANK_MIX = 0.05  # weight of the passage's relative rerank score in its sentences' score
 _TYPE_MISS = 0.6  # a sentence without an answer of the asked type (no number for "how many") weighs less
+# In a bilingual KB a sentence in the question's language leads unless one in the other language, matched
+# by the question's translated words, scores clearly higher.
+_SAME_LANGUAGE_LEAD = 0.8
 _SAME_FACT = 0.85  # token overlap (both ways) at which two sentences say the same thing
 _SAME_FIGURES = 0.6  # overlap enough when both state the same two or more figures (a row and its prose)
 _NUMBERS = re.compile(r"\d+(?:[.,]\d+)*")
@@ -108,7 +112,11 @@ class ExtractiveGenerator:
         _add_rerank(short + top_own, passages)
         short.sort(key=lambda c: (-round(c.score, 6), c.passage))
         head = short[0].score
-        own = [c for c in short + top_own if reranked and c.passage == top_n]
+        # Unless the top passage shares none of the question's words (another language's): the reranker's
+        # term features had nothing to match there.
+        top_text = next(p.text for p in passages if p.n == top_n)
+        trusted = reranked and coverage(tokenize(question), top_text) > 0
+        own = [c for c in short + top_own if trusted and c.passage == top_n]
         best = max(own, key=lambda c: c.score) if own else short[0]
         if best.score < TOP_LEAD * head:
             best = short[0]
@@ -116,10 +124,11 @@ class ExtractiveGenerator:
         # and the other language's sentences do not join it ("What does CarePlus include?").
         asked = question_language(question)
         same = [c for c in short if not _foreign(c.said, asked)]
-        if same and _foreign(best.said, asked):
+        if same and _foreign(best.said, asked) and same[0].score >= _SAME_LANGUAGE_LEAD * best.score:
             best = same[0]
         foreign = {id(c) for c in short if _foreign(c.said, asked)} if same else set()
-        tops = _part_tops(question, cands)
+        by_n = {p.n: p for p in passages}
+        tops = _part_tops(question, cands, by_n)
         chosen = [best, *self._best_per_part(tops, best)]
         units = sum(text_units(c.said) for c in chosen)
         for cand in short:
@@ -147,7 +156,6 @@ class ExtractiveGenerator:
                 continue
             chosen.append(cand)
             units += size
-        by_n = {p.n: p for p in passages}
         named = _named_rows(question, cands, by_n)
         if named:  # "LF-200和LF-500的载重分别是多少？": each named item's row answers its part
             return named
@@ -192,14 +200,24 @@ def _scored(question: str, passages: Sequence[Passage]) -> list[_Candidate]:
     q_tokens = tokenize(question)
     qtype = question_type(question)
     weights = local_weights(q_tokens, [p.text for p in passages]) if LOCAL_RARITY else None
+    asked = question_language(question)
+    # Passages in the other language (a bilingual KB, a cross-language question) are matched by the
+    # question's words translated by dictionary: its own words barely occur in them.
+    groups = translation_groups(question) if any(language(p.text) != asked for p in passages) else []
+
+    def covered(text: str) -> float:
+        if groups and language(text) != asked:
+            return translated_coverage(groups, text)
+        return coverage(q_tokens, text, weights)
+
     cands = []
     for p in passages:
         # The passage's own coverage backs its sentences (the answer sentence often repeats only part
         # of the question; the rest is in its neighbours); a slight preference for higher-ranked
         # passages breaks ties towards retrieval's order.
-        context = PASSAGE_MIX * coverage(q_tokens, p.text, weights) + RANK_BONUS / p.n
+        context = PASSAGE_MIX * covered(p.text) + RANK_BONUS / p.n
         for j, (text, out) in enumerate(_pieces(p, question)):
-            score = (1 - PASSAGE_MIX) * coverage(q_tokens, text, weights) + context
+            score = (1 - PASSAGE_MIX) * covered(text) + context
             if not out and text.rstrip().endswith(("?", "？")):
                 score *= 0.3  # a question (an FAQ's own, a heading) does not answer anything
             if not has_answer_type(out or text, qtype, question):
@@ -263,16 +281,23 @@ def _named_rows(question: str, cands: list[_Candidate], by_n: dict[int, Passage]
     return picked if len(picked) > 1 else []
 
 
-def _part_tops(question: str, cands: list[_Candidate]) -> list[tuple[float, _Candidate]]:
+def _part_tops(
+    question: str, cands: list[_Candidate], by_n: dict[int, Passage]
+) -> list[tuple[float, _Candidate]]:
     """(its coverage, the sentence covering it best) for each part of a question asking several things;
-    empty for a single question."""
+    empty for a single question. Ties go to the sentence whose passage, headings included, covers the part
+    more ("年假怎么申请": the leave passage under 如何申请年假, not 报销's "…将退回申请")."""
     parts = [tokenize(p) for p in question_parts(question)]
     if len(parts) < 2:
         return []
     tops = []
     for tokens in parts:
+        around = {n: PASSAGE_MIX * coverage(tokens, index_text(p.hit.chunk)) for n, p in by_n.items()}
         top = max(
-            cands, key=lambda c: coverage(tokens, c.text) - (0.5 if c.text.endswith(("?", "？")) else 0)
+            cands,
+            key=lambda c: (
+                coverage(tokens, c.text) + around[c.passage] - (0.5 if c.text.endswith(("?", "？")) else 0)
+            ),
         )
         tops.append((coverage(tokens, top.text), top))
     return tops
