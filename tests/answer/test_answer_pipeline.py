@@ -125,14 +125,21 @@ def test_a_question_of_several_parts_is_answered_when_each_part_is(lore: Lore) -
     assert mixed["refused"]
 
 
-def test_an_english_question_is_answered_from_the_chinese_section_that_covers_it(lore: Lore) -> None:
+def test_a_question_is_answered_from_the_other_languages_section_that_covers_it(lore: Lore) -> None:
     # The handbook says annual leave only in Chinese; its English passages (sick leave) do not answer it.
     _, end = run(lore, "How many days of annual leave do I get?")
     assert not end["refused"], end["evidence"]
     assert end["evidence"]["cross_language"]
     assert end["answer"].startswith("年假天数按累计工作年限计算"), end["answer"]
     assert "年假" in " ".join(end["citations"][0]["heading_path"])
-    for off_topic in ("How do I teach a good lesson?", "Who won the 1998 World Cup?"):
+    # and the other way: remote work is only in English
+    _, remote = run(lore, "每周可以远程办公几天？")
+    assert not remote["refused"] and "2 days per week" in remote["answer"], remote["evidence"]
+    for off_topic in (
+        "How do I teach a good lesson?",
+        "Who won the 1998 World Cup?",
+        "量子计算机的原理是什么？",
+    ):
         assert run(lore, off_topic)[1]["refused"], off_topic
 
 

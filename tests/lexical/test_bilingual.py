@@ -1,6 +1,7 @@
 """Dictionary translation of query words between English and Chinese (CC-CEDICT)."""
 
 from lore.lexical.bilingual import (
+    in_other_language,
     language,
     other_language_share,
     translate_terms,
@@ -42,3 +43,10 @@ def test_a_text_in_the_other_language_is_covered_by_the_questions_translated_wor
     zh = translation_groups("年假怎么申请？")
     assert translated_coverage(zh, "How do I apply for annual leave?") == 0.5  # "annual leave" by its stems
     assert translated_coverage([], "anything") == 0.0
+
+
+def test_a_text_is_in_the_other_language_for_a_reader_of_the_question() -> None:
+    assert in_other_language("年假天数按累计工作年限计算。", "en")
+    assert not in_other_language("SKU: RB-200-STD; Model: LF-200 Picker; 保修期 (months): 24", "zh")
+    assert in_other_language("Every LF-200 Picker comes with a 24-month warranty.", "zh")
+    assert not in_other_language("Refunds within 30 days.", "en")

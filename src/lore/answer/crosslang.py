@@ -16,7 +16,7 @@ from lore.answer.generators.base import Passage
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.lexical import is_chinese
-from lore.lexical.bilingual import language, translated_coverage, translation_groups
+from lore.lexical.bilingual import in_other_language, language, translated_coverage, translation_groups
 from lore.schema import Hit, index_text
 
 TRANSLATED_COVER = 0.5  # share of a question's translated words an other-language passage must hold
@@ -33,12 +33,12 @@ def is_cross_language(question: str, passages: Sequence[Passage]) -> bool:
 
 
 def other_language(question: str, passages: Sequence[Passage]) -> list[Passage]:
-    """In a KB of two languages, the passages in the other language than the question, in their order,
-    when one of them holds at least `TRANSLATED_COVER` of the question's words translated by dictionary
-    (年假 for "annual leave"); else []. The multilingual embedder alone cannot tell them apart: it ranks
-    an off-topic question's other-language passages as high as an answerable one's."""
+    """The passages in the other language than the question, in their order, when one of them holds at
+    least `TRANSLATED_COVER` of the question's words translated by dictionary (年假 for "annual leave");
+    else []. The multilingual embedder alone cannot vouch for them: it ranks an off-topic question's
+    other-language passages as high as an answerable one's."""
     lang = question_language(question)
-    others = [p for p in passages if language(p.text) != lang]
+    others = [p for p in passages if in_other_language(p.text, lang)]
     groups = translation_groups(question) if others else []
     best = max((translated_coverage(groups, p.text) for p in others), default=0.0)
     return others if best >= TRANSLATED_COVER else []

@@ -12,7 +12,7 @@ import inspect
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -31,6 +31,7 @@ from lore.embed.base import Embedder
 from lore.embed.cache import EmbeddingCache
 from lore.errors import LoreError
 from lore.lexical import is_chinese, tokenize
+from lore.lexical.bilingual import translate_terms
 from lore.retrieve.search import Retrieval, SearchOptions
 from lore.schema import Hit
 
@@ -189,8 +190,11 @@ class AskPipeline:
         ctx.hits = r.search(ctx.question, ctx.search, vector=ctx.query_vector)
 
     def build_context(self, ctx: AskContext) -> None:
-        ctx.passages = build_passages(
-            ctx.hits,
+        ctx.passages = self._passages(ctx, ctx.hits)
+
+    def _passages(self, ctx: AskContext, hits: list[Hit]) -> list[Passage]:
+        return build_passages(
+            hits,
             max_passages=ctx.max_passages or self.settings.max_passages,
             budget_units=ctx.context_budget or self.settings.context_budget,
         )
@@ -225,12 +229,20 @@ class AskPipeline:
 
     def _judge_other_language(self, ctx: AskContext) -> Evidence | None:
         """In a KB of two languages ("How many days of annual leave?" where 年假 is only in Chinese): when
-        the passages in the question's language do not answer it, the other language's passages alone,
-        judged as a cross-language question; when they do, only they are answered from."""
-        others = other_language(ctx.question, ctx.passages)
-        if not others or len(others) == len(ctx.passages):
+        the question's own language's passages do not answer it, the other language's passages, searched
+        by the question's words translated by dictionary, judged as a cross-language question; when they
+        answer it, only they are answered from."""
+        if ctx.evidence is not None and ctx.evidence.cross_language:
+            return None  # the passages were judged across languages already
+        translated = translate_terms(ctx.question)
+        if not translated:
             return None
         r = self.retriever
+        # Dense by the question (the embedder is multilingual); BM25 and the reranker by its translation.
+        hits = r.search(translated, replace(ctx.search, translate=False), vector=ctx.query_vector)
+        others = other_language(ctx.question, self._passages(ctx, hits))
+        if not others:
+            return None
         query = EvidenceQuery(ctx.question, ctx.q_tokens, ctx.query_vector, r.embedder, r.cache)
         evidence = judge_evidence(query, others, self.settings.evidence_threshold)
         if not evidence.sufficient:

@@ -7,7 +7,15 @@ import re
 from collections import defaultdict
 from functools import lru_cache
 
-from lore.lexical.tokenize import CJK_CHAR, CJK_STOP, STOP_WORDS, stem_words, tokenize, word_frequency
+from lore.lexical.tokenize import (
+    CJK_CHAR,
+    CJK_STOP,
+    STOP_WORDS,
+    is_chinese,
+    stem_words,
+    tokenize,
+    word_frequency,
+)
 
 _LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]{2,}")
 _EN_WORD = re.compile(r"[a-z]+(?:-[a-z]+)*")
@@ -29,6 +37,13 @@ def language(text: str) -> str:
     """`zh` when CJK characters outnumber 1.5 x the Latin words (a Chinese word is ~1.5 characters)."""
     cjk = len(CJK_CHAR.findall(text))
     return "zh" if cjk > 0 and cjk >= 1.5 * len(_LATIN_WORD.findall(text)) else "en"
+
+
+def in_other_language(text: str, asked: str) -> bool:
+    """Whether a text is in the other language than `asked` ("en"/"zh") for a reader of that language:
+    mostly Chinese for English, no Chinese at all for Chinese (`LF-500 Mover 的保修期：24 个月` and a table
+    row with Chinese headers read as Chinese)."""
+    return language(text) == "zh" if asked == "en" else not is_chinese(text)
 
 
 def other_language_share(query: str, texts: list[str]) -> float:

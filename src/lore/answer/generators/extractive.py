@@ -22,8 +22,8 @@ from lore.answer.qtypes import has_answer_type, question_parts, question_type
 from lore.answer.rows import faq_cells, item_codes, names_code, names_its_row, names_other_item, read_row
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
-from lore.lexical import is_chinese, tokenize
-from lore.lexical.bilingual import language, translated_coverage, translation_groups
+from lore.lexical import tokenize
+from lore.lexical.bilingual import in_other_language, translated_coverage, translation_groups
 from lore.schema import index_text
 from lore.text.sentences import coverage, local_weights, split_sentences, token_set
 from lore.text.units import text_units
@@ -123,10 +123,10 @@ class ExtractiveGenerator:
         # A bilingual KB: when sentences in the question's language are in the running, one of them leads
         # and the other language's sentences do not join it ("What does CarePlus include?").
         asked = question_language(question)
-        same = [c for c in short if not _foreign(c.said, asked)]
-        if same and _foreign(best.said, asked) and same[0].score >= _SAME_LANGUAGE_LEAD * best.score:
+        same = [c for c in short if not in_other_language(c.said, asked)]
+        if same and in_other_language(best.said, asked) and same[0].score >= _SAME_LANGUAGE_LEAD * best.score:
             best = same[0]
-        foreign = {id(c) for c in short if _foreign(c.said, asked)} if same else set()
+        foreign = {id(c) for c in short if in_other_language(c.said, asked)} if same else set()
         by_n = {p.n: p for p in passages}
         tops = _part_tops(question, cands, by_n)
         chosen = [best, *self._best_per_part(tops, best)]
@@ -203,10 +203,10 @@ def _scored(question: str, passages: Sequence[Passage]) -> list[_Candidate]:
     asked = question_language(question)
     # Passages in the other language (a bilingual KB, a cross-language question) are matched by the
     # question's words translated by dictionary: its own words barely occur in them.
-    groups = translation_groups(question) if any(language(p.text) != asked for p in passages) else []
+    groups = translation_groups(question) if any(in_other_language(p.text, asked) for p in passages) else []
 
     def covered(text: str) -> float:
-        if groups and language(text) != asked:
+        if groups and in_other_language(text, asked):
             return translated_coverage(groups, text)
         return coverage(q_tokens, text, weights)
 
@@ -351,12 +351,6 @@ def _same_fact(cand: _Candidate, chosen: Sequence[_Candidate]) -> _Candidate | N
         if len(figures) > 1 and shared >= _SAME_FIGURES * min(len(mine), len(theirs)):
             return other
     return None
-
-
-def _foreign(sentence: str, asked: str) -> bool:
-    """A sentence in the other language than the question's: mostly Chinese for an English question, no
-    Chinese at all for a Chinese one (`LF-200 Picker 的载重：15 kg` reads as Chinese)."""
-    return language(sentence) == "zh" if asked == "en" else not is_chinese(sentence)
 
 
 def _figures(text: str) -> set[str]:
