@@ -25,6 +25,7 @@ _NOT_A_MEANING = re.compile(
     r"^(?:cl:|variant of|old variant|see |surname |abbr\.|used in |also written|erhua variant|"
     r"(?:japanese|korean) variant|pr\.|radical )"
 )
+_PLACEHOLDER = re.compile(r"\b(?:sth|sb|someone|something|one)'s\b|\b(?:sth|sb|oneself)\b")
 MAX_PHRASE = 3  # longest English phrase looked up as one gloss ("annual leave", "sick leave")
 PER_WORD = 3  # Chinese words kept per English word or phrase, the most frequent first
 PER_CHINESE = 2  # English glosses kept per Chinese word
@@ -57,7 +58,10 @@ def other_language_share(query: str, texts: list[str]) -> float:
 def _gloss(definition: str) -> str:
     text = _PAREN.sub("", definition).strip().lower()
     text = re.sub(r"^to\s+", "", text)
-    return "" if _NOT_A_MEANING.match(text) else re.sub(r"\s+", " ", text)
+    if _NOT_A_MEANING.match(text):
+        return ""
+    # The dictionary's placeholders name no word of a query: "apply for sth" is "apply for".
+    return re.sub(r"\s+", " ", _PLACEHOLDER.sub(" ", text)).strip()
 
 
 @lru_cache(maxsize=1)
