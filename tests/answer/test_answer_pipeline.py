@@ -132,6 +132,7 @@ def test_a_question_is_answered_from_the_other_languages_section_that_covers_it(
     assert end["evidence"]["cross_language"]
     assert end["answer"].startswith("年假天数按累计工作年限计算"), end["answer"]
     assert "年假" in " ".join(end["citations"][0]["heading_path"])
+    assert "工资" not in end["answer"]  # the pay-day FAQ shares only 日 ("days") with it
     # and the other way: remote work is only in English
     _, remote = run(lore, "每周可以远程办公几天？")
     assert not remote["refused"] and "2 days per week" in remote["answer"], remote["evidence"]
@@ -141,6 +142,30 @@ def test_a_question_is_answered_from_the_other_languages_section_that_covers_it(
         "量子计算机的原理是什么？",
     ):
         assert run(lore, off_topic)[1]["refused"], off_topic
+
+
+def test_workplace_words_and_names_reach_the_right_passage(lore: Lore) -> None:
+    # "WiFi" is the FAQ's "Wi-Fi"; the English VPN line (密码 -> "password") does not name WiFi at all.
+    _, wifi = run(lore, "公司的WiFi密码是多少？")
+    assert not wifi["refused"] and "LF-Guest" in wifi["answer"] and "VPN" not in wifi["answer"], wifi[
+        "answer"
+    ]
+    # "salary" is 工资 in the glossary (the general dictionary says 薪水); before, sick pay was the answer.
+    _, pay = run(lore, "When is salary paid?")
+    assert "每月 10 日" in pay["answer"] and "sick" not in pay["answer"], pay["answer"]
+
+
+def test_a_comparison_of_items_is_a_table_with_a_citation_per_cell(lore: Lore) -> None:
+    _, end = run(lore, "Compare LF-200 and LF-500")
+    lines = end["answer"].splitlines()
+    assert lines[0].startswith("| Item |") and "Payload" in lines[0] and "Warranty" in lines[0], lines
+    assert lines[2].startswith("| LF-200 Picker |") and lines[3].startswith("| LF-500 Mover |")
+    assert "15 kg[1]" in lines[2] and "500 kg[2]" in lines[3]
+    assert all(re.search(r"\[\d\]", cell) for cell in lines[3].strip("|").split("|")[1:])
+    assert [c["row"] for c in end["citations"]] == [2, 5]
+    assert not end["low_confidence"], end["verification"]  # each cell checked against its row
+    _, zh = run(lore, "LF-200和LF-500有什么区别？")
+    assert zh["answer"].startswith("| 项目 |") and "载重" in zh["answer"] and "24 个月[1]" in zh["answer"]
 
 
 @pytest.mark.parametrize("question", ["", "   ", "问" * 2500])

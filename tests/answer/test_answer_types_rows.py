@@ -335,3 +335,24 @@ def test_a_question_naming_several_items_gets_each_items_row_in_its_order() -> N
     passages = [passage(1, sheet), passage(2, ROW, "table_row"), passage(3, lf200, "table_row")]
     text = "".join(ExtractiveGenerator().stream("LF-200和LF-500的载重分别是多少？", passages))
     assert text == "LF-200 Picker 的载重：15 kg[3]。LF-500 Mover 的载重：500 kg[2]"
+
+
+def test_a_comparison_naming_no_attribute_tables_every_column_in_the_question_language() -> None:
+    lf200 = ROW.replace("RB-500-STD", "RB-200-STD").replace("LF-500 Mover", "LF-200 Picker")
+    lf200 = lf200.replace("LF-500 搬运", "LF-200 拣选").replace("Payload (kg): 500", "Payload (kg): 15")
+    passages = [
+        passage(1, "LF-200 and LF-500 robots."),
+        passage(2, ROW, "table_row"),
+        passage(3, lf200, "table_row"),
+    ]
+    table = "".join(ExtractiveGenerator().stream("Compare LF-200 and LF-500", passages)).splitlines()
+    assert table[0].startswith("| Item | SKU | Payload |") and "Model" not in table[0], table
+    assert table[2].startswith("| LF-200 Picker | RB-200-STD[3] | 15 kg[3] |")
+    assert table[3].startswith("| LF-500 Mover | RB-500-STD[2] | 500 kg[2] |")
+    zh = "".join(ExtractiveGenerator().stream("LF-200和LF-500有什么区别？", passages)).splitlines()
+    assert zh[0].startswith("| 项目 | SKU | 载重 |"), zh
+    # not a comparison, or an item without a row among the passages: no table
+    assert not "".join(ExtractiveGenerator().stream("LF-200和LF-500的载重分别是多少？", passages)).startswith(
+        "|"
+    )
+    assert not "".join(ExtractiveGenerator().stream("Compare LF-200 and LF-900", passages)).startswith("|")

@@ -74,6 +74,14 @@ def test_verify_flags_unsupported_and_confidence_drops() -> None:
     assert verify("No markers at all.", P)[0].support == 0.0
 
 
+def test_a_tables_cells_are_checked_one_by_one_against_their_citations() -> None:
+    rows = [Passage(1, "Model: LF-200 Picker; Payload (kg): 15", [Hit(chunk("r", "x"), 1.0)])]
+    table = "| Item | Payload |\n|---|---|\n| LF-200 Picker | 15 kg[1] |\n| LF-900 | 90 kg |"
+    checks = verify(table, rows)
+    assert [c.text for c in checks] == ["LF-200 Picker Payload 15 kg", "LF-900 Payload 90 kg"]
+    assert [c.cited for c in checks] == [[1], []] and checks[0].supported and not checks[1].supported
+
+
 def test_context_merges_children_of_one_parent_and_respects_budget() -> None:
     parent = "Leave policy. " * 10
     hits = [

@@ -1,12 +1,15 @@
-"""Dictionary translation of query words between English and Chinese (CC-CEDICT)."""
+"""Dictionary translation of query words between English and Chinese (the glossary, then CC-CEDICT)."""
 
 from lore.lexical.bilingual import (
+    glossary,
     in_other_language,
     language,
     other_language_share,
+    shows_names,
     translate_terms,
     translated_coverage,
     translation_groups,
+    untranslated_names,
 )
 
 
@@ -35,10 +38,10 @@ def test_language_and_the_share_of_texts_in_the_other_one() -> None:
 
 def test_a_text_in_the_other_language_is_covered_by_the_questions_translated_words() -> None:
     groups = translation_groups("How many days of annual leave do I get?")
-    assert ["年假"] in groups  # one group per English word or phrase the dictionary knows
+    assert ["年假", "年休假"] in groups  # one group per English word or phrase the dictionary knows
     assert (
-        translated_coverage(groups, "年假天数按累计工作年限计算：每年 5 天") == 2 / 3
-    )  # 年假, 天; not "get"
+        translated_coverage(groups, "年假天数按累计工作年限计算：每年 5 天") == 1.0
+    )  # 年假, 天 ("get" asks)
     assert translated_coverage(groups, "每月 10 号发放上个月的工资。") == 0.0
     zh = translation_groups("年假怎么申请？")
     # 申请's gloss "apply for sth" is matched without the dictionary's placeholder
@@ -51,3 +54,24 @@ def test_a_text_is_in_the_other_language_for_a_reader_of_the_question() -> None:
     assert not in_other_language("SKU: RB-200-STD; Model: LF-200 Picker; 保修期 (months): 24", "zh")
     assert in_other_language("Every LF-200 Picker comes with a 24-month warranty.", "zh")
     assert not in_other_language("Refunds within 30 days.", "en")
+
+
+def test_the_glossary_gives_workplace_senses_first() -> None:
+    assert translation_groups("When is salary paid?")[0][0] == "工资"  # CC-CEDICT alone: 待遇, 薪水
+    assert translation_groups("What do I need for reimbursement?")[-1][0] == "报销"  # CC-CEDICT: 偿还
+    assert ["get" in g for g in translation_groups("How many days of leave do I get?")] == [False, False]
+    assert (
+        translation_groups("每周可以远程办公几天？")[2][0] == "remote work"
+    )  # a glossary word of 4 characters
+    assert all(zh and en for zh, en in glossary()) and len(glossary()) > 100
+
+
+def test_names_no_dictionary_translates_must_be_shown_as_they_are() -> None:
+    assert untranslated_names("公司的WiFi密码是多少？") == ["WiFi"]
+    assert untranslated_names("What does CarePlus include?") == ["CarePlus"]
+    assert untranslated_names("How much is the LF-200?") == ["LF-200"]
+    assert untranslated_names("How many days of annual leave do I get?") == []  # all in the dictionary
+    assert untranslated_names("U盘坏了怎么办") == []  # one letter names nothing
+    assert shows_names(["WiFi"], "访客如何连接办公室 Wi-Fi？") and not shows_names(
+        ["WiFi"], "all access via VPN"
+    )

@@ -42,3 +42,11 @@ def test_folding_leaves_ascii_cjk_and_other_scripts_alone() -> None:
     assert fold("ελληνικά") == "ελληνικά"
     assert tokenize("がっこう")[0] == "が" and tokenize("한국어") == ["한", "국", "어"]  # kana, hangul kept
     assert tokenize("北京大学的报销制度") == ["北京", "大学", "北京大学", "报销", "制度"]
+
+
+def test_hyphen_joined_words_are_also_one_word() -> None:
+    assert "wifi" in tokenize("访客如何连接办公室 Wi-Fi？") and "wifi" in tokenize("公司的WiFi密码")
+    assert tokenize("e-mail") == ["e", "mail", "email"] and "lf200" in tokenize("LF-200 Picker")
+    assert tokenize("2016-12-01") == ["2016", "12", "01"]  # figures alone (a date) are not joined
+    assert "stateoftheart" not in tokenize("state-of-the-art")  # more than three pieces
+    assert "wellknown" not in tokenize("well - known")  # a dash between words is no hyphen

@@ -14,7 +14,7 @@ from lore.answer.context import build_passages
 from lore.answer.evidence import Evidence
 from lore.answer.generators.base import GenerationError, Passage
 from lore.answer.pipeline import AskContext, Event, check, cite
-from lore.answer.rows import asked_cells, comparison_table
+from lore.answer.rows import asked_cells, compared_cells, comparison_table
 from lore.lexical import is_chinese
 from lore.schema import Hit
 
@@ -110,15 +110,17 @@ def _comparison(
 def _asked_row(ctx: RunContext, sub: str, passages: list[Passage]) -> tuple[str, list, int] | None:
     """(item, [(attribute, value)], passage number) from the best table row for one part: the chosen
     sentence's passage if it is a row with the asked column, else the first row (chosen sentences'
-    passages first, then retrieval order) that names the part's item and has the asked column."""
+    passages first, then retrieval order) that names the part's item, with the asked column (every
+    column when the part asks none: "Compare LF-200 and LF-500")."""
     picked = ctx.generator.select(sub, passages) if hasattr(ctx.generator, "select") else []
     if not picked:
         return None
     by_n = {p.n: p for p in passages}
     order = dict.fromkeys([c.passage for c in picked] + [p.n for p in passages])
     for k, n in enumerate(order):
-        asked = asked_cells(by_n[n].text, sub) if n in by_n else None
-        if asked and asked[1] and (k == 0 or asked[0] is not None):
+        asked = compared_cells(by_n[n].text, sub) if n in by_n else None
+        # A row that does not name the part's item answers only by a column the part asks about.
+        if asked and asked[1] and (asked[0] is not None or (k == 0 and asked_cells(by_n[n].text, sub))):
             return asked[0] or sub.rstrip("？?"), asked[1], n
     return None
 

@@ -16,7 +16,14 @@ from lore.answer.generators.base import Passage
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.lexical import is_chinese
-from lore.lexical.bilingual import in_other_language, language, translated_coverage, translation_groups
+from lore.lexical.bilingual import (
+    in_other_language,
+    language,
+    shows_names,
+    translated_coverage,
+    translation_groups,
+    untranslated_names,
+)
 from lore.schema import Hit, index_text
 
 TRANSLATED_COVER = 0.5  # share of a question's translated words an other-language passage must hold
@@ -34,14 +41,16 @@ def is_cross_language(question: str, passages: Sequence[Passage]) -> bool:
 
 def other_language(question: str, passages: Sequence[Passage]) -> list[Passage]:
     """The passages in the other language than the question, in their order, when one of them holds at
-    least `TRANSLATED_COVER` of the question's words translated by dictionary (年假 for "annual leave");
-    else []. The multilingual embedder alone cannot vouch for them: it ranks an off-topic question's
-    other-language passages as high as an answerable one's."""
+    least `TRANSLATED_COVER` of the question's words translated by dictionary (年假 for "annual leave")
+    and every name the dictionary cannot translate; else []. The multilingual embedder alone cannot vouch
+    for them: it ranks an off-topic question's other-language passages as high as an answerable one's."""
     lang = question_language(question)
     others = [p for p in passages if in_other_language(p.text, lang)]
     groups = translation_groups(question) if others else []
-    best = max((translated_coverage(groups, p.text) for p in others), default=0.0)
-    return others if best >= TRANSLATED_COVER else []
+    # Names no dictionary translates ("WiFi" in 公司的WiFi密码) must be in the passage as they are.
+    names = untranslated_names(question) if others else []
+    held = (translated_coverage(groups, p.text) for p in others if shows_names(names, p.text))
+    return others if max(held, default=0.0) >= TRANSLATED_COVER else []
 
 
 def best_dense(

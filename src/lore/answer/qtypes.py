@@ -159,6 +159,17 @@ def has_answer_type(sentence: str, qtype: str | None, question: str = "") -> boo
     return any(m.group(0).lower() not in asked for m in pattern.finditer(sentence))
 
 
+_COMPARES = re.compile(
+    r"对比|比较|区别|差别|差异|异同|\b(?:compare|comparing|comparison|differences?|differ|versus|vs)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_comparison(question: str) -> bool:
+    """Whether a question asks to compare things ("Compare LF-200 and LF-500", "LF-200和LF-500有什么区别")."""
+    return _COMPARES.search(question) is not None
+
+
 _PARTS = re.compile(r"[？?；;]")
 _ASK_WORD = (
     r"(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|should|will"

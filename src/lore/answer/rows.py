@@ -4,10 +4,10 @@ read as "column: value" in the question's language."""
 from __future__ import annotations
 
 import re
-from functools import cache, lru_cache
-from pathlib import Path
+from functools import lru_cache
 
 from lore.lexical import is_chinese, tokenize
+from lore.lexical.bilingual import glossary
 from lore.text.sentences import coverage
 
 _CELL = re.compile(r"^\s*([^:：;；\n]{1,60}?)\s*[:：]\s+(.+?)\s*$", re.DOTALL)
@@ -43,24 +43,13 @@ _UNITS_EN = {
 }
 
 
-@cache
-def _attributes() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
-    """The shipped attribute names, (Chinese names, English names) per attribute."""
-    out = []
-    for line in (Path(__file__).with_name("attributes.txt")).read_text(encoding="utf-8").splitlines():
-        if line.strip() and not line.startswith("#"):
-            zh, en = line.split("|")
-            out.append((tuple(t.strip() for t in zh.split(",")), tuple(t.strip() for t in en.split(","))))
-    return out
-
-
 @lru_cache(maxsize=256)  # asked once per table row of an answer's passages: once per question
 def _translated(question: str) -> dict[str, str]:
     """Every name, in both languages, of each attribute the question names, mapped to the attribute's
     name in the question's language ("LF-500多少钱" -> {"price": "价格", "cost": "价格", ...})."""
     low = question.lower()
     out: dict[str, str] = {}
-    for zh, en in _attributes():
+    for zh, en in glossary():
         if any(t in question for t in zh) or any(
             re.search(rf"(?<![a-z]){re.escape(t)}(?![a-z])", low) for t in en
         ):
@@ -134,6 +123,28 @@ def asked_cells(text: str, question: str) -> tuple[str | None, list[tuple[str, s
     if subject is not None and any(subject == row[i][1] for i in asked):
         subject = None
     return subject, pairs
+
+
+def compared_cells(text: str, question: str) -> tuple[str | None, list[tuple[str, str]]] | None:
+    """A row's cells for a comparison: the asked column(s) (`asked_cells`), or, when the question names
+    none ("Compare LF-200 and LF-500"), every column but those naming the compared item."""
+    asked = asked_cells(text, question)
+    if asked is not None:
+        return asked
+    row = cells(text)
+    if len(row) < 2:
+        return None
+    named = [v for _, v in row if _stated(v, question) or _names_code(v, question)]
+    zh = is_chinese(question)
+    every = _every_name(zh)  # each column in the question's language, where the glossary knows it
+    pairs = [_render(_said_as(n, question, every), v, zh) for n, v in row if v not in named]
+    return (named[0] if named else None), pairs
+
+
+@lru_cache(maxsize=2)
+def _every_name(zh: bool) -> dict[str, str]:
+    """Every glossary name, in both languages, mapped to its entry's usual name in one language."""
+    return {t.lower(): (z[0] if zh else e[0].capitalize()) for z, e in glossary() for t in (*z, *e)}
 
 
 def names_its_row(text: str, question: str) -> bool:

@@ -48,7 +48,7 @@ def verify(
     similarity when an embedder is given. Uncited sentences get support 0."""
     by_n = {p.n: p for p in passages}
     checks = []
-    for sentence in split_sentences(answer):
+    for sentence in _claims(answer):
         cited = [int(n) for n in MARKER.findall(sentence) if int(n) in by_n]
         plain = MARKER.sub("", sentence).strip()
         if not plain:
@@ -59,6 +59,23 @@ def verify(
     if embedder is not None:
         _lift_by_similarity(checks, by_n, embedder, cache)
     return checks
+
+
+def _claims(answer: str) -> list[str]:
+    """The answer's sentences; a Markdown table's cells each as one claim, "item column value[n]"."""
+    claims: list[str] = []
+    prose: list[str] = []
+    header: list[str] = []
+    for line in answer.splitlines():
+        if not line.strip().startswith("|"):
+            prose.append(line)
+            continue
+        row = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not header:
+            header = row
+        elif not all(set(c) <= set("-: ") for c in row):  # not the |---| line
+            claims += [f"{row[0]} {header[j]} {c}" for j, c in enumerate(row[1:], 1) if j < len(header)]
+    return split_sentences("\n".join(prose)) + claims
 
 
 def _lift_by_similarity(

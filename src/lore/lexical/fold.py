@@ -6,8 +6,9 @@ import unicodedata
 from functools import lru_cache
 
 # Bumped whenever `tokenize` gives other tokens for the same text: a lexical index records the
-# version it was built with, and one built by an older version is re-tokenised (1: accents kept).
-TOKENIZER_VERSION = 2
+# version it was built with, and one built by an older version is re-tokenised (1: accents kept;
+# 2: hyphen-joined words not also joined).
+TOKENIZER_VERSION = 3
 
 # Latin letters that carry their mark in the letter itself (no Unicode decomposition), as
 # Lucene's ASCII folding spells them.

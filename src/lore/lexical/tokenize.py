@@ -182,18 +182,40 @@ def is_chinese(text: str) -> bool:
     return _HAN.search(text) is not None
 
 
+def _joinable(words: list[str]) -> bool:
+    """Whether hyphen-joined words also count as one word ("Wi-Fi" is "WiFi", "e-mail" "email", "LF-200"
+    "LF200"): two or three pieces, not all figures (a date, a phone number)."""
+    return 2 <= len(words) <= 3 and not all(w.isdigit() for w in words)
+
+
 def tokenize(text: str) -> list[str]:
     """Tokens of one text, in order (duplicates kept: BM25 needs term frequencies)."""
     text = unicodedata.normalize("NFKC", text).lower()
     tokens: list[str] = []
     word_positions: list[int] = []
+    chain: list[str] = []  # words joined by hyphens so far ("wi", "fi")
+    chain_end = -1
+
+    def close_chain() -> None:
+        if _joinable(chain):
+            word_positions.append(len(tokens))
+            tokens.append("".join(chain))
+        chain.clear()
+
     for match in _RUNS.finditer(text):
         cjk, word = match.groups()
+        if not (word and chain and match.start() == chain_end + 1 and text[chain_end] == "-"):
+            close_chain()
         if cjk:
             tokens.extend(p for p in _jieba().cut_for_search(cjk) if p not in CJK_STOP)
-        elif (word := fold(word)) not in STOP_WORDS:
+            continue
+        word = fold(word)
+        chain.append(word)
+        chain_end = match.end()
+        if word not in STOP_WORDS:
             word_positions.append(len(tokens))
             tokens.append(word)
+    close_chain()
     if word_positions:
         # Stem all non-CJK words in one call (much faster than one call per word).
         stems = stem_words([tokens[i] for i in word_positions])

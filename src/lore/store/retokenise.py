@@ -36,7 +36,7 @@ class Reporter:
         self.what, self.total, self.started, self.last = what, total, time.monotonic(), 0.0
         log.warning(
             "%s: BM25 index built by tokenizer %s, re-tokenising %d chunks for tokenizer %d "
-            "(accents folded; vectors kept)",
+            "(vectors kept)",
             what, found, total, TOKENIZER_VERSION,
         )  # fmt: skip
 

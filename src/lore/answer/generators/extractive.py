@@ -18,11 +18,20 @@ import numpy as np
 from lore.answer.citations import close_clause, end_sentence, insert_marker, join_sentences
 from lore.answer.crosslang import is_cross_language, question_language
 from lore.answer.generators.base import Passage
-from lore.answer.qtypes import has_answer_type, question_parts, question_type
-from lore.answer.rows import faq_cells, item_codes, names_code, names_its_row, names_other_item, read_row
+from lore.answer.qtypes import asks_comparison, has_answer_type, question_parts, question_type
+from lore.answer.rows import (
+    compared_cells,
+    comparison_table,
+    faq_cells,
+    item_codes,
+    names_code,
+    names_its_row,
+    names_other_item,
+    read_row,
+)
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
-from lore.lexical import tokenize
+from lore.lexical import is_chinese, tokenize
 from lore.lexical.bilingual import in_other_language, translated_coverage, translation_groups
 from lore.schema import index_text
 from lore.text.sentences import coverage, local_weights, split_sentences, token_set
@@ -85,7 +94,12 @@ class ExtractiveGenerator:
         self.top_ratio = top_ratio
 
     def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
-        """Yield the chosen sentences one by one, each followed by its `[n]` marker(s)."""
+        """Yield the chosen sentences one by one, each followed by its `[n]` marker(s); a comparison of
+        items whose rows are among the passages is one Markdown table."""
+        table = _comparison(question, passages)
+        if table:
+            yield table
+            return
         text = ""
         for cand in self.select(question, passages):
             sentence = close_clause(cand.said)
@@ -258,6 +272,33 @@ def _sibling_rows(
         key=lambda c: (by_n[c.passage].hit.chunk.row or 0, by_n[c.passage].hit.chunk.chunk_index),
     )
     return ordered[:MAX_ROWS] if best in ordered[:MAX_ROWS] else [best, *ordered[: MAX_ROWS - 1]]
+
+
+def _comparison(question: str, passages: Sequence[Passage]) -> str:
+    """For a comparison of items named by code ("Compare LF-200 and LF-500"), a Markdown table of the
+    compared attributes from each item's first table row among the passages, a citation per cell; "" when
+    an item has no such row."""
+    codes = item_codes(question)
+    if len(codes) < 2 or not asks_comparison(question):
+        return ""
+    rows: list[tuple[str, list[tuple[str, str]], int]] = []
+    for code in codes:
+        row = next(
+            (
+                p
+                for p in passages
+                if p.hit.chunk.source_type == "table_row"
+                and faq_cells(p.hit.chunk.text) is None
+                and names_code(p.text, code)
+                and p.n not in {n for *_, n in rows}
+            ),
+            None,
+        )
+        compared = compared_cells(row.text, question) if row is not None else None
+        if compared is None or not compared[1]:
+            return ""
+        rows.append((compared[0] or code, compared[1], row.n))
+    return comparison_table(rows, is_chinese(question))
 
 
 def _named_rows(question: str, cands: list[_Candidate], by_n: dict[int, Passage]) -> list[_Candidate]:
