@@ -147,6 +147,7 @@ def test_faq_row_is_answered_with_its_answer_cell() -> None:
     )
     text = "".join(ExtractiveGenerator().stream("What is the refund window?", [passage(1, row, "table_row")]))
     assert text.startswith("Hardware can be returned within 30 days[1].") and "question:" not in text
+    assert text.endswith("Paid in 14 days[1].")  # the whole answer cell, though it repeats no question word
 
 
 def test_table_row_reads_as_column_value_in_the_question_language() -> None:

@@ -72,6 +72,7 @@ def test_names_no_dictionary_translates_must_be_shown_as_they_are() -> None:
     assert untranslated_names("How much is the LF-200?") == ["LF-200"]
     assert untranslated_names("How many days of annual leave do I get?") == []  # all in the dictionary
     assert untranslated_names("U盘坏了怎么办") == []  # one letter names nothing
+    assert untranslated_names("Which district does Kaluga Oblast belong to?") == []  # written in 汉字 there
     assert shows_names(["WiFi"], "访客如何连接办公室 Wi-Fi？") and not shows_names(
         ["WiFi"], "all access via VPN"
     )

@@ -187,17 +187,16 @@ _LATIN_NAME = re.compile(
 
 def untranslated_names(text: str) -> list[str]:
     """The query's names the dictionary does not translate, which a passage in the other language shows as
-    they are: Latin words of a Chinese query ("WiFi", "VPN"), and an English query's words written with a
-    capital inside the sentence or a figure ("CarePlus", "LF-200") that the dictionary does not know."""
+    they are: Latin words of a Chinese query ("WiFi", "VPN"), and an English query's codes and brands, words
+    with a figure or a capital inside ("LF-200", "CarePlus"; "Kaluga" is written in Chinese characters)."""
     if language(text) == "zh":
         names = _LATIN_NAME.findall(text)
     else:
         _, en_zh = _dictionary()
         names = [
             w
-            for i, w in enumerate(_LATIN_NAME.findall(text))
-            if (re.search(r"\d", w) or (i > 0 and re.search(r"[A-Z]", w)))
-            and _stemmed([w.lower()]) not in en_zh
+            for w in _LATIN_NAME.findall(text)
+            if re.search(r"\d|[a-z][A-Z]|[A-Z]{2}", w) and _stemmed([w.lower()]) not in en_zh
         ]
     return [n for n in dict.fromkeys(names) if len(n) > 1 and n.lower() not in STOP_WORDS and tokenize(n)]
 

@@ -170,6 +170,11 @@ class ExtractiveGenerator:
                 continue
             chosen.append(cand)
             units += size
+        if best.index == 0 and _faq_row(by_n[best.passage]):  # an FAQ row says its whole answer cell
+            for cand in sorted((c for c in cands if c.passage == best.passage and c not in chosen), key=_at):
+                if units + text_units(cand.said) <= self.max_units:
+                    chosen.append(cand)
+                    units += text_units(cand.said)
         named = _named_rows(question, cands, by_n)
         if named:  # "LF-200和LF-500的载重分别是多少？": each named item's row answers its part
             return named
@@ -181,7 +186,8 @@ class ExtractiveGenerator:
         if len(parts) > 1:  # "几天？怎么申请？": each part's answer in the question's order, then the rest
             lead = [c for c in parts if c in chosen]
             return [*lead, *sorted((c for c in chosen if c not in lead), key=lambda c: (c.passage, c.index))]
-        lead_c, rest = chosen[0], sorted(chosen[1:], key=lambda c: (c.passage, c.index))
+        # Support in passage order, the lead's own passage first (an FAQ answer's next sentences).
+        lead_c, rest = chosen[0], sorted(chosen[1:], key=lambda c: (c.passage != best.passage, *_at(c)))
         return [lead_c, *rest]
 
     @staticmethod
@@ -241,6 +247,15 @@ def _scored(question: str, passages: Sequence[Passage]) -> list[_Candidate]:
 
 
 MAX_ROWS = 6
+
+
+def _at(c: _Candidate) -> tuple[int, int]:
+    return c.passage, c.index
+
+
+def _faq_row(p: Passage) -> bool:
+    chunk = p.hit.chunk
+    return (chunk.source_type == "faq" and bool(chunk.answer)) or faq_cells(chunk.text) is not None
 
 
 def _data_row(c: _Candidate, by_n: dict[int, Passage]) -> bool:
