@@ -153,6 +153,9 @@ def test_workplace_words_and_names_reach_the_right_passage(lore: Lore) -> None:
     # "salary" is 工资 in the glossary (the general dictionary says 薪水); before, sick pay was the answer.
     _, pay = run(lore, "When is salary paid?")
     assert "每月 10 日" in pay["answer"] and "sick" not in pay["answer"], pay["answer"]
+    # "IT" is no stop word; 出问题 is "problem": the English FAQ answers the Chinese question
+    _, it = run(lore, "IT 出问题找谁？")
+    assert "it-help@lanternfish.example" in it["answer"], it["evidence"]
 
 
 def test_a_comparison_of_items_is_a_table_with_a_citation_per_cell(lore: Lore) -> None:

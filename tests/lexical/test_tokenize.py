@@ -50,3 +50,8 @@ def test_hyphen_joined_words_are_also_one_word() -> None:
     assert tokenize("2016-12-01") == ["2016", "12", "01"]  # figures alone (a date) are not joined
     assert "stateoftheart" not in tokenize("state-of-the-art")  # more than three pieces
     assert "wellknown" not in tokenize("well - known")  # a dash between words is no hyphen
+
+
+def test_a_two_letter_acronym_is_no_stop_word() -> None:
+    assert tokenize("Who do I contact for IT problems?") == ["contact", "it", "problem"]
+    assert tokenize("Is it fine?") == ["fine"] and "it" in tokenize("IT 出问题找谁？")

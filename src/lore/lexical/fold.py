@@ -7,7 +7,7 @@ from functools import lru_cache
 
 # Bumped whenever `tokenize` gives other tokens for the same text: a lexical index records the
 # version it was built with, and one built by an older version is re-tokenised (1: accents kept;
-# 2: hyphen-joined words not also joined).
+# 2: hyphen-joined words not also joined, "IT" a stop word).
 TOKENIZER_VERSION = 3
 
 # Latin letters that carry their mark in the letter itself (no Unicode decomposition), as

@@ -190,7 +190,7 @@ def _joinable(words: list[str]) -> bool:
 
 def tokenize(text: str) -> list[str]:
     """Tokens of one text, in order (duplicates kept: BM25 needs term frequencies)."""
-    text = unicodedata.normalize("NFKC", text).lower()
+    text = unicodedata.normalize("NFKC", text)
     tokens: list[str] = []
     word_positions: list[int] = []
     chain: list[str] = []  # words joined by hyphens so far ("wi", "fi")
@@ -209,10 +209,11 @@ def tokenize(text: str) -> list[str]:
         if cjk:
             tokens.extend(p for p in _jieba().cut_for_search(cjk) if p not in CJK_STOP)
             continue
-        word = fold(word)
+        acronym = len(word) == 2 and word.isupper()  # "IT" (support), "US": no stop words
+        word = fold(word.lower())
         chain.append(word)
         chain_end = match.end()
-        if word not in STOP_WORDS:
+        if acronym or word not in STOP_WORDS:
             word_positions.append(len(tokens))
             tokens.append(word)
     close_chain()
