@@ -194,6 +194,24 @@ def test_image_only_pdf_with_ocr_disabled(tmp_path: Path) -> None:
         load_file(path, ocr=False)
 
 
+def test_running_page_numbers_are_dropped_but_titles_and_figures_stay(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    for n in (1, 2, 3):
+        page = doc.new_page()
+        page.insert_text((300, 40), f"- {n + 10} -")  # a page number at the top, numbered from 11
+        page.insert_text((72, 60), "Annual Report")  # the same on every page, no changing figure: kept
+        page.insert_text((72, 120), f"Section {n} says something about the budget.")
+        page.insert_text((72, 760), f"Lanternfish - annual report - page {n} of 3")
+        page.insert_text((72, 780), f"Total: {n * 7},234.56")  # the last line, but no page number
+    path = tmp_path / "report.pdf"
+    doc.save(path)
+    sections = load_file(path)[0].sections
+    assert [s.page for s in sections] == [1, 2, 3]
+    for n, section in enumerate(sections, start=1):
+        assert "page" not in section.text and f"- {n + 10} -" not in section.text, section.text
+        assert "Annual Report" in section.text and f"Total: {n * 7},234.56" in section.text
+
+
 @pytest.mark.parametrize("suffix", [".docx", ".pptx", ".xlsx"])
 def test_office_file_that_is_not_a_zip(tmp_path: Path, suffix: str) -> None:
     with pytest.raises(LoadError, match="not a valid|zip"):

@@ -58,6 +58,7 @@ def load_pdf(path: Path, options: LoadOptions) -> list[LoadedDocument]:
             heading_path = outline.path_for(number, text)
             if text:
                 loaded.sections.append(Section(text=text, page=number, heading_path=heading_path))
+    _drop_page_furniture(loaded.sections)
     if not loaded.sections:
         if image_only and options.ocr:
             raise LoadError(str(path), "image-only PDF and OCR found no text", LoadErrorKind.NO_TEXT)
@@ -106,6 +107,50 @@ def _ocr_page(page: pymupdf.Page, regions: list[pymupdf.Rect]) -> str:
         if found:
             pieces.append((rect.y0, rect.x0, found))
     return "\n".join(text for _, _, text in sorted(pieces))
+
+
+_EDGE = 2  # lines at the top and at the bottom of a page where running headers and footers sit
+_FIGURES = re.compile(r"\d+")
+_WORDS = re.compile(r"[^\W\d_]{3,}|[\u4e00-\u9fff]")
+_PAGE_NUMBER = re.compile(r"[-–—\s(\[]*\d{1,4}[-–—\s)\]]*")
+
+
+def _drop_page_furniture(sections: list[Section]) -> None:
+    """Remove running headers and footers that number the pages ("Product sheet - page 1 of 2"): a line at
+    the top or bottom of most pages, the same on each but for a figure that counts the pages. A repeated
+    title or table header (no figure), or a total at the foot of each page (figures unrelated to the page's
+    number), stays."""
+    if len(sections) < 2:
+        return
+    found: dict[str, list[tuple[int, list[int]]]] = {}
+    for section in sections:
+        lines = [line.strip() for line in section.text.splitlines() if line.strip()]
+        for line in dict.fromkeys(lines[:_EDGE] + lines[-_EDGE:]):
+            key = _FIGURES.sub("#", line)
+            # words around a figure ("page 1 of 2", "第 3 页"), or a page number alone ("- 12 -")
+            if key != line and (_WORDS.search(key) or _PAGE_NUMBER.fullmatch(line)):
+                found.setdefault(key, []).append(
+                    (section.page or 0, [int(f) for f in _FIGURES.findall(line)])
+                )
+    furniture = {
+        k for k, seen in found.items() if len(seen) >= max(2, len(sections) / 2) and _counts_pages(seen)
+    }
+    if not furniture:
+        return
+    for section in sections:
+        lines = section.text.splitlines()
+        edges = {i for i in range(len(lines)) if i < _EDGE + 2 or i >= len(lines) - _EDGE - 2}
+        kept = [
+            x for i, x in enumerate(lines) if i not in edges or _FIGURES.sub("#", x.strip()) not in furniture
+        ]
+        section.text = "\n".join(kept).strip()
+    sections[:] = [s for s in sections if s.text]
+
+
+def _counts_pages(seen: list[tuple[int, list[int]]]) -> bool:
+    """Whether one of the line's figures is the page's number plus a constant (a printed page number)."""
+    width = min(len(figures) for _, figures in seen)
+    return any(len({figures[j] - page for page, figures in seen}) == 1 for j in range(width))
 
 
 class _Outline:
