@@ -69,6 +69,7 @@ def _claims(answer: str) -> list[str]:
     for line in answer.splitlines():
         if not line.strip().startswith("|"):
             prose.append(line)
+            header = []  # a table ended; the next one has its own header
             continue
         row = [c.strip() for c in line.strip().strip("|").split("|")]
         if not header:
