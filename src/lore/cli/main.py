@@ -317,6 +317,7 @@ def demo(
             ("年假有几天？怎么申请？", "fast"),
             ("What is the refund window?", "fast"),
             ("Who won the 1998 World Cup?", "fast"),
+            ("Compare LF-200 and LF-500", "fast"),
             ("对比LF-200和LF-500的载重", "deep"),
         ):
             _demo_answer(f"ask ({mode}): {q}", lore.ask(kb, q, mode=mode))
