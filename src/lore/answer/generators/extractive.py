@@ -258,10 +258,15 @@ def _faq_row(p: Passage) -> bool:
     return (chunk.source_type == "faq" and bool(chunk.answer)) or faq_cells(chunk.text) is not None
 
 
+def _table_row(p: Passage) -> bool:
+    """A row of a data table (an FAQ sheet's rows each answer their own question)."""
+    chunk = p.hit.chunk
+    return chunk.source_type == "table_row" and faq_cells(chunk.text) is None
+
+
 def _data_row(c: _Candidate, by_n: dict[int, Passage]) -> bool:
-    """A table row read for its asked column (an FAQ sheet's rows each answer their own question)."""
-    chunk = by_n[c.passage].hit.chunk
-    return bool(c.out) and chunk.source_type == "table_row" and faq_cells(chunk.text) is None
+    """A table row read for its asked column."""
+    return bool(c.out) and _table_row(by_n[c.passage])
 
 
 def _sibling_rows(
@@ -298,16 +303,9 @@ def _comparison(question: str, passages: Sequence[Passage]) -> str:
         return ""
     rows: list[tuple[str, list[tuple[str, str]], int]] = []
     for code in codes:
+        used = {n for *_, n in rows}
         row = next(
-            (
-                p
-                for p in passages
-                if p.hit.chunk.source_type == "table_row"
-                and faq_cells(p.hit.chunk.text) is None
-                and names_code(p.text, code)
-                and p.n not in {n for *_, n in rows}
-            ),
-            None,
+            (p for p in passages if _table_row(p) and names_code(p.text, code) and p.n not in used), None
         )
         compared = compared_cells(row.text, question) if row is not None else None
         if compared is None or not compared[1]:

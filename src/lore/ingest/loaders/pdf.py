@@ -122,29 +122,33 @@ def _drop_page_furniture(sections: list[Section]) -> None:
     number), stays."""
     if len(sections) < 2:
         return
+    edges = [_edge_lines(s.text) for s in sections]
     found: dict[str, list[tuple[int, list[int]]]] = {}
-    for section in sections:
-        lines = [line.strip() for line in section.text.splitlines() if line.strip()]
-        for line in dict.fromkeys(lines[:_EDGE] + lines[-_EDGE:]):
-            key = _FIGURES.sub("#", line)
-            # words around a figure ("page 1 of 2", "第 3 页"), or a page number alone ("- 12 -")
-            if key != line and (_WORDS.search(key) or _PAGE_NUMBER.fullmatch(line)):
-                found.setdefault(key, []).append(
-                    (section.page or 0, [int(f) for f in _FIGURES.findall(line)])
-                )
+    for section, lines in zip(sections, edges, strict=True):
+        for key, line in dict(lines.values()).items():
+            found.setdefault(key, []).append((section.page or 0, [int(f) for f in _FIGURES.findall(line)]))
     furniture = {
         k for k, seen in found.items() if len(seen) >= max(2, len(sections) / 2) and _counts_pages(seen)
     }
     if not furniture:
         return
-    for section in sections:
-        lines = section.text.splitlines()
-        edges = {i for i in range(len(lines)) if i < _EDGE + 2 or i >= len(lines) - _EDGE - 2}
-        kept = [
-            x for i, x in enumerate(lines) if i not in edges or _FIGURES.sub("#", x.strip()) not in furniture
-        ]
-        section.text = "\n".join(kept).strip()
+    for section, lines in zip(sections, edges, strict=True):
+        drop = {i for i, (key, _) in lines.items() if key in furniture}
+        section.text = "\n".join(x for i, x in enumerate(section.text.splitlines()) if i not in drop).strip()
     sections[:] = [s for s in sections if s.text]
+
+
+def _edge_lines(text: str) -> dict[int, tuple[str, str]]:
+    """Line number -> (the line with its figures as #, the line) for the first and last `_EDGE` non-blank
+    lines of a page that could number it: words around a figure ("page 1 of 2", "第 3 页") or a page number
+    alone ("- 12 -")."""
+    lines = [(i, x.strip()) for i, x in enumerate(text.splitlines()) if x.strip()]
+    out = {}
+    for i, line in lines[:_EDGE] + lines[-_EDGE:]:
+        key = _FIGURES.sub("#", line)
+        if key != line and (_WORDS.search(key) or _PAGE_NUMBER.fullmatch(line)):
+            out[i] = (key, line)
+    return out
 
 
 def _counts_pages(seen: list[tuple[int, list[int]]]) -> bool:
