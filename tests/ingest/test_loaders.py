@@ -212,6 +212,17 @@ def test_running_page_numbers_are_dropped_but_titles_and_figures_stay(tmp_path: 
         assert "Annual Report" in section.text and f"Total: {n * 7},234.56" in section.text
 
 
+def test_pages_whose_only_line_counts_them_keep_it(tmp_path: Path) -> None:
+    doc = pymupdf.open()
+    for n in (1, 2, 3):
+        doc.new_page().insert_text((72, 120), f"Step {n} of 3: check the battery")
+    path = tmp_path / "steps.pdf"
+    doc.save(path)
+    assert [s.text for s in load_file(path)[0].sections] == [
+        f"Step {n} of 3: check the battery" for n in (1, 2, 3)
+    ]
+
+
 @pytest.mark.parametrize("suffix", [".docx", ".pptx", ".xlsx"])
 def test_office_file_that_is_not_a_zip(tmp_path: Path, suffix: str) -> None:
     with pytest.raises(LoadError, match="not a valid|zip"):

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pymupdf
 import pytest
 
 from lore.config import load_settings
@@ -57,6 +58,35 @@ def test_a_new_chunk_schema_reindexes_unchanged_files_and_says_why(tmp_path: Pat
     old = lore.search("kb", "annual leave", SearchOptions(top_k=3), version=1)
     new = lore.search("kb", "annual leave", SearchOptions(top_k=3), version=3)
     assert old[0].chunk.chunk_schema == v1.chunk_schema and new[0].chunk.chunk_schema == v3.chunk_schema
+    lore.close()
+
+
+def test_a_pdf_read_by_an_older_reader_is_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lore.ingest.loaders import pdf
+
+    docs = write_docs(tmp_path / "docs", ["leave.md"])
+    sheet = pymupdf.open()
+    for n in (1, 2):
+        page = sheet.new_page()
+        page.insert_text((72, 120), "The LF-200 carries 200 kg." if n == 1 else "It runs for eight hours.")
+        page.insert_text((72, 760), f"LF-200 product sheet - page {n} of 2")
+    sheet.save(docs / "sheet.pdf")
+    lore = Lore(load_settings(home=tmp_path / "home"))
+    lore.create_kb("kb")
+    with monkeypatch.context() as older:  # the reader before "pdf2": no version, footers kept
+        older.delattr(pdf.load_pdf, "version")
+        older.setattr(pdf, "_drop_page_furniture", lambda sections: None)
+        lore.build("kb", [docs], activate=True)
+    assert any("page 1 of 2" in h.chunk.text for h in lore.search("kb", "LF-200 product sheet"))
+    result = lore.build("kb", [docs], activate=True)
+    assert result.version.counts["files_changed"] == 1 and result.version.counts["files_reused"] == 1
+    assert [(r["file"], r["why"]) for r in result.quality["reindexed"]] == [
+        ("docs/sheet.pdf", "re-read: its reader changed (first version -> pdf2)")
+    ]
+    assert lore.diff("kb", 1, 2)["files"]["changed"][0]["why"] == ["reader"]
+    hits = lore.search("kb", "LF-200 product sheet")
+    assert hits and not any("of 2" in h.chunk.text for h in hits)
+    assert lore.build("kb", [docs]).version.counts["files_reused"] == 2  # read once per reader version
     lore.close()
 
 

@@ -141,7 +141,8 @@ def compare_scores(
 
 
 def diff_manifests(base: Mapping[str, ManifestEntry], cand: Mapping[str, ManifestEntry]) -> dict[str, Any]:
-    """Files added, changed (content, chunk schema or embedding model) and removed from base to candidate."""
+    """Files added, changed (content, chunk schema, reader or embedding model) and removed from base to
+    candidate."""
     changed = []
     for path in sorted(set(base) & set(cand)):
         b, c = base[path], cand[path]
@@ -149,7 +150,8 @@ def diff_manifests(base: Mapping[str, ManifestEntry], cand: Mapping[str, Manifes
             w
             for w, differs in (
                 ("content", b.sha256 != c.sha256),
-                ("chunk schema", b.chunk_schema != c.chunk_schema),
+                ("chunk schema", _chunking(b.chunk_schema) != _chunking(c.chunk_schema)),
+                ("reader", _reader(b.chunk_schema) != _reader(c.chunk_schema)),
                 ("embedding model", b.embedding_model != c.embedding_model),
             )
             if differs
@@ -162,3 +164,12 @@ def diff_manifests(base: Mapping[str, ManifestEntry], cand: Mapping[str, Manifes
         "removed": sorted(set(base) - set(cand)),
         "unchanged": len(set(base) & set(cand)) - len(changed),
     }
+
+
+def _chunking(schema: str | None) -> str:
+    # A file's schema is the chunker's, then "+" and its reader's version when the reader declares one.
+    return (schema or "").partition("+")[0]
+
+
+def _reader(schema: str | None) -> str:
+    return (schema or "").partition("+")[2]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
 from lore.catalog import Catalog, FileRecord, KnowledgeBase
@@ -19,7 +20,7 @@ from lore.ingest.chunk_factory import chunk_document
 from lore.ingest.chunking import Chunker
 from lore.ingest.edits import ChunkEdits
 from lore.ingest.files import SourceFile, sha256_file
-from lore.ingest.loaders import load_file
+from lore.ingest.loaders import load_file, reader_version
 from lore.ingest.loaders.limits import FileLimits
 from lore.lexical import tokenize
 from lore.schema import Chunk, LoadedDocument, index_text
@@ -155,7 +156,7 @@ class IngestPipeline:
             and known.sha256 == prepared.sha256
             and not (self.force or edited)
         ):
-            outdated = self._outdated(known)
+            outdated = self._outdated(known, source.name)
             if not outdated:
                 prepared.result = FileResult(source.name, "skipped", known.chunk_count, known.document_count)
                 return prepared
@@ -176,14 +177,23 @@ class IngestPipeline:
             return self._fail(prepared, "empty", "no text to index after chunking")
         return prepared
 
-    def _outdated(self, known: FileRecord) -> str | None:
-        """Why an unchanged file must still be re-indexed (chunk schema or embedding model changed)."""
-        schema, model = self.chunker.params.schema, self.embedder.model_id
+    def _outdated(self, known: FileRecord, name: str) -> str | None:
+        """Why an unchanged file must be re-indexed (its chunk schema, reader or embedding model changed)."""
+        schema, model = self._file_schema(name), self.embedder.model_id
         if known.chunk_schema != schema:
+            old, _, old_reader = (known.chunk_schema or "").partition("+")
+            if old == self.chunker.params.schema:
+                reader = schema.partition("+")[2]
+                return f"re-read: its reader changed ({old_reader or 'first version'} -> {reader or 'none'})"
             return f"re-chunked: chunk schema {known.chunk_schema} -> {schema}"
         if known.embedding_model != model:
             return f"re-embedded: embedding model {known.embedding_model} -> {model}"
         return None
+
+    def _file_schema(self, name: str) -> str:
+        """The chunk schema, with the version of the reader of the file's type when it declares one."""
+        reader = reader_version(PurePosixPath(name))
+        return f"{self.chunker.params.schema}+{reader}" if reader else self.chunker.params.schema
 
     def _chunk(self, p: _Prepared) -> None:
         meta = self.chunk_metadata(p.source) if self.chunk_metadata else {}
@@ -229,7 +239,7 @@ class IngestPipeline:
                 document_count=len(p.documents),
                 ocr_pages=ocr_pages,
                 encoding=encoding,
-                chunk_schema=self.chunker.params.schema,
+                chunk_schema=self._file_schema(p.source.name),
                 embedding_model=self.embedder.model_id,
             )
             self.catalog.set_file_chunks(

@@ -26,7 +26,8 @@ class Loader(Protocol):
     """Reads one file into its documents (one, or many for record formats and e-mail attachments).
 
     A file it cannot read raises `LoadError(path, reason, kind)`; any other exception is reported
-    as a corrupt file.
+    as a corrupt file. A loader may carry a `version` string: when it changes, the files it read
+    before are read again on the next build.
     """
 
     def __call__(self, path: Path, options: LoadOptions, /) -> list[LoadedDocument]: ...
@@ -53,6 +54,11 @@ def loader_for(path: Path) -> Loader:
             str(path), f"unsupported file type {path.suffix or '(none)'!r}", LoadErrorKind.UNSUPPORTED
         )
     return loader
+
+
+def reader_version(path: Path) -> str:
+    """The `version` the loader for `path`'s suffix declares, or "" (none, or no loader)."""
+    return str(getattr(LOADERS.find(path.suffix.lower()), "version", "") or "")
 
 
 def load_file(path: Path, *, ocr: bool = True, limits: FileLimits | None = None) -> list[LoadedDocument]:

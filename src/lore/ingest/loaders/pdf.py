@@ -68,6 +68,10 @@ def load_pdf(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     return [loaded]
 
 
+# "pdf2": running headers and footers that number the pages are dropped (PDFs read before are read again).
+load_pdf.version = "pdf2"  # type: ignore[attr-defined]
+
+
 def _text_and_image_regions(page: pymupdf.Page) -> tuple[str, list[pymupdf.Rect]]:
     """The page's text layer, and the image areas to OCR if the page is image-only (else [])."""
     text = _CONTROL.sub("", page.get_text("text", flags=_TEXT_FLAGS)).strip()
@@ -132,9 +136,16 @@ def _drop_page_furniture(sections: list[Section]) -> None:
     }
     if not furniture:
         return
-    for section, lines in zip(sections, edges, strict=True):
-        drop = {i for i, (key, _) in lines.items() if key in furniture}
-        section.text = "\n".join(x for i, x in enumerate(section.text.splitlines()) if i not in drop).strip()
+    kept = [
+        "\n".join(
+            x for i, x in enumerate(s.text.splitlines()) if lines.get(i, ("",))[0] not in furniture
+        ).strip()
+        for s, lines in zip(sections, edges, strict=True)
+    ]
+    if not any(kept):  # every line "numbers its page": body text, not furniture
+        return
+    for section, text in zip(sections, kept, strict=True):
+        section.text = text
     sections[:] = [s for s in sections if s.text]
 
 
