@@ -44,6 +44,8 @@ def test_split_sentences_cjk_latin_and_markers() -> None:
         "Done?",
     ]
     assert split_sentences("question: Why?; answer: Because.") == ["question: Why?; answer: Because."]
+    # A doubled full stop in the source is no sentence: it was chosen as a whole answer ("[1]。").
+    assert split_sentences("故有[书香]之称。。不过采摘要小心。") == ["故有[书香]之称。", "不过采摘要小心。"]
 
 
 def test_markers_pointing_nowhere_are_removed() -> None:

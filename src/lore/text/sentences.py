@@ -64,9 +64,9 @@ def _rejoin_abbreviations(pieces: list[str]) -> list[str]:
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences in order, stripped, empty ones dropped; a line ending in a colon keeps the list
-    items that follow it (so "年假天数如下：" comes with its items)."""
-    pieces = [s.strip() for s in _SPLIT.split(_unwrap(text)) if s and s.strip()]
+    """Sentences in order, stripped, empty ones (no letter, figure or character: "。") dropped; a line
+    ending in a colon keeps the list items that follow it (so "年假天数如下：" comes with its items)."""
+    pieces = [s.strip() for s in _SPLIT.split(_unwrap(text)) if s and any(ch.isalnum() for ch in s)]
     pieces = _rejoin_abbreviations(pieces)
     merged: list[str] = []
     items = 0
