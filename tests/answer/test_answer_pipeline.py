@@ -110,6 +110,17 @@ def test_off_topic_question_is_refused_without_generation(lore: Lore) -> None:
     assert zh["refused"] and "知识库" in zh["answer"]
 
 
+def test_a_question_whose_words_the_kb_holds_nowhere_is_refused(lore: Lore) -> None:
+    # The LF-200 passages match one word in three; the evidence model alone would answer it (P 0.41).
+    _, end = run(lore, "How do I choose a fishing float for the LF-200?")
+    assert end["refused"] and end["evidence"]["confidence"] >= end["evidence"]["threshold"]
+    assert end["evidence"]["reasons"] == [
+        "the knowledge base holds these words of the question nowhere: choose, fishing, float"
+    ]
+    _, known = run(lore, "How long is the warranty on the LF-200?")
+    assert not known["refused"]
+
+
 def test_a_question_of_several_parts_is_answered_when_each_part_is(lore: Lore) -> None:
     # No passage covers both parts, so judged as one question the evidence was too weak (P 0.13).
     _, end = run(lore, "报销需要什么材料？住宿标准是多少？")

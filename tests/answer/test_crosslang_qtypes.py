@@ -93,3 +93,19 @@ def test_a_cross_language_question_is_judged_by_the_cross_model() -> None:
     assert not no.sufficient and any("another language" in r for r in no.reasons)
     without = EvidenceModel({"base": model.models["base"]}, 0.5)  # no cross model: the base one decides
     assert not judge_evidence(EvidenceQuery(q, tokenize(q), vec), standing_out, model=without).sufficient
+    # The match stands out, but no passage holds half of the question's words translated: refused.
+    off = "How do I choose a fishing float?"
+    fishing = [
+        _passage(1, "蒙大拿州管理至少 17 种鱼类的钓鱼季节。", 0.90),
+        _passage(2, "病假需提前通知。", 0.80),
+    ]
+    judged = judge_evidence(EvidenceQuery(off, tokenize(off), vec), fishing, model=model)
+    assert judged.confidence >= 0.5 and not judged.sufficient
+    assert judged.reasons == ["no passage holds half of the question's words, as they are or translated"]
+    # A Chinese question is judged on the match alone: English glosses describe more than they translate.
+    ipod = [
+        _passage(1, "Most iPod models have a click wheel and five buttons.", 0.90),
+        _passage(2, "Sick leave is paid.", 0.80),
+    ]
+    zh = "大多数iPod有几个按键？"
+    assert judge_evidence(EvidenceQuery(zh, tokenize(zh), vec), ipod, model=model).sufficient

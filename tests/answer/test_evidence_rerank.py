@@ -11,6 +11,7 @@ from lore.answer.evidence import (
     evidence_features,
     first_stage_order,
     judge_evidence,
+    unknown_words,
 )
 from lore.answer.generators.base import Passage
 from lore.lexical import tokenize
@@ -76,3 +77,21 @@ def test_the_shipped_model_judges_reranked_hits_with_its_rerank_model() -> None:
     low_p = judge_evidence(EvidenceQuery(Q, tokenize(Q)), _passages(low)).confidence
     assert high_p > low_p  # the reranker's confidence counts
     assert judge_evidence(EvidenceQuery(Q, tokenize(Q)), _passages(reranked)).rerank == 0.9
+
+
+def test_words_the_kb_holds_nowhere() -> None:
+    hits = [Hit(make_chunk(chunk_id="c1", text="Montana manages fishing seasons for 17 species."), 1.0)]
+    asked: list[str] = []
+
+    def known(word: str) -> bool:  # the KB searched for one word: it holds "earlier" only
+        asked.append(word)
+        return word == "earlier"
+
+    # "fishing" is in a hit; "choose" and "float" are nowhere: 1 of 3 words known.
+    assert unknown_words("How do I choose a fishing float?", hits, known) == ["choose", "float"]
+    assert asked == ["choose", "float"]  # as asked, not as stems ("choos")
+    # 3 of 4 known, one as asked ("earlier": its stem "earli" stems again to "ear"): kept.
+    asked.clear()
+    assert unknown_words("Were earlier fishing seasons longer?", hits, known) == []
+    assert "earlier" in asked
+    assert unknown_words("钓鱼浮漂怎么选？", hits, known) == []  # Chinese questions are not checked

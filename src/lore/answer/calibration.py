@@ -19,7 +19,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from lore.answer.context import build_passages
-from lore.answer.evidence import EvidenceModel, EvidenceQuery, default_model, evidence_features
+from lore.answer.evidence import (
+    EvidenceModel,
+    EvidenceQuery,
+    default_model,
+    evidence_features,
+    held_across,
+    kb_holds,
+    unknown_words,
+)
 from lore.config import AnswerSettings
 from lore.errors import LoreError
 from lore.eval.compare import question_rows
@@ -93,6 +101,7 @@ def scorer(
 ) -> Callable[[str], float]:
     """`score(question) -> P(answerable)` the way the ask pipeline judges evidence."""
     model = model or default_model()
+    holds = kb_holds(retriever, options)
 
     def score(question: str) -> float:
         hits = retriever.search(question, options)
@@ -104,6 +113,11 @@ def scorer(
         vector = retriever.embed_query(question)
         query = EvidenceQuery(question, tokenize(question), vector, retriever.embedder, retriever.cache)
         features = evidence_features(query, passages)
+        if not held_across(question, passages, features):
+            return 0.0
+        # Refused whatever the threshold, as the ask pipeline refuses it.
+        if not features.get("cross") and unknown_words(question, hits, holds):
+            return 0.0
         return model.probability(features)
 
     return score

@@ -15,7 +15,7 @@ import numpy as np
 from lore.answer.generators.base import Passage
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
-from lore.lexical import is_chinese
+from lore.lexical import is_chinese, tokenize
 from lore.lexical.bilingual import (
     in_other_language,
     language,
@@ -25,6 +25,7 @@ from lore.lexical.bilingual import (
     untranslated_names,
 )
 from lore.schema import Hit, index_text
+from lore.text.sentences import coverage
 
 TRANSLATED_COVER = 0.5  # share of a question's translated words an other-language passage must hold
 
@@ -46,11 +47,19 @@ def other_language(question: str, passages: Sequence[Passage]) -> list[Passage]:
     for them: it ranks an off-topic question's other-language passages as high as an answerable one's."""
     lang = question_language(question)
     others = [p for p in passages if in_other_language(p.text, lang)]
-    groups = translation_groups(question) if others else []
-    # Names no dictionary translates ("WiFi" in 公司的WiFi密码) must be in the passage as they are.
-    names = untranslated_names(question) if others else []
-    held = (translated_coverage(groups, p.text) for p in others if shows_names(names, p.text))
-    return others if max(held, default=0.0) >= TRANSLATED_COVER else []
+    return others if others and holds_question(question, others) else []
+
+
+def holds_question(question: str, passages: Sequence[Passage]) -> bool:
+    """Whether one passage holds at least `TRANSLATED_COVER` of the question's words, as they are or
+    translated by dictionary, and every name no dictionary translates ("WiFi" in 公司的WiFi密码)."""
+    groups, names, tokens = translation_groups(question), untranslated_names(question), tokenize(question)
+    held = (
+        max(translated_coverage(groups, p.text), coverage(tokens, p.text))
+        for p in passages
+        if shows_names(names, p.text)
+    )
+    return max(held, default=0.0) >= TRANSLATED_COVER
 
 
 def best_dense(

@@ -21,7 +21,7 @@ from lore.answer.citations import Citation, attach_missing, citations_for, clean
 from lore.answer.consistency import Consistency, check_consistency, disagreement_note
 from lore.answer.context import build_passages
 from lore.answer.crosslang import other_language
-from lore.answer.evidence import Evidence, EvidenceQuery, judge_evidence
+from lore.answer.evidence import Evidence, EvidenceQuery, judge_evidence, kb_holds, unknown_words
 from lore.answer.generators.base import GenerationError, Generator, Passage
 from lore.answer.prompt import NOT_COVERED
 from lore.answer.qtypes import question_parts
@@ -205,11 +205,21 @@ class AskPipeline:
         ctx.evidence = judge_evidence(query, ctx.passages, self.settings.evidence_threshold)
         if not ctx.evidence.sufficient:
             ctx.evidence = self._judge_parts(ctx) or self._judge_other_language(ctx) or ctx.evidence
+        if ctx.evidence.sufficient and not ctx.evidence.cross_language:
+            self._check_words(ctx)
         if not ctx.evidence.sufficient:
             ctx.refused, ctx.route = True, "refused"
             ctx.answer = refusal_text(ctx.question, self.settings.support_contact)
         else:
             ctx.consistency = check_consistency(ctx.question, ctx.passages)
+
+    def _check_words(self, ctx: AskContext) -> None:
+        """Refuse a question too many of whose words the KB holds nowhere: its passages matched the rest
+        ("car" of "Which car is good to buy now?" in a passage on car audio)."""
+        unknown = unknown_words(ctx.question, ctx.hits, kb_holds(self.retriever, ctx.search))
+        if unknown:
+            reason = f"the knowledge base holds these words of the question nowhere: {', '.join(unknown)}"
+            ctx.evidence = replace(ctx.evidence, sufficient=False, reasons=[reason])
 
     def _judge_parts(self, ctx: AskContext) -> Evidence | None:
         """A question asking several things ("几天？怎么申请？") is answered when the passages answer each
