@@ -162,8 +162,14 @@ def hit_from_record(record: dict[str, Any]) -> Hit:
 
 def index_text(chunk: Chunk) -> str:
     """The text that is embedded and tokenised: the chunk with its title/heading/sheet context."""
+    context = chunk_context(chunk)
+    return (context + "\n" + chunk.text) if context else chunk.text
+
+
+def chunk_context(chunk: Chunk) -> str:
+    """Where the chunk sits: its title, heading path and sheet ("Handbook / 年假 / 如何申请年假"), or ""."""
     context = [chunk.title] if chunk.title and chunk.title not in chunk.heading_path else []
     context += chunk.heading_path
     if chunk.sheet:
         context.append(chunk.sheet)
-    return (" / ".join(context) + "\n" + chunk.text) if context else chunk.text
+    return " / ".join(context)

@@ -226,6 +226,10 @@ def test_a_row_is_named_when_the_question_names_none_and_its_table_answers_row_b
         ExtractiveGenerator().stream("一线城市住宿上限是多少", [tier(1, 0), tier(2, 1), tier(3, 2)])
     )
     assert text == "一线城市的住宿上限：600 元/晚[1]"
+    # ... also when it names the row in English (the glossary's name), which the answer then says.
+    asked = "What is the meal allowance in second-tier cities?"
+    text = "".join(ExtractiveGenerator().stream(asked, [tier(1, 0), tier(2, 1), tier(3, 2)]))
+    assert text == "Second-tier city — Allowance: 120 元/天[2]"
 
 
 def test_an_item_code_with_letters_after_its_dash_is_of_the_same_kind() -> None:

@@ -77,3 +77,26 @@ def test_an_answer_does_not_end_on_a_clause_cut_at_a_semicolon() -> None:
     answer = "".join(ExtractiveGenerator().stream("一线城市每晚住宿最多多少钱？", [reranked(1, text, None)]))
     assert answer.startswith("一线城市每晚不超过 600 元，其他城市每晚不超过 400 元[1]。")
     assert "；" not in answer
+
+
+def under(n: int, text: str, headings: list[str]) -> Passage:
+    chunk = make_chunk(
+        chunk_id=f"h{n}", text=text, parent_text=text, heading_path=headings, file_path="hb.md"
+    )
+    return Passage(n, text, [Hit(chunk, 1.0 / n)])
+
+
+def test_a_passage_is_read_with_its_headings_and_translated_words_weigh_by_rarity() -> None:
+    gen = ExtractiveGenerator()
+    # The section's heading (如何申请年假) says what its sentence is about; the text says 休假申请 only.
+    how = under(
+        2,
+        "请在 OA 系统中提交休假申请，至少提前 3 个工作日提交，由直属经理审批。",
+        ["员工手册", "如何申请年假"],
+    )
+    carry = under(1, "未休年假可顺延至次年 3 月 31 日，逾期作废。", ["员工手册", "年假"])
+    assert gen.select("How do I apply for annual leave?", [carry, how])[0].passage == 2
+    # "need" names nothing (需要 is in any text): 报销 (reimbursement) and 材料 (documents) decide.
+    onboarding = under(1, "新员工入职第一天需要带身份证原件、最高学历证书原件和银行卡。", ["FAQ"])
+    claims = under(2, "报销时须提交以下三项材料：发票原件、费用明细单、审批单。", ["报销"])
+    assert gen.select("What documents do I need for reimbursement?", [onboarding, claims])[0].passage == 2

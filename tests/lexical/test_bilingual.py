@@ -47,6 +47,12 @@ def test_a_text_in_the_other_language_is_covered_by_the_questions_translated_wor
     # 申请's gloss "apply for sth" is matched without the dictionary's placeholder
     assert translated_coverage(zh, "How do I apply for annual leave?") == 1.0
     assert translated_coverage([], "anything") == 0.0
+    # A gloss of several words is found by half of them, a name's gloss by the name before its comma.
+    drugs = translation_groups("产生耐药性的两个最主要原因是什么？")
+    assert ["drug resistance", "drug tolerance"] in drugs
+    assert translated_coverage(drugs, "The main cause of resistance is overuse.") == 0.75
+    chopin = translation_groups("肖邦访问了哪座城市？")
+    assert translated_coverage(chopin, "In 1837 Chopin visited the city of London.") == 1.0
 
 
 def test_a_text_is_in_the_other_language_for_a_reader_of_the_question() -> None:

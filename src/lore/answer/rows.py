@@ -91,6 +91,7 @@ def read_row(text: str, question: str) -> str | None:
     parts = [f"{name}{'：' if zh else ': '}{value}" for name, value in pairs]
     body = "；".join(parts) if zh else "; ".join(parts)
     if subject:
+        subject = _said_as(subject, question, _every_name(zh), exact=True)  # 二线城市: "Second-tier city"
         space = " " if subject[-1:].isascii() else ""
         return f"{subject}{space}的{body}" if zh else f"{subject} — {body}"
     return body
@@ -167,9 +168,26 @@ _CODE_OR_NUMBER = re.compile(r"[\d.,%+\-\s]+|[A-Z0-9]+(?:-[A-Z0-9]+)*")
 
 
 def _stated(value: str, question: str) -> bool:
-    """Whether the question states this cell's value as a whole word ("LF-500 Mover"; not "500")."""
+    """Whether the question states this cell's value as a whole word ("LF-500 Mover"; not "500"), or by a
+    glossary name in its own language ("second-tier cities" for 二线城市)."""
     # Chinese runs on without spaces ("一线城市住宿上限"): only Latin letters and digits bound a value.
-    return bool(re.search(rf"(?<![A-Za-z0-9-]){re.escape(value)}(?![A-Za-z0-9-])", question, re.IGNORECASE))
+    if re.search(rf"(?<![A-Za-z0-9-]){re.escape(value)}(?![A-Za-z0-9-])", question, re.IGNORECASE):
+        return True
+    across = _names_across().get(value.strip().lower(), ())
+    if not across:
+        return False
+    asked = set(tokenize(question))
+    return any(name in question if is_chinese(name) else set(tokenize(name)) <= asked for name in across)
+
+
+@lru_cache(maxsize=1)
+def _names_across() -> dict[str, tuple[str, ...]]:
+    """Each glossary name (lower-case) -> its entry's names in the other language."""
+    out: dict[str, tuple[str, ...]] = {}
+    for zh, en in glossary():
+        out.update({z.lower(): en for z in zh})
+        out.update({e.lower(): zh for e in en})
+    return out
 
 
 def _said_as(name: str, question: str, translated: dict[str, str], exact: bool = False) -> str:

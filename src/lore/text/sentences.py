@@ -9,6 +9,7 @@ from functools import lru_cache
 
 from lore.lexical import is_chinese, tokenize
 from lore.lexical.tokenize import word_frequency
+from lore.text.units import text_units
 
 # A sentence ends after CJK end punctuation, after Latin end punctuation followed by a space and a
 # sentence start, or at a line break; a citation marker right after the punctuation stays with its
@@ -61,6 +62,26 @@ def _rejoin_abbreviations(pieces: list[str]) -> list[str]:
         else:
             out.append(piece)
     return out
+
+
+_CODE = re.compile(r"\b[A-Za-z]+-?\d+[A-Za-z]*\b")  # LF-200, LF200C: a name, not a figure
+_FIGURE = re.compile(r"\d")
+_SENTENCE_END = (".", "!", "?", "。", "！", "？", ":", "：", ";", "；", "…", "]", ")", "）")
+_TITLE_UNITS = 24
+_TITLE_WORDS = 4  # words between spaces: a sentence that lost its full stop has more
+
+
+def title_line(text: str) -> bool:
+    """A few words with no sentence end and no figure but in a code: a title or heading such as a page's
+    text starts with ("LF-200 Picker", "LF-200 拣选机器人 - 灯笼鱼机器人有限公司")."""
+    bare = text.strip()
+    return (
+        "\n" not in bare
+        and not bare.endswith(_SENTENCE_END)
+        and text_units(bare) <= _TITLE_UNITS
+        and len(bare.split()) <= _TITLE_WORDS
+        and not _FIGURE.search(_CODE.sub("", bare))
+    )
 
 
 def split_sentences(text: str) -> list[str]:

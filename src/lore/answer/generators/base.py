@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from lore.errors import LoreError
 from lore.registry import Registry
-from lore.schema import Hit
+from lore.schema import Hit, chunk_context
 
 
 class GenerationError(LoreError):
@@ -26,6 +26,11 @@ class Passage:
     @property
     def hit(self) -> Hit:
         return self.hits[0]
+
+    @property
+    def context(self) -> str:
+        """Where the passage sits (title, headings, sheet), which its text need not repeat."""
+        return chunk_context(self.hits[0].chunk) if self.hits else ""
 
 
 class Generator(Protocol):

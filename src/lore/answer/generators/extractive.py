@@ -34,7 +34,7 @@ from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.lexical import is_chinese, tokenize
 from lore.lexical.bilingual import in_other_language, translated_coverage, translation_groups
 from lore.schema import index_text
-from lore.text.sentences import coverage, local_weights, split_sentences, token_set
+from lore.text.sentences import coverage, local_weights, split_sentences, title_line, token_set
 from lore.text.units import text_units
 
 LOCAL_RARITY = True  # weigh question terms by their rarity among the retrieved passages
@@ -235,11 +235,14 @@ def _scored(question: str, passages: Sequence[Passage]) -> list[_Candidate]:
         # The passage's own coverage backs its sentences (the answer sentence often repeats only part
         # of the question; the rest is in its neighbours); a slight preference for higher-ranked
         # passages breaks ties towards retrieval's order.
-        context = PASSAGE_MIX * covered(p.text) + RANK_BONUS / p.n
+        context = PASSAGE_MIX * covered(f"{p.context}\n{p.text}") + RANK_BONUS / p.n
         for j, (text, out) in enumerate(_pieces(p, question)):
             score = (1 - PASSAGE_MIX) * covered(text) + context
-            if not out and text.rstrip().endswith(("?", "？")):
-                score *= 0.3  # a question (an FAQ's own, a heading) does not answer anything
+            # A line of its own that reads as a title ("LF-200 Picker"; a sentence cut short by the
+            # passage's end is not on its own line).
+            title = title_line(text) and f"{text.strip()}\n" in p.text
+            if not out and (text.rstrip().endswith(("?", "？")) or title):
+                score *= 0.3  # a question (an FAQ's own, a heading) or a title does not answer anything
             if not has_answer_type(out or text, qtype, question):
                 score *= _TYPE_MISS
             cands.append(_Candidate(p.n, j, text, score, out))
