@@ -126,6 +126,9 @@ class RetrieveSettings(_Section):
     # When most candidates are in the other language, BM25 also matches the query's words translated by
     # dictionary (CC-CEDICT): "annual leave" finds 年假.
     translate: bool = True
+    # Glossaries of your own ("Chinese names | English names" lines, as lexical/glossary.txt), read after
+    # the shipped one: product lines, departments, internal systems the dictionary cannot know.
+    glossaries: list[Path] = Field(default_factory=list)
 
 
 class RerankSettings(_Section):

@@ -1,5 +1,12 @@
 """Dictionary translation of query words between English and Chinese (the glossary, then CC-CEDICT)."""
 
+from pathlib import Path
+
+import pytest
+
+from lore.config import load_settings
+from lore.engine import Lore
+from lore.errors import ConfigError
 from lore.lexical.bilingual import (
     glossary,
     in_other_language,
@@ -10,6 +17,7 @@ from lore.lexical.bilingual import (
     translated_coverage,
     translation_groups,
     untranslated_names,
+    use_glossaries,
 )
 
 
@@ -86,3 +94,29 @@ def test_names_no_dictionary_translates_must_be_shown_as_they_are() -> None:
     assert shows_names(["WiFi"], "访客如何连接办公室 Wi-Fi？") and not shows_names(
         ["WiFi"], "all access via VPN"
     )
+
+
+def test_a_glossary_of_ones_own_is_read_after_the_shipped_one(tmp_path: Path) -> None:
+    own = tmp_path / "glossary.txt"
+    own.write_text("# our systems\n鲸鱼系统, 鲸鱼平台 | WhaleOps, Whale Ops\n", encoding="utf-8")
+    assert not any("鲸鱼系统" in g for g in translation_groups("How do I log in to WhaleOps?"))
+    try:
+        use_glossaries([own])
+        assert ["鲸鱼系统", "鲸鱼平台"] in translation_groups("How do I log in to WhaleOps?")
+        assert "WhaleOps" not in untranslated_names("How do I log in to WhaleOps?")
+        assert any("whaleops" in [w.lower() for w in g] for g in translation_groups("鲸鱼系统怎么登录？"))
+        bad = tmp_path / "bad.txt"
+        bad.write_text("鲸鱼系统 WhaleOps\n", encoding="utf-8")
+        with pytest.raises(ValueError, match=r"bad.txt line 1: expected 'Chinese names \| English names'"):
+            use_glossaries([own, bad])
+        assert ["鲸鱼系统", "鲸鱼平台"] in translation_groups("How do I log in to WhaleOps?")  # kept
+    finally:
+        use_glossaries([])
+    assert not any("鲸鱼系统" in g for g in translation_groups("How do I log in to WhaleOps?"))
+
+
+def test_a_glossary_that_is_not_one_stops_lore_at_start(tmp_path: Path) -> None:
+    bad = tmp_path / "ours.txt"
+    bad.write_text("WhaleOps | 鲸鱼系统\n", encoding="utf-8")  # the sides swapped
+    with pytest.raises(ConfigError, match=r"\[retrieve\] glossaries: glossary .*ours.txt line 1"):
+        Lore(load_settings(home=tmp_path / "home", retrieve={"glossaries": [str(bad)]}))

@@ -7,7 +7,7 @@ import re
 from functools import lru_cache
 
 from lore.lexical import is_chinese, tokenize
-from lore.lexical.bilingual import glossary
+from lore.lexical.bilingual import glossary, glossary_edition
 from lore.text.sentences import coverage
 
 _CELL = re.compile(r"^\s*([^:：;；\n]{1,60}?)\s*[:：]\s+(.+?)\s*$", re.DOTALL)
@@ -43,8 +43,12 @@ _UNITS_EN = {
 }
 
 
-@lru_cache(maxsize=256)  # asked once per table row of an answer's passages: once per question
 def _translated(question: str) -> dict[str, str]:
+    return _translated_in(question, glossary_edition())
+
+
+@lru_cache(maxsize=256)  # asked once per table row of an answer's passages: once per question
+def _translated_in(question: str, edition: int) -> dict[str, str]:
     """Every name, in both languages, of each attribute the question names, mapped to the attribute's
     name in the question's language ("LF-500多少钱" -> {"price": "价格", "cost": "价格", ...})."""
     low = question.lower()
@@ -144,8 +148,12 @@ def every_cell(text: str, question: str) -> tuple[str | None, list[tuple[str, st
     return (named[0] if named else None), pairs
 
 
-@lru_cache(maxsize=2)
 def _every_name(zh: bool) -> dict[str, str]:
+    return _every_name_in(zh, glossary_edition())
+
+
+@lru_cache(maxsize=4)
+def _every_name_in(zh: bool, edition: int) -> dict[str, str]:
     """Every glossary name, in both languages, mapped to its entry's usual name in one language."""
     return {t.lower(): (z[0] if zh else e[0].capitalize()) for z, e in glossary() for t in (*z, *e)}
 
@@ -180,8 +188,12 @@ def _stated(value: str, question: str) -> bool:
     return any(name in question if is_chinese(name) else set(tokenize(name)) <= asked for name in across)
 
 
-@lru_cache(maxsize=1)
 def _names_across() -> dict[str, tuple[str, ...]]:
+    return _names_across_in(glossary_edition())
+
+
+@lru_cache(maxsize=2)
+def _names_across_in(edition: int) -> dict[str, tuple[str, ...]]:
     """Each glossary name (lower-case) -> its entry's names in the other language."""
     out: dict[str, tuple[str, ...]] = {}
     for zh, en in glossary():

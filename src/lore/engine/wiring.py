@@ -17,6 +17,7 @@ from lore.embed.base import Embedder, get_embedder
 from lore.embed.cache import EmbeddingCache, RedisEmbeddingCache
 from lore.errors import ConfigError, ConflictError, EmbeddingMismatchError
 from lore.ingest.chunking import ChunkParams
+from lore.lexical.bilingual import use_glossaries
 from lore.retrieve.cache import SEARCH_CACHE, SearchCache
 from lore.retrieve.rerank import make_reranker
 from lore.retrieve.search import Reranker, Retriever, SearchOptions
@@ -37,6 +38,10 @@ class Wiring:
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or load_settings()
         self.settings.home.mkdir(parents=True, exist_ok=True)
+        try:
+            use_glossaries(self.settings.retrieve.glossaries)
+        except ValueError as exc:
+            raise ConfigError(f"[retrieve] glossaries: {exc}") from exc
         self._stores: dict[str, VectorStore] = {}
         self._embedders: dict[str, Embedder] = {}
         self._open_lock = threading.RLock()  # service threads opening the same KB's store/embedder at once

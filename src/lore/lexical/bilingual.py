@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from functools import cache, lru_cache
 from pathlib import Path
 
@@ -97,14 +98,55 @@ def _dictionary() -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str,
     return dict(zh_en), dict(en_zh), traditional
 
 
+_EXTRA_GLOSSARIES: tuple[Path, ...] = ()
+_GLOSSARY_EDITION = 0  # changes with the glossaries read: callers key their caches on it
+Entry = tuple[tuple[str, ...], tuple[str, ...]]
+
+
+def use_glossaries(paths: Sequence[Path | str]) -> None:
+    """Read these glossaries (the shipped file's format) after the shipped one, for this process: an
+    organisation's own names (product lines, departments, internal systems). A line that is no entry
+    raises `ValueError` naming the file and line."""
+    global _EXTRA_GLOSSARIES, _GLOSSARY_EDITION
+    chosen = tuple(Path(p) for p in paths)
+    if chosen == _EXTRA_GLOSSARIES:
+        return
+    for path in chosen:
+        _read_glossary(path)  # fail before anything changes
+    _EXTRA_GLOSSARIES, _GLOSSARY_EDITION = chosen, _GLOSSARY_EDITION + 1
+    glossary.cache_clear()
+    _glossary_maps.cache_clear()
+
+
+def glossary_edition() -> int:
+    """Which set of glossaries `glossary()` reads: a cache of what is made from it keys on this."""
+    return _GLOSSARY_EDITION
+
+
 @cache
-def glossary() -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
-    """The shipped glossary: (Chinese names, English names) of each entry, the usual name first."""
+def glossary() -> tuple[Entry, ...]:
+    """The glossary: (Chinese names, English names) of each entry, the usual name first; the shipped
+    entries, then those of `use_glossaries`."""
+    files = (Path(__file__).with_name("glossary.txt"), *_EXTRA_GLOSSARIES)
+    return tuple(entry for path in files for entry in _read_glossary(path))
+
+
+def _read_glossary(path: Path) -> list[Entry]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"glossary {path}: cannot be read ({exc})") from exc
     out = []
-    for line in Path(__file__).with_name("glossary.txt").read_text(encoding="utf-8").splitlines():
-        if line.strip() and not line.startswith("#"):
-            zh, en = line.split("|")
-            out.append((tuple(t.strip() for t in zh.split(",")), tuple(t.strip() for t in en.split(","))))
+    for n, line in enumerate(lines, start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        sides = [tuple(t.strip() for t in side.split(",") if t.strip()) for side in line.split("|")]
+        zh, en = sides if len(sides) == 2 else ((), ())
+        if not zh or not en or not all(CJK_CHAR.search(t) for t in zh):
+            raise ValueError(
+                f"glossary {path} line {n}: expected 'Chinese names | English names', got {line!r}"
+            )
+        out.append((zh, en))
     return out
 
 
@@ -120,7 +162,7 @@ def _glossary_maps() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
         for word in zh:
             zh_en[word].extend(e for e in en if e not in zh_en[word])
         for name in en:
-            key = _stemmed(_EN_WORD.findall(name))
+            key = _stemmed(_EN_WORD.findall(name.lower()))
             en_zh[key].extend(z for z in zh if z not in en_zh[key])
     return dict(zh_en), dict(en_zh)
 
@@ -200,10 +242,13 @@ def untranslated_names(text: str) -> list[str]:
         names = _LATIN_NAME.findall(text)
     else:
         _, en_zh, _ = _dictionary()
+        _, terms = _glossary_maps()
         names = [
             w
             for w in _LATIN_NAME.findall(text)
-            if re.search(r"\d|[a-z][A-Z]|[A-Z]{2}", w) and _stemmed([w.lower()]) not in en_zh
+            if re.search(r"\d|[a-z][A-Z]|[A-Z]{2}", w)
+            and _stemmed([w.lower()]) not in en_zh
+            and _stemmed([w.lower()]) not in terms
         ]
     return [n for n in dict.fromkeys(names) if len(n) > 1 and n.lower() not in STOP_WORDS and tokenize(n)]
 
