@@ -171,3 +171,12 @@ def test_semantic_cache_serves_repeat_rounds_only_within_scope(lore: Lore) -> No
     # Another scope never gets the first scope's candidates (later rounds may reuse their own scope's).
     assert [s["cached"] for s in statuses(scoped, "retrieve")][:2] == [False, False]
     assert finish(scoped)["refused"] and finish(scoped)["candidates"] == []
+
+
+def test_a_part_whose_words_the_kb_holds_nowhere_is_not_covered(lore: Lore) -> None:
+    question = "What is the refund window? How do I choose a fishing float for the LF-200?"
+    events = list(deep(lore, max_rounds=1).run(question, opts(lore)))
+    end = finish(events)
+    assert end["not_covered"] == ["How do I choose a fishing float for the LF-200?"], end
+    reasons = [r for g in statuses(events, "grade") for r in g.get("reasons", [])]
+    assert "the knowledge base holds these words of the question nowhere: choose, fishing, float" in reasons

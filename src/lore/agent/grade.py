@@ -52,10 +52,13 @@ def grade(ctx: RunContext, question: str, i: int, sub_question: str, round_: int
     reasons = list(evidence.reasons)
     if evidence.sufficient and not sufficient:
         reasons.append(f"top passages hold {evidence.coverage:.0%} of the sub-question's terms")
-    unknown = unknown_words(sub_question, ctx.hits.get(i, []), kb_holds(r, ctx.search)) if sufficient else []
-    if unknown and not evidence.cross_language:
-        sufficient = False
-        reasons.append(f"the knowledge base holds these words of the question nowhere: {', '.join(unknown)}")
+    if sufficient and not evidence.cross_language:
+        unknown = unknown_words(sub_question, ctx.hits.get(i, []), kb_holds(r, ctx.search))
+        if unknown:
+            sufficient = False
+            reasons.append(
+                f"the knowledge base holds these words of the question nowhere: {', '.join(unknown)}"
+            )
     rules = check_consistency(sub_question, [p for p in passages if p.n in relevant])
     ctx.consistent[i], ctx.conflicts[i] = rules.consistent, rules.conflicts
     if rules.conflicts:

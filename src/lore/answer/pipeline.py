@@ -215,7 +215,7 @@ class AskPipeline:
 
     def _check_words(self, ctx: AskContext) -> None:
         """Refuse a question too many of whose words the KB holds nowhere: its passages matched the rest
-        ("car" of "Which car is good to buy now?" in a passage on car audio)."""
+        ("fishing" of "How do I choose a fishing float?" in a passage on fishing seasons)."""
         unknown = unknown_words(ctx.question, ctx.hits, kb_holds(self.retriever, ctx.search))
         if unknown:
             reason = f"the knowledge base holds these words of the question nowhere: {', '.join(unknown)}"
