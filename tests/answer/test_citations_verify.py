@@ -44,6 +44,13 @@ def test_split_sentences_cjk_latin_and_markers() -> None:
         "Done?",
     ]
     assert split_sentences("question: Why?; answer: Because.") == ["question: Why?; answer: Because."]
+    # A closing quote stays with its sentence; a clause mark the source left at a start starts nothing.
+    assert split_sentences("他说：「最强的人是最孤立的人。」总结了斥责。") == [
+        "他说：「最强的人是最孤立的人。」",
+        "总结了斥责。",
+    ]
+    assert split_sentences("（），是第7部剧场版。") == ["（），是第7部剧场版。"]
+    assert split_sentences("，是第7部剧场版。") == ["是第7部剧场版。"]
     # A doubled full stop in the source is no sentence: it was chosen as a whole answer ("[1]。").
     assert split_sentences("故有[书香]之称。。不过采摘要小心。") == ["故有[书香]之称。", "不过采摘要小心。"]
 

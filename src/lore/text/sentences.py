@@ -11,12 +11,13 @@ from lore.lexical import is_chinese, tokenize
 from lore.lexical.tokenize import word_frequency
 from lore.text.units import text_units
 
-# A sentence ends after CJK end punctuation, after Latin end punctuation followed by a space and a
-# sentence start, or at a line break; a citation marker right after the punctuation stays with its
-# sentence ("…审批单。[1]", "…days.[2] Next"). "?;" inside a table row ("question: …?; answer: …")
-# is no end.
+# A sentence ends after CJK end punctuation (with the closing quote or bracket after it: "…。」"), after
+# Latin end punctuation followed by a space and a sentence start, or at a line break; a citation marker
+# right after the punctuation stays with its sentence ("…审批单。[1]", "…days.[2] Next"). "?;" inside a
+# table row ("question: …?; answer: …") is no end.
 _SPLIT = re.compile(
-    r"(?<=[。！？；])(?!\s*\[\d)\s*"
+    r"(?<=[。！？；])(?![」』”’）)】]|\s*\[\d)\s*"
+    r"|(?<=[。！？；][」』”’）)】])(?!\s*\[\d)\s*|(?<=[。！？；][」』”’）)】]\[\d\])\s*"
     r"|(?<=[。！？；]\[\d\])\s*|(?<=[。！？；]\[\d\d\])\s*"
     r"|(?<=[.!?])\s+(?=[A-Z0-9\"'(\u4e00-\u9fff])"
     r"|(?<=[.!?]\[\d\])\s+|(?<=[.!?]\[\d\d\])\s+"
@@ -29,6 +30,7 @@ _ABBREVIATION = re.compile(
     r"Gov|Sen|Rev|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)|(?<![°\d]\s)(?<![°\d])\b[A-Z]"
     r"|\b(?:[A-Za-z]\.){1,3}[A-Za-z])\.$"
 )
+_CLAUSE_MARKS = "，,、；;：: "
 _LIST_ITEM = re.compile(r"^(?:[-*•·]|\d{1,2}[.)、]|[（(]?\d{1,2}[)）])\s*")
 _MAX_LIST_ITEMS = 8
 # A single line break after a character that ends no sentence, before a line that starts no list
@@ -87,7 +89,12 @@ def title_line(text: str) -> bool:
 def split_sentences(text: str) -> list[str]:
     """Sentences in order, stripped, empty ones (no letter, figure or character: "。") dropped; a line
     ending in a colon keeps the list items that follow it (so "年假天数如下：" comes with its items)."""
-    pieces = [s.strip() for s in _SPLIT.split(_unwrap(text)) if s and any(ch.isalnum() for ch in s)]
+    # A clause mark left at the start (a name the source dropped: "（），是…") starts no sentence.
+    pieces = [
+        s.strip().lstrip(_CLAUSE_MARKS)
+        for s in _SPLIT.split(_unwrap(text))
+        if s and any(ch.isalnum() for ch in s)
+    ]
     pieces = _rejoin_abbreviations(pieces)
     merged: list[str] = []
     items = 0
