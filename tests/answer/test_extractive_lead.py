@@ -86,7 +86,7 @@ def under(n: int, text: str, headings: list[str]) -> Passage:
     return Passage(n, text, [Hit(chunk, 1.0 / n)])
 
 
-def test_a_passage_is_read_with_its_headings_and_translated_words_weigh_by_rarity() -> None:
+def test_a_passage_is_read_with_its_headings_and_need_names_nothing() -> None:
     gen = ExtractiveGenerator()
     # The section's heading (如何申请年假) says what its sentence is about; the text says 休假申请 only.
     how = under(
@@ -100,3 +100,9 @@ def test_a_passage_is_read_with_its_headings_and_translated_words_weigh_by_rarit
     onboarding = under(1, "新员工入职第一天需要带身份证原件、最高学历证书原件和银行卡。", ["FAQ"])
     claims = under(2, "报销时须提交以下三项材料：发票原件、费用明细单、审批单。", ["报销"])
     assert gen.select("What documents do I need for reimbursement?", [onboarding, claims])[0].passage == 2
+
+
+def test_a_title_line_answers_nothing() -> None:
+    page = "LF-200 Picker\nLF-200 拣选机器人 - 灯笼鱼机器人有限公司\n工作温度：0 至 40 摄氏度，冷库场景请选择 LF-200C。\n"
+    chosen = ExtractiveGenerator().select("LF-200能在冷库用吗？", [under(1, page, [])])
+    assert [c.text for c in chosen] == ["工作温度：0 至 40 摄氏度，冷库场景请选择 LF-200C。"]

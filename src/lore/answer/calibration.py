@@ -23,8 +23,7 @@ from lore.answer.evidence import (
     EvidenceModel,
     EvidenceQuery,
     default_model,
-    evidence_features,
-    held_across,
+    judge_evidence,
     kb_holds,
     unknown_words,
 )
@@ -112,13 +111,13 @@ def scorer(
             return 0.0
         vector = retriever.embed_query(question)
         query = EvidenceQuery(question, tokenize(question), vector, retriever.embedder, retriever.cache)
-        features = evidence_features(query, passages)
-        if not held_across(question, passages, features):
+        # Judged as the ask pipeline judges it; what it refuses whatever the threshold scores 0.
+        evidence = judge_evidence(query, passages, threshold=0.0, model=model)
+        if not evidence.sufficient:
             return 0.0
-        # Refused whatever the threshold, as the ask pipeline refuses it.
-        if not features.get("cross") and unknown_words(question, hits, holds):
+        if not evidence.cross_language and unknown_words(question, hits, holds):
             return 0.0
-        return model.probability(features)
+        return evidence.confidence
 
     return score
 

@@ -28,7 +28,7 @@ from lore.lexical import is_chinese, tokenize
 from lore.retrieve.search import Retrieval, SearchOptions
 from lore.schema import Hit, index_text
 from lore.store.fusion import RRF_K
-from lore.text.sentences import coverage, key_coverage, key_terms
+from lore.text.sentences import coverage, key_coverage, key_terms, token_set
 
 MODEL_PATH = Path(__file__).with_name("evidence_model.json")
 SUPPORT_COVERAGE = 0.5
@@ -154,7 +154,7 @@ def judge_evidence(
     f = evidence_features(query, passages, rerank)
     p = round(model.probability(f), 4)
     reasons = []
-    held = p < threshold or held_across(query.text, passages, f)
+    held = p < threshold or _held_across(query.text, passages, f)
     if not held:
         reasons.append("no passage holds half of the question's words, as they are or translated")
     if p < threshold:
@@ -183,7 +183,7 @@ def judge_evidence(
     )
 
 
-def held_across(question: str, passages: Sequence[Passage], features: Mapping[str, float]) -> bool:
+def _held_across(question: str, passages: Sequence[Passage], features: Mapping[str, float]) -> bool:
     """False for an English question judged across languages when no passage holds half of its words, as
     they are or translated (`crosslang.holds_question`): the embedder alone does not vouch for Chinese
     passages. Chinese questions are not held to it: the dictionary's English glosses describe more than they
@@ -210,7 +210,7 @@ def unknown_words(question: str, hits: Sequence[Hit], known: Callable[[str], boo
         return []
     # The word as asked is what is searched: stemming a stem again can change it ("earli" -> "ear").
     asked = {t: w.strip(_PUNCTUATION) for w in question.split() for t in tokenize(w)}
-    seen = {t for h in hits for t in tokenize(index_text(h.chunk))}
+    seen = frozenset().union(*(token_set(index_text(h.chunk)) for h in hits))
     missing = [t for t in tokens if t not in seen]
     if len(tokens) - len(missing) >= KNOWN_SHARE * len(tokens):
         return []

@@ -7,7 +7,7 @@ import re
 from functools import lru_cache
 
 from lore.lexical import is_chinese, tokenize
-from lore.lexical.bilingual import glossary, glossary_edition
+from lore.lexical.bilingual import glossary, glossary_edition, glossary_names
 from lore.text.sentences import coverage
 
 _CELL = re.compile(r"^\s*([^:：;；\n]{1,60}?)\s*[:：]\s+(.+?)\s*$", re.DOTALL)
@@ -181,25 +181,11 @@ def _stated(value: str, question: str) -> bool:
     # Chinese runs on without spaces ("一线城市住宿上限"): only Latin letters and digits bound a value.
     if re.search(rf"(?<![A-Za-z0-9-]){re.escape(value)}(?![A-Za-z0-9-])", question, re.IGNORECASE):
         return True
-    across = _names_across().get(value.strip().lower(), ())
+    across = glossary_names(value)
     if not across:
         return False
     asked = set(tokenize(question))
     return any(name in question if is_chinese(name) else set(tokenize(name)) <= asked for name in across)
-
-
-def _names_across() -> dict[str, tuple[str, ...]]:
-    return _names_across_in(glossary_edition())
-
-
-@lru_cache(maxsize=2)
-def _names_across_in(edition: int) -> dict[str, tuple[str, ...]]:
-    """Each glossary name (lower-case) -> its entry's names in the other language."""
-    out: dict[str, tuple[str, ...]] = {}
-    for zh, en in glossary():
-        out.update({z.lower(): en for z in zh})
-        out.update({e.lower(): zh for e in en})
-    return out
 
 
 def _said_as(name: str, question: str, translated: dict[str, str], exact: bool = False) -> str:

@@ -167,6 +167,15 @@ def _glossary_maps() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     return dict(zh_en), dict(en_zh)
 
 
+def glossary_names(name: str) -> list[str]:
+    """The names the glossary gives `name`'s entry in the other language (二线城市 -> "second-tier city", …;
+    "Second-tier cities" -> 二线城市), or []."""
+    zh_en, en_zh = _glossary_maps()
+    if CJK_CHAR.search(name):
+        return zh_en.get(name.strip(), [])
+    return en_zh.get(_stemmed(_EN_WORD.findall(name.lower())), [])
+
+
 def _stemmed(words: list[str]) -> str:
     return " ".join(stem_words(words))
 
