@@ -103,6 +103,7 @@ def test_a_passage_is_read_with_its_headings_and_need_names_nothing() -> None:
 
 
 def test_a_title_line_answers_nothing() -> None:
-    page = "LF-200 Picker\nLF-200 拣选机器人 - 灯笼鱼机器人有限公司\n工作温度：0 至 40 摄氏度，冷库场景请选择 LF-200C。\n"
+    title = "LF-200 Picker\nLF-200 拣选机器人 - 灯笼鱼机器人有限公司\n"
+    page = title + "工作温度：0 至 40 摄氏度，冷库场景请选择 LF-200C。\n"
     chosen = ExtractiveGenerator().select("LF-200能在冷库用吗？", [under(1, page, [])])
     assert [c.text for c in chosen] == ["工作温度：0 至 40 摄氏度，冷库场景请选择 LF-200C。"]
