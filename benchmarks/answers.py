@@ -53,6 +53,7 @@ def main() -> None:
     )
     p.add_argument("--split", choices=["all", "eval", "threshold", "fit"], default="all")
     p.add_argument("--json-out", default="")
+    p.add_argument("--rows-out", default="", help="write every question's row here (JSONL), to read misses")
     p.add_argument("--png", default="", help="write a reliability plot here")
     p.add_argument(
         "--calibrate",
@@ -97,6 +98,9 @@ def main() -> None:
     if args.json_out:
         out = {**summary["extractive"], "generators": summary}
         Path(args.json_out).write_text(json.dumps(out, ensure_ascii=False, indent=2), encoding="utf-8")
+    if args.rows_out:
+        lines = (json.dumps({"generator": g, **r}, ensure_ascii=False) for g, rs in rows.items() for r in rs)
+        Path(args.rows_out).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
 
 
 def _pick(ids: list[str], split: str, cap: int) -> list[str]:
@@ -177,7 +181,12 @@ def _row(lore: Lore, kb: str, source: str, question: str, gold: list[str] | None
         "refused": end["refused"],
         "ms": (time.perf_counter() - started) * 1000,
         "disagree": end.get("consistent") is False,
+        "question": question,
+        "answer": end["answer"],
+        "cited_ids": [c["document_id"] for c in end["citations"]],
     }
+    if gold is not None:
+        row.update(gold=gold, relevant=sorted(relevant))
     if gold is not None and not end["refused"]:
         answer = _norm(re.sub(r"\[\d+\]", "", end["answer"]))
         row["contains"] = any(_norm(g) in answer for g in gold)

@@ -71,7 +71,7 @@ BASE = [
     "coverage_x_similarity",
 ]
 # The cross-language model: what the multilingual embedder sees, and what little the terms share.
-CROSS_FEATURES = ["similarity", "margin", "margin_2", "coverage", "zh"]
+CROSS_FEATURES = ["similarity", "margin", "margin_2", "coverage", "translated", "zh"]
 MAX_OWN, MAX_CROSS = 1000, 300
 # (KB, source, label, cap): translated questions on their own KB, and pairings across languages. The
 # CMRC KB is left out: `answers.py` asks it off-topic questions across languages the model never saw.

@@ -120,3 +120,16 @@ def test_comparison_is_a_table_with_a_citation_per_cell(lore: Lore) -> None:
     assert "| LF-200 Picker | 24 个月[1] |" in lines and "| LF-500 Mover | 24 个月[2] |" in lines
     assert [c["n"] for c in end["citations"]] == [1, 2]
     assert all(c["file"].endswith("price_list.xlsx") for c in end["citations"])
+
+
+def test_english_questions_on_chinese_only_sections_are_answered_and_off_topic_ones_refused(
+    lore: Lore,
+) -> None:
+    # The handbook says how to apply for leave and claim expenses only in Chinese: before the
+    # cross-language model read the question's translated words (申请, 年假), both were refused.
+    leave = ask(lore, "How do I apply for annual leave?")
+    assert not leave["refused"] and "OA 系统" in leave["answer"], leave["evidence"]
+    travel = ask(lore, "How do I get reimbursed for travel?")
+    assert not travel["refused"] and "报销" in travel["answer"], travel["evidence"]
+    for off_topic in ("How should I manage my money?", "Which car is good to buy now?"):
+        assert ask(lore, off_topic)["refused"], off_topic

@@ -70,9 +70,21 @@ def test_languages_of_questions_and_passages() -> None:
 def test_cross_features_measure_how_far_the_best_match_stands_out() -> None:
     standing_out = [_passage(1, "甲", 0.90), _passage(2, "乙", 0.80), _passage(3, "丙", 0.78)]
     flat = [_passage(1, "甲", 0.81), _passage(2, "乙", 0.80), _passage(3, "丙", 0.80)]
-    high, low = cross_features(None, standing_out, None, None), cross_features(None, flat, None, None)
+    q = "How many days of annual leave?"
+    high, low = cross_features(q, None, standing_out, None, None), cross_features(q, None, flat, None, None)
     assert high["margin"] > low["margin"] > 0 and high["margin_2"] > low["margin_2"]
-    assert cross_features(None, standing_out[:1], None, None) == {"margin": 0.0, "margin_2": 0.0}
+    alone = cross_features(q, None, standing_out[:1], None, None)
+    assert alone["margin"] == alone["margin_2"] == 0.0
+
+
+def test_cross_features_count_the_question_words_a_top_passage_holds_translated() -> None:
+    leave = [_passage(1, "年假申请：请在 OA 系统中提交申请。", 0.85), _passage(2, "病假需提前通知。", 0.80)]
+    found = cross_features("How do I apply for annual leave?", None, leave, None, None)["translated"]
+    fishing = cross_features("How do I choose a fishing float?", None, leave, None, None)["translated"]
+    assert found > 0.5 > fishing
+    # a Chinese question's English glosses are not counted: they describe more than they translate
+    sick = [_passage(1, "Sick leave must be reported in advance.", 0.85), _passage(2, "Pay day.", 0.8)]
+    assert cross_features("病假需要提前通知吗？", None, sick, None, None)["translated"] == 0.0
 
 
 def test_a_cross_language_question_is_judged_by_the_cross_model() -> None:

@@ -131,7 +131,9 @@ def evidence_features(
         "coverage_x_similarity": cov * sim,
     }
     if is_cross_language(query.text, passages):  # only the `cross` model reads its margins
-        features.update(cross=1.0, **cross_features(query.vector, passages, query.embedder, query.cache))
+        features.update(
+            cross=1.0, **cross_features(query.text, query.vector, passages, query.embedder, query.cache)
+        )
     else:
         features["cross"] = 0.0
     if reranked:
