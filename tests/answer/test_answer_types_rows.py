@@ -8,7 +8,8 @@ from lore.answer.calibration import choose_threshold, generate_questions, offtop
 from lore.answer.citations import renumber
 from lore.answer.evidence import EvidenceModel, default_model
 from lore.answer.generators.base import Passage
-from lore.answer.generators.extractive import ExtractiveGenerator, _Candidate, _same_fact
+from lore.answer.generators.candidates import Candidate, same_fact
+from lore.answer.generators.extractive import ExtractiveGenerator
 from lore.answer.qtypes import has_answer_type, question_type
 from lore.answer.rows import (
     asked_cells,
@@ -244,9 +245,9 @@ def test_one_fact_inside_a_longer_sentence_with_the_same_figures_is_said_once() 
     question = "一线城市出差住宿每晚最多多少钱？"
     text = "".join(ExtractiveGenerator().stream(question, [passage(1, long), passage(2, short, file="b.md")]))
     assert text.count("600 元") == 1 and "[1][2]" in text
-    said = [_Candidate(1, 0, long, 1.0)]
-    assert _same_fact(_Candidate(2, 0, short, 0.9), said) is said[0]
-    assert _same_fact(_Candidate(2, 0, other, 0.9), said) is None  # 650 vs 600: a disagreement
+    said = [Candidate(1, 0, long, 1.0)]
+    assert same_fact(Candidate(2, 0, short, 0.9), said) is said[0]
+    assert same_fact(Candidate(2, 0, other, 0.9), said) is None  # 650 vs 600: a disagreement
 
 
 def test_comparison_table_cites_every_cell() -> None:

@@ -9,32 +9,23 @@ from two files is said once with both citations. Nothing but the passages' words
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from lore.answer.citations import close_clause, end_sentence, insert_marker, join_sentences
 from lore.answer.crosslang import is_cross_language, question_language
 from lore.answer.generators.base import Passage
-from lore.answer.qtypes import asks_comparison, has_answer_type, question_parts, question_type
-from lore.answer.rows import (
-    compared_cells,
-    comparison_table,
-    faq_cells,
-    item_codes,
-    names_code,
-    names_its_row,
-    names_other_item,
-    read_row,
-)
+from lore.answer.generators.candidates import Candidate, same_fact
+from lore.answer.generators.row_answers import comparison, faq_row, named_rows, sibling_rows
+from lore.answer.qtypes import has_answer_type, question_parts, question_type
+from lore.answer.rows import faq_cells, names_other_item, read_row
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
-from lore.lexical import is_chinese, tokenize
+from lore.lexical import tokenize
 from lore.lexical.bilingual import in_other_language, translated_coverage, translation_groups
 from lore.schema import index_text
-from lore.text.sentences import coverage, local_weights, split_sentences, title_line, token_set
+from lore.text.sentences import coverage, local_weights, split_sentences, title_line
 from lore.text.units import text_units
 
 LOCAL_RARITY = True  # weigh question terms by their rarity among the retrieved passages
@@ -51,23 +42,6 @@ _TYPE_MISS = 0.6  # a sentence without an answer of the asked type (no number fo
 # In a bilingual KB a sentence in the question's language leads unless one in the other language, matched
 # by the question's translated words, scores clearly higher.
 _SAME_LANGUAGE_LEAD = 0.8
-_SAME_FACT = 0.85  # token overlap (both ways) at which two sentences say the same thing
-_SAME_FIGURES = 0.6  # overlap enough when both state the same two or more figures (a row and its prose)
-_NUMBERS = re.compile(r"\d+(?:[.,]\d+)*")
-
-
-@dataclass(eq=False)
-class _Candidate:
-    passage: int  # passage number n
-    index: int  # sentence position within the passage
-    text: str  # what is scored against the question
-    score: float
-    out: str = ""  # what the answer says (a row's asked cell, an FAQ row's answer); `text` if empty
-    also: list[int] = field(default_factory=list)  # other passages stating the same fact
-
-    @property
-    def said(self) -> str:
-        return self.out or self.text
 
 
 class ExtractiveGenerator:
@@ -96,7 +70,7 @@ class ExtractiveGenerator:
     def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
         """Yield the chosen sentences one by one, each followed by its `[n]` marker(s); a comparison of
         items whose rows are among the passages is one Markdown table."""
-        table = _comparison(question, passages)
+        table = comparison(question, passages)
         if table:
             yield table
             return
@@ -109,7 +83,7 @@ class ExtractiveGenerator:
             yield joined[len(text) :]
             text = joined
 
-    def select(self, question: str, passages: Sequence[Passage]) -> list[_Candidate]:
+    def select(self, question: str, passages: Sequence[Passage]) -> list[Candidate]:
         """The chosen sentences: the best one first (the direct answer), then its support in passage order."""
         cands = _scored(question, passages)
         if not cands:
@@ -148,7 +122,7 @@ class ExtractiveGenerator:
         for cand in short:
             if cand in chosen or id(cand) in foreign:
                 continue
-            if (twin := _same_fact(cand, chosen)) is not None:  # said once, with every source cited
+            if (twin := same_fact(cand, chosen)) is not None:  # said once, with every source cited
                 if cand.passage != twin.passage and cand.passage not in twin.also:
                     twin.also.append(cand.passage)
                 continue
@@ -170,15 +144,17 @@ class ExtractiveGenerator:
                 continue
             chosen.append(cand)
             units += size
-        if best.index == 0 and _faq_row(by_n[best.passage]):  # an FAQ row says its whole answer cell
-            for cand in sorted((c for c in cands if c.passage == best.passage and c not in chosen), key=_at):
+        if best.index == 0 and faq_row(by_n[best.passage]):  # an FAQ row says its whole answer cell
+            for cand in sorted(
+                (c for c in cands if c.passage == best.passage and c not in chosen), key=lambda c: c.at
+            ):
                 if units + text_units(cand.said) <= self.max_units:
                     chosen.append(cand)
                     units += text_units(cand.said)
-        named = _named_rows(question, cands, by_n)
+        named = named_rows(question, cands, by_n)
         if named:  # "LF-200和LF-500的载重分别是多少？": each named item's row answers its part
             return named
-        rows = _sibling_rows(question, best, cands, by_n)
+        rows = sibling_rows(question, best, cands, by_n)
         if rows:  # "住宿标准是多少？": the asked column of every row of the table, in the table's order
             rest = [c for c in chosen if c not in rows and c.passage not in {r.passage for r in rows}]
             return [*rows, *rest][: len(rows) + max(0, self.max_sentences - 1)]
@@ -187,25 +163,25 @@ class ExtractiveGenerator:
             lead = [c for c in parts if c in chosen]
             return [*lead, *sorted((c for c in chosen if c not in lead), key=lambda c: (c.passage, c.index))]
         # Support in passage order, the lead's own passage first (an FAQ answer's next sentences).
-        lead_c, rest = chosen[0], sorted(chosen[1:], key=lambda c: (c.passage != best.passage, *_at(c)))
+        lead_c, rest = chosen[0], sorted(chosen[1:], key=lambda c: (c.passage != best.passage, *c.at))
         return [lead_c, *rest]
 
     @staticmethod
-    def _best_per_part(tops: list[tuple[float, _Candidate]], best: _Candidate | None) -> list[_Candidate]:
+    def _best_per_part(tops: list[tuple[float, Candidate]], best: Candidate | None) -> list[Candidate]:
         """For a question with several parts ("几天？怎么申请？"), each part's best sentence (`_part_tops`)
         that adds something to `best` and to the parts before it."""
-        extra: list[_Candidate] = []
+        extra: list[Candidate] = []
         for cover, top in tops:
             if (
                 top is not best
                 and top not in extra
                 and cover > 0
-                and _same_fact(top, [c for c in (best, *extra) if c is not None]) is None
+                and same_fact(top, [c for c in (best, *extra) if c is not None]) is None
             ):
                 extra.append(top)
         return extra
 
-    def _add_similarity(self, question: str, cands: list[_Candidate]) -> None:
+    def _add_similarity(self, question: str, cands: list[Candidate]) -> None:
         assert self.embedder is not None
         q = embed_texts(self.embedder, [question], "query", self.cache)[0]
         vecs = embed_texts(self.embedder, [c.text for c in cands], "passage", self.cache)
@@ -215,7 +191,7 @@ class ExtractiveGenerator:
             cand.score = 0.6 * cand.score + 0.4 * float(sim)
 
 
-def _scored(question: str, passages: Sequence[Passage]) -> list[_Candidate]:
+def _scored(question: str, passages: Sequence[Passage]) -> list[Candidate]:
     """Every sentence (or row, FAQ answer) of the passages, scored on words alone, best first."""
     q_tokens = tokenize(question)
     qtype = question_type(question)
@@ -245,102 +221,13 @@ def _scored(question: str, passages: Sequence[Passage]) -> list[_Candidate]:
                 score *= 0.3  # a question (an FAQ's own, a heading) or a title does not answer anything
             if not has_answer_type(out or text, qtype, question):
                 score *= _TYPE_MISS
-            cands.append(_Candidate(p.n, j, text, score, out))
+            cands.append(Candidate(p.n, j, text, score, out))
     return sorted(cands, key=lambda c: -c.score)
 
 
-MAX_ROWS = 6
-
-
-def _at(c: _Candidate) -> tuple[int, int]:
-    return c.passage, c.index
-
-
-def _faq_row(p: Passage) -> bool:
-    chunk = p.hit.chunk
-    return (chunk.source_type == "faq" and bool(chunk.answer)) or faq_cells(chunk.text) is not None
-
-
-def _table_row(p: Passage) -> bool:
-    """A row of a data table (an FAQ sheet's rows each answer their own question)."""
-    chunk = p.hit.chunk
-    return chunk.source_type == "table_row" and faq_cells(chunk.text) is None
-
-
-def _data_row(c: _Candidate, by_n: dict[int, Passage]) -> bool:
-    """A table row read for its asked column."""
-    return bool(c.out) and _table_row(by_n[c.passage])
-
-
-def _sibling_rows(
-    question: str, best: _Candidate, cands: list[_Candidate], by_n: dict[int, Passage]
-) -> list[_Candidate]:
-    """When the lead is a table row read for a question naming no row, the same column of the other rows
-    of its table among the passages (up to `MAX_ROWS`, in row order); else []."""
-
-    def table(c: _Candidate) -> tuple | None:
-        chunk = by_n[c.passage].hit.chunk
-        if not _data_row(c, by_n) or names_its_row(chunk.text, question):
-            return None
-        return (chunk.file_path, chunk.sheet, tuple(chunk.heading_path))
-
-    key = table(best)
-    if key is None:
-        return []
-    rows = {c.passage: c for c in reversed(cands) if table(c) == key}
-    if len(rows) < 2:
-        return []
-    ordered = sorted(
-        rows.values(),
-        key=lambda c: (by_n[c.passage].hit.chunk.row or 0, by_n[c.passage].hit.chunk.chunk_index),
-    )
-    return ordered[:MAX_ROWS] if best in ordered[:MAX_ROWS] else [best, *ordered[: MAX_ROWS - 1]]
-
-
-def _comparison(question: str, passages: Sequence[Passage]) -> str:
-    """For a comparison of items named by code ("Compare LF-200 and LF-500"), a Markdown table of the
-    compared attributes from each item's first table row among the passages, a citation per cell; "" when
-    an item has no such row."""
-    codes = item_codes(question)
-    if len(codes) < 2 or not asks_comparison(question):
-        return ""
-    rows: list[tuple[str, list[tuple[str, str]], int]] = []
-    for code in codes:
-        used = {n for *_, n in rows}
-        row = next(
-            (p for p in passages if _table_row(p) and names_code(p.text, code) and p.n not in used), None
-        )
-        compared = compared_cells(row.text, question) if row is not None else None
-        if compared is None or not compared[1]:
-            return ""
-        rows.append((compared[0] or code, compared[1], row.n))
-    return comparison_table(rows, is_chinese(question))
-
-
-def _named_rows(question: str, cands: list[_Candidate], by_n: dict[int, Passage]) -> list[_Candidate]:
-    """For a question naming several items by code ("LF-200和LF-500的载重分别是多少？"), the best-scoring
-    table row read for each, in the question's order, when rows answer at least two of them; else []."""
-    codes = item_codes(question)
-    if len(codes) < 2:
-        return []
-    picked: list[_Candidate] = []
-    for code in codes:
-        row = next(
-            (
-                c
-                for c in cands  # best first
-                if _data_row(c, by_n) and names_code(by_n[c.passage].text, code) and c not in picked
-            ),
-            None,
-        )
-        if row is not None:
-            picked.append(row)
-    return picked if len(picked) > 1 else []
-
-
 def _part_tops(
-    question: str, cands: list[_Candidate], by_n: dict[int, Passage]
-) -> list[tuple[float, _Candidate]]:
+    question: str, cands: list[Candidate], by_n: dict[int, Passage]
+) -> list[tuple[float, Candidate]]:
     """(its coverage, the sentence covering it best) for each part of a question asking several things;
     empty for a single question. Ties go to the sentence whose passage, headings included, covers the part
     more ("年假怎么申请": the leave passage under 如何申请年假, not 报销's "…将退回申请")."""
@@ -360,7 +247,7 @@ def _part_tops(
     return tops
 
 
-def _add_rerank(cands: list[_Candidate], passages: Sequence[Passage]) -> None:
+def _add_rerank(cands: list[Candidate], passages: Sequence[Passage]) -> None:
     """A sentence weighs a little more the more relevant the reranker judged its passage (relative to the
     most relevant one); hits without a rerank score add nothing."""
     scores = {p.n: p.hit.rerank_score for p in passages}
@@ -385,31 +272,3 @@ def _pieces(p: Passage, question: str) -> list[tuple[str, str]]:
     said = read_row(p.text, question)
     # A row is also scored by its asked column in the question's words (a header in the other language).
     return [(f"{said} {p.text}", said)] if said else [(p.text, p.text)]
-
-
-def _same_fact(cand: _Candidate, chosen: Sequence[_Candidate]) -> _Candidate | None:
-    """The chosen sentence saying what `cand` says (from another file, or repeated), if any."""
-    mine = token_set(cand.said)
-    if not mine:
-        return None
-    figures = _figures(cand.said)
-    for other in chosen:
-        if _figures(other.said) != figures:  # 500 元 vs 600 元: a disagreement, not one fact
-            continue
-        theirs = token_set(other.said)
-        shared = len(mine & theirs)
-        if theirs and shared >= _SAME_FACT * len(mine) and shared >= _SAME_FACT * len(theirs):
-            return other
-        # The same figures, one sentence inside the other ("600 元 … 400 元" with and without the
-        # list of cities): one fact, the longer says it.
-        if figures and theirs and shared >= _SAME_FACT * min(len(mine), len(theirs)):
-            return other
-        # A table row and a sentence stating its figures ("Price: 2600 USD/yr", "USD 2,600 per year").
-        if len(figures) > 1 and shared >= _SAME_FIGURES * min(len(mine), len(theirs)):
-            return other
-    return None
-
-
-def _figures(text: str) -> set[str]:
-    """The figures a sentence states, thousands separators dropped (2,600 is 2600)."""
-    return {re.sub(r",(?=\d{3}(?!\d))", "", f) for f in _NUMBERS.findall(text)}
