@@ -184,6 +184,8 @@ def _row(lore: Lore, kb: str, source: str, question: str, gold: list[str] | None
         "question": question,
         "answer": end["answer"],
         "cited_ids": [c["document_id"] for c in end["citations"]],
+        "reasons": (end.get("evidence") or {}).get("reasons", []),
+        "cross": bool((end.get("evidence") or {}).get("cross_language")),
     }
     if gold is not None:
         row.update(gold=gold, relevant=sorted(relevant))

@@ -121,6 +121,19 @@ def test_a_question_whose_words_the_kb_holds_nowhere_is_refused(lore: Lore) -> N
     assert not known["refused"]
 
 
+def test_a_question_judged_across_languages_needs_its_words_in_the_kb_or_their_translations(
+    lore: Lore,
+) -> None:
+    # Judged on a Chinese passage (车队管理 holds "manage"); "money" (钱, 金, 货币) is nowhere in the KB.
+    _, money = run(lore, "How should I manage my money?")
+    assert money["refused"] and money["evidence"]["cross_language"], money["evidence"]
+    assert money["evidence"]["reasons"] == [
+        "the knowledge base holds these words of the question nowhere: money"
+    ]
+    _, leave = run(lore, "How do I apply for annual leave?")  # apply: 申请, annual leave: 年假
+    assert not leave["refused"] and leave["evidence"]["cross_language"], leave["evidence"]
+
+
 def test_a_question_of_several_parts_is_answered_when_each_part_is(lore: Lore) -> None:
     # No passage covers both parts, so judged as one question the evidence was too weak (P 0.13).
     _, end = run(lore, "报销需要什么材料？住宿标准是多少？")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from lore.answer.calibration import FILE_NAME
+from lore.answer.calibration import FILE_NAME, scorer
 from lore.answer.evidence import default_model
 from lore.cli.main import app
 from lore.config import load_settings
@@ -133,3 +133,18 @@ def test_english_questions_on_chinese_only_sections_are_answered_and_off_topic_o
     assert not travel["refused"] and "报销" in travel["answer"], travel["evidence"]
     for off_topic in ("How should I manage my money?", "Which car is good to buy now?"):
         assert ask(lore, off_topic)["refused"], off_topic
+
+
+def test_the_calibration_scores_a_question_as_the_ask_pipeline_judges_it(lore: Lore) -> None:
+    # Judged on the handbook's English passages (sick leave) it is not answered; the pipeline then judges
+    # the Chinese 年假 section by the question's translated words: the calibration scores that judgement.
+    kb = lore.catalog.get_kb("hb")
+    score = scorer(lore.retriever(kb), lore.scoped(kb, lore.search_options()), lore.settings.answer)
+    end = ask(lore, "How many days of annual leave do I get?")
+    assert end["evidence"]["cross_language"] and not end["refused"]
+    assert score("How many days of annual leave do I get?") == pytest.approx(
+        end["evidence_confidence"], abs=0.01
+    )
+    # and the other way: a cover letter, judged on the English passages too, is refused by both
+    off = ask(lore, "怎么写一封求职信？")
+    assert off["refused"] and 0.0 < score("怎么写一封求职信？") < off["evidence"]["threshold"]

@@ -82,6 +82,9 @@ def test_cross_features_count_the_question_words_a_top_passage_holds_translated(
     found = cross_features("How do I apply for annual leave?", None, leave, None, None)["translated"]
     fishing = cross_features("How do I choose a fishing float?", None, leave, None, None)["translated"]
     assert found > 0.5 > fishing
+    # one-character glosses (教 teach, 好 good, 课 lesson) are in any long Chinese passage: not counted
+    wiki = [_passage(1, "他在学校教书，上课认真，成绩很好。", 0.85), _passage(2, "病假需提前通知。", 0.80)]
+    assert cross_features("How do I teach a good lesson?", None, wiki, None, None)["translated"] < 0.5
     # a Chinese question's English glosses are not counted: they describe more than they translate
     sick = [_passage(1, "Sick leave must be reported in advance.", 0.85), _passage(2, "Pay day.", 0.8)]
     assert cross_features("病假需要提前通知吗？", None, sick, None, None)["translated"] == 0.0

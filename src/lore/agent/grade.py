@@ -52,8 +52,9 @@ def grade(ctx: RunContext, question: str, i: int, sub_question: str, round_: int
     reasons = list(evidence.reasons)
     if evidence.sufficient and not sufficient:
         reasons.append(f"top passages hold {evidence.coverage:.0%} of the sub-question's terms")
-    if sufficient and not evidence.cross_language:
-        unknown = unknown_words(sub_question, ctx.hits.get(i, []), kb_holds(r, ctx.search))
+    if sufficient:
+        holds = kb_holds(r, ctx.search)
+        unknown = unknown_words(sub_question, ctx.hits.get(i, []), holds, across=evidence.cross_language)
         if unknown:
             sufficient = False
             reasons.append(

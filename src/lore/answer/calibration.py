@@ -20,19 +20,22 @@ from pathlib import Path
 
 from lore.answer.context import build_passages
 from lore.answer.evidence import (
+    Evidence,
     EvidenceModel,
     EvidenceQuery,
     default_model,
     judge_evidence,
     kb_holds,
+    other_language_passages,
     unknown_words,
 )
+from lore.answer.generators.base import Passage
 from lore.config import AnswerSettings
 from lore.errors import LoreError
 from lore.eval.compare import question_rows
 from lore.lexical import is_chinese, tokenize
 from lore.retrieve.search import Retrieval, SearchOptions
-from lore.schema import Chunk
+from lore.schema import Chunk, Hit
 from lore.text.sentences import split_sentences
 from lore.text.units import text_units
 
@@ -102,22 +105,31 @@ def scorer(
     model = model or default_model()
     holds = kb_holds(retriever, options)
 
+    def make_passages(hits: list[Hit]) -> list[Passage]:
+        return build_passages(hits, max_passages=settings.max_passages, budget_units=settings.context_budget)
+
     def score(question: str) -> float:
         hits = retriever.search(question, options)
-        passages = build_passages(
-            hits, max_passages=settings.max_passages, budget_units=settings.context_budget
-        )
+        passages = make_passages(hits)
         if not passages:
             return 0.0
         vector = retriever.embed_query(question)
         query = EvidenceQuery(question, tokenize(question), vector, retriever.embedder, retriever.cache)
+
         # Judged as the ask pipeline judges it; what it refuses whatever the threshold scores 0.
-        evidence = judge_evidence(query, passages, threshold=0.0, model=model)
-        if not evidence.sufficient:
-            return 0.0
-        if not evidence.cross_language and unknown_words(question, hits, holds):
-            return 0.0
-        return evidence.confidence
+        def judged(evidence: Evidence) -> float:
+            refused = not evidence.sufficient or unknown_words(
+                question, hits, holds, across=evidence.cross_language
+            )
+            return 0.0 if refused else evidence.confidence
+
+        first = judge_evidence(query, passages, threshold=0.0, model=model)
+        if first.cross_language:
+            return judged(first)
+        # In a KB of two languages the pipeline also judges the other language's passages: the higher wins.
+        others = other_language_passages(question, retriever, options, vector, make_passages)
+        second = judged(judge_evidence(query, others, threshold=0.0, model=model)) if others else 0.0
+        return max(judged(first), second)
 
     return score
 

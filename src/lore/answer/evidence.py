@@ -20,11 +20,18 @@ from pathlib import Path
 
 import numpy as np
 
-from lore.answer.crosslang import best_dense, cross_features, holds_question, is_cross_language
+from lore.answer.crosslang import (
+    best_dense,
+    cross_features,
+    holds_question,
+    is_cross_language,
+    other_language,
+)
 from lore.answer.generators.base import Passage
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache
 from lore.lexical import is_chinese, tokenize
+from lore.lexical.bilingual import english_translations, translate_terms, untranslated_names
 from lore.retrieve.search import Retrieval, SearchOptions
 from lore.schema import Hit, index_text
 from lore.store.fusion import RRF_K
@@ -35,6 +42,7 @@ SUPPORT_COVERAGE = 0.5
 # Share of a question's distinct words the KB must hold somewhere (English questions on the English dev KB,
 # `fit` and `threshold` splits: 1 answerable question of 373 refused for 4 off-topic ones of 9 answered).
 KNOWN_SHARE = 0.6
+MAX_TRANSLATIONS = 6  # of a word judged across languages, looked up at most (one BM25 search each)
 _PUNCTUATION = "\"'()[]{}<>,.;:!?"
 
 
@@ -194,6 +202,23 @@ def _held_across(question: str, passages: Sequence[Passage], features: Mapping[s
     return not features.get("cross") or is_chinese(question) or holds_question(question, passages)
 
 
+def other_language_passages(
+    question: str,
+    retriever: Retrieval,
+    options: SearchOptions,
+    vector: np.ndarray | None,
+    make_passages: Callable[[list[Hit]], list[Passage]],
+) -> list[Passage]:
+    """In a KB of two languages, the other language's passages for a question its own language's passages
+    do not answer: searched densely by the question and by BM25 on its words translated by dictionary,
+    kept when one of them holds the question (`crosslang.other_language`); else []."""
+    translated = translate_terms(question)
+    if not translated:
+        return []
+    hits = retriever.search(translated, replace(options, translate=False), vector=vector)
+    return other_language(question, make_passages(hits))
+
+
 def kb_holds(retriever: Retrieval, options: SearchOptions) -> Callable[[str], bool]:
     """`holds(word)`: whether the KB, as `options` scope it (the asker's tenant, roles, version), holds
     the word anywhere (one BM25 hit)."""
@@ -201,14 +226,24 @@ def kb_holds(retriever: Retrieval, options: SearchOptions) -> Callable[[str], bo
     return lambda word: bool(retriever.search(word, probe))
 
 
-def unknown_words(question: str, hits: Sequence[Hit], known: Callable[[str], bool]) -> list[str]:
+def unknown_words(
+    question: str, hits: Sequence[Hit], known: Callable[[str], bool], across: bool = False
+) -> list[str]:
     """The words of an English question that no retrieved hit holds and that, asked one by one (`known`),
     the KB the asker may read holds nowhere, when they are more than `1 - KNOWN_SHARE` of its distinct
-    words ("choose", "float" of "How do I choose a fishing float?"); else []. Chinese questions are not
-    checked: jieba splits names its own way (芸香叶有, 赛斯 of 赛斯纳), and as substrings every everyday
-    character is known (画 of 怎么画葡萄)."""
+    words ("choose", "float" of "How do I choose a fishing float?"); else []. `across` (judged on passages
+    in the other language): the words the dictionary translates, each known by one of its translations
+    ("money": 钱, 金, 货币), and the names it cannot. Chinese questions are not checked: jieba splits
+    names its own way (芸香叶有, 赛斯 of 赛斯纳), and as substrings every everyday character is known
+    (画 of 怎么画葡萄)."""
+    if is_chinese(question):
+        return []
+    if across:
+        units = english_translations(question) + [(n, [n]) for n in untranslated_names(question)]
+        unknown = [w for w, terms in units if not any(known(t) for t in terms[:MAX_TRANSLATIONS])]
+        return unknown if len(units) - len(unknown) < KNOWN_SHARE * len(units) else []
     tokens = list(dict.fromkeys(tokenize(question)))
-    if is_chinese(question) or not tokens:
+    if not tokens:
         return []
     # The word as asked is what is searched: stemming a stem again can change it ("earli" -> "ear").
     asked = {t: w.strip(_PUNCTUATION) for w in question.split() for t in tokenize(w)}

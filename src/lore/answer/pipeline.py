@@ -20,8 +20,14 @@ import numpy as np
 from lore.answer.citations import Citation, attach_missing, citations_for, clean_markers, renumber
 from lore.answer.consistency import Consistency, check_consistency, disagreement_note
 from lore.answer.context import build_passages
-from lore.answer.crosslang import other_language
-from lore.answer.evidence import Evidence, EvidenceQuery, judge_evidence, kb_holds, unknown_words
+from lore.answer.evidence import (
+    Evidence,
+    EvidenceQuery,
+    judge_evidence,
+    kb_holds,
+    other_language_passages,
+    unknown_words,
+)
 from lore.answer.generators.base import GenerationError, Generator, Passage
 from lore.answer.prompt import NOT_COVERED
 from lore.answer.qtypes import question_parts
@@ -31,7 +37,6 @@ from lore.embed.base import Embedder
 from lore.embed.cache import EmbeddingCache
 from lore.errors import LoreError
 from lore.lexical import is_chinese, tokenize
-from lore.lexical.bilingual import translate_terms
 from lore.retrieve.search import Retrieval, SearchOptions
 from lore.schema import Hit
 
@@ -205,7 +210,7 @@ class AskPipeline:
         ctx.evidence = judge_evidence(query, ctx.passages, self.settings.evidence_threshold)
         if not ctx.evidence.sufficient:
             ctx.evidence = self._judge_parts(ctx) or self._judge_other_language(ctx) or ctx.evidence
-        if ctx.evidence.sufficient and not ctx.evidence.cross_language:
+        if ctx.evidence.sufficient:
             self._check_words(ctx)
         if not ctx.evidence.sufficient:
             ctx.refused, ctx.route = True, "refused"
@@ -216,7 +221,8 @@ class AskPipeline:
     def _check_words(self, ctx: AskContext) -> None:
         """Refuse a question too many of whose words the KB holds nowhere: its passages matched the rest
         ("fishing" of "How do I choose a fishing float?" in a passage on fishing seasons)."""
-        unknown = unknown_words(ctx.question, ctx.hits, kb_holds(self.retriever, ctx.search))
+        holds = kb_holds(self.retriever, ctx.search)
+        unknown = unknown_words(ctx.question, ctx.hits, holds, across=ctx.evidence.cross_language)
         if unknown:
             reason = f"the knowledge base holds these words of the question nowhere: {', '.join(unknown)}"
             ctx.evidence = replace(ctx.evidence, sufficient=False, reasons=[reason])
@@ -244,13 +250,10 @@ class AskPipeline:
         answer it, only they are answered from."""
         if ctx.evidence is not None and ctx.evidence.cross_language:
             return None  # the passages were judged across languages already
-        translated = translate_terms(ctx.question)
-        if not translated:
-            return None
         r = self.retriever
-        # Dense by the question (the embedder is multilingual); BM25 and the reranker by its translation.
-        hits = r.search(translated, replace(ctx.search, translate=False), vector=ctx.query_vector)
-        others = other_language(ctx.question, self._passages(ctx, hits))
+        others = other_language_passages(
+            ctx.question, r, ctx.search, ctx.query_vector, lambda hits: self._passages(ctx, hits)
+        )
         if not others:
             return None
         query = EvidenceQuery(ctx.question, ctx.q_tokens, ctx.query_vector, r.embedder, r.cache)

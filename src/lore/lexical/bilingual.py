@@ -185,10 +185,16 @@ def _by_frequency(words: list[str], n: int) -> list[str]:
 
 
 def _english_to_chinese(text: str) -> list[list[str]]:
+    return [translations for _, translations in english_translations(text)]
+
+
+def english_translations(text: str) -> list[tuple[str, list[str]]]:
+    """Each English word or phrase the dictionary or the glossary knows ("annual leave"), with its Chinese
+    translations, in the text's order; stop, asking and light words ("get", "need") are not looked up."""
     _, en_zh, _ = _dictionary()
     _, terms = _glossary_maps()
     words = _EN_WORD.findall(text.lower())
-    out: list[list[str]] = []
+    out: list[tuple[str, list[str]]] = []
     i = 0
     while i < len(words):
         for n in range(min(MAX_PHRASE, len(words) - i), 0, -1):
@@ -197,7 +203,7 @@ def _english_to_chinese(text: str) -> list[list[str]]:
             key = _stemmed(words[i : i + n])
             found = _by_frequency(en_zh.get(key, []), PER_WORD if n == 1 else PER_WORD + 1)
             if key in terms or found:  # the glossary's workplace words first ("reimbursement": 报销)
-                out.append(list(dict.fromkeys([*terms.get(key, []), *found])))
+                out.append((" ".join(words[i : i + n]), list(dict.fromkeys([*terms.get(key, []), *found]))))
                 i += n
                 break
         else:
