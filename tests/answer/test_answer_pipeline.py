@@ -130,11 +130,6 @@ def test_a_question_judged_across_languages_needs_its_words_in_the_kb_or_their_t
     assert money["evidence"]["reasons"] == [
         "the knowledge base holds these words of the question nowhere: money"
     ]
-    # a Chinese question is checked by its Latin names: iPhone is nowhere (P 0.36 on a product price row)
-    _, phone = run(lore, "iPhone 最新款多少钱？")
-    assert phone["refused"] and phone["evidence"]["reasons"] == [
-        "the knowledge base holds these words of the question nowhere: iPhone"
-    ]
     _, leave = run(lore, "How do I apply for annual leave?")  # apply: 申请, annual leave: 年假
     assert not leave["refused"] and leave["evidence"]["cross_language"], leave["evidence"]
 

@@ -233,15 +233,11 @@ def unknown_words(
     the KB the asker may read holds nowhere, when they are more than `1 - KNOWN_SHARE` of its distinct
     words ("choose", "float" of "How do I choose a fishing float?"); else []. `across` (judged on passages
     in the other language): the words the dictionary translates, each known by one of its translations
-    ("money": 钱, 金, 货币), and the names it cannot. Of a Chinese question only its Latin names are
-    checked ("iPhone" of iPhone 最新款多少钱？), all of which the KB must hold nowhere: jieba splits
+    ("money": 钱, 金, 货币), and the names it cannot. Chinese questions are not checked: jieba splits
     names its own way (芸香叶有, 赛斯 of 赛斯纳), and as substrings every everyday character is known
     (画 of 怎么画葡萄)."""
-    seen = frozenset().union(*(token_set(index_text(h.chunk)) for h in hits))
     if is_chinese(question):
-        names = untranslated_names(question)
-        unknown = [n for n in names if not seen.intersection(tokenize(n)) and not known(n)]
-        return unknown if names and len(unknown) == len(names) else []
+        return []
     if across:
         units = english_translations(question) + [(n, [n]) for n in untranslated_names(question)]
         unknown = [w for w, terms in units if not any(known(t) for t in terms[:MAX_TRANSLATIONS])]
@@ -251,6 +247,7 @@ def unknown_words(
         return []
     # The word as asked is what is searched: stemming a stem again can change it ("earli" -> "ear").
     asked = {t: w.strip(_PUNCTUATION) for w in question.split() for t in tokenize(w)}
+    seen = frozenset().union(*(token_set(index_text(h.chunk)) for h in hits))
     missing = [t for t in tokens if t not in seen]
     if len(tokens) - len(missing) >= KNOWN_SHARE * len(tokens):
         return []
