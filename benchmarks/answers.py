@@ -172,6 +172,7 @@ def _calibrate(
 def _row(lore: Lore, kb: str, source: str, question: str, gold: list[str] | None, relevant) -> dict:
     started = time.perf_counter()
     end = _ask(lore, kb, question)
+    evidence = end.get("evidence") or {}
     row = {
         "source": source,
         "answerable": gold is not None,
@@ -184,8 +185,8 @@ def _row(lore: Lore, kb: str, source: str, question: str, gold: list[str] | None
         "question": question,
         "answer": end["answer"],
         "cited_ids": [c["document_id"] for c in end["citations"]],
-        "reasons": (end.get("evidence") or {}).get("reasons", []),
-        "cross": bool((end.get("evidence") or {}).get("cross_language")),
+        "reasons": evidence.get("reasons", []),
+        "cross": bool(evidence.get("cross_language")),
     }
     if gold is not None:
         row.update(gold=gold, relevant=sorted(relevant))

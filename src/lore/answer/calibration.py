@@ -124,12 +124,12 @@ def scorer(
             return 0.0 if refused else evidence.confidence
 
         first = judge_evidence(query, passages, threshold=0.0, model=model)
+        p = judged(first)
         if first.cross_language:
-            return judged(first)
+            return p
         # In a KB of two languages the pipeline also judges the other language's passages: the higher wins.
         others = other_language_passages(question, retriever, options, vector, make_passages)
-        second = judged(judge_evidence(query, others, threshold=0.0, model=model)) if others else 0.0
-        return max(judged(first), second)
+        return max(p, judged(judge_evidence(query, others, threshold=0.0, model=model))) if others else p
 
     return score
 
