@@ -8,7 +8,7 @@ import pytest
 from lore.answer.crosslang import cross_features, is_cross_language, language, question_language
 from lore.answer.evidence import EvidenceModel, EvidenceQuery, judge_evidence
 from lore.answer.generators.base import Passage
-from lore.answer.qtypes import question_type
+from lore.answer.qtypes import asks_how_to, narrates, question_type
 from lore.lexical import tokenize
 from lore.schema import Hit
 from tests.chunks import make_chunk
@@ -47,6 +47,42 @@ from tests.chunks import make_chunk
 )
 def test_question_words_in_clauses(question: str, kind: str | None) -> None:
     assert question_type(question) == kind
+
+
+@pytest.mark.parametrize(
+    ("question", "how_to"),
+    [
+        ("How do I send a letter?", True),
+        ("how to reset the VPN password", True),
+        ("How can you make snow clay?", True),
+        ("What is the best way to learn the piano?", True),
+        ("How did Chopin teach double thirds?", False),  # how it happened, not how to do it
+        ("How many days of annual leave do I get?", False),
+        ("年假怎么申请？", False),  # Chinese questions are not judged by this rule
+    ],
+)
+def test_questions_asking_how_to_do_something(question: str, how_to: bool) -> None:
+    assert asks_how_to(question) is how_to
+
+
+@pytest.mark.parametrize(
+    ("sentence", "told"),
+    [
+        ("Before he left, he sent a letter and gifts to the official.", True),
+        ("Full-length movies became available on September 12, 2006.", True),
+        ("In October 1810, six months after his birth, the family moved to Warsaw.", True),
+        ("The album was released in 2003.", True),
+        # instructions and present rules, passives and perfects included
+        ("Email sales@lanternfish.example with the models, quantities and site address.", False),
+        ("Hardware can be returned for a full refund within 30 days of delivery.", False),
+        ("Employees who have passed probation may work remotely up to 2 days per week.", False),
+        ("Since 2024, reimbursements are processed within 5 business days.", False),
+        ("Submit requested documents to People Operations.", False),
+        ("请在 OA 系统中提交休假申请。", False),
+    ],
+)
+def test_sentences_that_tell_what_was_done(sentence: str, told: bool) -> None:
+    assert narrates(sentence) is told
 
 
 def _passage(n: int, text: str, dense: float | None, doc: str = "a.md") -> Passage:

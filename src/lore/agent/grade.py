@@ -11,7 +11,7 @@ from lore.agent.rewrite import keyword_query
 from lore.agent.state import RunContext
 from lore.answer.consistency import check_consistency
 from lore.answer.context import build_passages
-from lore.answer.evidence import EvidenceQuery, judge_evidence, kb_holds, unknown_words
+from lore.answer.evidence import EvidenceQuery, judge_evidence, kb_holds, unmet
 from lore.answer.generators.base import Passage
 from lore.embed.base import scaled_similarity
 from lore.lexical import tokenize
@@ -54,12 +54,10 @@ def grade(ctx: RunContext, question: str, i: int, sub_question: str, round_: int
         reasons.append(f"top passages hold {evidence.coverage:.0%} of the sub-question's terms")
     if sufficient:
         holds = kb_holds(r, ctx.search)
-        unknown = unknown_words(sub_question, ctx.hits.get(i, []), holds, across=evidence.cross_language)
-        if unknown:
+        unmet_by = unmet(sub_question, ctx.hits.get(i, []), passages, holds, across=evidence.cross_language)
+        if unmet_by:
             sufficient = False
-            reasons.append(
-                f"the knowledge base holds these words of the question nowhere: {', '.join(unknown)}"
-            )
+            reasons.extend(unmet_by)
     rules = check_consistency(sub_question, [p for p in passages if p.n in relevant])
     ctx.consistent[i], ctx.conflicts[i] = rules.consistent, rules.conflicts
     if rules.conflicts:

@@ -27,7 +27,7 @@ from lore.answer.evidence import (
     judge_evidence,
     kb_holds,
     other_language_passages,
-    unknown_words,
+    unmet,
 )
 from lore.answer.generators.base import Passage
 from lore.config import AnswerSettings
@@ -117,19 +117,21 @@ def scorer(
         query = EvidenceQuery(question, tokenize(question), vector, retriever.embedder, retriever.cache)
 
         # Judged as the ask pipeline judges it; what it refuses whatever the threshold scores 0.
-        def judged(evidence: Evidence) -> float:
-            refused = not evidence.sufficient or unknown_words(
-                question, hits, holds, across=evidence.cross_language
+        def judged(evidence: Evidence, judged_on: list[Passage]) -> float:
+            refused = not evidence.sufficient or unmet(
+                question, hits, judged_on, holds, across=evidence.cross_language
             )
             return 0.0 if refused else evidence.confidence
 
         first = judge_evidence(query, passages, threshold=0.0, model=model)
-        p = judged(first)
+        p = judged(first, passages)
         if first.cross_language:
             return p
         # In a KB of two languages the pipeline also judges the other language's passages: the higher wins.
         others = other_language_passages(question, retriever, options, vector, make_passages)
-        return max(p, judged(judge_evidence(query, others, threshold=0.0, model=model))) if others else p
+        if not others:
+            return p
+        return max(p, judged(judge_evidence(query, others, threshold=0.0, model=model), others))
 
     return score
 

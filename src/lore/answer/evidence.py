@@ -28,6 +28,7 @@ from lore.answer.crosslang import (
     other_language,
 )
 from lore.answer.generators.base import Passage
+from lore.answer.qtypes import asks_how_to, narrates
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache
 from lore.lexical import is_chinese, tokenize
@@ -35,7 +36,7 @@ from lore.lexical.bilingual import english_translations, translate_terms, untran
 from lore.retrieve.search import Retrieval, SearchOptions
 from lore.schema import Hit, index_text
 from lore.store.fusion import RRF_K
-from lore.text.sentences import coverage, key_coverage, key_terms, token_set
+from lore.text.sentences import coverage, key_coverage, key_terms, split_sentences, token_set
 
 MODEL_PATH = Path(__file__).with_name("evidence_model.json")
 SUPPORT_COVERAGE = 0.5
@@ -255,6 +256,35 @@ def unknown_words(
     if len(tokens) - len(unknown) >= KNOWN_SHARE * len(tokens):
         return []
     return list(dict.fromkeys(asked.get(t, t) for t in unknown))
+
+
+def how_to_unmet(question: str, passages: Sequence[Passage]) -> str | None:
+    """Why a how-to question goes unanswered when every sentence of the top passages that shares a word
+    with it tells what someone did ("How do I send a letter?": "Before he left, he sent a letter"); else
+    None."""
+    if not asks_how_to(question):
+        return None
+    asked = token_set(question)
+    matching = [s for p in passages[:3] for s in split_sentences(p.text) if asked & token_set(s)]
+    if matching and all(narrates(s) for s in matching):
+        return "the question asks how to do something; the passages that match it tell what was done"
+    return None
+
+
+def unmet(
+    question: str,
+    hits: Sequence[Hit],
+    passages: Sequence[Passage],
+    known: Callable[[str], bool],
+    across: bool = False,
+) -> list[str]:
+    """Why a question the evidence model accepts is still refused: words the KB holds nowhere
+    (`unknown_words`), or a how-to question met only by narration (`how_to_unmet`); [] when neither."""
+    unknown = unknown_words(question, hits, known, across=across)
+    if unknown:
+        return [f"the knowledge base holds these words of the question nowhere: {', '.join(unknown)}"]
+    reason = how_to_unmet(question, passages)
+    return [reason] if reason else []
 
 
 def _similarity(query: EvidenceQuery, passages: Sequence[Passage]) -> float:

@@ -26,7 +26,7 @@ from lore.answer.evidence import (
     judge_evidence,
     kb_holds,
     other_language_passages,
-    unknown_words,
+    unmet,
 )
 from lore.answer.generators.base import GenerationError, Generator, Passage
 from lore.answer.prompt import NOT_COVERED
@@ -219,13 +219,12 @@ class AskPipeline:
             ctx.consistency = check_consistency(ctx.question, ctx.passages)
 
     def _check_words(self, ctx: AskContext) -> None:
-        """Refuse a question too many of whose words the KB holds nowhere: its passages matched the rest
-        ("fishing" of "How do I choose a fishing float?" in a passage on fishing seasons)."""
+        """Refuse a question too many of whose words the KB holds nowhere ("fishing" of "How do I choose a
+        fishing float?" in a passage on fishing seasons), or a how-to question met only by narration."""
         holds = kb_holds(self.retriever, ctx.search)
-        unknown = unknown_words(ctx.question, ctx.hits, holds, across=ctx.evidence.cross_language)
-        if unknown:
-            reason = f"the knowledge base holds these words of the question nowhere: {', '.join(unknown)}"
-            ctx.evidence = replace(ctx.evidence, sufficient=False, reasons=[reason])
+        reasons = unmet(ctx.question, ctx.hits, ctx.passages, holds, across=ctx.evidence.cross_language)
+        if reasons:
+            ctx.evidence = replace(ctx.evidence, sufficient=False, reasons=reasons)
 
     def _judge_parts(self, ctx: AskContext) -> Evidence | None:
         """A question asking several things ("几天？怎么申请？") is answered when the passages answer each

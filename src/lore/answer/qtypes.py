@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from lore.lexical import tokenize
+from lore.lexical import is_chinese, tokenize
 
 _EN_NUM = (
     r"\b(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
@@ -190,3 +190,49 @@ def question_parts(question: str) -> list[str]:
         for q in (_AND_ASK.split(p) if _ASKS_FIRST.match(p) else [p])
     ]
     return [p for p in parts if tokenize(p)] or [question]
+
+
+# "How do I send a letter?" asks for a way to do something, not for what someone once did.
+_HOW_TO = re.compile(
+    r"^\s*(?:how\s+(?:do|can|could|should|would|may|might|must)\s+(?:i|you|we|one)\b|how\s+to\b|"
+    r"what(?:'s|\s+is)\s+the\s+(?:best\s+)?way\s+to\b)",
+    re.IGNORECASE,
+)
+# Simple-past forms that are no past participle ("became", not "sent": "it is sent" is a present).
+_PAST_ONLY = (
+    r"became|began|went|came|took|wrote|gave|knew|saw|grew|rose|fell|ran|chose|drew|ate|flew|spoke|stole|"
+    r"swam|threw|wore|sang|rode|drove|broke|froze|forgot|hid|shook|woke|arose|was|were|did|had"
+)
+_SUBJECT = r"(?:i|he|she|we|they|it|who)"
+_PAST_AFTER_SUBJECT = (
+    r"[a-z]+ed|sent|made|found|left|led|told|said|met|built|bought|brought|taught|sold|held|spent|lost|"
+    r"kept|paid|heard|felt|fought|thought|stood|understood|won"
+)
+# A past form after a subject pronoun, or after a name inside the sentence ("Beyoncé released").
+_NARRATES = re.compile(
+    rf"(?i:\b(?:{_PAST_ONLY})\b|\b{_SUBJECT}\s+(?:{_PAST_AFTER_SUBJECT})\b)"
+    rf"|(?<=\w\s)[A-Z][\w'-]+\s+(?:{_PAST_AFTER_SUBJECT})\b"
+)
+
+
+def asks_how_to(question: str) -> bool:
+    """An English question asking how the asker may do something ("How do I ...", "How to ...")."""
+    return _HOW_TO.search(question) is not None
+
+
+# In a dated sentence, an -ed form after a word that makes it no passive, perfect or adjective is a past
+# ("In October 1810, ... the family moved to Warsaw").
+_DATED = re.compile(r"\b(?:1\d{3}|20\d{2})\b")
+_FINITE_ED = re.compile(
+    r"\b(?!(?:is|are|be|been|being|am|has|have|get|gets|the|a|an|to)\b)[a-z]+\s+[a-z]+ed\b"
+)
+
+
+def narrates(sentence: str) -> bool:
+    """An English sentence telling what was done (a simple past: "he sent a letter", "Movies became
+    available"), which says how something happened, not how to do it."""
+    if is_chinese(sentence):
+        return False
+    return _NARRATES.search(sentence) is not None or (
+        _DATED.search(sentence) is not None and _FINITE_ED.search(sentence) is not None
+    )
