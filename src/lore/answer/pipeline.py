@@ -211,14 +211,14 @@ class AskPipeline:
         if not ctx.evidence.sufficient:
             ctx.evidence = self._judge_parts(ctx) or self._judge_other_language(ctx) or ctx.evidence
         if ctx.evidence.sufficient:
-            self._check_words(ctx)
+            self._check_unmet(ctx)
         if not ctx.evidence.sufficient:
             ctx.refused, ctx.route = True, "refused"
             ctx.answer = refusal_text(ctx.question, self.settings.support_contact)
         else:
             ctx.consistency = check_consistency(ctx.question, ctx.passages)
 
-    def _check_words(self, ctx: AskContext) -> None:
+    def _check_unmet(self, ctx: AskContext) -> None:
         """Refuse a question too many of whose words the KB holds nowhere ("fishing" of "How do I choose a
         fishing float?" in a passage on fishing seasons), or a how-to question met only by narration."""
         holds = kb_holds(self.retriever, ctx.search)
