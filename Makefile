@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install browser office demo test lint bench fuzz screenshots clean
+.PHONY: install browser office demo test lint bench fuzz fuzz-long screenshots clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -47,6 +47,11 @@ bench: install
 # A bounded schemathesis run against a real `lore serve` (authenticated): fails on any 5xx.
 fuzz: install
 	$(BIN)/python benchmarks/fuzz.py --max-examples 30
+
+# The stateful test with random (not the suite's fixed) sequences, ten times as many: two tenants, shares,
+# keys, uploads, builds, deletes and revocations against a live service; prints steps and sequences run.
+fuzz-long: install
+	STATEFUL_RANDOM=1 STATEFUL_SEQUENCES=2000 $(BIN)/pytest -q -s tests/api/test_stateful.py
 
 # A PNG of every console panel into docs/ (the browser test of the console, with screenshots on).
 screenshots: install browser

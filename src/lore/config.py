@@ -94,6 +94,13 @@ class IngestSettings(_Section):
     max_zip_entries: int = Field(default=10_000, gt=0)
     max_zip_ratio: float = Field(default=200.0, gt=1)  # decompressed / compressed size
     max_pdf_pages: int = Field(default=2000, gt=0)
+    # Web crawls (`lore ingest URL`, `POST .../sources`): one page's whole fetch (connect, headers, body: a
+    # server dripping bytes is cut) and one whole crawl end at these; sitemaps are read within the caps.
+    web_page_timeout_s: float = Field(default=30.0, gt=0)
+    web_crawl_timeout_s: float = Field(default=600.0, gt=0)
+    web_sitemap_max_mb: float = Field(default=50.0, gt=0)  # per sitemap file (the protocol's own limit)
+    web_sitemap_max_entries: int = Field(default=50_000, gt=0)  # per sitemap file; the rest is not read
+    web_sitemap_max_files: int = Field(default=100, gt=0)  # sitemap files (index and children) per crawl
 
 
 class GateSettings(_Section):
@@ -110,6 +117,7 @@ class GateSettings(_Section):
     eval_k: int = Field(default=5, gt=0, le=100)
     no_worse_than_active: bool = False  # the gate fails when Recall@k drops below the active version's
     max_recall_drop: float = Field(default=0.0, ge=0, le=1)
+    max_eval_questions: int = Field(default=1000, gt=0)  # per eval set sent or saved through the API
     max_faq_problem_ratio: float = Field(default=0.2, ge=0, le=1)  # malformed/empty/duplicate FAQ rows
     max_faq_conflicts: int = Field(default=0, ge=0)  # one question, two different answers
     max_unreviewed_ocr_pages: int | None = Field(default=None, ge=0)  # OCR'd PDF pages not yet reviewed
@@ -129,6 +137,9 @@ class RetrieveSettings(_Section):
     # Glossaries of your own ("Chinese names | English names" lines, as lexical/glossary.txt), read after
     # the shipped one: product lines, departments, internal systems the dictionary cannot know.
     glossaries: list[Path] = Field(default_factory=list)
+    # BM25 matches at most this many distinct query terms (the first ones asked; their repeats kept): a
+    # question of 248 product codes costs what a question of 64 does.
+    max_query_terms: int = Field(default=64, gt=0, le=1000)
 
 
 class RerankSettings(_Section):
@@ -169,6 +180,9 @@ class AnswerSettings(_Section):
     low_confidence: float = Field(default=0.5, ge=0, le=1)
     support_contact: str = "your knowledge-base administrator"
     max_question_chars: int = Field(default=2000, gt=0)
+    # A question asking several things is judged part by part (an embedding each): parts beyond this many
+    # are judged together with the last one kept.
+    max_question_parts: int = Field(default=8, gt=0, le=50)
     max_passages: int = Field(default=6, gt=0, le=50)
     context_budget: int = Field(default=2400, gt=100)  # text units across all passages
 
@@ -190,6 +204,15 @@ class ApiSettings(_Section):
     history_turns: int = Field(default=6, ge=0, le=50)  # earlier turns used to rewrite follow-ups
     workers: int = Field(default=1, ge=1, le=64)  # `lore serve` processes; >1 needs [redis] for global limits
     shutdown_grace_s: float = Field(default=30.0, ge=0)  # on SIGTERM: open streams get this long to finish
+    # `/api/ready` answers at once from component checks a background thread repeats this often; a check
+    # still running after this long is reported as not answering.
+    ready_refresh_s: float = Field(default=5.0, gt=0, le=300)
+    # Long-lived connections (SSE answers, job events, WebSockets): the key is checked again at least this
+    # often (and on every WebSocket question); a stream ends after `stream_max_s`; a tenant holds at most
+    # `max_streams_per_tenant` open at once per process (0 = no cap; beyond it 429).
+    stream_recheck_s: float = Field(default=2.0, gt=0, le=60)
+    stream_max_s: float = Field(default=3600.0, gt=0)
+    max_streams_per_tenant: int = Field(default=20, ge=0)
 
     # Request bodies other than uploads (JSON), counted as they arrive whatever Content-Length says;
     # uploads are capped at max_upload_mb (per file, and per request) the same way.
@@ -198,6 +221,8 @@ class ApiSettings(_Section):
     # empty = web sources through the API are off. Every request and redirect must stay inside.
     web_sources: list[str] = Field(default_factory=list)
     web_max_pages: int = Field(default=200, ge=1, le=10_000)  # cap on one API crawl's `max_pages`
+    web_crawls_per_tenant: int = Field(default=2, ge=1, le=100)  # running at once per tenant; more: 429
+    web_crawl_threads: int = Field(default=8, ge=1, le=256)  # crawls running at once (own threads); more wait
 
     @field_validator("web_sources")
     @classmethod

@@ -65,6 +65,7 @@ class Resource:
     key_id: str | None = None  # trace, session, feedback: the key that made it
     indexed: bool = False  # file: it has chunks (then reading it needs reading one of them)
     readable: bool = False  # file: the caller's grant reads at least one of its chunks (checked in the store)
+    owner: str | None = None  # KB: its owner tenant (may always unshare and delete it)
 
 
 @dataclass(frozen=True)
@@ -139,14 +140,17 @@ def decide(grant: Grant, action: Action, resource: Resource) -> Decision:
             )
         )
     if action in _KB_WIDE:
-        if action is Action.SHARE and grant.key_id is not None and grant.tenant not in resource.owners:
+        owner_side = grant.key_id is None or grant.tenant == resource.owner
+        if action in (Action.SHARE, Action.DELETE) and owner_side:
+            return _OK  # its owner can always take shares back (with their files) and delete it
+        if action is Action.SHARE:
             return _forbidden("the knowledge base's owner tenant")
         if others and grant.key_id is not None:
             return Decision(
                 False,
                 403,
                 f"knowledge base '{resource.name}' holds other tenants' documents: "
-                f"{action.value} needs write rights on all of them",
+                f"{action.value} needs write rights on all of them (its owner can unshare them first)",
             )
         return _OK
     return _forbidden(

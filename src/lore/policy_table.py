@@ -13,11 +13,14 @@ _KEYS = {
     "platform admin": Grant.of_key("k3", T, ["admin", "platform-admin"], None),
 }
 _KBS = {  # ownership situations of a knowledge base
-    "own KB": Resource(Kind.KB, "kb", frozenset({T}), frozenset({T})),
-    "KB shared with it, others' files in it": Resource(
-        Kind.KB, "kb", frozenset({OTHER, T}), frozenset({OTHER, T})
+    "own KB": Resource(Kind.KB, "kb", frozenset({T}), frozenset({T}), owner=T),
+    "own KB, shared, others' files in it": Resource(
+        Kind.KB, "kb", frozenset({OTHER, T}), frozenset({OTHER, T}), owner=T
     ),
-    "another tenant's KB": Resource(Kind.KB, "kb", frozenset({OTHER}), frozenset({OTHER})),
+    "KB shared with it, others' files in it": Resource(
+        Kind.KB, "kb", frozenset({OTHER, T}), frozenset({OTHER, T}), owner=OTHER
+    ),
+    "another tenant's KB": Resource(Kind.KB, "kb", frozenset({OTHER}), frozenset({OTHER}), owner=OTHER),
 }
 _KB_ACTIONS = (
     Action.LIST,

@@ -128,7 +128,12 @@ def test_single_questions_stay_whole(question: str) -> None:
 
 def test_sub_question_limit() -> None:
     plan = decompose("A、B、C、D和E的价格分别是多少？", max_sub_questions=3)
-    assert plan.sub_questions == ["A的价格多少？", "B的价格多少？", "C的价格多少？"]
+    # Parts beyond the limit are asked together with the last one kept, not dropped.
+    assert plan.sub_questions == [
+        "A的价格多少？",
+        "B的价格多少？",
+        "C的价格多少？ D的价格多少？ E的价格多少？",
+    ]
 
 
 def test_plan_validation() -> None:

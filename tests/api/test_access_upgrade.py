@@ -111,8 +111,10 @@ def test_upgrade_from_0004_backfills_owners_and_access_holds(old_home: tuple[Pat
                 "/api/search", headers=auth(secrets[key]), json={"kb": "mixed", "query": "parking rule code"}
             )
             assert r.status_code == 200 and SECRET[mine] in r.text and SECRET[theirs] not in r.text
-        # acme's admin cannot delete or rebuild what holds bluefin's documents; acme cannot open b.md
-        assert client.delete("/api/kbs/mixed", headers=auth(secrets["a_admin"])).status_code == 403
+        # acme's admin cannot rebuild what holds bluefin's documents (only unshare or delete it, as owner);
+        # acme cannot open b.md
+        r = client.post("/api/kbs/mixed/builds", json={}, headers=auth(secrets["a_admin"]))
+        assert r.status_code == 403
         r = client.get("/api/kbs/mixed/files/b.md", headers=auth(secrets["a_admin"]))
         assert r.status_code == 404 and SECRET[B] not in r.text
         r = client.get("/api/kbs/mixed/files/b.md", headers=auth(secrets["b_employee"]))

@@ -76,6 +76,23 @@ def _fresh(
     return make
 
 
+def _fresh_mixed(path: str) -> Callable[[World, Caller], tuple[str, Any, Any]]:
+    """A throwaway KB of A shared with B, holding an upload of each (B's stored as `bluefin|y.md`)."""
+
+    def make(w: World, _c: Caller) -> tuple[str, Any, Any]:
+        kb = w.fresh_kb(A, "x.md", (B,))
+        w.lore.storage.write_bytes(f"uploads/{kb}/{B}|y.md", b"# B\n\nA harmless note.\n")
+        w.lore.catalog.claim_files(w.lore.catalog.get_kb(kb).id, [f"{B}|y.md"], B)
+        return path.format(kb=kb), None, None
+
+    return make
+
+
+def _owner_admin(sees: set[str], owner: str, ok: int) -> Expect:
+    """The KB owner's admins may (whatever others hold in it); other admins who see it get 403."""
+    return lambda c: 404 if c.tenant not in sees else ok if c.admin and c.tenant == owner else 403
+
+
 def _file_expect(name: str) -> Expect:
     tenant = A if name.startswith("a_") else B
     kind = name.split("_", 1)[1].split(".")[0].replace("rec", "shared")
@@ -173,7 +190,7 @@ def entries() -> dict[tuple[str, str], list[Call]]:
         ("DELETE", "/api/kbs/{kb}"): [
             Call("fresh-a", _fresh(A, "/api/kbs/{kb}"), _kb_admin({A}, {A}, 204), "DELETE"),
             Call("fresh-b", _fresh(B, "/api/kbs/{kb}"), _kb_admin({B}, {B}, 204), "DELETE"),
-            Call("shared", _fixed("/api/kbs/shared"), _kb_admin({A, B}, {A, B}, 204), "DELETE"),
+            Call("mixed", _fresh_mixed("/api/kbs/{kb}"), _owner_admin({A, B}, A, 204), "DELETE"),
         ],
         ("POST", "/api/kbs/{kb}/shares"): [
             Call(
@@ -185,7 +202,7 @@ def entries() -> dict[tuple[str, str], list[Call]]:
             Call(
                 "shared",
                 _fixed("/api/kbs/shared/shares", {"tenant": "zz"}),
-                _kb_admin({A, B}, {A, B}, 201),
+                _owner_admin({A, B}, A, 201),  # its owner shares it whatever others hold in it
                 "POST",
             ),
         ],
@@ -195,7 +212,24 @@ def entries() -> dict[tuple[str, str], list[Call]]:
                 _fresh(A, "/api/kbs/{kb}/shares/zz", shared=("zz",)),
                 _kb_admin({A}, {A}, 204),
                 "DELETE",
-            )
+            ),
+            Call(
+                "mixed",
+                _fresh_mixed(f"/api/kbs/{{kb}}/shares/{B}"),
+                _owner_admin({A, B}, A, 204),
+                "DELETE",
+            ),
+        ],
+        ("DELETE", "/api/kbs/{kb}/files/{name}"): [
+            Call("own", _fresh(A, "/api/kbs/{kb}/files/x.md"), _kb_admin({A}, {A}, 200), "DELETE"),
+            Call(  # B's file: B's admins delete it (named as B names it); A's admins cannot (409)
+                "sharee's",
+                _fresh_mixed(f"/api/kbs/{{kb}}/files/{B}|y.md"),
+                lambda c: (
+                    404 if c.tenant not in (A, B) else 403 if not c.admin else 200 if c.tenant == B else 409
+                ),
+                "DELETE",
+            ),
         ],
         ("POST", "/api/kbs/{kb}/files"): [
             Call(

@@ -63,12 +63,15 @@ def test_upload_and_report_of_one_replica_are_served_by_the_other(
         seq = built["result"]["version"]["seq"]
         report = ca.get(f"/api/kbs/hb/versions/{seq}/report", headers=auth(secret))  # A reads B's report
         assert report.status_code == 200 and report.json()["files"]
+        assert b.storage.read_bytes(f"reports/hb/{seq}/quality.json")  # in the shared storage
         ca.delete("/api/kbs/hb", headers=auth(secret))
         assert cb.get("/api/kbs/hb/files/handbook.md", headers=auth(secret)).status_code == 404
     assert not (tmp_path / "a" / "uploads").exists()
     if kind == "s3":  # every file went through the bucket; no shared directory at all
         assert not (tmp_path / "shared").exists()
-        assert b.storage.list("uploads/hb") == [] and b.storage.read_bytes(f"reports/hb/{seq}/quality.json")
+        assert b.storage.list("uploads/hb") == []
+    # the delete took the KB's reports with it (issue 34: nothing of a deleted KB is left)
+    assert b.storage.read_bytes(f"reports/hb/{seq}/quality.json") is None
     a.close()
     b.close()
 

@@ -19,6 +19,7 @@ from lore.catalog import Catalog, ManifestEntry, SchemaError, alembic_config, he
 from lore.catalog.jobs import JobRow
 from lore.catalog.models import Base
 from lore.config import CatalogSettings
+from lore.errors import ConflictError, NotFoundError
 from tests.catalog.rows import KB, LORE
 from tests.conftest import fresh_database, migrated, server_absent
 
@@ -46,7 +47,11 @@ def test_values_round_trip_exactly(db_url: str) -> None:
         assert cat.version_manifest(kb.id, 1)[long_path] == entry
         with pytest.raises(Exception, match="(?i)duplicate|unique"):
             cat.record_manifest(kb.id, 2, [entry, entry])
-        assert cat.create_kb("Docs", **KB).name == "Docs"  # type: ignore[arg-type]  # names compare exactly too
+        with pytest.raises(ConflictError, match="not available"):  # unique whatever the case, on every db
+            cat.create_kb("Docs", **KB)  # type: ignore[arg-type]
+        for other in ("Docs", "docs ", "DOCS"):  # looked up exactly (MariaDB's collation pads spaces)
+            with pytest.raises(NotFoundError):
+                cat.get_kb(other)
         if cat.engine.dialect.name == "mysql":  # every table in utf8mb4 with binary collation
             with cat.engine.connect() as conn:
                 collations = set(

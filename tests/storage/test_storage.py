@@ -53,6 +53,10 @@ def test_put_read_list_fetch_delete(storage: Storage, tmp_path: Path) -> None:
     assert storage.fetch("uploads/hb/nothing.txt") is None
     storage.write_bytes("uploads/hb/b.txt", b"replaced")  # overwrite
     assert storage.read_bytes("uploads/hb/b.txt") == b"replaced"
+    assert storage.delete("uploads/hb/b.txt") and not storage.delete("uploads/hb/b.txt")  # one file
+    assert (
+        storage.list("uploads/hb") == [Entry("handbook.md", 11)] and storage.fetch("uploads/hb/b.txt") is None
+    )
     storage.delete_prefix("uploads/hb")
     assert storage.list("uploads/hb") == [] and storage.fetch("uploads/hb/handbook.md") is None
     assert storage.list("uploads/other") == [Entry("c.txt", 1)]
@@ -127,10 +131,12 @@ def test_an_unreachable_bucket_is_503_for_uploads_and_not_ready(tmp_path: Path) 
         "timeout_s": 1,
         "region": "us-east-1",
     }
+    made = Lore(load_settings(home=tmp_path))  # made while storage is up (a new KB purges leftovers there)
+    made.create_kb("hb")
+    made.close()
     lore = Lore(
         load_settings(home=tmp_path, storage={**storage, "access_key_id": "a", "secret_access_key": "b"})
     )
-    lore.create_kb("hb")
     _, secret = lore.catalog.create_api_key("default", ["admin"])
     with TestClient(create_app(lore, run_preflight=False), raise_server_exceptions=False) as c:
         r = c.post(

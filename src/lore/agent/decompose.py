@@ -79,10 +79,10 @@ def _zh_plan(q: str) -> Plan | None:
         asked = [p for p in re.split(r"[？?]+", body) if p.strip(" ，,；;")]
         parts = asked if len(asked) >= 2 else _zh_clauses(body)
         if len(parts) >= 2:
-            return Plan(
-                kind="multi-hop",
-                sub_questions=[_zh_finish(p) for p in parts],
-                reasoning="several questions in one (split at question marks and conjunctions)",
+            return _plan(
+                "multi-hop",
+                [_zh_finish(p) for p in parts],
+                "several questions in one (split at question marks and conjunctions)",
             )
     stripped = _ZH_COMPARE_HEAD.sub("", body)
     found = _zh_items(_cut_marked(stripped))
@@ -102,7 +102,7 @@ def _zh_plan(q: str) -> Plan | None:
     ]
     kind: PlanKind = "comparison" if compare else "multi-hop"
     why = "comparison of " if compare else "enumeration of "
-    return Plan(kind=kind, sub_questions=subs, reasoning=why + ", ".join(items))
+    return _plan(kind, subs, why + ", ".join(items))
 
 
 def _zh_clauses(body: str) -> list[str]:
@@ -202,20 +202,20 @@ def _en_plan(q: str) -> Plan | None:
         attr = (groups.get("attr") or "").strip()
         attr2 = (groups.get("attr2") or tail).strip()
         subs = [f"{attr} {item}".strip() + (f" {attr2}" if attr2 else "") for item in items]
-        return Plan(kind="comparison", sub_questions=subs, reasoning="comparison of " + ", ".join(items))
+        return _plan("comparison", subs, "comparison of " + ", ".join(items))
     parts = _en_parts(body)
     if len(parts) >= 2 and all(len(p.split()) >= 2 for p in parts):
-        return Plan(
-            kind="multi-hop",
-            sub_questions=[p.rstrip("?") + "?" for p in parts],
-            reasoning="several questions in one (split at question marks and conjunctions)",
+        return _plan(
+            "multi-hop",
+            [p.rstrip("?") + "?" for p in parts],
+            "several questions in one (split at question marks and conjunctions)",
         )
     m = _EN_EACH.match(body)
     if m and re.search(r",|\band\b", m.group("items")):
         items = [i.strip() for i in _EN_SPLIT_ITEMS.split(m.group("items")) if i.strip()]
         if len(items) >= 2:
             subs = [f"{m.group('head')}{m.group('attr')} of {item}?" for item in items]
-            return Plan(kind="multi-hop", sub_questions=subs, reasoning="enumeration of " + ", ".join(items))
+            return _plan("multi-hop", subs, "enumeration of " + ", ".join(items))
     return None
 
 
@@ -270,9 +270,31 @@ def decompose(question: str, max_sub_questions: int = 4) -> Plan:
     q = re.sub(r"\s+", " ", question).strip()
     plan = (_zh_plan(q) if is_chinese(q) else None) or _en_plan(q)
     if plan is None or len(plan.sub_questions) < 2:
-        return Plan(kind="simple", sub_questions=[q], reasoning="one question, no conjunction or comparison")
-    subs = plan.sub_questions[:max_sub_questions]
-    return Plan(kind=plan.kind, sub_questions=subs, reasoning=plan.reasoning)
+        return _plan("simple", [q], "one question, no conjunction or comparison")
+    subs = merge_parts(plan.sub_questions, max_sub_questions)
+    return _plan(plan.kind, subs, plan.reasoning + _merged_note(plan.sub_questions, subs))
 
 
-__all__ = ["Plan", "PlanKind", "decompose"]
+def merge_parts(parts: list[str], limit: int) -> list[str]:
+    """At most `limit` parts: the parts beyond it are asked together with the last one kept, so every
+    part is still searched (a question of twelve parts is never refused or cut short)."""
+    if len(parts) <= limit:
+        return list(parts)
+    return [*parts[: limit - 1], " ".join(parts[limit - 1 :])]
+
+
+def _merged_note(parts: list[str], kept: list[str]) -> str:
+    if len(parts) == len(kept):
+        return ""
+    n, limit = len(parts), len(kept)
+    return f" ({n} parts, over the limit of {limit}: parts {limit}-{n} searched together)"
+
+
+def _plan(kind: PlanKind, subs: list[str], reasoning: str) -> Plan:
+    """A rule plan, not checked as an LLM's reply is: the rules only cut the asked question, whose
+    length `answer.max_question_chars` bounds, into parts `decompose` merges down to its limit."""
+    subs = list(dict.fromkeys(s.strip() for s in subs if s.strip()))
+    return Plan.model_construct(kind=kind, sub_questions=subs, reasoning=reasoning)
+
+
+__all__ = ["Plan", "PlanKind", "decompose", "merge_parts"]

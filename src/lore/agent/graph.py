@@ -24,7 +24,7 @@ from langgraph.runtime import Runtime
 
 from lore.agent import prompts
 from lore.agent.compose import finish, generate
-from lore.agent.decompose import Plan, decompose
+from lore.agent.decompose import Plan, decompose, merge_parts
 from lore.agent.grade import grade, next_query
 from lore.agent.llm import Budget, BudgetExceeded, ChatLLM, ask_validated
 from lore.agent.rewrite import merge_hits, standalone_question
@@ -80,7 +80,9 @@ def plan(state: DeepState, runtime: Node) -> dict[str, Any]:
         if ctx.llm is None:
             notes.append("planning by rules: no LLM configured")
         result = decompose(state["standalone"], limit)
-    subs = result.sub_questions[:limit]
+    subs = merge_parts(result.sub_questions, limit)
+    if (n := len(result.sub_questions)) > limit:
+        notes.append(f"{n} parts, over the limit of {limit}: parts {limit}-{n} searched together")
     # The kind follows from the parts: one part is simple; several are never "simple" (an LLM saying so
     # would send the question to the fast path with its first part only).
     kind = "simple" if len(subs) < 2 else ("multi-hop" if result.kind == "simple" else result.kind)

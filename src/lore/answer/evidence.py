@@ -43,6 +43,7 @@ SUPPORT_COVERAGE = 0.5
 # Share of a question's distinct words the KB must hold somewhere (English questions on the English dev KB,
 # `fit` and `threshold` splits: 1 answerable question of 373 refused for 4 off-topic ones of 9 answered).
 KNOWN_SHARE = 0.6
+MAX_WORD_PROBES = 32  # BM25 searches one question's word check makes (`kb_holds`)
 MAX_TRANSLATIONS = 6  # of a word judged across languages, looked up at most (one BM25 search each)
 _PUNCTUATION = "\"'()[]{}<>,.;:!?"
 
@@ -220,11 +221,22 @@ def other_language_passages(
     return other_language(question, make_passages(hits))
 
 
-def kb_holds(retriever: Retrieval, options: SearchOptions) -> Callable[[str], bool]:
+def kb_holds(
+    retriever: Retrieval, options: SearchOptions, max_probes: int = MAX_WORD_PROBES
+) -> Callable[[str], bool]:
     """`holds(word)`: whether the KB, as `options` scope it (the asker's tenant, roles, version), holds
-    the word anywhere (one BM25 hit)."""
+    the word anywhere (one BM25 hit). After `max_probes` searches every word counts as held: a question
+    of 248 unknown codes costs 32 searches, and is never refused for words it was not searched for."""
     probe = replace(options, mode="bm25", top_k=1, rerank=False, translate=False)
-    return lambda word: bool(retriever.search(word, probe))
+    left = [max_probes]
+
+    def holds(word: str) -> bool:
+        if left[0] <= 0:
+            return True
+        left[0] -= 1
+        return bool(retriever.search(word, probe))
+
+    return holds
 
 
 def unknown_words(

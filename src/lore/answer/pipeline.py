@@ -229,7 +229,7 @@ class AskPipeline:
     def _judge_parts(self, ctx: AskContext) -> Evidence | None:
         """A question asking several things ("几天？怎么申请？") is answered when the passages answer each
         part, judged on its own (no passage need cover every part); the weakest part's judgement."""
-        parts = question_parts(ctx.question)
+        parts = question_parts(ctx.question, self.settings.max_question_parts)
         if len(parts) < 2:
             return None
         r = self.retriever

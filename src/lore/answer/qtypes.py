@@ -181,15 +181,20 @@ _AND_ASK = re.compile(rf",?\s+and\s+(?={_ASK_WORD}\s)(?!(?:what|which)\s+other\b
 _ASKS_FIRST = re.compile(rf"^\s*{_ASK_WORD}\s", re.IGNORECASE)
 
 
-def question_parts(question: str) -> list[str]:
+MAX_QUESTION_PARTS = 8  # `answer.max_question_parts`' default
+
+
+def question_parts(question: str, limit: int = MAX_QUESTION_PARTS) -> list[str]:
     """The parts of a question that asks several things in one message ("几天？怎么申请？"), each with
-    words of its own; one part for a single question."""
+    words of its own; one part for a single question. Parts beyond `limit` are one part with the last one
+    kept (each part costs an embedding and a judgement: 248 of them took 19 s)."""
     parts = [
         q.strip()
         for p in _PARTS.split(question)
         for q in (_AND_ASK.split(p) if _ASKS_FIRST.match(p) else [p])
     ]
-    return [p for p in parts if tokenize(p)] or [question]
+    parts = [p for p in parts if tokenize(p)] or [question]
+    return parts if len(parts) <= limit else [*parts[: limit - 1], " ".join(parts[limit - 1 :])]
 
 
 # "How do I send a letter?" asks for a way to do something, not for what someone once did.

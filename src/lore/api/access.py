@@ -38,6 +38,7 @@ def kb_resource(lore: Lore, kb: KnowledgeBase) -> Resource:
         kb.name,
         tenants=mine | shared,
         owners=mine | lore.catalog.content_tenants(kb.id),
+        owner=owner,
     )
 
 
@@ -61,10 +62,12 @@ def visible_kbs(lore: Lore, grant: Grant) -> list[KnowledgeBase]:
 
 
 def file_resource(lore: Lore, kb: KnowledgeBase, name: str, grant: Grant) -> Resource:
-    """A file (upload or indexed) of a KB: its owner tenant (the KB's owner when none is recorded), and
-    whether it is indexed and the grant reads one of its chunks (checked against the chunks as stored)."""
-    owner = lore.catalog.file_owner(kb.id, name) or kb.owner_tenant
+    """A file (upload or indexed) of a KB: its owner tenant, and whether it is indexed and the grant reads
+    one of its chunks (checked against the chunks as stored). An indexed file without owner row is the KB
+    owner's (the operator's CLI ingest); an upload without one is nobody's (left from before: never
+    handed to whoever owns the KB now)."""
     record = lore.catalog.get_file(kb.id, name)
+    owner = lore.catalog.file_owner(kb.id, name) or (kb.owner_tenant if record is not None else None)
     ids = lore.catalog.file_chunk_ids(record.id) if record is not None else []
     readable = False
     if ids and owner == grant.tenant:
@@ -116,7 +119,8 @@ def own_files(lore: Lore, kb: KnowledgeBase, grant: Grant, names: Iterable[str])
     if grant.key_id is None:
         return list(names)
     owners = lore.catalog.file_owners(kb.id)
-    return [n for n in names if owners.get(n, kb.owner_tenant) == grant.tenant]
+    indexed = {f.path for f in lore.catalog.list_files(kb.id)}
+    return [n for n in names if owners.get(n, kb.owner_tenant if n in indexed else None) == grant.tenant]
 
 
 def file_visible(lore: Lore, kb: KnowledgeBase, name: str, grant: Grant) -> bool:

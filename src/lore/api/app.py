@@ -13,6 +13,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -50,6 +52,9 @@ from lore.state.ratelimit import make_rate_limiter
 
 log = logging.getLogger("lore.api")
 WEB_DIR = Path(__file__).resolve().parents[1] / "web" / "static"
+# A lost catalog database (restart, failover, network): the caller may retry; the details go to the log.
+CATALOG_DOWN = "the catalog database is unavailable; try again shortly"
+_RETRY = {"Retry-After": "5"}
 
 
 def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastAPI:
@@ -70,6 +75,8 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
             worker.start()
         yield
         stop.set()
+        if (health := getattr(app.state, "health", None)) is not None:  # /api/ready's background checks
+            health.stop()
         if worker is not None:
             worker.join()  # a running build finishes (its lease would otherwise hold the KB for a while)
         if lore is None:  # the app made it, so the app closes it
@@ -98,7 +105,18 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
 
     @app.exception_handler(LoreError)
     async def lore_error(request: Request, exc: LoreError) -> JSONResponse:
-        return _error(request, error_status(exc), str(exc))
+        status = error_status(exc)
+        return _error(request, status, str(exc), _RETRY if status == 503 else None)
+
+    async def catalog_down(request: Request, exc: Exception) -> JSONResponse:
+        if isinstance(exc, DBAPIError) and not isinstance(exc, OperationalError | InterfaceError):
+            if not exc.connection_invalidated:
+                raise exc  # a failing statement, not a lost database: the generic 500
+        log.warning("catalog unreachable: %s %s: %s", request.method, request.url.path, exc)
+        return _error(request, 503, CATALOG_DOWN, _RETRY)
+
+    for kind in (OperationalError, InterfaceError, DBAPIError, DisconnectionError, PoolTimeoutError):
+        app.add_exception_handler(kind, catalog_down)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:

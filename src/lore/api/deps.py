@@ -35,6 +35,7 @@ class ServiceState:
     limiter: RateLimiter
     streams: set[object] = field(default_factory=set)  # live answer streams (for shutdown and tests)
     builds: set[object] = field(default_factory=set)  # builds running for a progress stream
+    tenant_streams: dict[str, int] = field(default_factory=dict)  # open streams and sockets per tenant
 
 
 def state_of(request: Request) -> ServiceState:
@@ -79,10 +80,14 @@ async def scope_of(request: Request, state: State) -> Grant:
     return await authenticate(state, bearer(request.headers.get("authorization")))
 
 
+def websocket_secret(websocket: WebSocket) -> str | None:
+    """A WebSocket caller's key: bearer header, or `access_token` query parameter for browsers."""
+    return bearer(websocket.headers.get("authorization")) or websocket.query_params.get("access_token")
+
+
 async def websocket_scope(websocket: WebSocket, state: ServiceState) -> Grant:
-    """A WebSocket caller's grant: bearer header, or `access_token` query parameter for browsers."""
-    secret = bearer(websocket.headers.get("authorization")) or websocket.query_params.get("access_token")
-    return await authenticate(state, secret, count=False)  # each question on the socket counts instead
+    """A WebSocket caller's grant (see `websocket_secret`)."""
+    return await authenticate(state, websocket_secret(websocket), count=False)  # each question counts instead
 
 
 def search_options(

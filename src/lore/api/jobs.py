@@ -3,24 +3,30 @@ when `worker.in_process`) claims it, heartbeats, runs it and records progress ev
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from lore.api.deps import error_status
+from starlette.concurrency import run_in_threadpool
+
+from lore.api.deps import ServiceState, error_status
 from lore.api.routers.ingest import report_json
 from lore.api.routers.versions import version_json
 from lore.api.security import internal_message
 from lore.catalog import BuildLockedError, Job
 from lore.engine import Lore
 from lore.errors import LoreError
+from lore.ingest.build import Removal
 from lore.ingest.pipeline import FileResult, Progress
 
 log = logging.getLogger("lore.worker")
 BUILD_OPTIONS = ("description", "activate", "quality_gate", "incremental_from", "force")
+REMOVAL_OPTIONS = ("mode", "remove", "allow_removal")  # absent from jobs queued before they existed
 
 
 def queue_build(
@@ -39,11 +45,30 @@ def queue_build(
         "kb": kb,
         "inputs": [_input_ref(lore, p) for p in inputs],
         "chunk_stamp": stamp,
-        **{name: options[name] for name in BUILD_OPTIONS},
+        **{name: options[name] for name in BUILD_OPTIONS + REMOVAL_OPTIONS if name in options},
     }
     return lore.catalog.enqueue_job(
         "build", record.id, payload, kb_name=kb, lease_s=lore.settings.worker.lease_s
     )
+
+
+async def job_events(state: ServiceState, kb: str, job_id: str) -> AsyncIterator[dict[str, Any] | None]:
+    """`start`, the job's `status` events as they are recorded, then `end` (the result) or `error`; None
+    while idle (a tick, so the stream's guard can check the key and that the job is still there)."""
+    yield {"event": "start", "data": {"kb": kb, "job": job_id}}
+    after, idle_s = 0, 0.25
+    while True:
+        events = await run_in_threadpool(state.lore.catalog.job_events, job_id, after)
+        for after, event in events:
+            yield event
+            if event["event"] in ("end", "error"):
+                return
+        if events:
+            idle_s = 0.25
+            continue
+        yield None
+        await asyncio.sleep(idle_s)
+        idle_s = min(idle_s * 2, 1.0)  # a long idle job is polled once a second, not four times
 
 
 class JobProgress(Progress):
@@ -100,6 +125,11 @@ def run_build(lore: Lore, job: Job) -> dict[str, Any]:
         [_input_path(lore, x) for x in p["inputs"]],
         progress=JobProgress(lore, job.id),
         chunk_metadata=lambda _source: stamp,
+        removal=Removal(
+            keep_unlisted=p.get("mode", "exact") == "add",
+            named=frozenset(p.get("remove", ())),
+            allowed=p.get("allow_removal", True),
+        ),
         **{name: p[name] for name in BUILD_OPTIONS},
     )
     return {

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from lore.api.limits import Seq
+from lore.api.limits import Name, Seq
 
 
 class AskBody(BaseModel):
@@ -14,17 +14,17 @@ class AskBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kb: str | None = Field(default=None, description="Knowledge base name (or give `scenario`).")
-    scenario: str | None = Field(
+    kb: Name | None = Field(default=None, description="Knowledge base name (or give `scenario`).")
+    scenario: Name | None = Field(
         default=None,
         description="Scenario id: routing, FAQ, prompt profiles and "
         "the scenario's access lists bound the key's scope (or give `kb`).",
     )
-    source: str | None = Field(
+    source: Name | None = Field(
         default=None, description="Only this business source (e.g. a scenario source)."
     )
     question: str = Field(description="The question, Chinese or English.")
-    session_id: str | None = Field(default=None, description="Continue this session (follow-ups use it).")
+    session_id: Name | None = Field(default=None, description="Continue this session (follow-ups use it).")
     new_session: bool = Field(default=True, description="Open a session when no session_id is given.")
     version: Seq | None = Field(default=None, description="Answer from this version (admin keys only).")
     top_k: int | None = Field(default=None, ge=1, le=50, description="Hits handed to context building.")

@@ -21,7 +21,8 @@ from starlette.concurrency import run_in_threadpool
 from lore.agent.rewrite import Standalone, standalone_question
 from lore.answer.pipeline import Event
 from lore.api.access import own_session, require_kb
-from lore.api.deps import ServiceState, search_options
+from lore.api.deps import ServiceState, error_status, search_options
+from lore.api.live import UNAVAILABLE
 from lore.api.logs import TRACE_ID
 from lore.api.questions import AskBody
 from lore.api.scenarios import ScenarioCall, resolve
@@ -183,12 +184,17 @@ async def ask_events(state: ServiceState, scope: Grant, plan: AskPlan) -> AsyncI
                         {**c, "scores": {**c.get("scores", {}), "bm25": None}}
                         for c in event.data.get("citations", [])
                     ]
+                if event.type == "error":
+                    status = 502 if event.data.get("stage") == "generate" else 400
+                    event.data.update(_error_data(plan, str(event.data.get("message")), status))
                 yield trace.event(event.type, event.data)
         except LoreError as exc:
-            yield trace.event("error", {"message": str(exc)})
+            yield trace.event("error", _error_data(plan, str(exc), error_status(exc)))
         except Exception:  # a fault mid-request is an error event with the trace id, never a hang
             log.exception("trace %s failed", plan.trace_id)  # the details stay in the server log
-            yield trace.event("error", {"message": internal_message(plan.trace_id), "kind": "internal"})
+            yield trace.event(
+                "error", {"message": internal_message(plan.trace_id), "kind": "internal", "status": 500}
+            )
     finally:
         if events is not None:
             events.close()  # the pipeline is suspended (next() is never abandoned mid-call), so this is safe
@@ -205,6 +211,18 @@ async def ask_events(state: ServiceState, scope: Grant, plan: AskPlan) -> AsyncI
                 )
             except Exception:  # the answer was delivered; a lost trace is logged
                 log.exception("trace %s could not be saved", plan.trace_id)
+
+
+def _error_data(plan: AskPlan, message: str, status: int) -> dict[str, Any]:
+    """An `error` event's message and status; a server's failure (5xx) is told without its address or
+    exception text, which stay in the server log."""
+    if status < 500:
+        return {"message": message, "status": status}
+    log.warning("trace %s failed (%s): %s", plan.trace_id, status, message)
+    generic = f"{UNAVAILABLE} (trace id {plan.trace_id})"
+    if status == 502:
+        generic = f"the answer could not be generated; quote trace id {plan.trace_id} to the administrator"
+    return {"message": generic, "status": status}
 
 
 def _step(events: Iterator[Event], cache_events: list[dict[str, Any]]) -> Event | object:

@@ -150,7 +150,7 @@ class AccessMixin:
             return True
 
     def unshare_kb(self, kb_id: str, tenant: str) -> bool:
-        """Take a share back (the tenant's files stay, owned by it); False if there was none."""
+        """Take a share back (`Lore.unshare_kb` also removes the tenant's files); False if there was none."""
         with self.transaction() as s:
             return bool(
                 s.execute(
@@ -205,6 +205,23 @@ class AccessMixin:
                 select(FileOwnerRow.path, FileOwnerRow.tenant_id).where(FileOwnerRow.kb_id == kb_id)
             )
             return {path: tenant for path, tenant in rows}
+
+    def tenant_files(self, kb_id: str, tenant: str) -> list[str]:
+        """The paths of the KB's files (uploads or indexed) that `tenant` owns, sorted."""
+        with self.transaction() as s:
+            query = select(FileOwnerRow.path).where(
+                FileOwnerRow.kb_id == kb_id, FileOwnerRow.tenant_id == tenant
+            )
+            return sorted(s.scalars(query))
+
+    def forget_file_owner(self, kb_id: str, path: str) -> None:
+        """Drop the owner row of a file that is gone (neither uploaded nor indexed any more)."""
+        with self.transaction() as s:
+            s.execute(
+                delete(FileOwnerRow).where(
+                    FileOwnerRow.kb_id == kb_id, FileOwnerRow.path_digest == path_digest(path)
+                )
+            )
 
     def content_tenants(self, kb_id: str) -> frozenset[str]:
         """The tenants whose files the KB holds."""

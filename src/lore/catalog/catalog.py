@@ -22,8 +22,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from lore.catalog.access import AccessMixin, FileOwnerRow, KbShareRow
-from lore.catalog.console import ConsoleMixin
-from lore.catalog.jobs import JobsMixin
+from lore.catalog.console import ChunkEditRow, ConsoleMixin, EvalSetRow, PageReviewRow
+from lore.catalog.jobs import JobEventRow, JobRow, JobsMixin
 from lore.catalog.manifests import ManifestsMixin
 from lore.catalog.migrate import check_schema, upgrade
 from lore.catalog.models import (
@@ -59,6 +59,13 @@ def mask_url(url: str) -> str:
         return make_url(url).render_as_string(hide_password=True)
     except Exception:  # noqa: BLE001 - an unparseable URL is still worth showing, masked by hand
         return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+def check_kb_name(name: str) -> str:
+    """`name` if it is a valid knowledge base name (1-64 letters, digits, '_' or '-'); LoreError otherwise."""
+    if not _KB_NAME.fullmatch(name):
+        raise LoreError(f"invalid knowledge base name {name!r}: use 1-64 letters, digits, '_' or '-'")
+    return name
 
 
 def _file_key(kb_id: str, path: str) -> tuple[Any, ...]:
@@ -215,9 +222,9 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin, AccessMixi
     ) -> KnowledgeBase:
         """Register a new knowledge base; the name must be unused and 1-64 letters, digits, '_' or '-'.
 
-        Names are global: a taken name is refused with one message whoever holds it (409)."""
-        if not _KB_NAME.fullmatch(name):
-            raise LoreError(f"invalid knowledge base name {name!r}: use 1-64 letters, digits, '_' or '-'")
+        Names are global and unique whatever their case (SQLite, PostgreSQL and MariaDB agree): a taken name
+        is refused with one message whoever holds it (409)."""
+        check_kb_name(name)
         if embedding_dim <= 0:
             raise LoreError(
                 f"knowledge base '{name}': embedding dimension must be positive, got {embedding_dim}"
@@ -225,7 +232,7 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin, AccessMixi
         duplicate = ConflictError(f"knowledge base name '{name}' is not available; choose another name")
         now = _now()
         with self.transaction() as s:
-            if s.scalar(select(KnowledgeBaseRow.id).where(KnowledgeBaseRow.name == name)) is not None:
+            if self.kb_name_taken(name):
                 raise duplicate
             row = KnowledgeBaseRow(
                 id=_new_id(),
@@ -247,6 +254,12 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin, AccessMixi
                 raise duplicate from exc
             return KnowledgeBase.from_row(row)
 
+    def kb_name_taken(self, name: str) -> bool:
+        """Whether a KB has this name in any case (KB names are ASCII: `lower` agrees on every database)."""
+        with self.transaction() as s:
+            query = select(KnowledgeBaseRow.id).where(func.lower(KnowledgeBaseRow.name) == name.lower())
+            return s.scalar(query.limit(1)) is not None
+
     def get_kb(self, name: str) -> KnowledgeBase:
         """The knowledge base with this name; NotFoundError if there is none."""
         with self.transaction() as s:
@@ -259,9 +272,15 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin, AccessMixi
             return [KnowledgeBase.from_row(row) for row in rows]
 
     def delete_kb(self, name: str) -> None:
-        """Remove a knowledge base with its file, chunk and version rows; NotFoundError if there is none."""
+        """Remove a knowledge base with every row it owns (files, chunks, versions, shares, file owners,
+        jobs, chunk edits, OCR reviews, eval sets); NotFoundError if there is none."""
         with self.transaction() as s:
             kb_id = self._kb_row(s, name).id
+            jobs = select(JobRow.id).where(JobRow.kb_id == kb_id).scalar_subquery()
+            s.execute(delete(JobEventRow).where(JobEventRow.job_id.in_(jobs)))
+            s.execute(delete(JobRow).where(JobRow.kb_id == kb_id))
+            for table in (ChunkEditRow, PageReviewRow, EvalSetRow):
+                s.execute(delete(table).where(table.kb_id == kb_id))
             s.execute(delete(ActivationRow).where(ActivationRow.kb_id == kb_id))
             s.execute(delete(KbShareRow).where(KbShareRow.kb_id == kb_id))
             s.execute(delete(FileOwnerRow).where(FileOwnerRow.kb_id == kb_id))
@@ -275,7 +294,7 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin, AccessMixi
     @staticmethod
     def _kb_row(s: Session, name: str) -> KnowledgeBaseRow:
         row = s.scalar(select(KnowledgeBaseRow).where(KnowledgeBaseRow.name == name))
-        if row is None:
+        if row is None or row.name != name:  # exactly: MariaDB's collation ignores trailing spaces
             raise NotFoundError(f"knowledge base '{name}' not found; create it with: lore kb create {name}")
         return row
 

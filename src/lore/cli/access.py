@@ -11,7 +11,6 @@ from rich.table import Table
 
 from lore.cli.common import JsonOption, failing, kb_change
 from lore.engine import Lore
-from lore.errors import NotFoundError
 
 console = Console()
 
@@ -37,12 +36,11 @@ def kb_owner(name: str, tenant: Annotated[str, typer.Argument(help="The new owne
 def kb_unshare(
     name: str, tenant: Annotated[str, typer.Argument(help="Tenant to stop sharing with.")]
 ) -> None:
-    """Stop sharing the KB with a tenant (its files stay in the KB, owned by it)."""
-    with kb_change(name) as change:
-        if not change.lore.catalog.unshare_kb(change.kb.id, tenant):
-            raise NotFoundError(f"knowledge base '{name}' is not shared with tenant '{tenant}'")
-        change.audit("unshare", tenant)
-    console.print(f"{name}: no longer shared with {tenant}")
+    """Stop sharing the KB with a tenant and remove that tenant's files from it (audited)."""
+    with failing():
+        removed = Lore().unshare_kb(name, tenant, via="cli")
+    gone = f"; removed its {len(removed)} file(s)" if removed else ""
+    console.print(f"{name}: no longer shared with {tenant}{gone}")
 
 
 def audit(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -16,10 +17,12 @@ from lore.answer.pipeline import Event
 from lore.cli import remote
 from lore.cli.access import audit, kb_owner, kb_share, kb_unshare
 from lore.cli.ask import ask
+from lore.cli.backup import backup, restore
 from lore.cli.db import db_app
 from lore.cli.evaluate import eval_command
+from lore.cli.files import files_app
 from lore.cli.mcp import mcp
-from lore.cli.progress import RichIngestProgress
+from lore.cli.progress import RichIngestProgress, stop_on_signals
 from lore.cli.render import fail, print_report, where
 from lore.cli.scenario import scenario_app
 from lore.cli.service import badcases_app, keys_app, serve, worker
@@ -46,6 +49,7 @@ app.add_typer(scenario_app, name="scenario")
 app.add_typer(keys_app, name="keys")
 app.add_typer(db_app, name="db")
 app.add_typer(badcases_app, name="badcases")
+app.add_typer(files_app, name="files")
 app.command()(serve)
 app.command()(worker)
 app.command()(ask)
@@ -53,6 +57,8 @@ app.command("eval")(eval_command)
 app.command()(mcp)
 for _command in (build, versions, diff, activate, rollback, report, gc, unlock, calibrate, audit):
     app.command()(_command)
+app.command()(backup)
+app.command()(restore)
 kb_app.command("share")(kb_share)
 kb_app.command("unshare")(kb_unshare)
 kb_app.command("owner")(kb_owner)
@@ -158,17 +164,14 @@ def kb_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
 
 @kb_app.command("delete")
 def kb_delete(name: str, yes: Annotated[bool, typer.Option("--yes", help="Do not ask.")] = False) -> None:
-    """Delete a knowledge base, its index and its catalog rows."""
+    """Delete a knowledge base with everything it holds: index, uploads, reports, edits, jobs."""
     if not yes and not typer.confirm(f"Delete knowledge base {name!r} and its index?"):
         raise typer.Exit(1)
     try:
         if (c := remote.client()) is not None:
             c.delete_kb(name)
         else:
-            lore = _lore()
-            owner = lore.catalog.get_kb(name).owner_tenant or ""
-            lore.delete_kb(name)
-            lore.catalog.audit("delete", tenant=owner, key_id=None, kb=name, target=name, via="cli")
+            _lore().delete_kb(name, via="cli")  # everything it holds, audited as its owner tenant
     except LoreError as exc:
         fail(exc)
     console.print(f"deleted {name}")
@@ -203,13 +206,33 @@ def ingest(
                 lore, kb, [p for p in inputs if is_url(p)], sitemap, prefix, max_pages, console
             )
             found = [*discover(files), *sources]
-            with RichIngestProgress(console, len(found)) as progress:
-                report = lore.ingest(kb, [], progress, sources=found)
+            with stop_on_signals() as stop, RichIngestProgress(console, len(found), stop) as progress:
+                try:
+                    report = lore.ingest(kb, [], progress, sources=found)
+                finally:
+                    lore.close()  # every finished file is committed; a Milvus Lite store flushes
+            if report.stopped:
+                _stopped(report, stop.code)
     except LoreError as exc:
         fail(exc)
     print_report(report)
     if report.count("failed"):
         raise typer.Exit(1)
+
+
+def _stopped(report: IngestReport, code: int) -> NoReturn:
+    """Say what a stopped ingest kept and how to resume, then exit at once with `code` (130 on Ctrl-C)."""
+    print_report(report)
+    kept = report.count("ingested") + report.count("skipped")
+    console.print(
+        f"[yellow]interrupted[/]: {kept} files are in the knowledge base ({report.chunks} chunks, searchable "
+        f"now); {len(report.unfinished)} not ingested, {report.unfinished[0]!r} was in progress and is "
+        "redone next time.\nTo resume, run the same `lore ingest` again: files already ingested and "
+        "unchanged are skipped."
+    )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # not waiting for the abandoned worker threads (a batch inside the embedding engine)
 
 
 @app.command()

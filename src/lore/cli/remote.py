@@ -36,6 +36,7 @@ connection = Connection()
 # locally.
 COMMANDS = {
     "kb",
+    "files",
     "ingest",
     "build",
     "search",

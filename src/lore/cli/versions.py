@@ -26,6 +26,7 @@ from lore.cli.progress import RichIngestProgress
 from lore.cli.render import fail, print_report
 from lore.engine import Lore
 from lore.errors import LoreError
+from lore.ingest.build import Removal
 from lore.ingest.files import discover
 
 console = Console()
@@ -46,8 +47,15 @@ def build(
         str, typer.Option(help="Base recorded for the version: latest | active.")
     ] = "latest",
     force: Annotated[bool, typer.Option("--force", help="Re-read and re-chunk every file.")] = False,
+    remove_missing: Annotated[
+        bool,
+        typer.Option(
+            "--remove-missing",
+            help="Files of the KB not among the sources are removed as asked (else the gate fails on them).",
+        ),
+    ] = False,
 ) -> None:
-    """Build a new STAGED version incrementally from the active one (unchanged files are reused)."""
+    """Build a new STAGED version of exactly the sources, incrementally (unchanged files are reused)."""
     del new_version  # accepted for scripts that spell it out: a build always makes a new version
     how: dict[str, Any] = {
         "description": message,
@@ -58,7 +66,7 @@ def build(
     }
     if (c := remote.client()) is not None:
         with failing():  # the sources are uploaded, then built on the server
-            built = remote.build(c, kb, source, **how)
+            built = remote.build(c, kb, source, **how, mode="exact", allow_removal=remove_missing)
         assert built.version is not None
         print_report(remote.report_of(built))
         console.print(f"version {built.version.seq} {built.version.status.upper()}")
@@ -69,8 +77,12 @@ def build(
         lore.catalog.get_kb(kb)
         found = discover(source)
         with RichIngestProgress(console, len(found)) as progress:
-            result = lore.build(kb, source, **how, progress=progress, files=found)
+            result = lore.build(
+                kb, source, **how, progress=progress, files=found, removal=Removal(allowed=remove_missing)
+            )
     print_report(result.report)
+    if result.removed:
+        console.print(f"removed from this version: {', '.join(result.removed)}")
     v = result.version
     console.print(
         f"version {v.seq} {v.status.value.upper()}: " + ", ".join(f"{k}={n}" for k, n in v.counts.items())

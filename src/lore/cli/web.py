@@ -9,6 +9,7 @@ from lore.engine import Lore
 from lore.errors import LoreError
 from lore.ingest.files import SourceFile
 from lore.ingest.web import WebCrawler, cache_dir, fetch_pages
+from lore.ingest.web_budget import WebBudget
 
 
 def is_url(value: str) -> bool:
@@ -30,6 +31,7 @@ def fetch_sources(
         cache_dir(lore.settings.home, kb),
         max_pages=max_pages,
         max_bytes=int(lore.settings.ingest.max_file_mb * 1e6),
+        budget=WebBudget.from_settings(lore.settings.ingest),
     )
     try:
         crawl = fetch_pages(crawler, urls, sitemap, prefix)

@@ -141,6 +141,7 @@ class BaseClient(Generic[H, X]):
     delete_kb = Method(calls.delete_kb)
     upload = Method(calls.upload)
     list_files = Method(calls.list_files)
+    delete_file = Method(calls.delete_file)
     ingest = Method(calls.ingest)
     ingest_url = Method(calls.ingest_url)
     upload_and_ingest = Method(calls.upload_and_ingest)

@@ -106,6 +106,12 @@ def list_files(kb: str) -> Call[dict[str, Any]]:
     return Call("GET", kb_path(kb, "/files"), _raw)
 
 
+def delete_file(kb: str, name: str) -> Call[dict[str, Any]]:
+    """Delete one of your tenant's files: its upload and, in an unversioned KB, its indexed file (in a
+    versioned KB the next build drops it)."""
+    return Call("DELETE", kb_path(kb, f"/files/{quote(name, safe='')}"), _raw)
+
+
 def ingest(
     kb: str, files: list[str] | None = None, *, paths: list[str] | None = None, dataset: str | None = None
 ) -> Call[models.IngestResult]:
@@ -155,9 +161,12 @@ def build(
     dataset: str | None = None,
     incremental_from: str = "latest",
     progress: BuildProgress | None = None,
+    mode: str = "add",
+    remove: list[str] | None = None,
+    allow_removal: bool = False,
 ) -> Call[models.IngestResult]:
-    """Build a new version of exactly these sources (a server job, followed to its end); `progress` gets
-    each per-file `status` event."""
+    """Build a new version from these sources (a server job, followed to its end): `mode` "add" keeps the
+    KB's other files but `remove`, "exact" holds only these; `progress` gets each per-file `status` event."""
     body = {
         **_sources(files, paths, dataset),
         "description": description,
@@ -165,6 +174,9 @@ def build(
         "quality_gate": quality_gate,
         "force": force,
         "incremental_from": incremental_from,
+        "mode": mode,
+        "remove": remove or [],
+        "allow_removal": allow_removal,
     }
     # the server queues a build as a job (202); its event stream carries the progress and the result
     path = kb_path(kb, "/builds/stream")

@@ -12,7 +12,7 @@ from lore.engine.quality import Quality
 from lore.errors import ConflictError, LoreError
 from lore.eval.compare import load_eval_set
 from lore.eval.sets import EvalSets
-from lore.ingest.build import BuildResult, build_lock, build_version, fail_version, recover_abandoned
+from lore.ingest.build import BuildResult, Removal, build_lock, build_version, fail_version, recover_abandoned
 from lore.ingest.chunking import Chunker, ChunkParams
 from lore.ingest.edits import ChunkEdits
 from lore.ingest.files import SourceFile, discover
@@ -78,6 +78,7 @@ class Builds(Quality):
         custom_chunks: CustomChunks | None = None,
         extra_quality: dict[str, Any] | None = None,
         files: list[SourceFile] | None = None,
+        removal: Removal | None = None,
     ) -> BuildResult:
         """Build a new STAGED version incrementally; optionally activate it.
 
@@ -85,13 +86,15 @@ class Builds(Quality):
         indexed them are reused (no parse, no embedding) unless `force`; `incremental_from`
         ("latest" or "active") is recorded as the version's base. `chunk_metadata` and
         `custom_chunks` let a caller (scenario builds) set chunk fields or make a file's chunks;
-        `files` are `discover(inputs)` when the caller has found them already (files discovered once).
+        `files` are `discover(inputs)` when the caller has found them already (files discovered once);
+        `removal` carries unlisted files over or names those to drop (`ingest.build.Removal`).
         """
         if incremental_from not in ("latest", "active"):
             raise LoreError(f"--incremental-from: 'latest' or 'active', not {incremental_from!r}")
         kb = self.catalog.get_kb(name)
         files = discover(inputs) if files is None else files
-        if not files:  # e.g. an unmounted share: never build a version that silently drops everything
+        carried = removal is not None and removal.keep_unlisted
+        if not files and not carried:  # e.g. an unmounted share: never build a version that drops everything
             raise LoreError(
                 f"{', '.join(map(str, inputs))}: no files found; refusing to build a version of "
                 f"{name!r} without any"
@@ -143,6 +146,7 @@ class Builds(Quality):
                         compare=compare,
                         extra_quality=extra_quality,
                         ocr_review=lambda files: unreviewed(self.ocr_reviews(name), files),
+                        removal=removal,
                     )
                 BUILDS.labels(str(result.version.status)).inc()
                 publish_folder(self.storage, self.reports_dir(name) / str(result.version.seq))

@@ -3,6 +3,7 @@ generator, opened once; searches bounded to a KB version."""
 
 from __future__ import annotations
 
+import shutil
 import threading
 from dataclasses import replace
 from functools import cached_property
@@ -12,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 from lore.agent.llm import ChatLLM, llm_from_settings
 from lore.answer.generators import Generator, get_generator
 from lore.catalog import Catalog, KnowledgeBase
+from lore.catalog.catalog import check_kb_name
 from lore.config import Settings, load_settings
 from lore.embed.base import Embedder, get_embedder
 from lore.embed.cache import EmbeddingCache, RedisEmbeddingCache
-from lore.errors import ConfigError, ConflictError, EmbeddingMismatchError
+from lore.errors import ConfigError, ConflictError, EmbeddingMismatchError, NotFoundError
 from lore.ingest.chunking import ChunkParams
 from lore.lexical.bilingual import use_glossaries
 from lore.retrieve.cache import SEARCH_CACHE, SearchCache
@@ -122,8 +124,11 @@ class Wiring:
     # --- knowledge bases ----------------------------------------------------------------------
 
     def create_kb(self, name: str, description: str = "", owner_tenant: str = "default") -> KnowledgeBase:
-        """Create a KB owned by `owner_tenant`, bound to the configured embedder, chunk schema and store."""
+        """Create a KB owned by `owner_tenant`, bound to the configured embedder, chunk schema and store;
+        nothing a deleted KB of the same name left in storage is inherited (it is purged first)."""
         embedder = self.configured_embedder()
+        if not self.catalog.kb_name_taken(check_kb_name(name)):
+            self.purge_kb_files(name)
         return self.catalog.create_kb(
             name,
             embedding_provider=self.settings.embed.provider,
@@ -135,12 +140,97 @@ class Wiring:
             owner_tenant=owner_tenant,
         )
 
-    def delete_kb(self, name: str) -> None:
-        """Delete a KB's store collection and its catalog rows."""
+    def delete_kb(
+        self, name: str, *, tenant: str | None = None, key_id: str | None = None, **detail: Any
+    ) -> KnowledgeBase:
+        """Delete a KB and all it owns: its files in storage (`purge_kb_files`), its store collection and
+        its catalog rows (jobs, edits, reviews, eval sets...), with one audit entry by `tenant`/`key_id`
+        (default: the local operator, as the KB's owner tenant). The name must match exactly."""
         kb = self.catalog.get_kb(name)
-        self.store(kb).drop()
-        self._stores.pop(kb.id, None)
-        self.catalog.delete_kb(name)
+        self.purge_kb_files(kb.name)
+        with self._open_lock:
+            self.store(kb).drop()
+            self._stores.pop(kb.id, None)
+            self._embedders.pop(kb.id, None)
+        with self.catalog.transaction():
+            self.catalog.delete_kb(kb.name)
+            by = kb.owner_tenant or "" if tenant is None else tenant
+            self.catalog.audit("delete", tenant=by, key_id=key_id, kb=kb.name, target=kb.id, **detail)
+        return kb
+
+    def purge_kb_files(self, name: str) -> None:
+        """Remove every file kept under a KB's name: uploads, quality reports and calibration, the console
+        state files of before 0008 (imported on first use: never into a new KB of the same name) and
+        fetched web pages with their validators."""
+        from lore.ingest.web import cache_dir  # the crawler loads only when a KB's files are purged
+
+        check_kb_name(name)  # never a path outside the KB's own folders
+        for prefix in (f"uploads/{name}", f"reports/{name}"):
+            self.storage.delete_prefix(prefix)
+        files = self.settings.files_dir
+        for legacy in (files / "chunk_edits" / f"{name}.json", files / "ocr_reviews" / f"{name}.json"):
+            legacy.unlink(missing_ok=True)
+        for folder in (files / "eval_sets" / name, cache_dir(self.settings.home, name)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def remove_file(self, kb: KnowledgeBase, path: str, *, indexed: bool = True) -> tuple[bool, bool]:
+        """Remove one file of a KB: its upload and, if `indexed`, its chunks from the store and its catalog
+        rows (as a build drops a file); its owner row goes once nothing of it is left.
+        Returns (upload removed, indexed file removed)."""
+        try:
+            upload = self.storage.delete(f"uploads/{kb.name}/{path}")
+        except ValueError:  # no upload can have this name (e.g. an indexed path with '..')
+            upload = False
+        record = self.catalog.get_file(kb.id, path) if indexed else None
+        if record is not None:
+            ids = self.catalog.file_chunk_ids(record.id)
+            if ids:
+                self.store(kb).delete(ids)
+            self.catalog.delete_file(kb.id, path)
+            self.catalog.bump_cache_epoch(kb.id)  # cached answers may quote it
+        if record is not None or self.catalog.get_file(kb.id, path) is None:
+            self.catalog.forget_file_owner(kb.id, path)
+        return upload, record is not None
+
+    def delete_file(
+        self, kb: KnowledgeBase, path: str, *, tenant: str | None = None, key_id: str | None = None
+    ) -> dict[str, Any]:
+        """Delete one file of a KB, audited: its upload and, in an unversioned KB, its indexed file; in a
+        versioned KB only the upload goes (versions change through builds: the next one drops the file).
+        NotFoundError if there was nothing; ConflictError for a versioned file without upload."""
+        versioned = self.catalog.has_versions(kb.id)
+        upload, indexed = self.remove_file(kb, path, indexed=not versioned)
+        in_index = versioned and self.catalog.get_file(kb.id, path) is not None
+        if not upload and not indexed:
+            if in_index:
+                raise ConflictError(
+                    f"file '{path}' of versioned knowledge base '{kb.name}' has no upload to delete: "
+                    "build a version without it to drop it from the index"
+                )
+            raise NotFoundError(f"file '{path}' not found")
+        by = kb.owner_tenant or "" if tenant is None else tenant
+        self.catalog.audit("delete_file", tenant=by, key_id=key_id, kb=kb.name, target=path, indexed=indexed)
+        note = "the upload is deleted; the next build drops the file from the index" if in_index else None
+        return {"kb": kb.name, "file": path, "upload": upload, "indexed": indexed, "note": note}
+
+    def unshare_kb(
+        self, name: str, tenant: str, *, by: str | None = None, key_id: str | None = None, **detail: Any
+    ) -> list[str]:
+        """Stop sharing a KB with `tenant` and remove that tenant's files from it (uploads, store chunks and
+        catalog rows), audited; returns their names. NotFoundError if it had neither a share nor files."""
+        kb = self.catalog.get_kb(name)
+        theirs = tenant != kb.owner_tenant
+        shared = theirs and self.catalog.unshare_kb(kb.id, tenant)  # first: no new upload gets in
+        paths = self.catalog.tenant_files(kb.id, tenant) if theirs else []
+        if not shared and not paths:
+            raise NotFoundError(f"knowledge base '{name}' is not shared with tenant '{tenant}'")
+        for path in paths:
+            self.remove_file(kb, path)
+        who = kb.owner_tenant or "" if by is None else by
+        self.catalog.audit(
+            "unshare", tenant=who, key_id=key_id, kb=kb.name, target=tenant, removed=paths, **detail
+        )
+        return paths
 
     def store(self, kb: KnowledgeBase) -> VectorStore:
         """The KB's store collection (opened once, also when several threads ask at the same time)."""

@@ -25,6 +25,17 @@ from lore.store.base import VectorStore
 log = logging.getLogger("lore.build")
 
 
+@dataclass(frozen=True)
+class Removal:
+    """Which catalogued files a build may drop. By default (an exact build) every file not among its
+    sources goes, as asked; `keep_unlisted` carries those over instead, except the `named` ones;
+    without `allowed`, a removal not `named` fails the quality gate."""
+
+    keep_unlisted: bool = False
+    named: frozenset[str] = frozenset()
+    allowed: bool = True
+
+
 @dataclass
 class BuildResult:
     """The version a build made and what happened to each file."""
@@ -51,33 +62,41 @@ def build_version(
     compare: Callable[[Version], dict[str, Any]] | None = None,
     extra_quality: dict[str, Any] | None = None,
     ocr_review: Callable[[list[tuple[str, Path, str]]], dict[str, Any]] | None = None,
+    removal: Removal | None = None,
 ) -> BuildResult:
     """Run `pipeline` (created with `seq=version.seq`) over `files`, record the manifest, write the
     quality report, apply the gate if asked (a failing version is FAILED and never activated), maybe
     activate. `compare(version)` returns the eval comparison against the active version, if configured;
     `extra_quality` adds sections (e.g. the FAQ's) before the gate sees the report; `ocr_review` counts
-    the OCR'd files' (name, path, sha256) pages not reviewed yet."""
+    the OCR'd files' (name, path, sha256) pages not reviewed yet; `removal` says which files the
+    version may drop (default: every file not among `files`, as asked)."""
+    removal = removal or Removal()
     before = {f.path: f for f in catalog.list_files(kb.id, "ingested")}
     report = pipeline.run(files)
     seen = {f.name for f in files}
-    removed = [path for path in before if path not in seen]
+    unlisted = [path for path in before if path not in seen]
+    kept = [p for p in unlisted if removal.keep_unlisted and p not in removal.named]
+    removed = [p for p in unlisted if p not in kept]
+    unasked = [] if removal.allowed else [p for p in removed if p not in removal.named]
     # A file that failed to load keeps its last good chunks, unless they came from another embedding
     # model: vectors of two models must never be searched together.
     after = catalog.list_files(kb.id, "ingested")
     stale_model = [f.path for f in after if f.path in seen and f.embedding_model != version.embedding_model]
     dropped = set(removed) | set(stale_model)
-    for path in removed + stale_model:
-        store.expire(catalog.file_chunk_ids(before[path].id), version.seq)
-        catalog.delete_file(kb.id, path)
+    # A gated version that would drop files nobody asked to remove fails: it removes nothing, so the next
+    # build still starts from them.
+    doomed = quality_gate and bool(unasked)
+    for path in stale_model + ([] if doomed else removed):
+        _drop(catalog, store, kb, before[path].id, path, version.seq)
     done = [f for f in report.files if f.status == "ingested"]
     reused = [f for f in report.files if f.status == "skipped"]
     counts = {
         "files_added": sum(f.name not in before for f in done),
         "files_changed": sum(f.name in before for f in done),
         "files_removed": len(removed) + len(stale_model),
-        "files_reused": len(reused),
+        "files_reused": len(reused) + len(kept),
         "chunks_embedded": sum(f.chunks for f in done),
-        "chunks_reused": sum(f.chunks for f in reused),
+        "chunks_reused": sum(f.chunks for f in reused) + sum(before[p].chunk_count for p in kept),
     }
     changes = {f.name: ("changed" if f.name in before else "added") for f in done}
     catalog.record_manifest(
@@ -99,6 +118,9 @@ def build_version(
         ],
     )
     quality = {"seq": version.seq, **quality_report(report, removed, gate)}
+    quality["files"]["kept"] = len(kept)
+    quality["removed_files"] = removed
+    quality["removed_unasked"] = unasked
     if ocr_review is not None:
         sources = {s.name: s.path for s in files}
         ocr = [(f.path, sources[f.path], f.sha256) for f in after if f.ocr_pages and f.path in sources]
@@ -121,6 +143,11 @@ def build_version(
     if activate and passed is not False:
         version = catalog.activate(kb.id, version.seq, reason=version.description)
     return BuildResult(version, report, removed, quality, reasons)
+
+
+def _drop(catalog: Catalog, store: VectorStore, kb: KnowledgeBase, file_id: str, path: str, seq: int) -> None:
+    store.expire(catalog.file_chunk_ids(file_id), seq)  # older versions keep seeing them
+    catalog.delete_file(kb.id, path)
 
 
 def recover_abandoned(kb: KnowledgeBase, catalog: Catalog, store: VectorStore) -> list[int]:

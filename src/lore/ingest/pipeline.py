@@ -1,21 +1,26 @@
 """Ingestion: files -> loaders -> chunks -> embeddings -> store, recorded in the catalog.
 
 Loading and chunking of the next file runs in a worker thread while the current file is
-embedded, so the embedder (the bottleneck on CPU) is kept busy.
+embedded, so the embedder (the bottleneck on CPU) is kept busy. Each file is committed on its own
+(store, then catalog) once all of it is embedded: a stop keeps every finished file and nothing of the
+one in progress, and a re-run skips the finished ones.
 """
 
 from __future__ import annotations
 
+import contextvars
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+import numpy as np
 
 from lore.catalog import Catalog, FileRecord, KnowledgeBase
 from lore.embed.base import Embedder
 from lore.embed.cache import EmbeddingCache, embed_texts
-from lore.errors import LoadError, LoadErrorKind
+from lore.errors import LoadError, LoadErrorKind, LoreError
 from lore.ingest.chunk_factory import chunk_document
 from lore.ingest.chunking import Chunker
 from lore.ingest.edits import ChunkEdits
@@ -52,6 +57,8 @@ class IngestReport:
     """The outcome of one ingest call."""
 
     files: list[FileResult] = field(default_factory=list)
+    stopped: bool = False  # the caller asked to stop: `files` are the finished ones, all committed
+    unfinished: list[str] = field(default_factory=list)  # not ingested, the one in progress first
 
     @property
     def chunks(self) -> int:
@@ -80,6 +87,18 @@ class Progress:
     def file_started(self, name: str, chunks: int) -> None: ...
     def embedded(self, n: int) -> None: ...
     def file_done(self, result: FileResult) -> None: ...
+
+    def stop_requested(self) -> bool:
+        """True once the caller wants the run to stop (checked between files and embedding batches)."""
+        return False
+
+
+class Interrupted(LoreError):
+    """A versioned build was asked to stop: its version would miss files, so the build fails instead."""
+
+
+class _Stopped(Exception):
+    """Raised inside a run when its progress asks to stop."""
 
 
 # A file's status from why it could not be read; encrypted, corrupt and no-text files are "failed".
@@ -125,12 +144,27 @@ class IngestPipeline:
         self.progress = progress or Progress()
 
     def run(self, files: list[SourceFile]) -> IngestReport:
-        """Ingest every file; a bad file is reported and the rest go on."""
+        """Ingest every file; a bad file is reported and the rest go on.
+
+        When `progress.stop_requested()`, the run returns at once with the files finished so far
+        (`report.stopped`); a versioned build raises `Interrupted` instead.
+        """
         report = IngestReport()
-        for prepared in _prefetch(self._prepare, files):
-            result = prepared.result or self._write(prepared)
-            report.files.append(result)
-            self.progress.file_done(result)
+        stopping = self.progress.stop_requested
+        try:
+            for prepared in _prefetch(self._prepare, files, stopping):
+                if prepared.result is None and stopping():
+                    raise _Stopped
+                result = prepared.result or self._write(prepared)
+                report.files.append(result)
+                self.progress.file_done(result)
+        except _Stopped:
+            done = {f.name for f in report.files}
+            report.stopped, report.unfinished = True, [f.name for f in files if f.name not in done]
+            if self.seq is not None:
+                raise Interrupted(
+                    f"build of version {self.seq} stopped before {report.unfinished[0]!r}"
+                ) from None
         return report
 
     def _prepare(self, source: SourceFile) -> _Prepared:
@@ -212,10 +246,25 @@ class IngestPipeline:
             p.chunks = self.edits.apply(p.source.name, p.chunks)
         p.index_texts = [index_text(c) for c in p.chunks]
 
+    def _embed(self, p: _Prepared) -> tuple[np.ndarray, list[list[str]]]:
+        """The file's vectors and BM25 tokens, made in a worker thread: a stop does not wait for a batch."""
+        stopping = self.progress.stop_requested
+
+        def on_batch(n: int) -> None:
+            self.progress.embedded(n)
+            if stopping():  # the worker ends here; the batches done are in the embedding cache
+                raise _Stopped
+
+        def work() -> tuple[np.ndarray, list[list[str]]]:
+            vectors = embed_texts(self.embedder, p.index_texts, "passage", self.cache, on_batch)
+            return vectors, [tokenize(t) for t in p.index_texts]
+
+        return _Job(work).wait(stopping)
+
     def _write(self, p: _Prepared) -> FileResult:
         self.progress.file_started(p.source.name, len(p.chunks))
-        vectors = embed_texts(self.embedder, p.index_texts, "passage", self.cache, self.progress.embedded)
-        tokens = [tokenize(t) for t in p.index_texts]
+        vectors, tokens = self._embed(p)
+        # From here on no stop is checked: the store, then the catalog, get the whole file.
         known = self.catalog.get_file(self.kb.id, p.source.name)
         new_ids = {c.chunk_id for c in p.chunks}
         self.store.upsert(p.chunks, vectors, tokens)
@@ -294,14 +343,48 @@ def _catalog_status(status: str) -> str:
     return "failed" if status == "too_large" else status
 
 
-def _prefetch(fn: Callable[[SourceFile], _Prepared], items: list[SourceFile]) -> Iterator[_Prepared]:
+_T = TypeVar("_T")
+_POLL_S = 0.1  # how often a wait for a worker checks for a stop
+
+
+class _Job(Generic[_T]):
+    """fn() in a daemon thread with the caller's context; neither a stop nor the process's exit waits
+    for it (a PDF being parsed, a batch inside the embedding engine)."""
+
+    def __init__(self, fn: Callable[[], _T]) -> None:
+        self._done = threading.Event()
+        self._value: _T | None = None
+        self._error: BaseException | None = None
+        context = contextvars.copy_context()
+        threading.Thread(target=self._run, args=(context, fn), name="lore-ingest", daemon=True).start()
+
+    def _run(self, context: contextvars.Context, fn: Callable[[], _T]) -> None:
+        try:
+            self._value = context.run(fn)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def wait(self, stopping: Callable[[], bool]) -> _T:
+        """fn's result (or its exception); raises _Stopped if a stop is asked while waiting."""
+        while not self._done.wait(_POLL_S):
+            if stopping():
+                raise _Stopped
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
+
+
+def _prefetch(
+    fn: Callable[[SourceFile], _Prepared], items: list[SourceFile], stopping: Callable[[], bool]
+) -> Iterator[_Prepared]:
     """Yield fn(item) in order while computing the next item in a worker thread."""
     if not items:
         return
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lore-prepare") as pool:
-        pending: Future[_Prepared] = pool.submit(fn, items[0])
-        for nxt in items[1:]:
-            current = pending.result()
-            pending = pool.submit(fn, nxt)
-            yield current
-        yield pending.result()
+    pending = _Job(lambda: fn(items[0]))
+    for nxt in items[1:]:
+        current = pending.wait(stopping)
+        pending = _Job(lambda item=nxt: fn(item))
+        yield current
+    yield pending.wait(stopping)

@@ -57,9 +57,14 @@ def evaluate_gate(q: dict[str, Any], gate: GateSettings) -> tuple[bool, list[str
     tried = q["files"]["loaded"] + q["files"]["failed"] + q["files"]["empty"]
     if tried and q["files"]["failed"] / tried > gate.max_failed_ratio:
         reasons.append(f"{q['files']['failed']} of {tried} files failed (limit {gate.max_failed_ratio:.0%})")
-    if q["files"]["loaded"] + q["files"]["reused"] < gate.min_files:
+    indexed = q["files"]["loaded"] + q["files"]["reused"] + q["files"].get("kept", 0)
+    if indexed < gate.min_files:
+        reasons.append(f"only {indexed} files indexed (minimum {gate.min_files})")
+    if unasked := q.get("removed_unasked"):
+        names = ", ".join(unasked[:10]) + (f" and {len(unasked) - 10} more" if len(unasked) > 10 else "")
         reasons.append(
-            f"only {q['files']['loaded'] + q['files']['reused']} files indexed (minimum {gate.min_files})"
+            f"{len(unasked)} file(s) would be removed without being asked: {names}; name them to remove "
+            "them (API `remove`; CLI `--remove-missing`), or build from all of the knowledge base's files"
         )
     new = q["chunks"]["new"]
     if new and q["chunks"]["duplicates"] / new > gate.max_duplicate_ratio:

@@ -3,6 +3,8 @@ robots.txt, keep each page's main text (trafilatura) as a Markdown file named by
 
 Re-fetching is conditional (ETag / Last-Modified), and the ingest pipeline skips a page whose
 extracted text has the same hash as before, so a second crawl of an unchanged site indexes nothing.
+Every fetch ends by its page's deadline and every crawl by its own (`WebBudget`), and a sitemap is read
+only as far as the page limit needs.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import mimetypes
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,11 +26,13 @@ from lxml import etree
 from lore.errors import LoadError, LoreError
 from lore.ingest.files import SourceFile
 from lore.ingest.loaders.encoding import decode_bytes
+from lore.ingest.web_budget import SitemapReader, Watchdog, WebBudget, failure
 from lore.ingest.web_guard import WebGuard
 
 USER_AGENT = "LoreBot/0.1 (+knowledge-base ingest)"
 _HTML = ("text/html", "application/xhtml+xml")
 _SITEMAP_NS = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
+_ROBOTS_BYTES = 500_000
 
 
 @dataclass
@@ -51,6 +56,7 @@ class WebCrawler:
         timeout_s: float = 20.0,
         user_agent: str = USER_AGENT,
         guard: WebGuard | None = None,
+        budget: WebBudget | None = None,
     ) -> None:
         self.cache_dir, self.max_pages, self.max_bytes, self.user_agent = (
             cache_dir,
@@ -59,9 +65,13 @@ class WebCrawler:
             user_agent,
         )
         self.guard = guard  # with one, every request (redirects too) must be inside its allow-list
+        self.budget, self.timeout_s = budget or WebBudget(), timeout_s
+        self.deadline = time.monotonic() + self.budget.crawl_s  # a crawler is one crawl
         self.client = httpx.Client(
             timeout=timeout_s,
             follow_redirects=True,
+            # A new connection per request: the page deadline's watchdog knows the socket of each fetch.
+            limits=httpx.Limits(max_keepalive_connections=0),
             headers={"User-Agent": user_agent},
             event_hooks={"request": [guard.hook]} if guard is not None else None,
         )
@@ -85,16 +95,25 @@ class WebCrawler:
         return self._visit([start], prefix, follow=True)
 
     def sitemap(self, url: str, prefix: str | None = None) -> Crawl:
-        """The pages a sitemap (or sitemap index) lists, optionally only those under `prefix`."""
-        urls = [u for u in self._sitemap_urls(_clean(url), depth=0) if prefix is None or u.startswith(prefix)]
-        return self._visit(urls, prefix or "", follow=False)
+        """The pages a sitemap (or sitemap index) lists, optionally only those under `prefix`: at most
+        `max_pages` entries are taken, and no further sitemap file is read once they are found."""
+        reader = SitemapReader(self.sitemap_locs, self.max_pages, self.budget, prefix)
+        reader.read(_clean(url), depth=0)
+        crawl = self._visit(reader.found, prefix or "", follow=False)
+        crawl.refused[:0] = reader.refused
+        return crawl
+
+    @property
+    def crawl_over(self) -> str:
+        """The reason given for what the crawl's deadline cut."""
+        return f"crawl time limit of {self.budget.crawl_s:g} s reached"
 
     def _visit(self, queue_start: list[str], prefix: str, follow: bool) -> Crawl:
         crawl = Crawl()
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         queue, seen = deque(queue_start), set(queue_start)
         try:
-            while queue and len(crawl.sources) < self.max_pages:
+            while queue and len(crawl.sources) < self.max_pages and time.monotonic() < self.deadline:
                 url = queue.popleft()
                 if self.guard is not None and (reason := self.guard.refusal(url)):
                     crawl.refused.append((url, reason))
@@ -113,7 +132,9 @@ class WebCrawler:
         finally:
             self._state_file.write_text(json.dumps(self._state, indent=1), encoding="utf-8")
         if queue:
-            crawl.refused.extend((u, f"page limit of {self.max_pages} reached") for u in queue)
+            full = len(crawl.sources) >= self.max_pages
+            reason = f"page limit of {self.max_pages} reached" if full else self.crawl_over
+            crawl.refused.extend((u, reason) for u in queue)
         return crawl
 
     def _page(self, url: str, crawl: Crawl) -> tuple[SourceFile | None, list[str]]:
@@ -158,18 +179,42 @@ class WebCrawler:
         }
         return SourceFile(self.cache_dir / name, url), links
 
-    def _get(self, url: str, headers: dict[str, str]) -> tuple[bytes, httpx.Response]:
+    def _get(
+        self, url: str, headers: dict[str, str], max_bytes: int | None = None
+    ) -> tuple[bytes, httpx.Response]:
+        """The whole body, fetched by the page's deadline (or the crawl's, if sooner) and within the size."""
+        limit = self.max_bytes if max_bytes is None else max_bytes
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise LoreError(self.crawl_over)
+        seconds = min(self.budget.page_s, left)
+        over = self.crawl_over if left < self.budget.page_s else f"page time limit of {seconds:g} s reached"
+        watchdog = Watchdog(seconds)
         try:
-            with self.client.stream("GET", url, headers=headers) as response:
+            with self.client.stream(
+                "GET",
+                url,
+                headers=headers,
+                timeout=min(self.timeout_s, seconds),
+                extensions={"trace": watchdog.trace},
+            ) as response:
                 chunks, size = [], 0
                 for chunk in response.iter_bytes():
                     size += len(chunk)
-                    if size > self.max_bytes:
-                        raise LoreError(f"larger than {self.max_bytes / 1e6:g} MB")
+                    if size > limit:
+                        raise LoreError(f"larger than {limit / 1e6:g} MB")
+                    if watchdog.fired:
+                        raise LoreError(over)
                     chunks.append(chunk)
+                if watchdog.fired:
+                    raise LoreError(over)
                 return b"".join(chunks), response
         except httpx.HTTPError as exc:
-            raise LoreError(f"cannot fetch ({type(exc).__name__}: {exc})") from exc
+            if watchdog.fired or (isinstance(exc, httpx.TimeoutException) and seconds < self.timeout_s):
+                raise LoreError(over) from exc
+            raise LoreError(failure(exc)) from exc
+        finally:
+            watchdog.cancel()
 
     def _allowed(self, url: str) -> bool:
         parts = urlsplit(url)
@@ -178,31 +223,36 @@ class WebCrawler:
         if robots is None:
             robots = self._robots[origin] = RobotFileParser(origin + "/robots.txt")
             try:
-                response = self.client.get(origin + "/robots.txt")
-            except httpx.HTTPError:
-                response = None
+                body, response = self._get(origin + "/robots.txt", {}, _ROBOTS_BYTES)
+            except LoreError:  # unreachable, slow or huge: as if there were none (the page is timed too)
+                body, response = b"", None
             if response is not None and response.status_code in (401, 403):
                 robots.disallow_all = True
             elif response is not None and response.status_code == 200:
-                robots.parse(response.text.splitlines())
+                robots.parse(decode_bytes(body, "robots.txt", response.charset_encoding)[0].splitlines())
             else:
                 robots.allow_all = True
         return robots.can_fetch(self.user_agent, url)
 
-    def _sitemap_urls(self, url: str, depth: int) -> list[str]:
-        body, response = self._get(url, {})
+    def sitemap_locs(self, url: str) -> tuple[bool, list[str], bool]:
+        """(whether it is a sitemap index, its first `sitemap_entries` locations, whether more were left)."""
+        try:
+            body, response = self._get(url, {}, self.budget.sitemap_bytes)
+        except LoreError as exc:
+            raise LoreError(f"sitemap {url}: {exc}") from exc
         if response.status_code != 200:
             raise LoreError(f"sitemap {url}: HTTP {response.status_code}")
         try:
             root = etree.fromstring(body, parser=etree.XMLParser(resolve_entities=False, no_network=True))
         except etree.XMLSyntaxError as exc:
-            raise LoreError(f"sitemap {url}: not XML ({exc})") from exc
-        locs = [
-            _clean(el.text.strip()) for el in root.iter(f"{_SITEMAP_NS}loc") if el.text and el.text.strip()
-        ]
-        if root.tag == f"{_SITEMAP_NS}sitemapindex" and depth < 3:
-            return [u for sub in locs for u in self._sitemap_urls(sub, depth + 1)]
-        return list(dict.fromkeys(locs))
+            raise LoreError(f"sitemap {url}: not XML") from exc
+        locs, cap = [], self.budget.sitemap_entries
+        for el in root.iter(f"{_SITEMAP_NS}loc"):
+            if el.text and el.text.strip():
+                if len(locs) == cap:
+                    return root.tag == f"{_SITEMAP_NS}sitemapindex", locs, True
+                locs.append(_clean(el.text.strip()))
+        return root.tag == f"{_SITEMAP_NS}sitemapindex", locs, False
 
 
 def cache_dir(home: Path, kb: str) -> Path:

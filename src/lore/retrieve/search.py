@@ -47,6 +47,7 @@ class SearchOptions:
     rerank_k: int = 50
     # Hybrid: BM25 also matches the query's words translated when most candidates are in another language.
     translate: bool = True
+    max_terms: int = 64  # distinct BM25 query terms matched (`capped_terms`)
 
     @classmethod
     def from_settings(
@@ -70,6 +71,7 @@ class SearchOptions:
             on,
             rerank.rerank_k if rerank else cls.rerank_k,
             r.translate,
+            r.max_query_terms,
         )
 
 
@@ -138,7 +140,7 @@ class Retriever:
             vector = None
         elif vector is None:
             vector = self.embed_query(query)
-        tokens = tokenize(query) if opts.mode in ("bm25", "hybrid") else []
+        tokens = capped_terms(tokenize(query), opts.max_terms) if opts.mode in ("bm25", "hybrid") else []
         k = max(opts.recall_k, opts.top_k)
         hits = self.store.search(StoreQuery(opts.mode, k, vector, tokens, opts.filter, opts.rrf_k))
         if (
@@ -149,9 +151,8 @@ class Retriever:
             # Most candidates are in the other language: BM25 also looks for the query's words translated.
             extra = tokenize(translate_terms(query))
             if extra:
-                hits = self.store.search(
-                    StoreQuery(opts.mode, k, vector, tokens + extra, opts.filter, opts.rrf_k)
-                )
+                terms = capped_terms(tokens + extra, opts.max_terms)
+                hits = self.store.search(StoreQuery(opts.mode, k, vector, terms, opts.filter, opts.rrf_k))
         if self.reranker is not None and opts.rerank and hits:
             hits = self.rerank(query, hits, opts.rerank_k)
         hits = [h for h in dedupe(hits) if h.score >= opts.min_score or h.rerank_score is not None]
@@ -187,6 +188,19 @@ class Retriever:
         self.last_rerank = info
         report(info)
         return [*ranked, *tail]
+
+
+def capped_terms(tokens: list[str], limit: int) -> list[str]:
+    """The tokens of the first `limit` distinct terms, in order with their repeats: BM25's work grows with
+    every term's postings, and the terms after the first `limit` of a question rarely change its top hits."""
+    kept: set[str] = set()
+    out = []
+    for token in tokens:
+        if token not in kept and len(kept) >= limit:
+            continue
+        kept.add(token)
+        out.append(token)
+    return out
 
 
 def dedupe(hits: Sequence[Hit]) -> list[Hit]:

@@ -39,6 +39,19 @@ COLUMNS = {
     "停用": "disabled",
 }
 _YES = {"1", "yes", "y", "true", "是", "停用"}
+# A cell a spreadsheet would run as a formula (OWASP CSV injection); written with a leading "'".
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def escape_cell(value: str) -> str:
+    """`value` as written to faq.csv: a leading `'` when a spreadsheet would read it as a formula."""
+    return "'" + value if value.startswith(FORMULA_START) else value
+
+
+def unescape_cell(value: str) -> str:
+    """A cell of faq.csv as its text: `escape_cell` undone, surrounding spaces removed."""
+    value = value.strip()
+    return value[1:] if value.startswith("'") and value[1:].startswith(FORMULA_START) else value
 
 
 @dataclass
@@ -94,12 +107,14 @@ def parse_faq(text: str, scenario: Scenario, path: Path) -> tuple[list[str], lis
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
     if not header:
-        raise ScenarioError(f"{path}: empty FAQ file (expected a header with question,answer or 问题,答案)")
+        raise ScenarioError(
+            f"{path.name}: empty FAQ file (expected a header with question,answer or 问题,答案)"
+        )
     names = [COLUMNS.get(h.strip().lower()) for h in header]
     unknown = [h for h, n in zip(header, names, strict=True) if n is None and h.strip()]
     if "question" not in names or "answer" not in names or unknown:
         raise ScenarioError(
-            f"{path}: header {header!r}: needs question,answer (or 问题,答案) columns; "
+            f"{path.name}: header {header!r}: needs question,answer (or 问题,答案) columns; "
             f"optional source, tenant, dataset, visibility, roles, disabled"
             + (f"; unknown columns: {', '.join(unknown)}" if unknown else "")
         )
@@ -110,7 +125,7 @@ def parse_faq(text: str, scenario: Scenario, path: Path) -> tuple[list[str], lis
     for record in reader:
         start, line = line + 1, reader.line_num
         records.append(record)
-        cells = {n: v.strip() for n, v in zip(names, record, strict=False) if n}
+        cells = {n: unescape_cell(v) for n, v in zip(names, record, strict=False) if n}
         entry = FaqEntry(len(records) - 1, start, cells, "invalid")
         entries.append(entry)
         if not any(cell.strip() for cell in record):
@@ -157,7 +172,7 @@ def read_faq(path: Path, scenario: Scenario) -> tuple[list[FaqRow], list[FaqProb
 def _row(line: int, record: list[str], names: list[str | None], sc: Scenario) -> tuple[FaqRow | None, str]:
     if len(record) != len(names):
         return None, f"{len(record)} columns, the header has {len(names)}"
-    cells = {n: v.strip() for n, v in zip(names, record, strict=True) if n}
+    cells = {n: unescape_cell(v) for n, v in zip(names, record, strict=True) if n}
     if not cells.get("question"):
         return None, "empty question"
     if not cells.get("answer"):
@@ -191,7 +206,7 @@ def _read_text(path: Path) -> str:
     try:
         return read_text(path)[0]  # the loaders' decoding: BOMs, GB18030, detection
     except LoadError as exc:
-        raise ScenarioError(f"{path}: {exc.reason}") from None
+        raise ScenarioError(f"{path.name}: {exc.reason}") from None
 
 
 def faq_chunks(

@@ -1,6 +1,7 @@
 """Editing a scenario's `faq.csv` (the console's FAQ panel): add a row, change or disable one.
 
-The file is rewritten whole as UTF-8 with every other record as it was; a revision (digest of the file)
+The file is rewritten whole as UTF-8 with every other record as it was (a cell a spreadsheet would run
+as a formula gets a leading `'`, which reading removes); a revision (digest of the file)
 read with the rows must still match, so one editor never silently overwrites another's change. The
 knowledge base sees the change at the scenario's next build.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from lore.errors import ConflictError, LoreError, NotFoundError
 from lore.scenario.config import Scenario
-from lore.scenario.faq import COLUMNS, FaqEntry, faq_table, parse_faq
+from lore.scenario.faq import COLUMNS, FaqEntry, escape_cell, faq_table, parse_faq
 
 FIELDS = ("question", "answer", "source", "tenant", "dataset", "visibility", "roles", "disabled")
 
@@ -66,7 +67,7 @@ def _csv(header: list[str], records: list[list[str]]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
-    writer.writerows(records)
+    writer.writerows([escape_cell(cell) for cell in r] for r in records)  # no formula for a spreadsheet
     return out.getvalue()
 
 

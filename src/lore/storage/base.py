@@ -63,6 +63,10 @@ class Storage(Protocol):
         """Delete every file under the folder `prefix` (absent: nothing happens)."""
         ...
 
+    def delete(self, key: str) -> bool:
+        """Delete the one file stored under `key`; False when there was none."""
+        ...
+
     def key_of(self, path: Path) -> str | None:
         """The key whose local copy is `path`, or None for a path outside `root`."""
         ...

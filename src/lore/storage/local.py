@@ -55,6 +55,13 @@ class DirStorage:
     def delete_prefix(self, prefix: str) -> None:
         shutil.rmtree(self.path(prefix), ignore_errors=True)
 
+    def delete(self, key: str) -> bool:
+        path = self.path(key)
+        if not path.is_file():
+            return False
+        path.unlink(missing_ok=True)
+        return True
+
     def key_of(self, path: Path) -> str | None:
         return _relative_key(self.root, path)
 

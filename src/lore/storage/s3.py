@@ -166,6 +166,15 @@ class S3Storage:
             self._call("delete_objects", Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
         shutil.rmtree(self.path(prefix), ignore_errors=True)
 
+    def delete(self, key: str) -> bool:
+        found = self._call("head_object", Bucket=self.bucket, Key=self._name(key)) is not None
+        if found:
+            self._call("delete_object", Bucket=self.bucket, Key=self._name(key))
+        local = self.path(key)
+        local.unlink(missing_ok=True)
+        _etag_file(local).unlink(missing_ok=True)
+        return found
+
     def key_of(self, path: Path) -> str | None:
         return _relative_key(self.root, path)
 

@@ -6,6 +6,7 @@ rows that pass the filter, so a selective filter can never drop hits.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, replace
@@ -103,6 +104,9 @@ class MemoryIndex:
         self.tf = sparse.csc_matrix((0, 0), dtype=np.float32)
         self.doc_len = np.zeros(0, dtype=np.float32)
         self.position: dict[str, int] = {}  # chunk_id -> row position of its live row
+        # A key per row from its indexed words: ties at a top-k cut go the same way however (and into which
+        # KB) the rows were added, as chunk ids and row order differ between builds of the same files.
+        self.tiebreak = np.zeros(0, dtype=np.int64)
         self._open_rows = np.zeros(0, dtype=bool)  # rows with no allowed_roles (open to every role)
         # (rows, mean doc length) of the corpus BM25 statistics are taken over, per version (None = all
         # live rows), until rows change: a version scores as a from-scratch build of its files would.
@@ -135,6 +139,7 @@ class MemoryIndex:
         self.roles = _grow(self.roles, c.role_counts, roles, len(self.role_codes.ids), np.int8).tocsc()
         self._open_rows = np.bincount(self.roles.indices, minlength=len(self.rids)) == 0
         self.position.update(zip(c.chunk_ids, range(start, start + n)))
+        self.tiebreak = _cat(self.tiebreak, _keys(_row_words(c)))
         self._stats_cache.clear()
 
     def kill(self, chunk_ids: Sequence[str]) -> list[int]:
@@ -182,7 +187,7 @@ class MemoryIndex:
             scores = self.vectors[idx] @ query
         else:
             scores = (self.vectors @ query)[idx]
-        return _top(idx, scores, k)
+        return _top(idx, scores, k, self.tiebreak)
 
     def visible(self, flt: SearchFilter) -> np.ndarray | None:
         """The rows a caller's grant sees (tenant, dataset, visibility, roles; not a request's narrowing by
@@ -224,7 +229,7 @@ class MemoryIndex:
             norm = BM25_K1 * (1 - BM25_B + BM25_B * self.doc_len[rows] / avg_len)
             scores[rows] += idf * tf * (BM25_K1 + 1) / (tf + norm)
         idx = np.flatnonzero(mask & (scores > 0))
-        return _top(idx, scores[idx], k)
+        return _top(idx, scores[idx], k, self.tiebreak)
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """Everything this index holds, as plain arrays that later changes will not touch (for a snapshot)."""
@@ -241,6 +246,7 @@ class MemoryIndex:
             "roles_indices": self.roles.indices,
             "roles_indptr": self.roles.indptr,
             "live_rows": np.fromiter(self.position.values(), dtype=np.int64, count=len(self.position)),
+            "tiebreak": self.tiebreak,
             **_pack("live_ids", list(self.position)),
             **_pack("terms", list(self.terms.ids)),
             **_pack("role_names", list(self.role_codes.ids)),
@@ -276,10 +282,14 @@ class MemoryIndex:
         index.roles.check_format(full_check=True)
         index._open_rows = np.bincount(roles, minlength=n) == 0
         index.position = dict(zip(_unpack(a, "live_ids"), a["live_rows"].tolist(), strict=True))
+        if "tiebreak" in a:
+            index.tiebreak = a["tiebreak"]
+        else:  # a snapshot from before tie keys: ties go by row order until the store is re-read
+            index.tiebreak = np.zeros(n, dtype=np.int64)
         columns = [index.alive, index.valid_from, index.valid_to, index.doc_len, *index.scalars.values()]
         if (
             index.vectors.shape != (n, dim)
-            or any(c.shape != (n,) for c in columns)
+            or any(c.shape != (n,) for c in [*columns, index.tiebreak])
             or index.alive.dtype != bool
         ):
             raise ValueError("snapshot arrays do not fit together")
@@ -333,9 +343,22 @@ def _grow(
     return sparse.vstack([old, new], format="csr")
 
 
-def _top(idx: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _top(idx: np.ndarray, scores: np.ndarray, k: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The k best (positions, scores); ties, also those at the cut, broken by the rows' chunk-id keys, so
+    an incremental build and a from-scratch one return the same rows (row order breaks what is left)."""
     if len(idx) > k:
-        part = np.argpartition(-scores, k - 1)[:k]
-        idx, scores = idx[part], scores[part]
-    order = np.lexsort((idx, -scores))  # ties broken by insertion order, for repeatable results
+        kth = np.partition(-scores, k - 1)[k - 1]
+        keep = -scores <= kth  # every row tied with the k-th best stays in until the keys decide
+        idx, scores = idx[keep], scores[keep]
+    order = np.lexsort((idx, keys[idx], -scores))[:k]
     return idx[order], scores[order]
+
+
+def _row_words(c: Columns) -> list[str]:
+    ends = np.cumsum(c.token_counts).tolist()
+    return [" ".join(c.tokens[start:end]) for start, end in zip([0, *ends[:-1]], ends, strict=True)]
+
+
+def _keys(texts: Sequence[str]) -> np.ndarray:
+    digests = b"".join(hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest() for t in texts)
+    return np.frombuffer(digests, dtype=np.int64).copy()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import threading
@@ -14,12 +15,12 @@ from typing import Any
 import numpy as np
 
 from lore.config import StoreSettings
-from lore.errors import EmbeddingMismatchError, LoreError, MissingDependencyError
+from lore.errors import EmbeddingMismatchError, LoreError, MissingDependencyError, UnavailableError
 from lore.lexical import TOKENIZER_VERSION
 from lore.schema import Chunk, Hit, SearchFilter
 from lore.store.base import StoreQuery
 from lore.store.fusion import fuse_hits
-from lore.store.milvus_conn import ResilientClient, connection_kwargs
+from lore.store.milvus_conn import UNAVAILABLE, ResilientClient, connection_kwargs
 from lore.store.milvus_expr import encode_tokens, filter_expr, str_list
 from lore.store.milvus_rows import (
     FIELDS,
@@ -34,6 +35,7 @@ from lore.store.milvus_rows import (
 from lore.store.retokenise import BATCH, Reporter, index_tokens, milvus_version, stamp_milvus
 
 _INSTALL_HINT = 'pip install "pymilvus[milvus_lite]"'
+log = logging.getLogger("lore.store.milvus")
 
 # Lore tokenises text itself and writes each token as one hex run (milvus_expr.encode_token), which
 # the whitespace tokenizer and jieba (Milvus Lite has no whitespace tokenizer) both keep whole. So
@@ -107,8 +109,13 @@ class MilvusStore:
             _release_lite(self._lite_path)
             if not isinstance(exc, self._pm.MilvusException):
                 raise
-            hint = " (Milvus Lite allows one process per file)" if self._lite_path else ""
-            raise LoreError(f"cannot open Milvus at {target}{hint}: {exc}") from exc
+            log.error("cannot open Milvus at %s: %s", target, exc)
+            if self._lite_path:
+                raise LoreError(
+                    "cannot open this knowledge base's Milvus Lite file: one process may use it at a time "
+                    "(stop the other one); details are in the log"
+                ) from exc
+            raise UnavailableError(UNAVAILABLE) from exc
         try:
             if self._client.has_collection(self.name):
                 self._check_existing()
@@ -122,6 +129,8 @@ class MilvusStore:
             raise
 
     def _create(self) -> None:
+        """Create the collection, its indexes and tokenizer stamp; another process (a replica starting at
+        the same moment) having created any of them already counts as success."""
         analyzers = [_JIEBA_EXACT] if self._lite_path else [_WHITESPACE, _JIEBA_EXACT]
         for i, analyzer in enumerate(analyzers):
             try:
@@ -129,11 +138,19 @@ class MilvusStore:
                 self._client.create_collection(self.name, schema=schema, consistency_level="Strong")
                 break
             except self._pm.MilvusException as exc:
+                if self._client.has_collection(self.name):  # lost the race: use the winner's collection
+                    log.info("milvus %s: created by another process meanwhile", self.name)
+                    self._check_existing()
+                    break
                 # Older servers lack the whitespace tokenizer; fall back to jieba.
                 if i == len(analyzers) - 1 or "tokenizer" not in str(exc):
                     raise
-        # sync=False skips pymilvus' 0.5 s polling per index; an empty collection is indexed at once.
-        self._client.create_index(self.name, self._index_params(), sync=False)
+        try:
+            # sync=False skips pymilvus' 0.5 s polling per index; an empty collection is indexed at once.
+            self._client.create_index(self.name, self._index_params(), sync=False)
+        except self._pm.MilvusException:
+            if not all(self._client.list_indexes(self.name, field_name=f) for f in ("dense", "sparse")):
+                raise
         stamp_milvus(self._client, self.name)
 
     def _upgrade_tokens(self) -> None:

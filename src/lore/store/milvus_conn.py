@@ -14,6 +14,8 @@ from typing import Any
 from lore.errors import UnavailableError
 
 log = logging.getLogger("lore.store.milvus")
+# What a caller is told (no address, no exception text: those go to the log).
+UNAVAILABLE = "the vector store (Milvus) is unavailable; try again shortly"
 
 # Messages of failures a reconnect or a reload cures (lost channel, server restarted, collection released).
 _TRANSIENT = (
@@ -100,9 +102,10 @@ class ResilientClient:
                     if not is_transient(exc):
                         raise
                     if retried and time.monotonic() >= deadline:  # always one retry on a fresh connection
-                        raise UnavailableError(
-                            f"Milvus at {self.target} is unavailable ({exc}); try again shortly"
-                        ) from exc
+                        log.error(
+                            "milvus at %s: %s failed for %.0f s: %s", self.target, name, self.patience_s, exc
+                        )
+                        raise UnavailableError(UNAVAILABLE) from exc
                     log.warning("milvus %s: %s failed (%s); reconnecting", self.collection, name, exc)
                     self._recover(generation)
                     retried = True

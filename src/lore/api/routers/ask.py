@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import asyncio
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -10,15 +10,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from fastapi import APIRouter, HTTPException, WebSocket, WebSocketDisconnect
+from fastapi import APIRouter, HTTPException, Request, WebSocket, WebSocketDisconnect
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.types import Receive, Send
 from starlette.types import Scope as AsgiScope
 
-from lore.api.deps import Caller, ServiceState, State, error_status, websocket_scope
+from lore.api.deps import Caller, ServiceState, State, bearer, error_status, websocket_scope, websocket_secret
 from lore.api.limits import check_text, text_problem
+from lore.api.live import LiveResponse, StreamEnded, Watch, guarded, open_slot
 from lore.api.questions import AskBody
 from lore.api.security import internal_message
 from lore.api.stream import ask_events, prepare_ask
@@ -79,19 +80,6 @@ class ClosingStream(StreamingResponse):
                 await self.body_iterator.aclose()  # type: ignore[attr-defined]
 
 
-def sse(event: dict[str, Any]) -> str:
-    """One Server-Sent Event: `event: <type>` and a JSON `data:` line."""
-    return f"event: {event['event']}\ndata: {json.dumps(event['data'], ensure_ascii=False)}\n\n"
-
-
-async def _sse_lines(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
-    try:
-        async for event in events:
-            yield sse(event)
-    finally:
-        await events.aclose()  # type: ignore[attr-defined]
-
-
 @router.post(
     "/api/ask",
     response_class=StreamingResponse,
@@ -102,14 +90,12 @@ async def _sse_lines(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str
         }
     },
 )
-async def ask(body: AskBody, scope: Caller, state: State) -> StreamingResponse:
-    """Answer a question as Server-Sent Events."""
-    events = await start_stream(state, scope, body, "sse")
-    return ClosingStream(
-        _sse_lines(events),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
+async def ask(body: AskBody, request: Request, scope: Caller, state: State) -> StreamingResponse:
+    """Answer a question as Server-Sent Events (the key is checked again while the answer streams)."""
+    slot = open_slot(state, scope)  # 429 over the tenant's open streams
+    with slot.until_opened():
+        events = await start_stream(state, scope, body, "sse")
+        return LiveResponse.sse(events, Watch(state, bearer(request.headers.get("authorization"))), slot)
 
 
 @router.websocket("/api/stream")
@@ -119,18 +105,38 @@ async def stream(websocket: WebSocket) -> None:
     state: ServiceState = websocket.app.state.service
     try:
         scope = await websocket_scope(websocket, state)
+        slot = open_slot(state, scope)  # 429 over the tenant's open streams
     except HTTPException as exc:
         if "websocket.http.response" in websocket.scope.get("extensions", {}):
-            await websocket.send_denial_response(JSONResponse({"detail": exc.detail}, exc.status_code))
+            response = JSONResponse({"detail": exc.detail}, exc.status_code, headers=exc.headers)
+            await websocket.send_denial_response(response)
         else:
             await websocket.close(code=4000 + exc.status_code, reason=str(exc.detail)[:120])
         return
-    await websocket.accept()
+    try:
+        await websocket.accept()
+        await _serve(websocket, state, scope, Watch(state, websocket_secret(websocket)))
+    finally:
+        slot.release()
+
+
+async def _serve(websocket: WebSocket, state: ServiceState, scope: Grant, watch: Watch) -> None:
+    """Answer the socket's questions; the key is checked on each one and every few seconds in between."""
     try:
         while True:
-            message = await websocket.receive()
-            if message["type"] == "websocket.disconnect":
+            try:
+                message = await asyncio.wait_for(websocket.receive(), watch.wait_s())
+            except TimeoutError:
+                message = None
+            if message is not None and message["type"] == "websocket.disconnect":
                 return
+            try:
+                await watch.check(force=message is not None)  # every question: a revoked key gets no answer
+            except StreamEnded as ended:
+                await websocket.close(code=4000 + ended.status, reason=ended.message[:120])
+                return
+            if message is None:
+                continue
             if message.get("text") is None:  # a binary frame: say so, and keep the socket
                 await websocket.send_json(
                     {
@@ -142,12 +148,17 @@ async def stream(websocket: WebSocket) -> None:
                     }
                 )
                 continue
-            await _answer_one(websocket, state, scope, message["text"])
+            await _answer_one(websocket, state, scope, message["text"], watch)
+            if watch.ended is not None:  # ended mid-answer: its error event is sent, now the socket ends
+                await websocket.close(code=4000 + watch.ended.status, reason=watch.ended.message[:120])
+                return
     except WebSocketDisconnect:
         return
 
 
-async def _answer_one(websocket: WebSocket, state: ServiceState, scope: Grant, raw: str) -> None:
+async def _answer_one(
+    websocket: WebSocket, state: ServiceState, scope: Grant, raw: str, watch: Watch
+) -> None:
     wait = state.limiter.check(scope.key_id or "")  # every question counts, not only the handshake
     if wait > 0:
         await websocket.send_json(
@@ -171,7 +182,9 @@ async def _answer_one(websocket: WebSocket, state: ServiceState, scope: Grant, r
         events = await start_stream(state, scope, body, "websocket")
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg']}" for e in exc.errors())
-        await websocket.send_json({"event": "error", "data": {"message": f"bad request ({problems})"}})
+        await websocket.send_json(
+            {"event": "error", "data": {"message": f"bad request ({problems})", "status": 422}}
+        )
         return
     except HTTPException as exc:
         await websocket.send_json(
@@ -188,9 +201,10 @@ async def _answer_one(websocket: WebSocket, state: ServiceState, scope: Grant, r
             }
         )
         return
+    answer = guarded(events, watch)
     try:
-        async for event in events:
+        async for event in answer:
             await websocket.send_json(event)
     finally:
         with anyio.CancelScope(shield=True):
-            await events.aclose()  # type: ignore[attr-defined]
+            await answer.aclose()  # type: ignore[attr-defined]

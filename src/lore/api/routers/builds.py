@@ -3,18 +3,18 @@ stream from the job's events, from any replica."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, HTTPException, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, StreamingResponse
 
-from lore.api.access import audit, require_kb
-from lore.api.deps import Caller, ServiceState, State
+from lore.api.access import audit, own_name, require_kb
+from lore.api.deps import Caller, ServiceState, State, bearer
+from lore.api.jobs import job_events as job_event_stream
 from lore.api.jobs import queue_build
-from lore.api.routers.ask import sse
+from lore.api.live import LiveResponse, Watch, open_slot
 from lore.api.routers.ingest import BuildBody, _sources, check_sources_write
 from lore.catalog import Job
 from lore.errors import NotFoundError
@@ -27,11 +27,15 @@ router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
 def _queue(state: ServiceState, kb: str, body: BuildBody, scope: Grant) -> Job:
     """Check the build's sources (403/409), its dataset stamp (400) and the KB's lock (409), then queue it."""
     lore = state.lore
-    require_kb(lore, scope, kb, Action.BUILD)  # foreign or unknown: 404 before anything else
-    inputs = _sources(lore, kb, body, scope)
+    record = require_kb(lore, scope, kb, Action.BUILD)  # foreign or unknown: 404 before anything else
+    remove = [own_name(lore, record, scope, n) for n in body.remove]
+    known = {f.path for f in lore.catalog.list_files(record.id)}
+    if missing := [n for n in body.remove if own_name(lore, record, scope, n) not in known]:
+        raise HTTPException(400, f"remove: not files of knowledge base '{kb}': {', '.join(missing[:10])}")
+    inputs = _sources(lore, kb, body, scope, allow_empty=body.mode == "add" and bool(remove))
     check_sources_write(lore, kb, inputs, scope, replaces_all=True)
     stamp = scope.chunk_stamp(body.dataset)
-    job = queue_build(lore, kb, inputs, body.model_dump(), stamp)
+    job = queue_build(lore, kb, inputs, {**body.model_dump(), "remove": remove}, stamp)
     audit(lore, scope, "build", kb=kb, target=job.id, activate=body.activate)
     return job
 
@@ -73,18 +77,10 @@ async def get_job(kb: str, job_id: str, scope: Caller, state: State) -> dict[str
     return (await run_in_threadpool(_job, state, kb, job_id, scope)).to_json()
 
 
-async def _job_events(state: ServiceState, kb: str, job_id: str) -> AsyncIterator[str]:
-    """`start`, the job's `status` events as they are recorded, then `end` (the result) or `error`."""
-    yield sse({"event": "start", "data": {"kb": kb, "job": job_id}})
-    after = 0
-    while True:
-        events = await run_in_threadpool(state.lore.catalog.job_events, job_id, after)
-        for after, event in events:
-            yield sse(event)
-            if event["event"] in ("end", "error"):
-                return
-        if not events:
-            await asyncio.sleep(0.25)
+def _live_job(state: ServiceState, request: Request, scope: Grant, kb: str, job_id: str) -> Watch:
+    """The job stream's guard: the key, and the job and its KB still there and the caller's (else 404)."""
+    secret = bearer(request.headers.get("authorization"))
+    return Watch(state, secret, alive=partial(run_in_threadpool, _job, state, kb, job_id, scope))
 
 
 @router.get(
@@ -97,12 +93,15 @@ async def _job_events(state: ServiceState, kb: str, job_id: str) -> AsyncIterato
         }
     },
 )
-async def job_events(kb: str, job_id: str, scope: Caller, state: State) -> StreamingResponse:
+async def job_events(
+    kb: str, job_id: str, request: Request, scope: Caller, state: State
+) -> StreamingResponse:
     """A build job's progress as SSE, from its start (any replica can serve it)."""
-    await run_in_threadpool(_job, state, kb, job_id, scope)
-    return StreamingResponse(
-        _job_events(state, kb, job_id), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
-    )
+    slot = open_slot(state, scope)  # 429 over the tenant's open streams
+    with slot.until_opened():
+        await run_in_threadpool(_job, state, kb, job_id, scope)
+        watch = _live_job(state, request, scope, kb, job_id)
+        return LiveResponse.sse(job_event_stream(state, kb, job_id), watch, slot)
 
 
 @router.post(
@@ -115,11 +114,14 @@ async def job_events(kb: str, job_id: str, scope: Caller, state: State) -> Strea
         }
     },
 )
-async def build_stream(kb: str, body: BuildBody, scope: Caller, state: State) -> StreamingResponse:
+async def build_stream(
+    kb: str, body: BuildBody, request: Request, scope: Caller, state: State
+) -> StreamingResponse:
     """Queue the same build and stream its progress as SSE; a client that leaves does not stop the build."""
-    job = await run_in_threadpool(_queue, state, kb, body, scope)  # bad input is a 4xx before streaming
-    return StreamingResponse(
-        _job_events(state, kb, job.id),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Lore-Job": job.id},
-    )
+    slot = open_slot(state, scope)  # 429 over the tenant's open streams, before anything is queued
+    with slot.until_opened():
+        job = await run_in_threadpool(_queue, state, kb, body, scope)  # bad input is a 4xx before streaming
+        watch = _live_job(state, request, scope, kb, job.id)
+        return LiveResponse.sse(
+            job_event_stream(state, kb, job.id), watch, slot, headers={"X-Lore-Job": job.id}
+        )

@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from lore.api.access import check_file_writes, require_kb
 from lore.api.deps import Caller, State
-from lore.api.limits import PositiveInt
+from lore.api.limits import MAX_ITEMS, Name, Note, PositiveInt
 from lore.api.routers.ingest import report_json, uploaded
 from lore.catalog import KnowledgeBase
 from lore.ingest.chunk_factory import ChunkSource, edited_chunk
@@ -36,10 +36,10 @@ class ChunkIn(BaseModel):
     parent_text: str | None = Field(
         default=None, max_length=40_000, description="Context handed to answers; default: the text."
     )
-    heading_path: list[str] = Field(default_factory=list)
-    title: str | None = None
+    heading_path: list[Name] = Field(default_factory=list, max_length=MAX_ITEMS)
+    title: Note | None = None
     page: PositiveInt | None = None
-    sheet: str | None = None
+    sheet: Name | None = None
     row: PositiveInt | None = None
     source_type: Literal["doc", "table_row"] = "doc"
 
@@ -56,11 +56,13 @@ class CommitBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    file: str = Field(description="The uploaded file the chunks were previewed from.")
+    file: Name = Field(description="The uploaded file the chunks were previewed from.")
     chunks: list[ChunkIn] = Field(min_length=1, max_length=5000)
     visibility: Literal["public", "internal", "restricted"] = "internal"
-    allowed_roles: list[str] = Field(default_factory=list, description="Roles that may read them; [] = all.")
-    dataset: str | None = Field(
+    allowed_roles: list[Name] = Field(
+        default_factory=list, max_length=MAX_ITEMS, description="Roles that may read them; [] = all."
+    )
+    dataset: Name | None = Field(
         default=None,
         description="Dataset the chunks go to; required for a key with several datasets (one of them).",
     )

@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from lore.api.access import readable_chunk_ids, trace_resource
 from lore.api.deps import Caller, State
+from lore.api.limits import Name, Note
 from lore.catalog.service import Feedback
 from lore.grant import Grant
 from lore.policy import Action, Kind, Resource, check
@@ -24,9 +25,9 @@ class FeedbackBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    trace_id: str
+    trace_id: Name
     rating: Literal[1, -1] = Field(description="1 = thumbs up, -1 = thumbs down.")
-    note: str = Field(default="", max_length=4000)
+    note: Note = ""
 
 
 @router.post("/api/feedback", status_code=201)

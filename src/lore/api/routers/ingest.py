@@ -21,6 +21,7 @@ from lore.api.access import (
     require_kb,
 )
 from lore.api.deps import Caller, State
+from lore.api.limits import MAX_ITEMS, NAME_CHARS, Name, Note, PathText
 from lore.api.routers.kbs import uploads_key
 from lore.api.security import original_response
 from lore.api.uploads import MultipartUpload, commit, safe_name, within_roots
@@ -108,12 +109,28 @@ async def original(kb: str, name: str, scope: Caller, state: State) -> FileRespo
     return original_response(path)
 
 
+@router.delete("/files/{name}")
+async def delete_file(kb: str, name: str, scope: Caller, state: State) -> dict[str, Any]:
+    """Delete one of the caller's tenant's files (admin): its upload and, in an unversioned KB, its indexed
+    file; in a versioned KB the upload goes and the next build drops the file (`note` says so). Another
+    tenant's file is never removed (409)."""
+
+    def run() -> dict[str, Any]:
+        lore = state.lore
+        record = require_kb(lore, scope, kb)
+        stored = own_name(lore, record, scope, name)
+        check_file_writes(lore, record, [stored], scope)
+        return lore.delete_file(record, stored, tenant=scope.tenant, key_id=scope.key_id)
+
+    return await run_in_threadpool(run)
+
+
 class PreviewBody(BaseModel):
     """An uploaded file to split into chunks without indexing it."""
 
     model_config = ConfigDict(extra="forbid")
 
-    file: str
+    file: Name
     limit: int = Field(default=50, ge=1, le=1000)
 
 
@@ -165,12 +182,17 @@ class SourcesBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    files: list[str] | None = Field(default=None, description="Uploaded file names; default: every upload.")
-    paths: list[str] = Field(
-        default_factory=list, description="Server files/folders inside api.ingest_roots."
+    files: list[Name] | None = Field(
+        default=None, max_length=MAX_ITEMS, description="Uploaded file names; default: every upload."
+    )
+    paths: list[PathText] = Field(
+        default_factory=list,
+        max_length=MAX_ITEMS,
+        description="Server files/folders inside api.ingest_roots.",
     )
     dataset: str | None = Field(
         default=None,
+        max_length=NAME_CHARS,
         description="Dataset the chunks go to; required for a key with several datasets (one of them).",
     )
 
@@ -178,11 +200,20 @@ class SourcesBody(BaseModel):
 class BuildBody(SourcesBody):
     """A versioned build of the given sources."""
 
-    description: str = ""
+    description: Note = ""
     activate: bool = False
     quality_gate: bool = False
     incremental_from: Literal["latest", "active"] = "latest"
     force: bool = False
+    mode: Literal["add", "exact"] = Field(
+        default="add",
+        description="add: the KB's other files stay (minus `remove`); exact: the version holds only these "
+        "sources, and a gated build fails if that drops files unless `allow_removal`.",
+    )
+    remove: list[PathText] = Field(
+        default_factory=list, max_length=MAX_ITEMS, description="Files of the KB to drop from the version."
+    )
+    allow_removal: bool = False
 
 
 def uploaded(lore: Lore, record: KnowledgeBase, name: str, scope: Grant) -> Path:
@@ -217,7 +248,9 @@ def _fetch(lore: Lore, kb: str, stored: str) -> Path | None:
     return lore.storage.fetch(f"{uploads_key(kb)}/{stored}")
 
 
-def _sources(lore: Lore, kb: str, body: SourcesBody, scope: Grant) -> list[Path]:
+def _sources(
+    lore: Lore, kb: str, body: SourcesBody, scope: Grant, *, allow_empty: bool = False
+) -> list[Path]:
     """The named uploads (default: every upload of the caller's tenant) and server paths."""
     record = require_kb(lore, scope, kb)
     if body.files is None:
@@ -235,7 +268,7 @@ def _sources(lore: Lore, kb: str, body: SourcesBody, scope: Grant) -> list[Path]
             + ", ".join(f.name for f in escaping[:20]),
         )
     inputs += server
-    if not inputs:
+    if not inputs and not allow_empty:
         raise HTTPException(
             400, f"nothing to index: upload files to knowledge base '{kb}' or give server paths"
         )

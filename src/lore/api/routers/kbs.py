@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from lore.api.access import audit, own_counts, require_kb, visible_kbs
 from lore.api.deps import Caller, State
+from lore.api.limits import NAME_CHARS, Note
 from lore.catalog import KnowledgeBase
 from lore.engine import Lore
 from lore.errors import NotFoundError
@@ -26,8 +27,8 @@ class KbBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(description="1-64 letters, digits, '_' or '-'.")
-    description: str = ""
+    name: str = Field(max_length=NAME_CHARS, description="1-64 letters, digits, '_' or '-'.")
+    description: Note = ""
 
 
 def kb_json(lore: Lore, kb: KnowledgeBase, grant: Grant) -> dict[str, Any]:
@@ -87,13 +88,12 @@ async def get_kb(kb: str, scope: Caller, state: State) -> dict[str, Any]:
 
 @router.delete("/{kb}", status_code=204)
 async def delete_kb(kb: str, scope: Caller, state: State) -> None:
-    """Delete a knowledge base, its index and its uploaded files (admin of the tenant owning all of it)."""
+    """Delete a knowledge base with everything it holds: index, uploads, reports, edits, jobs, and the
+    files of tenants it is shared with (admin of its owner tenant); audited."""
 
     def run() -> None:
         record = require_kb(state.lore, scope, kb, Action.DELETE)
-        state.lore.delete_kb(kb)
-        state.lore.storage.delete_prefix(uploads_key(kb))
-        audit(state.lore, scope, "delete", kb=kb, target=record.id)
+        state.lore.delete_kb(record.name, tenant=scope.tenant, key_id=scope.key_id)
 
     await run_in_threadpool(run)
 
@@ -121,13 +121,12 @@ async def share(kb: str, body: ShareBody, scope: Caller, state: State) -> dict[s
 
 @router.delete("/{kb}/shares/{tenant}", status_code=204)
 async def unshare(kb: str, tenant: str, scope: Caller, state: State) -> None:
-    """Stop sharing the KB with a tenant (its files stay, owned by it)."""
+    """Stop sharing the KB with a tenant and remove that tenant's files from it (uploads and indexed
+    files); its owner tenant's admin may always do it, whatever the other tenant added (audited)."""
 
     def run() -> None:
         record = require_kb(state.lore, scope, kb, Action.SHARE)
-        if not state.lore.catalog.unshare_kb(record.id, tenant):
-            raise NotFoundError(f"knowledge base '{kb}' is not shared with tenant '{tenant}'")
-        audit(state.lore, scope, "unshare", kb=kb, target=tenant)
+        state.lore.unshare_kb(record.name, tenant, by=scope.tenant, key_id=scope.key_id)
 
     await run_in_threadpool(run)
 

@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from lore.api.access import audit
 from lore.api.deps import Caller, State
+from lore.api.limits import Name
 from lore.catalog.service import ApiKey
 from lore.grant import Grant
 from lore.policy import Action, Kind, Resource, check
@@ -27,8 +28,8 @@ class KeyBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    roles: list[str] = Field(default_factory=list, max_length=20)
-    datasets: list[str] | None = Field(default=None, max_length=50)
+    roles: list[Name] = Field(default_factory=list, max_length=20)
+    datasets: list[Name] | None = Field(default=None, max_length=50)
     name: str = Field(default="", max_length=200)
 
 

@@ -9,17 +9,19 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response
 
 from lore.api.access import visible_kbs
-from lore.api.deps import Caller, State
+from lore.api.deps import Caller, State, bearer
+from lore.api.limits import MAX_ITEMS, NAME_CHARS
+from lore.api.live import LiveResponse, Watch, guarded, open_slot
 from lore.api.questions import AskBody
-from lore.api.routers.ask import ClosingStream, ask_result, start_stream
+from lore.api.routers.ask import ask_result, start_stream
 from lore.api.scenarios import MODEL_PREFIX, visible_scenarios
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
@@ -31,7 +33,8 @@ class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     role: Literal["system", "user", "assistant", "tool", "developer"]
-    content: str | list[dict[str, Any]] | None = None
+    # Text is checked against `answer.max_question_chars` when read (a 422 naming that limit).
+    content: str | Annotated[list[dict[str, Any]], Field(max_length=MAX_ITEMS)] | None = None
 
     def text(self) -> str:
         if isinstance(self.content, list):
@@ -45,8 +48,10 @@ class ChatRequest(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    model: str = Field(description="A knowledge base name, or `scenario:<id>` (see GET /v1/models).")
-    messages: list[ChatMessage] = Field(min_length=1)
+    model: str = Field(
+        max_length=NAME_CHARS, description="A knowledge base name, or `scenario:<id>` (see GET /v1/models)."
+    )
+    messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_ITEMS)
     stream: bool = False
 
 
@@ -76,7 +81,7 @@ def _error_status(data: dict[str, Any]) -> int:
 
 
 @router.post("/chat/completions", response_model=None)
-async def chat_completions(body: ChatRequest, scope: Caller, state: State) -> Response:
+async def chat_completions(body: ChatRequest, request: Request, scope: Caller, state: State) -> Response:
     """Answer the last user message from the knowledge base named by `model`; earlier user turns are
     history."""
     users = [m.text() for m in body.messages if m.role == "user"]
@@ -88,12 +93,11 @@ async def chat_completions(body: ChatRequest, scope: Caller, state: State) -> Re
         ask = AskBody(kb=body.model, question=users[-1], new_session=False)
     created, model = int(time.time()), body.model
     if body.stream:
-        events = await start_stream(state, scope, ask, "openai", history=users[:-1])
-        return ClosingStream(
-            _chunks(events, created, model),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache"},
-        )
+        slot = open_slot(state, scope)  # 429 over the tenant's open streams
+        with slot.until_opened():
+            events = await start_stream(state, scope, ask, "openai", history=users[:-1])
+            watch = Watch(state, bearer(request.headers.get("authorization")))
+            return LiveResponse(_chunks(guarded(events, watch), created, model), slot)
     result = await ask_result(state, scope, ask, "openai", history=users[:-1])
     end, error = result.end, result.error
     if end is None:
@@ -151,7 +155,12 @@ async def _chunks(events: AsyncIterator[dict[str, Any]], created: int, model: st
                     cid, created, model, {}, "stop", citations=data["citations"], lore=_lore_extra(data)
                 )
             elif kind == "error":
-                err = {"message": data["message"], "type": "lore_error", "trace_id": data.get("trace_id")}
+                err = {
+                    "message": data["message"],
+                    "type": "lore_error",
+                    "code": data.get("status"),
+                    "trace_id": data.get("trace_id"),
+                }
                 yield f"data: {json.dumps({'error': err}, ensure_ascii=False)}\n\n"
         yield "data: [DONE]\n\n"
     finally:

@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse
 
 from lore.api.access import audit, kb_resource, require_kb
 from lore.api.deps import Caller, ServiceState, State
-from lore.api.limits import PositiveInt, check_text
+from lore.api.limits import Name, PositiveInt, check_text
 from lore.api.scenarios import faq_reader, require_scenario, visible_scenarios
 from lore.errors import NotFoundError
 from lore.grant import Grant
@@ -125,7 +125,7 @@ class FaqRowIn(BaseModel):
     tenant: str | None = Field(default=None, max_length=128)
     dataset: str | None = Field(default=None, max_length=128)
     visibility: Literal["public", "internal", "restricted", ""] | None = None
-    roles: list[str] | None = Field(default=None, max_length=50)
+    roles: list[Name] | None = Field(default=None, max_length=50)
     disabled: bool | None = None
 
     def values(self) -> dict[str, str]:

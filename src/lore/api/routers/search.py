@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from lore.api.access import require_kb
 from lore.api.deps import Caller, State, search_options
-from lore.api.limits import Seq, check_text
+from lore.api.limits import Name, Seq, check_text
 from lore.lexical import tokenize
 from lore.policy import Action
 from lore.retrieve.rerank import RERANK_EVENTS, RerankInfo
@@ -24,7 +24,7 @@ class SearchBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kb: str
+    kb: Name
     query: str = Field(min_length=1, description="At most `answer.max_question_chars` characters.")
     top_k: int = Field(default=10, ge=1, le=100)
     mode: Literal["dense", "bm25", "hybrid"] | None = None

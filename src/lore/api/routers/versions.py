@@ -13,10 +13,10 @@ from starlette.concurrency import run_in_threadpool
 
 from lore.api.access import audit, require_kb
 from lore.api.deps import Caller, State
-from lore.api.limits import Seq
+from lore.api.limits import NOTE_CHARS, Note, Seq
 from lore.catalog import Version
 from lore.engine import Lore
-from lore.errors import NotFoundError
+from lore.errors import LoreError, NotFoundError
 from lore.eval.compare import load_eval_set
 from lore.policy import Action
 
@@ -79,7 +79,7 @@ class ReasonBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    reason: str = ""
+    reason: Note = ""
 
 
 @router.post("/versions/{seq}/activate")
@@ -192,6 +192,42 @@ class DiffBody(BaseModel):
     )
 
 
+MAX_EVAL_LIST = 100  # files, documents or phrases of one eval question
+
+
+def check_eval_set(text: str, max_questions: int, max_chars: int) -> None:
+    """422 naming the line for an eval set of more than `max_questions` questions, a question over
+    `max_chars` characters or a list over `MAX_EVAL_LIST` entries: each question is searched twice."""
+    count = 0
+    for n, line in enumerate(text.splitlines(), 1):
+        try:
+            row = json.loads(line) if line.strip() else None
+        except ValueError:
+            continue  # load_eval_set names the line
+        if not isinstance(row, dict):
+            continue
+        count += 1
+        if count > max_questions:
+            raise HTTPException(
+                422, f"eval set: more than {max_questions} questions (gate.max_eval_questions)"
+            )
+        question = row.get("question")
+        if isinstance(question, str) and len(question) > max_chars:
+            raise HTTPException(
+                422, f"eval set line {n}: question of {len(question)} characters, limit {max_chars}"
+            )
+        for key in ("files", "documents", "contains"):
+            items = row.get(key)
+            if isinstance(items, list) and len(items) > MAX_EVAL_LIST:
+                raise HTTPException(
+                    422, f'eval set line {n}: "{key}" has {len(items)} entries, limit {MAX_EVAL_LIST}'
+                )
+            if isinstance(items, list) and any(isinstance(i, str) and len(i) > NOTE_CHARS for i in items):
+                raise HTTPException(
+                    422, f'eval set line {n}: an entry of "{key}" is over {NOTE_CHARS} characters'
+                )
+
+
 @router.post("/diff")
 async def diff_with_eval(kb: str, body: DiffBody, scope: Caller, state: State) -> dict[str, Any]:
     """`GET .../diff` with a chosen eval set: Recall@k and MRR of both versions side by side (admins who
@@ -210,10 +246,14 @@ async def diff_with_eval(kb: str, body: DiffBody, scope: Caller, state: State) -
             text = lore.eval_sets(kb).body(body.eval_set)
             if text is None:
                 raise NotFoundError(f"eval set '{body.eval_set}' not found")
+        check_eval_set(text, lore.settings.gate.max_eval_questions, lore.settings.answer.max_question_chars)
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "eval.jsonl"
             path.write_text(text, encoding="utf-8")
-            load_eval_set(path)  # a malformed set is a 400 naming the line, before anything is kept
+            try:  # a malformed set is a 400 naming the line, before anything is kept
+                load_eval_set(path)
+            except LoreError as exc:
+                raise LoreError(str(exc).replace(str(path), "eval set")) from None
             out = lore.diff(kb, body.base, body.candidate, path)
             if body.save_as and body.eval_jsonl is not None:
                 lore.eval_sets(kb).save(body.save_as, body.eval_jsonl, scope.actor)

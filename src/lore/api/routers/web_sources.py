@@ -1,27 +1,49 @@
 """Web pages as sources through the API: crawl a URL (or a sitemap) on the server, inside the
 configured allow-list (`api.web_sources`), and index the pages into an unversioned KB for the caller's
-tenant."""
+tenant (a tenant the KB is shared with stores its pages as `<tenant>|<url>`, as its uploads).
+
+A crawl runs in threads of its own (`api.web_crawl_threads`), never in the pool every other request
+needs, a tenant runs at most `api.web_crawls_per_tenant` at once (more: 429), and each page and the whole
+crawl end at their `[ingest] web_*` deadlines."""
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import threading
+import weakref
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
+from anyio import CapacityLimiter
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import check_file_writes, require_kb
+from lore.api.access import check_file_writes, own_name, require_kb
 from lore.api.deps import Caller, State
+from lore.api.limits import NAME_CHARS
 from lore.api.routers.ingest import report_json
-from lore.errors import LoreError
-from lore.ingest.web import WebCrawler, cache_dir, fetch_pages
+from lore.catalog import KnowledgeBase
+from lore.engine import Lore
+from lore.errors import ConflictError, LoreError
+from lore.grant import Grant
+from lore.ingest.files import SourceFile
+from lore.ingest.web import Crawl, WebCrawler, cache_dir, fetch_pages
+from lore.ingest.web_budget import WebBudget
 from lore.ingest.web_guard import WebGuard
 from lore.policy import Action
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
 _locks: dict[str, threading.Lock] = {}  # one crawl per KB at a time: they share its page cache
 _locks_guard = threading.Lock()
+_running: Counter[str] = Counter()  # crawls running per tenant (this process)
+_limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, CapacityLimiter] = weakref.WeakKeyDictionary()
+RETRY_AFTER_S = 30
+HELD = "another tenant of this knowledge base holds this page"
 
 
 class WebSourceBody(BaseModel):
@@ -37,7 +59,9 @@ class WebSourceBody(BaseModel):
     max_pages: int | None = Field(
         default=None, ge=1, description="Stop after this many pages (default 100; ≤ api.web_max_pages)."
     )
-    dataset: str | None = Field(default=None, description="Dataset the chunks go to (as in ingest).")
+    dataset: str | None = Field(
+        default=None, max_length=NAME_CHARS, description="Dataset the chunks go to (as in ingest)."
+    )
 
 
 @router.post("/sources")
@@ -46,11 +70,12 @@ async def add_web_source(kb: str, body: WebSourceBody, scope: Caller, state: Sta
 
     403 when web sources are off (`api.web_sources` empty) or the URL is outside them; every request
     and redirect of the crawl must stay inside. robots.txt, the prefix and the page limit hold as in
-    `lore ingest URL`, and a re-crawl asks with ETag / Last-Modified and skips unchanged text.
+    `lore ingest URL`, and a re-crawl asks with ETag / Last-Modified and skips unchanged text. 429 (with
+    Retry-After) while the caller's tenant already runs `api.web_crawls_per_tenant` crawls.
     """
+    lore = state.lore
 
     def run() -> dict[str, Any]:
-        lore = state.lore
         record = require_kb(lore, scope, kb, Action.UPLOAD)
         stamp = scope.chunk_stamp(body.dataset)
         settings = lore.settings.api
@@ -74,10 +99,11 @@ async def add_web_source(kb: str, body: WebSourceBody, scope: Caller, state: Sta
             )
         with _lock(record.id):
             crawler = WebCrawler(
-                cache_dir(lore.settings.home, kb),
+                _cache(lore, record, scope),
                 max_pages=max_pages,
                 max_bytes=int(lore.settings.ingest.max_file_mb * 1e6),
                 guard=guard,
+                budget=WebBudget.from_settings(lore.settings.ingest),
             )
             try:
                 crawl = fetch_pages(
@@ -90,21 +116,72 @@ async def add_web_source(kb: str, body: WebSourceBody, scope: Caller, state: Sta
                 raise HTTPException(422, str(exc)) from exc
             finally:
                 crawler.close()
+            sources = _own_pages(lore, record, scope, crawl)
             refused = [{"url": u, "reason": r} for u, r in crawl.refused]
-            if not crawl.sources:
+            if not sources:
                 why = "; ".join(f"{u}: {r}" for u, r in crawl.refused[:5])
                 raise HTTPException(422, "no web page could be fetched" + (f" ({why})" if why else ""))
-            check_file_writes(lore, record, [s.name for s in crawl.sources], scope)
-            report = lore.ingest(kb, [], sources=crawl.sources, chunk_metadata=lambda _source: stamp)
+            report = lore.ingest(kb, [], sources=sources, chunk_metadata=lambda _source: stamp)
         return {
             "kb": kb,
-            "pages": len(crawl.sources),
+            "pages": len(sources),
             "unchanged": crawl.unchanged,
             "refused": refused,
             **report_json(report),
         }
 
-    return await run_in_threadpool(run)
+    with _slot(scope.tenant, lore.settings.api.web_crawls_per_tenant):
+        return await anyio.to_thread.run_sync(run, limiter=_limiter(lore.settings.api.web_crawl_threads))
+
+
+@contextmanager
+def _slot(tenant: str, cap: int) -> Iterator[None]:
+    """One of the tenant's `cap` concurrent crawls, or 429 with Retry-After."""
+    with _locks_guard:
+        if _running[tenant] >= cap:
+            raise HTTPException(
+                429,
+                f"this tenant already runs {cap} web crawls (api.web_crawls_per_tenant); try again later",
+                headers={"Retry-After": str(RETRY_AFTER_S)},
+            )
+        _running[tenant] += 1
+    try:
+        yield
+    finally:
+        with _locks_guard:
+            _running[tenant] -= 1
+
+
+def _limiter(threads: int) -> CapacityLimiter:
+    """The crawls' own thread limit for this event loop (requests waiting for it hold no thread)."""
+    loop = asyncio.get_running_loop()
+    limiter = _limiters.get(loop)
+    if limiter is None or limiter.total_tokens != threads:
+        limiter = _limiters[loop] = CapacityLimiter(threads)
+    return limiter
+
+
+def _cache(lore: Lore, record: KnowledgeBase, scope: Grant) -> Path:
+    """The page cache of the caller's tenant: the KB's own for its owner, a folder of its own for a sharee."""
+    folder = cache_dir(lore.settings.home, record.name)
+    if scope.key_id is None or record.owner_tenant == scope.tenant:
+        return folder
+    return folder / "tenants" / hashlib.sha256(scope.tenant.encode("utf-8")).hexdigest()[:24]
+
+
+def _own_pages(lore: Lore, record: KnowledgeBase, scope: Grant, crawl: Crawl) -> list[SourceFile]:
+    """The crawled pages under the caller's own names (`access.own_name`); a name another tenant holds
+    (from before names were per tenant) is refused, without naming who."""
+    pages = []
+    for source in crawl.sources:
+        name = own_name(lore, record, scope, source.name)
+        try:
+            check_file_writes(lore, record, [name], scope)
+        except ConflictError:
+            crawl.refused.append((source.name, HELD))
+            continue
+        pages.append(SourceFile(source.path, name))
+    return pages
 
 
 def _lock(kb_id: str) -> threading.Lock:

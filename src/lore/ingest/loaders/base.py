@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -13,6 +15,10 @@ from lore.registry import Registry
 from lore.schema import LoadedDocument
 
 ENTRY_POINT_GROUP = "lore.loaders"
+
+log = logging.getLogger("lore.ingest")
+# An absolute path inside a message (POSIX with two or more parts, or a Windows drive path).
+_ABS_PATH = re.compile(r"(?<![\w.~])(?:/[^\s/'\"()<>]+){2,}/?|\b[A-Za-z]:\\[^\s'\"()<>]+")
 
 
 @dataclass(frozen=True)
@@ -64,15 +70,24 @@ def reader_version(path: Path) -> str:
 def load_file(path: Path, *, ocr: bool = True, limits: FileLimits | None = None) -> list[LoadedDocument]:
     """Load one file with its loader; any unexpected failure becomes a `corrupt` `LoadError`. `limits`
     (default: the default limits) are checked before parsing: ZIP-based formats' size and entries, PDF
-    pages."""
+    pages. A reason never carries a server path or an unexpected exception's text (they go to the log)."""
     loader = loader_for(path)
-    check_file(path, limits or FileLimits())
     try:
+        check_file(path, limits or FileLimits())
         docs = loader(path, LoadOptions(ocr=ocr))
-    except LoadError:
-        raise
+    except LoadError as exc:
+        raise LoadError(str(path), safe_reason(exc.reason, path), exc.kind) from exc
     except Exception as exc:  # a broken file must not stop the batch
-        raise LoadError(str(path), f"cannot be read ({type(exc).__name__}: {exc})") from exc
+        log.warning("%s: cannot be read", path, exc_info=True)
+        kind = path.suffix.lower() or "this"
+        raise LoadError(str(path), f"cannot be read: damaged or not a valid {kind} file") from exc
     if not any(s.text.strip() for d in docs for s in d.sections):
         raise LoadError(str(path), "no text found (empty file)", LoadErrorKind.EMPTY)
     return docs
+
+
+def safe_reason(reason: str, path: Path) -> str:
+    """`reason` with the file's own path shown as its name and any other absolute path as `<path>`."""
+    for full in {str(path), str(path.absolute()), str(path.resolve())}:
+        reason = reason.replace(full, path.name)
+    return _ABS_PATH.sub("<path>", reason)

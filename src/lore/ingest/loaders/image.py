@@ -16,6 +16,8 @@ def load_image(path: Path, options: LoadOptions) -> list[LoadedDocument]:
         raise LoadError(str(path), "image file, text not read (OCR disabled)", LoadErrorKind.NO_TEXT)
     try:
         text = ocr.ocr_image_bytes(path.read_bytes(), min_side=1)
+    except ocr.ImageTooLarge as exc:
+        raise LoadError(str(path), str(exc), LoadErrorKind.TOO_LARGE) from exc
     except ValueError as exc:
         raise LoadError(str(path), f"not a readable image: {exc}") from exc
     if not text.strip():

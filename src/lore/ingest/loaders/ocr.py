@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pymupdf
+from pymupdf import mupdf
 
 # 200 DPI reads 9-pt scans correctly (150 DPI garbled lines of the medical-report fixture).
 OCR_DPI = 200
@@ -50,19 +51,45 @@ def ocr_region(page: pymupdf.Page, clip: pymupdf.Rect | None = None) -> str:
     return ocr_image(np.ascontiguousarray(rgb[:, :, ::-1]))  # RapidOCR takes arrays as BGR
 
 
+class ImageTooLarge(ValueError):
+    """An image whose header states more pixels than may be decoded."""
+
+
+def image_size(data: bytes) -> tuple[int, int]:
+    """(width, height) as the image's header states them, nothing decoded (a 30000x30000 PNG of a few
+    hundred bytes would take 900 MB and more once decoded). ValueError when MuPDF cannot read it."""
+    try:
+        image = mupdf.fz_new_image_from_buffer(mupdf.fz_new_buffer_from_copied_data(data))
+    except mupdf.FzErrorLimit as exc:  # MuPDF's own cap: the decoded size would overflow
+        size = _png_size(data)
+        shown = f"{size[0]}x{size[1]} pixels" if size else "dimensions over the decoder's limit"
+        raise ImageTooLarge(f"image of {shown} is over the {MAX_IMAGE_PIXELS:,}-pixel limit") from exc
+    except Exception as exc:
+        raise ValueError("not a decodable image") from exc
+    return int(image.w()), int(image.h())
+
+
+def _png_size(data: bytes) -> tuple[int, int] | None:
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
 def ocr_image_bytes(data: bytes, min_side: int = MIN_IMAGE_SIDE_PX) -> str:
     """Text of an encoded image (PNG, JPEG, GIF, BMP, TIFF...); "" for icons smaller than `min_side`.
 
-    Raises ValueError for bytes that are not an image PyMuPDF can decode (e.g. EMF/WMF drawings).
+    Raises ValueError for bytes that are not an image PyMuPDF can decode (e.g. EMF/WMF drawings), and
+    `ImageTooLarge` (from the header, before decoding) for more than `MAX_IMAGE_PIXELS` pixels.
     """
+    width, height = image_size(data)
+    if min(width, height) < min_side:
+        return ""
+    if width * height > MAX_IMAGE_PIXELS:
+        raise ImageTooLarge(f"image of {width}x{height} pixels is over the {MAX_IMAGE_PIXELS:,}-pixel limit")
     try:
         pix = pymupdf.Pixmap(data)
     except Exception as exc:
-        raise ValueError(f"not a decodable image ({exc})") from exc
-    if min(pix.width, pix.height) < min_side:
-        return ""
-    if pix.width * pix.height > MAX_IMAGE_PIXELS:
-        raise ValueError(f"image of {pix.width}x{pix.height} pixels is over the {MAX_IMAGE_PIXELS:,} limit")
+        raise ValueError("not a decodable image") from exc
     if pix.alpha:
         pix = pymupdf.Pixmap(pix, 0)
     if pix.colorspace is None or pix.colorspace.n != 3:

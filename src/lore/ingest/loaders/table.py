@@ -54,7 +54,8 @@ def load_xlsx(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     try:
         wb = openpyxl.load_workbook(path, read_only=True, data_only=True)
     except (InvalidFileException, zipfile.BadZipFile, OSError, KeyError, ValueError) as exc:
-        raise LoadError(str(path), f"not a valid Excel workbook ({type(exc).__name__}: {exc})") from exc
+        # openpyxl's messages name the file's full path: the reason says what is wrong in words.
+        raise LoadError(str(path), f"not a valid Excel workbook ({_xlsx_problem(exc)})") from exc
     sections: list[Section] = []
     try:
         for ws in wb.worksheets:
@@ -68,6 +69,16 @@ def load_xlsx(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     if not sections:
         raise LoadError(str(path), "workbook has no data (every sheet is empty)", LoadErrorKind.EMPTY)
     return [LoadedDocument(path=str(path), sections=sections)]
+
+
+def _xlsx_problem(exc: Exception) -> str:
+    if isinstance(exc, zipfile.BadZipFile):
+        return "damaged, or not a ZIP package"
+    if isinstance(exc, KeyError):
+        return "a part of the workbook is missing"
+    if isinstance(exc, ValueError):
+        return "a part of the workbook holds invalid XML or values"
+    return "damaged or unreadable"
 
 
 def table_sections(grid: Grid, sheet: str) -> list[Section]:

@@ -21,7 +21,7 @@ def load_xls(path: Path, options: LoadOptions) -> list[LoadedDocument]:
         kind = LoadErrorKind.ENCRYPTED if "encrypted" in str(exc).lower() else LoadErrorKind.CORRUPT
         raise LoadError(str(path), f"not a readable .xls workbook ({exc})", kind) from exc
     except (OSError, ValueError, AssertionError, IndexError) as exc:  # xlrd's checks on broken files
-        raise LoadError(str(path), f"not a valid .xls workbook ({type(exc).__name__}: {exc})") from exc
+        raise LoadError(str(path), "not a valid .xls workbook (damaged or unreadable)") from exc
     sections: list[Section] = []
     try:
         for index in range(book.nsheets):

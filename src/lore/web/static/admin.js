@@ -119,7 +119,7 @@ async function build(unversioned) {
     }
     const el = $("#build-result");
     el.innerHTML = renderValue({version: r.version?.seq, status: r.version?.status, counts: r.counts,
-      gate_reasons: r.gate_reasons, files: r.files.map((f) => ({file: f.name, status: f.status, reason: f.error}))});
+      gate_reasons: r.gate_reasons, removed: r.removed, files: r.files.map((f) => ({file: f.name, status: f.status, reason: f.error}))});
     el.classList.remove("hidden");
     status.textContent = t("done");
     await loadAdmin();
