@@ -5,9 +5,10 @@ second tenant asks and searches; the bystander's latency beside its quiet baseli
 
 Attacks (tenant `attacker`, admin key): 40 crawls of pages that drip one byte every 5 s; a sitemap index of
 2,000 children crawled with `max_pages: 1`; a 30000×30000 PNG uploaded and ingested; 248 product codes
-asked and searched; a diff whose eval-set question is 200,000 characters long; 60 job event streams left
-open on a KB that is then deleted; 60 answer streams at once. The server's budgets come from its config
-(printed); each attacking request's time is checked against the budget that should end it.
+asked and searched; a diff whose eval-set question is 200,000 characters long; 15 job event streams left
+open on a KB that is then deleted; 60 answer streams at once (in that order, the first four together).
+The bystander's quiet baseline runs `--seconds`; then it runs for as long as the attacks do. Each
+attacking request's time is checked against the budget that should end it (from the server's config).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from lore.eval.metrics import percentile  # noqa: E402
 
 console = Console()
 PAGE_TIMEOUT_S = 10.0  # the server's [ingest] web_page_timeout_s in this run
+CRAWLS_PER_TENANT = 2  # [api] web_crawls_per_tenant (default): crawls of one KB run one after another
 SLACK_S = 5.0  # scheduling slack on a loaded 2-core machine
 
 
@@ -120,13 +122,16 @@ class Attack:
         self.statuses[status] = self.statuses.get(status, 0) + 1
 
 
-async def bystander(url: str, key: str, seconds: float, out: list[float]) -> None:
-    """Tenant `bystander`: ask and search the handbook one request after another."""
+async def bystander(
+    url: str, key: str, seconds: float, out: list[float], until: asyncio.Event | None = None
+) -> None:
+    """Tenant `bystander`: ask and search the handbook one request after another, for `seconds` or until
+    `until` is set."""
     headers = {"Authorization": f"Bearer {key}"}
     rng = random.Random(7)
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as c:
         end = time.monotonic() + seconds
-        while time.monotonic() < end:
+        while (until.is_set() is False) if until is not None else time.monotonic() < end:
             q = rng.choice(QUESTIONS)
             t0 = time.perf_counter()
             try:
@@ -154,23 +159,15 @@ async def timed(attack: Attack, call: Callable[[], object]) -> None:
 async def attacks(url: str, key: str, site: str) -> list[Attack]:
     headers = {"Authorization": f"Bearer {key}"}
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=900) as c:
-        slow = Attack("40 crawls of 1-byte/5 s pages", PAGE_TIMEOUT_S + SLACK_S)
+        slow = Attack("40 crawls of 1-byte/5 s pages", CRAWLS_PER_TENANT * PAGE_TIMEOUT_S + SLACK_S)
         sitemap = Attack("sitemap index of 2,000, max_pages 1", 60)
         png = Attack("30000x30000 PNG upload + ingest", 60)
         codes = Attack("248 product codes, ask + search", 30)
         diff = Attack("diff with a 200,000-char question", 5)
-        streams = Attack("60 job streams, KB deleted", 10 + SLACK_S)
+        streams = Attack("15 job streams, KB deleted", 10 + SLACK_S)
         asks = Attack("60 answer streams at once", 60)
         body = {"url": f"{site}/slow/x", "max_pages": 1}
-        jobs = [timed(slow, lambda: c.post("/api/kbs/web/sources", json=body)) for _ in range(40)]
-        jobs.append(
-            timed(
-                sitemap,
-                lambda: c.post(
-                    "/api/kbs/web/sources", json={"url": f"{site}/index.xml", "sitemap": True, "max_pages": 1}
-                ),
-            )
-        )
+        phase1 = [timed(slow, lambda: c.post("/api/kbs/web/sources", json=body)) for _ in range(40)]
 
         async def png_attack() -> httpx.Response:
             r = await c.post("/api/kbs/attack/files", files={"file": ("huge.png", huge_png())})
@@ -180,28 +177,27 @@ async def attacks(url: str, key: str, site: str) -> list[Attack]:
             png.note = "; ".join(f"{f['status']}: {f.get('error')}" for f in r.json().get("files", []))[:80]
             return r
 
-        jobs.append(timed(png, png_attack))
+        phase1.append(timed(png, png_attack))
         question = " ".join(f"PX-{i:04d}" for i in range(248))[:1990]
         for _ in range(2):
-            jobs.append(timed(codes, lambda: c.post("/api/search", json={"kb": "attack", "query": question})))
-            jobs.append(timed(codes, lambda: c.post("/api/ask", json={"kb": "attack", "question": question})))
+            phase1.append(
+                timed(codes, lambda: c.post("/api/search", json={"kb": "attack", "query": question}))
+            )
+            phase1.append(
+                timed(codes, lambda: c.post("/api/ask", json={"kb": "attack", "question": question}))
+            )
         long_q = json.dumps({"question": "x" * 200_000, "files": ["a.md"]})
-        jobs.append(
-            timed(
-                diff,
-                lambda: c.post(
-                    "/api/kbs/attack/diff", json={"base": 1, "candidate": 1, "eval_jsonl": long_q}
-                ),
-            )
-        )
-        jobs.append(stream_attack(c, streams))
-        for _ in range(60):
-            jobs.append(
-                timed(asks, lambda: c.post("/api/ask", json={"kb": "attack", "question": "What is LF-200?"}))
-            )
-        await asyncio.gather(*jobs)
+        diff_body = {"base": 1, "candidate": 1, "eval_jsonl": long_q}
+        phase1.append(timed(diff, lambda: c.post("/api/kbs/attack/diff", json=diff_body)))
+        await asyncio.gather(*phase1)  # the crawls hold the tenant's crawl slots until they end
+        sitemap_body = {"url": f"{site}/index.xml", "sitemap": True, "max_pages": 1}
+        await timed(sitemap, lambda: c.post("/api/kbs/web/sources", json=sitemap_body))
+        await stream_attack(c, streams)
+        ask = {"kb": "attack", "question": "What is LF-200?"}
+        await asyncio.gather(*[timed(asks, lambda: c.post("/api/ask", json=ask)) for _ in range(60)])
     Site.lock.acquire()
     sitemap.note = f"{sum(v for k, v in Site.hits.items() if k in ('index.xml', 'child', 'page'))} fetches"
+    slow.note = f"{Site.hits.get('slow', 0)} slow pages fetched"
     Site.lock.release()
     return [slow, sitemap, png, codes, diff, streams, asks]
 
@@ -227,7 +223,7 @@ async def stream_attack(c: httpx.AsyncClient, attack: Attack) -> None:
             status = -1
         attack.record(time.perf_counter() - t0, status)
 
-    followers = [asyncio.create_task(follow()) for _ in range(60)]
+    followers = [asyncio.create_task(follow()) for _ in range(15)]  # under the tenant's cap of 20
     await asyncio.sleep(1)
     await c.delete("/api/kbs/doomed")
     await asyncio.gather(*followers)
@@ -277,8 +273,10 @@ def main() -> None:
             loaded: list[float] = []
 
             async def both() -> list[Attack]:
-                watcher = asyncio.create_task(bystander(url, reader, args.seconds, loaded))
+                over = asyncio.Event()
+                watcher = asyncio.create_task(bystander(url, reader, args.seconds, loaded, over))
                 done = await attacks(url, attacker, site)
+                over.set()
                 await watcher
                 return done
 
