@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -306,5 +307,11 @@ def world_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         )
     )
     with TestClient(create_app(lore)) as client:
-        yield build_world(lore, client, base / "scenarios")
+        world = build_world(lore, client, base / "scenarios")
+        health = client.app.state.health  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 120
+        while health.runs == 0:  # /api/ready's cells see the first round of checks (slow on a busy machine)
+            assert time.monotonic() < deadline, "no round of readiness checks in 120 s"
+            time.sleep(0.05)
+        yield world
     lore.close()

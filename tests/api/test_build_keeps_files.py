@@ -102,3 +102,18 @@ def test_a_cli_build_that_drops_files_fails_its_gate_without_remove_missing(serv
     # the failed version removed nothing: asked now, the file goes
     result = lore.build("hb", [folder], quality_gate=True, removal=Removal(allowed=True))
     assert result.version.gate_passed is True and result.removed == ["handbook/policy4.md"]
+
+
+def test_an_upload_deleted_from_a_versioned_kb_leaves_at_its_next_build(served) -> None:
+    lore, client, _ = served
+    _upload(client, UPLOADS)
+    build_and_wait(client, "hb", {"activate": True})
+    r = client.delete("/api/kbs/hb/files/bond.md")
+    assert r.status_code == 200 and "next build" in r.json()["note"]
+    assert _version_files(lore, 1) >= {"bond.md"}  # the active version keeps it until then
+    job = build_and_wait(client, "hb", {"activate": True, "quality_gate": True})
+    assert job["result"]["removed"] == ["bond.md"] and job["result"]["gate_reasons"] == []
+    assert _version_files(lore, 2) == INGESTED | {"fund.md"}
+    _upload(client, {"bond.md": UPLOADS["bond.md"]})  # uploaded again: the next build holds it again
+    build_and_wait(client, "hb", {"activate": True})
+    assert _version_files(lore, 3) == INGESTED | set(UPLOADS)

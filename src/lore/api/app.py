@@ -66,6 +66,7 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
         if run_preflight:
             for line in await run_in_threadpool(preflight, engine):
                 (log.warning if line.startswith("warning:") else log.info)("preflight: %s", line)
+        ops.health_of(app, engine)  # /api/ready's checks start with the service, not with its first probe
         stop = threading.Event()
         worker = None
         if engine.settings.worker.in_process:  # queued builds run here; off when `lore worker`s run them

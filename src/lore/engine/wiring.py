@@ -3,6 +3,7 @@ generator, opened once; searches bounded to a KB version."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 from dataclasses import replace
@@ -208,10 +209,24 @@ class Wiring:
                     "build a version without it to drop it from the index"
                 )
             raise NotFoundError(f"file '{path}' not found")
+        if in_index and upload:
+            self.mark_removals(kb, add={path})
         by = kb.owner_tenant or "" if tenant is None else tenant
         self.catalog.audit("delete_file", tenant=by, key_id=key_id, kb=kb.name, target=path, indexed=indexed)
         note = "the upload is deleted; the next build drops the file from the index" if in_index else None
         return {"kb": kb.name, "file": path, "upload": upload, "indexed": indexed, "note": note}
+
+    def pending_removals(self, kb: KnowledgeBase) -> set[str]:
+        """Files of a versioned KB whose upload was deleted: the next build drops them (asked for)."""
+        data = self.storage.read_bytes(_removals_key(kb))
+        return set(json.loads(data)) if data else set()
+
+    def mark_removals(
+        self, kb: KnowledgeBase, *, add: set[str] = frozenset(), drop: set[str] = frozenset()
+    ) -> None:
+        """Add files to (a deleted upload) or take them off (uploaded again, or gone) the pending removals."""
+        names = (self.pending_removals(kb) | add) - drop
+        self.storage.write_bytes(_removals_key(kb), json.dumps(sorted(names)).encode())
 
     def unshare_kb(
         self, name: str, tenant: str, *, by: str | None = None, key_id: str | None = None, **detail: Any
@@ -343,3 +358,7 @@ class Wiring:
         self._stores.clear()
         if self.__dict__.get("llm") is not None:
             self.__dict__.pop("llm").close()
+
+
+def _removals_key(kb: KnowledgeBase) -> str:
+    return f"uploads/{kb.name}/.removals.json"  # hidden: never listed as an upload; purged with the KB

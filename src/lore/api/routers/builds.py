@@ -32,6 +32,10 @@ def _queue(state: ServiceState, kb: str, body: BuildBody, scope: Grant) -> Job:
     known = {f.path for f in lore.catalog.list_files(record.id)}
     if missing := [n for n in body.remove if own_name(lore, record, scope, n) not in known]:
         raise HTTPException(400, f"remove: not files of knowledge base '{kb}': {', '.join(missing[:10])}")
+    pending = lore.pending_removals(record)  # uploads deleted since the last build: asked for
+    remove += sorted((pending & known) - set(remove))
+    if pending - known:  # dropped by an earlier build
+        lore.mark_removals(record, drop=pending - known)
     inputs = _sources(lore, kb, body, scope, allow_empty=body.mode == "add" and bool(remove))
     check_sources_write(lore, kb, inputs, scope, replaces_all=True)
     stamp = scope.chunk_stamp(body.dataset)
