@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import threading
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -222,11 +223,14 @@ class Wiring:
         return set(json.loads(data)) if data else set()
 
     def mark_removals(
-        self, kb: KnowledgeBase, *, add: set[str] = frozenset(), drop: set[str] = frozenset()
+        self, kb: KnowledgeBase, *, add: AbstractSet[str] = frozenset(), drop: AbstractSet[str] = frozenset()
     ) -> None:
-        """Add files to (a deleted upload) or take them off (uploaded again, or gone) the pending removals."""
-        names = (self.pending_removals(kb) | add) - drop
-        self.storage.write_bytes(_removals_key(kb), json.dumps(sorted(names)).encode())
+        """Add files to (a deleted upload) or take them off (uploaded again, or gone) the pending removals;
+        written only when that changes them."""
+        before = self.pending_removals(kb)
+        names = (before | add) - drop
+        if names != before:
+            self.storage.write_bytes(_removals_key(kb), json.dumps(sorted(names)).encode())
 
     def unshare_kb(
         self, name: str, tenant: str, *, by: str | None = None, key_id: str | None = None, **detail: Any

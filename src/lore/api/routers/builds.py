@@ -30,7 +30,7 @@ def _queue(state: ServiceState, kb: str, body: BuildBody, scope: Grant) -> Job:
     record = require_kb(lore, scope, kb, Action.BUILD)  # foreign or unknown: 404 before anything else
     remove = [own_name(lore, record, scope, n) for n in body.remove]
     known = {f.path for f in lore.catalog.list_files(record.id)}
-    if missing := [n for n in body.remove if own_name(lore, record, scope, n) not in known]:
+    if missing := [n for n, stored in zip(body.remove, remove, strict=True) if stored not in known]:
         raise HTTPException(400, f"remove: not files of knowledge base '{kb}': {', '.join(missing[:10])}")
     pending = lore.pending_removals(record)  # uploads deleted since the last build: asked for
     remove += sorted((pending & known) - set(remove))

@@ -69,9 +69,8 @@ async def upload(kb: str, request: Request, scope: Caller, state: State) -> dict
         lambda name, tmp: lore.storage.put(f"{prefix}/{name}", tmp),
         lambda names: lore.catalog.claim_files(record.id, names, scope.tenant),
     )
-    if await run_in_threadpool(lore.pending_removals, record):  # uploaded again: no longer to be dropped
-        names = {name for name, _, _ in parts}
-        await run_in_threadpool(lambda: lore.mark_removals(record, drop=names))
+    names = {name for name, _, _ in parts}  # uploaded again: no longer to be dropped by the next build
+    await run_in_threadpool(lambda: lore.mark_removals(record, drop=names))
     return {"kb": kb, "files": saved}
 
 
