@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 demo: install office
-	LORE_HOME=.lore/demo $(BIN)/lore demo
+	LORE_HOME=$(CURDIR)/.lore/demo $(BIN)/lore demo  # README: export LORE_HOME=$$PWD/.lore/demo to use it
 
 # The browser tests drive Debian's chromium through Playwright (no browser download); CJK fonts so
 # Chinese renders in screenshots.
@@ -55,7 +55,7 @@ fuzz-long: install
 
 # A PNG of every console panel into docs/ (the browser test of the console, with screenshots on).
 screenshots: install browser
-	LORE_SCREENSHOTS=docs $(BIN)/pytest -q tests/api/test_console_ui.py
+	LORE_SCREENSHOTS=docs $(BIN)/pytest -q tests/api/test_console_ui.py tests/api/test_console_admin_ui.py
 
 clean:
 	rm -rf $(VENV) .lore

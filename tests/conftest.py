@@ -21,11 +21,13 @@ SHARED = REPO.parent / "shared"
 
 @pytest.fixture(autouse=True)
 def _no_user_lore_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Tests never read the developer's lore.toml or LORE_* variables."""
+    """Tests never read the developer's lore.toml or LORE_* variables, and never write into the user's data
+    folder (the default home): each test has its own home unless it sets LORE_HOME itself."""
     for name in list(os.environ):
         if name.startswith("LORE_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("LORE_CONFIG", str(tmp_path / "no-lore.toml"))
+    monkeypatch.setenv("LORE_HOME", str(tmp_path / "lore-home"))
 
 
 # -- catalog databases: every catalog test runs on SQLite, PostgreSQL and MariaDB ------------------

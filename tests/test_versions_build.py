@@ -131,7 +131,8 @@ def test_quality_gate_fails_a_bad_build_and_keeps_the_active_version(
     assert runner.invoke(app, ["kb", "create", "hb"]).exit_code == 0
     ok = runner.invoke(app, ["build", "--kb", "hb", "--source", str(docs), "--quality-gate", "--activate"])
     assert ok.exit_code == 0, ok.output
-    report = json.loads((home / "reports" / "hb" / "1" / "quality.json").read_text(encoding="utf-8"))
+    reports = Lore(load_settings(home=home)).reports_dir("hb")  # `kbs/<id>/reports`, as the CLI wrote
+    report = json.loads((reports / "1" / "quality.json").read_text(encoding="utf-8"))
     assert report["gate"] == {"passed": True, "reasons": []}
     assert report["files"]["loaded"] == 2 and report["encoding_repairs"][0]["file"] == "docs/gbk.txt"
 

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
+import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
@@ -50,6 +51,23 @@ class StoreSettings(_Section):
     client_pem_path: str = ""
     client_key_path: str = ""
     timeout_s: float = Field(default=10.0, gt=0)  # per call; a lost connection is reopened once
+    # Embedded store: an HNSW graph (faiss) from `ann_min_rows` live rows up; below, an exact scan.
+    ann_min_rows: int = Field(default=50_000, ge=1)
+    ann_ef_search: int = Field(default=256, gt=0)  # graph search breadth (raised for filters, up to ef_max)
+    ann_ef_max: int = Field(default=1024, gt=0)
+    ann_ef_construction: int = Field(default=128, gt=0)
+    ann_m: int = Field(default=32, ge=4)  # graph links per node
+    ann_rescore: int = Field(default=4, ge=1)  # candidates per wanted hit, rescored with the exact vectors
+    # A filter letting a smaller share of rows through scans them exactly (graph recall drops inside it).
+    ann_filter_min_share: float = Field(default=0.2, ge=0.0, le=1.0)
+    # pgvector: PostgreSQL URL of the store tables ("" = the catalog URL), HNSW search breadth per query,
+    # and at most this many rows passing a filter are scanned exactly instead of through the HNSW index
+    # (which is built by the first search that needs it, so a bulk load does not maintain it row by row).
+    pg_url: str = ""
+    pg_ef_search: int = Field(default=40, ge=1, le=1000)
+    pg_exact_rows: int = Field(default=10_000, ge=0)
+    pg_index_memory_mb: int = Field(default=512, ge=64)  # maintenance_work_mem while building the HNSW index
+    pg_work_mem_mb: int = Field(default=64, ge=4)  # work_mem of a BM25 query (sorting long posting lists)
 
 
 class CatalogSettings(_Section):
@@ -68,9 +86,9 @@ class CatalogSettings(_Section):
 
 
 class WorkerSettings(_Section):
-    """Build jobs: the API queues them; `lore worker` (or the service itself, `in_process`) runs them."""
+    """Build and crawl jobs: the API queues them; `lore worker` (or the service, `in_process`) runs them."""
 
-    in_process: bool = True  # the service runs queued builds itself; false when `lore worker`s do
+    in_process: bool = True  # the service runs queued jobs itself; false when `lore worker`s do
     lease_s: float = Field(default=60.0, ge=1.0)  # build lock and job lease; renewed every third of it
     poll_s: float = Field(default=1.0, gt=0)  # how often an idle worker looks for queued jobs
 
@@ -213,6 +231,8 @@ class ApiSettings(_Section):
     stream_recheck_s: float = Field(default=2.0, gt=0, le=60)
     stream_max_s: float = Field(default=3600.0, gt=0)
     max_streams_per_tenant: int = Field(default=20, ge=0)
+    # Roles `POST /api/keys` may give a key besides `admin` and `platform-admin` (any other is a 422).
+    key_roles: list[str] = Field(default_factory=lambda: ["employee", "staff", "manager", "hr"])
 
     # Request bodies other than uploads (JSON), counted as they arrive whatever Content-Length says;
     # uploads are capped at max_upload_mb (per file, and per request) the same way.
@@ -309,7 +329,8 @@ class Settings(BaseSettings):
         env_prefix="LORE_", env_nested_delimiter="__", extra="forbid", toml_file="lore.toml"
     )
 
-    home: Path = Path(".lore")
+    # Per-user data folder (~/.local/share/lore on Linux, ~/Library/Application Support/lore on macOS).
+    home: Path = Field(default_factory=lambda: Path(platformdirs.user_data_dir("lore", appauthor=False)))
     catalog_url: str = ""  # default: sqlite file in `home`
     catalog: CatalogSettings = CatalogSettings()
     embed: EmbedSettings = EmbedSettings()

@@ -18,9 +18,10 @@ from lore.catalog import KnowledgeBase
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.schema import SearchFilter
+from lore.storage.layout import uploads_key
 
 log = logging.getLogger(__name__)
-LEGACY_UPLOAD_OWNERS = ".owners.json"  # {file name: tenant} in uploads/<kb>/, written before 0005
+LEGACY_UPLOAD_OWNERS = ".owners.json"  # {file name: tenant} in a KB's uploads, written before 0005
 
 
 @dataclass
@@ -75,7 +76,7 @@ def content_owners(lore: Lore, kb: KnowledgeBase) -> tuple[list[tuple[str, str]]
         if tenant:
             owners.append((f.path, tenant))
     seen = {p for p, _ in owners}
-    legacy = _legacy_upload_owners(lore.settings.files_dir / "uploads" / kb.name)
+    legacy = _legacy_upload_owners(lore.storage.path(uploads_key(kb)))  # moved to the id on opening
     for path, tenant in sorted({**legacy, **recorded}.items()):
         if path not in seen and tenant:
             owners.append((path, tenant))

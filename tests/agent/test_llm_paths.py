@@ -234,7 +234,10 @@ def test_a_client_that_leaves_stops_the_loop_and_its_llm_calls(lore: Lore, serve
     import threading
     import time
 
+    arrived = threading.Event()
+
     def held_plan(h) -> None:  # type: ignore[no-untyped-def]
+        arrived.set()
         server.gate.wait(10)  # the plan call is in flight when the client goes away
         json_completion(
             {
@@ -247,6 +250,8 @@ def test_a_client_that_leaves_stops_the_loop_and_its_llm_calls(lore: Lore, serve
     server.script = [held_plan, json_completion(GOOD_GRADE), json_completion(GOOD_GRADE)]
     events = pipeline(lore, server).run(Q, lore.scoped("hb", SearchOptions()))
     assert next(events).type == "status"
+    # The first status comes before the plan call: close only once that call is in flight (not by timing).
+    assert arrived.wait(30)
     events.close()  # the client disconnected
     server.gate.set()
     deadline = time.monotonic() + 20

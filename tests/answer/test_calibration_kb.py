@@ -84,7 +84,8 @@ def test_cli_calibrate_with_an_eval_set_prints_the_rates(
     result = CliRunner().invoke(app, ["calibrate", "--kb", "hb", "--eval", str(evals)])
     assert result.exit_code == 0, result.output
     assert "expected false refusals" in result.output and "off-topic refused" in result.output
-    stored = json.loads((Path(built[0]) / "reports" / "hb" / "1" / FILE_NAME).read_text(encoding="utf-8"))
+    reports = Lore(load_settings(home=Path(built[0]))).reports_dir("hb")
+    stored = json.loads((reports / "1" / FILE_NAME).read_text(encoding="utf-8"))
     assert stored["source"] == "eval set" and stored["answerable"] == 4 and stored["offtopic"] > 100
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{not json\n", encoding="utf-8")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from lore.answer.generators.base import GenerationError, Passage, get_generator
-from lore.answer.generators.openai_chat import OpenAIChatGenerator
+from lore.answer.generators.openai_chat import USAGE, OpenAIChatGenerator, UsageMeter
 from lore.answer.prompt import NOT_COVERED
 from tests.answer.chat_server import FakeServer, _chunk, answer, events, reply, serve
 
@@ -154,3 +154,79 @@ def test_registry_builds_the_generator(server: FakeServer) -> None:
     gen = get_generator("openai", model="test-llm", base_url=server.url)
     assert isinstance(gen, OpenAIChatGenerator) and gen.name == "openai"
     gen.close()
+
+
+@pytest.fixture
+def meter() -> Iterator[UsageMeter]:
+    made = UsageMeter()
+    token = USAGE.set(made)
+    yield made
+    USAGE.reset(token)
+
+
+def _usage_chunk(prompt: int, completion: int) -> str:
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    return json.dumps({"id": "c1", "object": "chat.completion.chunk", "choices": [], "usage": usage})
+
+
+def test_the_usage_chunk_is_asked_for_and_metered(
+    server: FakeServer, make: Callable[..., OpenAIChatGenerator], meter: UsageMeter
+) -> None:
+    gen = make()
+    server.script = [
+        events(_chunk(), _chunk("30 days [1]."), _chunk(finish="stop"), _usage_chunk(120, 7), "[DONE]"),
+        events(_chunk("Yes [2]."), _chunk(finish="stop"), _usage_chunk(80, 3), "[DONE]"),
+    ]
+    assert list(gen.stream(QUESTION, PASSAGES)) == ["30 days [1]."]
+    assert list(gen.stream(QUESTION, PASSAGES)) == ["Yes [2]."]
+    assert all(r["stream_options"] == {"include_usage": True} for r in server.requests)
+    assert (meter.prompt_tokens, meter.completion_tokens, meter.answers) == (200, 10, 2) and meter.reported
+
+
+def test_a_server_that_reports_no_usage_leaves_it_unreported(
+    server: FakeServer, make: Callable[..., OpenAIChatGenerator], meter: UsageMeter
+) -> None:
+    server.script = [answer("30 days [1].")]
+    assert list(make().stream(QUESTION, PASSAGES)) == ["30 days [1]."]
+    assert (meter.answers, meter.unreported, meter.prompt_tokens) == (1, 1, 0) and not meter.reported
+
+
+def test_a_server_rejecting_stream_options_is_asked_without(
+    server: FakeServer, make: Callable[..., OpenAIChatGenerator], meter: UsageMeter
+) -> None:
+    rejected = reply(400, {"error": {"message": "Unrecognized request argument supplied: stream_options"}})
+    server.script = [rejected, answer("30 days [1]."), answer("Yes [2].")]
+    gen = make()
+    assert list(gen.stream(QUESTION, PASSAGES)) == ["30 days [1]."]
+    assert list(gen.stream(QUESTION, PASSAGES)) == ["Yes [2]."]
+    assert ["stream_options" in r for r in server.requests] == [True, False, False]
+    assert meter.answers == 2 and not meter.reported
+
+
+def test_other_client_errors_are_not_retried_without_stream_options(
+    server: FakeServer, make: Callable[..., OpenAIChatGenerator]
+) -> None:
+    server.script = [reply(400, {"error": {"message": "model not found"}}), answer("never sent")]
+    with pytest.raises(GenerationError, match="model not found"):
+        list(make().stream(QUESTION, PASSAGES))
+    assert len(server.requests) == 1
+
+
+def test_a_whole_json_reply_and_a_completion_are_metered(
+    server: FakeServer, make: Callable[..., OpenAIChatGenerator], meter: UsageMeter
+) -> None:
+    usage = {"prompt_tokens": 50, "completion_tokens": 4, "total_tokens": 54}
+    body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "30 days [1]."}}]}
+    server.script = [reply(200, {**body, "usage": usage})]
+    assert list(make().stream(QUESTION, PASSAGES)) == ["30 days [1]."]
+    # The agent's whole completions (rewrite, plan, grade) parse their replies here.
+    assert make().completion_content(json.dumps({**body, "usage": usage}).encode())[0] == "30 days [1]."
+    assert (meter.prompt_tokens, meter.completion_tokens, meter.answers) == (100, 8, 1) and meter.reported
+
+
+def test_nothing_is_metered_outside_a_request(
+    server: FakeServer, make: Callable[..., OpenAIChatGenerator]
+) -> None:
+    assert USAGE.get() is None
+    server.script = [events(_chunk("30 days [1]."), _chunk(finish="stop"), _usage_chunk(9, 9), "[DONE]")]
+    assert list(make().stream(QUESTION, PASSAGES)) == ["30 days [1]."]

@@ -19,6 +19,7 @@ from lore.config import load_settings
 from lore.engine import Lore
 from lore.scenario.build import build_scenario
 from lore.scenario.config import Scenarios
+from lore.storage.layout import uploads_key
 from tests.api.conftest import auth, sse_events
 
 A, B = "acme", "bluefin"
@@ -131,7 +132,7 @@ class World:
         for tenant in shared:
             self.lore.catalog.share_kb(kb.id, tenant)
         if upload:
-            folder = self.lore.settings.home / "uploads" / name
+            folder = self.lore.storage.path(uploads_key(kb))
             folder.mkdir(parents=True, exist_ok=True)
             (folder / upload).write_text("# Harmless\n\nA harmless note about parking.\n", encoding="utf-8")
             self.lore.catalog.claim_files(kb.id, [upload], owner)
@@ -161,10 +162,8 @@ def build_world(lore: Lore, client: TestClient, scenarios_dir: Path) -> World:
             lore.catalog.revoke_api_key(key.id)
         secrets[c.name] = secret
     world = World(client, lore, secrets)
-    home = lore.settings.home
     for tenant, kb in ((A, "ka"), (B, "kb")):
-        lore.create_kb(kb, owner_tenant=tenant)
-        folder = home / "uploads" / kb
+        folder = lore.storage.path(uploads_key(lore.create_kb(kb, owner_tenant=tenant)))
         folder.mkdir(parents=True)
         meta = {}
         for kind, (dataset, visibility, roles) in KINDS.items():
@@ -187,7 +186,7 @@ def build_world(lore: Lore, client: TestClient, scenarios_dir: Path) -> World:
     # The shared KB: owned by A, shared with B; both tenants' JSONL records carry _id 1 (finding 2).
     shared = lore.create_kb("shared", owner_tenant=A)
     lore.catalog.share_kb(shared.id, B)
-    folder = home / "uploads" / "shared"
+    folder = lore.storage.path(uploads_key(shared))
     folder.mkdir(parents=True)
     for tenant in (A, B):
         path = folder / f"{tenant[0]}_rec.jsonl"

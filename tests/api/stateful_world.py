@@ -1,9 +1,11 @@
 """The world the stateful test drives: a real `lore serve` (uvicorn over TCP) on a real home, two tenants'
-keys, the operator's CLI, and what the model expects of each knowledge base.
+keys, the operator's CLI, a web site to crawl, the build worker, and what the model expects of each
+knowledge base (its uploads, index and versions).
 
-Every file a tenant uploads carries a canary word unique to it. A response to a key of tenant T may hold
-a canary only if T wrote it and it is still alive (its KB, file and share exist); every response passes
-through `World.call`, which checks that and that no call is a 5xx or runs over its budget.
+Every file a tenant uploads (and every page it crawls) carries a canary word unique to it. A response to
+a key of tenant T may hold a canary only if T wrote it and it is still alive (its KB, file and share
+exist); every response passes through `World.call`, which checks that and that no call is a 5xx or runs
+over its budget.
 """
 
 from __future__ import annotations
@@ -11,17 +13,17 @@ from __future__ import annotations
 import itertools
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 from typer.testing import CliRunner
-from websockets.exceptions import ConnectionClosed
-from websockets.sync.client import connect
 
 from lore.cli.main import app as cli_app
 from lore.engine import Lore
+from tests.api.stateful_parts import HeldWorker, PageSite
 
 TENANTS = ("acme", "beta")
 BUDGET_S = 60.0  # no call of this test may take longer (a build is polled within it)
@@ -30,6 +32,11 @@ _serial = itertools.count(1)
 
 class Violation(AssertionError):
     """An invariant of the service does not hold."""
+
+
+def expect(ok: bool, message: str) -> None:
+    if not ok:
+        raise Violation(message)
 
 
 @dataclass
@@ -41,6 +48,17 @@ class Upload:
     canary: str
 
 
+Key = tuple[str, str]  # (tenant, file name or page URL)
+
+
+@dataclass
+class VersionModel:
+    """One built version: its status and the canary of each of its files."""
+
+    status: str
+    files: dict[Key, str]
+
+
 @dataclass
 class KbModel:
     """What the model knows of one knowledge base."""
@@ -50,6 +68,63 @@ class KbModel:
     shared: set[str] = field(default_factory=set)
     uploads: list[Upload] = field(default_factory=list)  # every upload, replaced ones too
     versioned: bool = False
+    pages: list[Upload] = field(default_factory=list)  # crawled pages (url as name)
+    current: dict[Key, str] = field(default_factory=dict)  # uploads there now: their canary
+    built: dict[Key, str] = field(default_factory=dict)  # the index now / after the latest build
+    pending: set[Key] = field(default_factory=set)  # versioned: deleted uploads the next build drops
+    versions: dict[int, VersionModel] = field(default_factory=dict)
+    active: int | None = None
+
+    def sees(self, tenant: str) -> bool:
+        return self.owner == tenant or tenant in self.shared
+
+    def uploaded(self, upload: Upload) -> None:
+        self.uploads.append(upload)
+        self.current[(upload.tenant, upload.name)] = upload.canary
+        self.pending.discard((upload.tenant, upload.name))  # uploaded again: no longer to drop
+
+    def ingested(self, tenant: str) -> None:
+        """Unversioned: the tenant's uploads are indexed (replacing their earlier text)."""
+        self.built.update({k: c for k, c in self.current.items() if k[0] == tenant})
+
+    def file_deleted(self, key: Key) -> None:
+        self.current.pop(key, None)
+        if not self.versioned:
+            self.built.pop(key, None)
+        elif key in self.built:
+            self.pending.add(key)
+
+    def tenant_removed(self, tenant: str) -> list[Upload]:
+        """Unshared: the tenant's uploads, pages and indexed files leave the KB (returns the dead ones)."""
+        dead = [u for u in self.uploads + self.pages if u.tenant == tenant]
+        self.uploads = [u for u in self.uploads if u.tenant != tenant]
+        self.pages = [u for u in self.pages if u.tenant != tenant]
+        for files in (self.current, self.built, *(v.files for v in self.versions.values())):
+            for key in [k for k in files if k[0] == tenant]:
+                del files[key]
+        self.pending = {k for k in self.pending if k[0] != tenant}
+        return dead
+
+    def build_done(self, tenant: str, seq: int, status: str) -> None:
+        """A build by `tenant` of its uploads (mode add): the KB's other files stay, deleted uploads go."""
+        files = {k: c for k, c in self.built.items() if k not in self.pending}
+        files.update({k: c for k, c in self.current.items() if k[0] == tenant})
+        self.built, self.pending, self.versioned = files, set(), True
+        if status == "active":
+            self.activated(seq)
+        self.versions[seq] = VersionModel(status, dict(files))
+
+    def activated(self, seq: int) -> None:
+        if self.active is not None and self.active in self.versions:
+            self.versions[self.active].status = "retired"
+        if seq in self.versions:
+            self.versions[seq].status = "active"
+        self.active = seq
+
+    def rollback_target(self) -> int | None:
+        """The newest retired version older than the active one."""
+        older = [s for s, v in self.versions.items() if v.status == "retired" and s < (self.active or 0)]
+        return max(older, default=None)
 
 
 @dataclass
@@ -58,13 +133,17 @@ class Counts:
     sequences: int = 0
     calls: int = 0
     statuses: dict[int, int] = field(default_factory=dict)
+    done: Counter[str] = field(default_factory=Counter)  # what the version and web rules did
+
+    def did(self, what: str) -> None:
+        self.done[what] += 1
 
 
 class World:
     """The live service and its keys; `call` checks every response against the canaries."""
 
-    def __init__(self, lore: Lore, url: str, home: Path) -> None:
-        self.lore, self.url, self.home = lore, url, home
+    def __init__(self, lore: Lore, url: str, home: Path, site: PageSite, worker: HeldWorker) -> None:
+        self.lore, self.url, self.home, self.site, self.worker = lore, url, home, site, worker
         self.http = httpx.Client(base_url=url, timeout=BUDGET_S)
         cat = lore.catalog
         self.admin = {t: cat.create_api_key(t, ["admin", "platform-admin"])[1] for t in TENANTS}
@@ -80,7 +159,7 @@ class World:
         """One request with `key`; its body is checked (no 5xx, no canary the caller may not read)."""
         start = time.monotonic()
         r = self.http.request(method, path, headers={"Authorization": f"Bearer {key}"}, **kw)
-        self._record(key, f"{method} {path}", r.status_code, r.text, time.monotonic() - start)
+        self.record(key, f"{method} {path}", r.status_code, r.text, time.monotonic() - start)
         return r
 
     def stream(self, key: str, path: str, body: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -90,7 +169,7 @@ class World:
         headers = {"Authorization": f"Bearer {key}"}
         with self.http.stream("POST", path, json=body, headers=headers) as r:
             text = r.read().decode("utf-8", "replace")
-        self._record(key, f"POST {path}", r.status_code, text, time.monotonic() - start)
+        self.record(key, f"POST {path}", r.status_code, text, time.monotonic() - start)
         kind = "message"
         for line in text.splitlines():
             if line.startswith("event: "):
@@ -102,7 +181,8 @@ class World:
                 raise Violation(f"POST {path}: error event {data}")
         return events
 
-    def _record(self, key: str, what: str, status: int, text: str, took: float) -> None:
+    def record(self, key: str, what: str, status: int, text: str, took: float) -> None:
+        """Check one response (or frame) to `key`: no 5xx, within the budget, no canary it may not read."""
         self.counts.calls += 1
         self.counts.statuses[status] = self.counts.statuses.get(status, 0) + 1
         if status >= 500:
@@ -115,45 +195,42 @@ class World:
                 state = "alive" if canary in self.alive else "dead"
                 raise Violation(f"{what} as {tenant}: holds {writer}'s {state} canary {canary}")
 
-    def revoke_on_an_open_socket(self, tenant: str, question: dict[str, Any]) -> tuple[list[Any], int]:
-        """A new key of `tenant` asks on a WebSocket, is revoked, asks again: (events after the
-        revocation, the socket's close code)."""
-        r = self.call(self.admin[tenant], "POST", "/api/keys", json={"roles": ["staff"], "name": "ws"})
-        if r.status_code != 201:
-            raise Violation(f"POST /api/keys: {r.status_code} {r.text[:200]}")
-        key_id, secret = r.json()["id"], r.json()["secret"]
-        self.tenant_of[secret] = tenant
-        url = self.url.replace("http", "ws") + "/api/stream"
-        with connect(url, additional_headers={"Authorization": f"Bearer {secret}"}, open_timeout=10) as ws:
-            ws.send(json.dumps(question))
-            self._socket_until(ws, secret, ("end", "error"))
-            revoked = self.call(self.admin[tenant], "DELETE", f"/api/keys/{key_id}")
-            if revoked.status_code != 204:
-                raise Violation(f"DELETE /api/keys: {revoked.status_code}")
-            ws.send(json.dumps(question))
-            try:
-                after = self._socket_until(ws, secret, ())
-            except ConnectionClosed as closed:
-                return [], closed.rcvd.code if closed.rcvd else 1006
-        return after, 1000
-
-    def _socket_until(self, ws: Any, secret: str, last: tuple[str, ...]) -> list[Any]:
-        events: list[Any] = []
-        deadline = time.monotonic() + BUDGET_S
-        while not events or events[-1]["event"] not in last:
-            text = ws.recv(timeout=max(0.1, deadline - time.monotonic()))
-            self._record(secret, "WS /api/stream", 200, text, 0.0)
-            events.append(json.loads(text))
-            if events[-1]["event"] == "error" and int(events[-1]["data"].get("status", 500)) >= 500:
-                raise Violation(f"WS /api/stream: error event {events[-1]}")
-        return events
-
     def new_upload(self, tenant: str, name: str) -> tuple[Upload, bytes]:
         canary = f"qz{tenant}{next(_serial)}canary"
         self.canaries[canary] = tenant
         self.alive.add(canary)
         text = f"# Note {name}\n\nThe launch word of the {tenant} team is {canary}; keep it private.\n"
         return Upload(tenant, name, canary), text.encode()
+
+    def new_pages(self, tenant: str, n: int) -> tuple[str, str, list[Upload]]:
+        """`n` linked pages on the site, each with a canary of `tenant`: (start URL, prefix, pages)."""
+        pages = [Upload(tenant, "", f"qz{tenant}{next(_serial)}canary") for _ in range(n)]
+        for page in pages:
+            self.canaries[page.canary] = tenant
+            self.alive.add(page.canary)
+        texts = [f"The launch word of the {tenant} team is {p.canary}; keep it private." for p in pages]
+        start, prefix, urls = self.site.add(texts)
+        for page, url in zip(pages, urls, strict=True):
+            page.name = url
+        return start, prefix, pages
+
+    def finds(self, tenant: str, kb: str, canary: str) -> bool:
+        """Whether the tenant's admin finds its canary's text among the hits of a search of the KB for it
+        (the response repeats the query: only the writer of a live canary may send it)."""
+        assert self.canaries[canary] == tenant and canary in self.alive, (tenant, canary)
+        body = {"kb": kb, "query": canary, "top_k": 10}
+        r = self.call(self.admin[tenant], "POST", "/api/search", json=body)
+        if r.status_code != 200:
+            raise Violation(f"search {kb} as {tenant}: {r.status_code} {r.text[:200]}")
+        return canary in json.dumps(r.json()["hits"], ensure_ascii=False)
+
+    def new_key(self, tenant: str, roles: list[str]) -> tuple[str, str]:
+        """(id, secret) of a new key of `tenant`, made through the API."""
+        r = self.call(self.admin[tenant], "POST", "/api/keys", json={"roles": roles, "name": "stateful"})
+        if r.status_code != 201:
+            raise Violation(f"POST /api/keys: {r.status_code} {r.text[:200]}")
+        self.tenant_of[r.json()["secret"]] = tenant
+        return r.json()["id"], r.json()["secret"]
 
     def kill(self, uploads: list[Upload]) -> None:
         """These files' canaries may no longer reach anyone."""
@@ -166,16 +243,17 @@ class World:
         result = CliRunner().invoke(cli_app, list(args), env={"LORE_HOME": str(self.home)})
         return result.exit_code, result.output
 
-    def wait_job(self, key: str, kb: str, job_id: str) -> dict[str, Any]:
+    def wait_job(self, key: str, kb: str, job_id: str, path: str | None = None) -> dict[str, Any]:
+        """Poll a job (at `path`, default the KB's job route) until it has finished."""
         deadline = time.monotonic() + BUDGET_S
         while True:
-            job = self.call(key, "GET", f"/api/kbs/{kb}/jobs/{job_id}")
+            job = self.call(key, "GET", path or f"/api/kbs/{kb}/jobs/{job_id}")
             if job.status_code != 200:
                 raise Violation(f"job {job_id} of {kb}: {job.status_code} {job.text[:200]}")
             if job.json()["status"] in ("succeeded", "failed"):
                 return dict(job.json())
             if time.monotonic() > deadline:
-                raise Violation(f"build job {job_id} of {kb} not finished within {BUDGET_S} s")
+                raise Violation(f"job {job_id} of {kb} not finished within {BUDGET_S} s {self.worker.errors}")
             time.sleep(0.05)
 
     def reset(self) -> None:

@@ -10,6 +10,7 @@ from lore.config import load_settings
 from lore.engine import Lore
 from lore.retrieve.search import SearchOptions
 from lore.schema import SearchFilter
+from lore.storage.layout import uploads_key
 from tests.api.conftest import auth, sse_events
 from tests.api.matrix_world import (
     CALLERS,
@@ -68,7 +69,7 @@ def test_finding2_record_ids_cannot_open_another_tenants_original(world: World) 
 def test_finding3_version_changes_need_rights_on_all_owners_content(world: World) -> None:
     lore, client = world.lore, world.client
     name = world.fresh_kb(A, shared=(B,))
-    folder = lore.settings.home / "uploads" / name
+    folder = lore.storage.path(uploads_key(lore.catalog.get_kb(name)))
     folder.mkdir(parents=True)
     for seq in (1, 2):
         (folder / "b.md").write_text(f"# B\n\nBluefin rule number {seq}.\n", encoding="utf-8")
@@ -80,10 +81,11 @@ def test_finding3_version_changes_need_rights_on_all_owners_content(world: World
     assert lore.catalog.active_version(lore.catalog.get_kb(name).id).seq == 2
     # an owner of all the content may, and the log names its key and tenant, not "api"
     mine = world.fresh_kb(A, upload="x.md", versioned=True)
-    (lore.settings.home / "uploads" / mine / "x.md").write_text("# X\n\nchanged\n", encoding="utf-8")
+    upload = lore.storage.path(uploads_key(lore.catalog.get_kb(mine))) / "x.md"
+    upload.write_text("# X\n\nchanged\n", encoding="utf-8")
     lore.build(
         mine,
-        [lore.settings.home / "uploads" / mine / "x.md"],
+        [upload],
         activate=True,
         chunk_metadata=lambda _s: {"tenant_id": A},
     )
@@ -114,7 +116,8 @@ def test_finding4_an_empty_kb_belongs_to_its_creator(world: World) -> None:
         r = client.post("/api/kbs/empty-a/files", files={"file": ("q.md", b"# Q\n\ntakeover\n")}, headers=h)
         assert r.status_code == 404
     assert world.lore.catalog.get_kb("empty-a").owner_tenant == A
-    assert (world.lore.settings.home / "uploads" / "empty-a" / "p.md").is_file()
+    record = world.lore.catalog.get_kb("empty-a")
+    assert (world.lore.storage.path(uploads_key(record)) / "p.md").is_file()
 
 
 def test_finding6_a_foreign_kb_answers_exactly_like_an_unknown_one(world: World) -> None:

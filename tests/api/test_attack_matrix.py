@@ -12,6 +12,7 @@ from starlette.testclient import WebSocketDenialResponse
 from starlette.websockets import WebSocketDisconnect
 
 from lore.scenario.faq_edit import revision
+from lore.storage.layout import uploads_key
 from tests.api.matrix_world import (
     CALLERS,
     OWNERS,
@@ -81,7 +82,8 @@ def _fresh_mixed(path: str) -> Callable[[World, Caller], tuple[str, Any, Any]]:
 
     def make(w: World, _c: Caller) -> tuple[str, Any, Any]:
         kb = w.fresh_kb(A, "x.md", (B,))
-        w.lore.storage.write_bytes(f"uploads/{kb}/{B}|y.md", b"# B\n\nA harmless note.\n")
+        key = uploads_key(w.lore.catalog.get_kb(kb))
+        w.lore.storage.write_bytes(f"{key}/{B}|y.md", b"# B\n\nA harmless note.\n")
         w.lore.catalog.claim_files(w.lore.catalog.get_kb(kb).id, [f"{B}|y.md"], B)
         return path.format(kb=kb), None, None
 
@@ -122,6 +124,35 @@ def _job(suffix: str = "") -> Callable[[World, Caller], tuple[str, Any, Any]]:
         return f"/api/kbs/{kb}/jobs/{r.json()['job']['id']}{suffix}", None, None
 
     return make
+
+
+def _crawl_job(by: str, shared: bool, suffix: str) -> Callable[[World, Caller], tuple[str, Any, Any]]:
+    """A crawl job (ended: the web source's port is closed) that `by` ran on a throwaway KB of A (shared with
+    B, or not); the caller then reads it."""
+
+    def make(w: World, _c: Caller) -> tuple[str, Any, Any]:
+        kb = w.fresh_kb(A, shared=(B,) if shared else ())
+        crawler = next(x for x in CALLERS if x.name == by)
+        body = {"url": WEB_SOURCE + "index.html"}
+        r = w.client.post(f"/api/kbs/{kb}/sources?wait=true", json=body, headers=w.headers(crawler))
+        assert r.status_code == 422, r.text
+        return f"/api/kbs/{kb}/jobs/{r.headers['x-lore-job']}{suffix}", None, None
+
+    return make
+
+
+def _crawl_job_calls(suffix: str) -> list[Call]:
+    """A crawl job is its tenant's admins' and the KB owner's admins': another tenant sharing the KB gets
+    404, a non-admin 403."""
+
+    def reader(tenant: str) -> Expect:
+        return lambda c: 403 if not c.admin else 200 if c.tenant in (tenant, A) else 404
+
+    return [
+        Call("crawl-a", _crawl_job("owner_admin", False, suffix), _kb_admin({A}, {A}, 200)),
+        Call("crawl-a-shared", _crawl_job("owner_admin", True, suffix), reader(A)),
+        Call("crawl-b-shared", _crawl_job("other_platform_admin", True, suffix), reader(B)),
+    ]
 
 
 def _passage(kb: str, name: str) -> Callable[[World, Caller], tuple[str, Any, Any]]:
@@ -282,10 +313,10 @@ def entries() -> dict[tuple[str, str], list[Call]]:
                 "POST",
             ),
         ],
-        ("POST", "/api/kbs/{kb}/sources"): [  # allowed: the crawl reaches nothing (closed port), 422
+        ("POST", "/api/kbs/{kb}/sources"): [  # allowed: the crawl job reaches nothing (closed port), 422
             Call(
                 f"fresh-{x}",
-                _fresh(o, "/api/kbs/{kb}/sources", {"url": WEB_SOURCE + "index.html"}),
+                _fresh(o, "/api/kbs/{kb}/sources?wait=true", {"url": WEB_SOURCE + "index.html"}),
                 _kb_admin({o}, {o}, 422),
                 "POST",
             )
@@ -435,8 +466,15 @@ def entries() -> dict[tuple[str, str], list[Call]]:
                 _fixed("/api/keys", {"roles": ["employee"]}),
                 lambda c: 201 if c.platform else 403,
                 "POST",
-            )
+            ),
+            Call(
+                "unknown-role",
+                _fixed("/api/keys", {"roles": ["superuser"]}),
+                lambda c: 422 if c.platform else 403,
+                "POST",
+            ),
         ],
+        ("GET", "/api/me"): [Call("own-key", _fixed("/api/me"), lambda c: 200)],
         ("DELETE", "/api/keys/{key_id}"): [
             Call(
                 f"fresh-{t}",
@@ -532,9 +570,13 @@ def entries() -> dict[tuple[str, str], list[Call]]:
             for x in ("ahr", "nosc")
         ],
         ("GET", "/api/audit"): [Call("tenant", _fixed("/api/audit"), lambda c: 200 if c.admin else 403)],
-        ("GET", "/api/kbs/{kb}/jobs/{job_id}"): [Call("job-a", _job(), _kb_admin({A}, {A}, 200))],
+        ("GET", "/api/kbs/{kb}/jobs/{job_id}"): [
+            Call("job-a", _job(), _kb_admin({A}, {A}, 200)),
+            *_crawl_job_calls(""),
+        ],
         ("GET", "/api/kbs/{kb}/jobs/{job_id}/events"): [
-            Call("job-a", _job("/events"), _kb_admin({A}, {A}, 200))
+            Call("job-a", _job("/events"), _kb_admin({A}, {A}, 200)),
+            *_crawl_job_calls("/events"),
         ],
         ("GET", "/api/kbs/{kb}/passages/{chunk_id}"): [
             Call(f"{kb}/{n}", _passage(kb, n), _file_expect(n)) for kb, n in FILES if "upload" not in n

@@ -171,7 +171,7 @@ def test_console_documents_chunks_retrieval_feedback_keys(site, page, tmp_path: 
     page.click("button[data-tab=keys]")
     page.wait_for_selector("#keys tbody tr")
     page.fill("#key-name", "reader")
-    page.fill("#key-roles", "employee")
+    page.select_option("#key-roles", "employee")  # the roles the server knows, as a select
     page.click("#key-form button")
     page.wait_for_selector("#key-secret:not(.hidden)")
     new_secret = page.inner_text("#key-secret").split()[-1]
@@ -181,6 +181,25 @@ def test_console_documents_chunks_retrieval_feedback_keys(site, page, tmp_path: 
     page.click("#keys tbody tr:last-child .revoke")
     page.wait_for_selector("#keys tbody tr.revoked")
     assert lore.catalog.authenticate(new_secret) is None
+
+
+def test_console_deletes_an_upload_and_the_next_build_drops_it(site, page) -> None:  # type: ignore[no-untyped-def]
+    url, secret, lore = site
+    sign_in(page, url, secret)
+    new_kb_with_files(page, "del", [EXAMPLES / "employee_handbook.md", EXAMPLES / "faq.csv"])
+    page.click("#build")
+    page.wait_for_selector("#versions tbody tr.active")
+    page.once("dialog", lambda dialog: dialog.accept())  # the confirmation
+    page.click(".delete-file[data-name='faq.csv']")
+    expect(page.locator("#uploads tbody tr")).to_have_count(1, timeout=60_000)
+    expect(page.locator("#toast")).to_contain_text("next build", timeout=60_000)
+    page.click("#build")
+    expect(page.locator("#versions tbody tr.active td").first).to_have_text("2", timeout=120_000)
+    counts = page.inner_text("#versions tbody tr.active td:nth-child(3)")
+    assert counts == "0/0/1/1"  # files added/changed/removed/reused
+    kb = lore.catalog.get_kb("del")
+    assert [f.path for f in lore.catalog.list_files(kb.id)] == ["employee_handbook.md"]
+    assert {"upload", "delete_file"} <= {e.action for e in lore.catalog.audit_log(kb="del")}
 
 
 def test_console_explains_what_a_key_may_not_do(site, page) -> None:  # type: ignore[no-untyped-def]

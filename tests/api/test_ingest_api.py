@@ -14,6 +14,7 @@ from lore.api import create_app
 from lore.api.uploads import MAX_PARTS
 from lore.config import load_settings
 from lore.engine import Lore
+from lore.storage.layout import uploads_key
 from tests.api.conftest import Keys, auth, build_and_wait, sse_events
 from tests.conftest import EXAMPLES
 
@@ -90,7 +91,7 @@ def test_upload_preview_ingest_ask(admin_client: tuple[TestClient, Lore]) -> Non
 def test_upload_attacks_store_nothing(admin_client: tuple[TestClient, Lore]) -> None:
     client, lore = admin_client
     client.post("/api/kbs", json={"name": "docs"})
-    folder = lore.settings.home / "uploads" / "docs"
+    folder = lore.storage.path(uploads_key(lore.catalog.get_kb("docs")))
     for name in ("../evil.md", "..\\evil.md", "/etc/passwd.md", ".hidden.md", "a<b>.md"):
         r = _upload(client, "docs", (name, b"# x\n\ntext\n"))
         assert r.status_code == 400 and "upload" in r.json()["detail"], (name, r.text)

@@ -13,6 +13,7 @@ from lore.api.jobs import Worker
 from lore.config import load_settings
 from lore.engine import Lore
 from lore.ingest.build import build_lock
+from lore.storage.layout import uploads_key
 from tests.api.conftest import auth, sse_events
 
 
@@ -76,9 +77,8 @@ def test_queued_build_conflicts_status_and_stream(tmp_path: Path) -> None:
             r = client.post("/api/kbs/docs/builds", json={"quality_gate": True})
             assert r.status_code == 202
             failing = r.json()["job"]["id"]
-            (
-                lore.settings.home / "uploads" / "docs" / "leave.md"
-            ).unlink()  # gone before the worker gets to it
+            upload = lore.storage.path(uploads_key(lore.catalog.get_kb("docs"))) / "leave.md"
+            upload.unlink()  # gone before the worker gets to it
             Worker(lore, "worker-1").run_once()
             failed = client.get(f"/api/kbs/docs/jobs/{failing}").json()
             assert (

@@ -13,9 +13,11 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from lore.api import create_app
+from lore.catalog import KnowledgeBase
 from lore.cli.main import app as cli
 from lore.config import load_settings
 from lore.engine import Lore
+from lore.storage.layout import kb_key, reports_key, uploads_key
 from tests.api.conftest import LiveServer, auth, build_and_wait
 
 A, B = "acme", "bluefin"
@@ -43,8 +45,9 @@ class World:
         assert r.status_code == 201, r.text
         return str(r.json()["files"][0]["name"])
 
-    def uploads(self, kb: str) -> set[str]:
-        return {e.name for e in self.lore.storage.list(f"uploads/{kb}")}
+    def uploads(self, kb: str | KnowledgeBase) -> set[str]:
+        record = self.lore.catalog.get_kb(kb) if isinstance(kb, str) else kb
+        return {e.name for e in self.lore.storage.list(uploads_key(record))}
 
     def audits(self, kb: str, action: str) -> list[str]:
         return [e.target for e in self.lore.catalog.audit_log(kb=kb) if e.action == action]
@@ -82,14 +85,14 @@ def test_a_cli_deleted_kb_leaves_nothing_to_the_next_owner_of_its_name(operator:
     kb = w.lore.catalog.get_kb("clidel")
     w.lore.build(
         "clidel",
-        [w.lore.storage.path(f"uploads/clidel/{stored}")],
+        [w.lore.storage.path(f"{uploads_key(kb)}/{stored}")],
         activate=True,
         chunk_metadata=lambda _s: {"tenant_id": A},
     )
-    assert w.lore.storage.list("reports/clidel/1") and w.uploads("clidel") == {stored}
+    assert w.lore.storage.list(reports_key(kb, 1)) and w.uploads(kb) == {stored}
     result = runner.invoke(cli, ["kb", "delete", "clidel", "--yes"])
     assert result.exit_code == 0, result.output
-    assert w.uploads("clidel") == set() and not w.lore.storage.path("reports/clidel").exists()
+    assert w.uploads(kb) == set() and not w.lore.storage.path(kb_key(kb)).exists()
     assert w.audits("clidel", "delete") == [kb.id]  # one entry, by the operator as the owner tenant
     w.create("clidel", "b_admin")
     listed = c.get("/api/kbs/clidel/files", headers=w.h("b_admin"))
@@ -107,7 +110,7 @@ def test_an_api_delete_removes_the_uploads_and_audits_once(world: World) -> None
     w.upload("apidel", "minutes.md", CANARY)
     record = w.lore.catalog.get_kb("apidel")
     assert w.client.delete("/api/kbs/apidel", headers=w.h("a_admin")).status_code == 204
-    assert w.uploads("apidel") == set() and w.audits("apidel", "delete") == [record.id]
+    assert w.uploads(record) == set() and w.audits("apidel", "delete") == [record.id]
     w.create("apidel", "b_admin")
     assert w.client.get("/api/kbs/apidel/files", headers=w.h("b_admin")).json()["uploads"] == []
 
@@ -116,10 +119,11 @@ def test_an_upload_left_without_owner_is_nobodys(world: World) -> None:
     """A file in a KB's upload folder with no owner row (left from before) is never handed to the KB's
     current owner; and creating a KB purges what an earlier KB of its name left in storage."""
     w = world
-    w.lore.storage.write_bytes("uploads/leftover/old.md", CANARY)  # before the KB exists
+    w.lore.storage.write_bytes("uploads/leftover/old.md", CANARY)  # before the KB exists (older layout)
     w.create("leftover", "b_admin")
-    assert w.uploads("leftover") == set()
-    w.lore.storage.write_bytes("uploads/leftover/stray.md", CANARY)  # appears after (e.g. a restore)
+    assert w.uploads("leftover") == set() and w.lore.storage.list("uploads/leftover") == []
+    key = uploads_key(w.lore.catalog.get_kb("leftover"))
+    w.lore.storage.write_bytes(f"{key}/stray.md", CANARY)  # appears after (e.g. a restore)
     listed = w.client.get("/api/kbs/leftover/files", headers=w.h("b_admin")).json()
     assert listed["uploads"] == []
     r = w.client.get("/api/kbs/leftover/files/stray.md", headers=w.h("b_admin"))
@@ -192,7 +196,7 @@ def test_the_owner_unshares_a_sharee_and_keeps_control(world: World) -> None:
     w.upload("lockkb", "b2.md", b"# B\n\nQXBLOCKQ again.\n", "b_platform")
     assert c.delete("/api/kbs/lockkb", headers=w.h("b_platform")).status_code == 403  # a sharee may not
     assert c.delete("/api/kbs/lockkb", headers=w.h("a_admin")).status_code == 204
-    assert w.uploads("lockkb") == set()
+    assert w.uploads(kb) == set()
 
 
 def test_files_are_deleted_one_by_one_by_whoever_may_write_them(world: World) -> None:
@@ -232,7 +236,7 @@ def test_a_versioned_kb_loses_the_upload_and_says_the_next_build_drops_it(operat
     w.create("verkb")
     for name in ("keep.md", "gone.md"):
         w.upload("verkb", name, f"# {name}\n\nversioned text of {name}.\n".encode())
-    folder = w.lore.storage.path("uploads/verkb")
+    folder = w.lore.storage.path(uploads_key(w.lore.catalog.get_kb("verkb")))
     files = [folder / "keep.md", folder / "gone.md"]  # named as uploads are
     w.lore.build("verkb", files, activate=True, chunk_metadata=lambda _s: {"tenant_id": A})
     r = c.delete("/api/kbs/verkb/files/gone.md", headers=w.h("a_admin"))

@@ -22,6 +22,7 @@ from websockets.sync.client import connect
 from lore.api import create_app
 from lore.config import load_settings
 from lore.engine import Lore
+from lore.storage.layout import uploads_key
 from tests.api.conftest import Keys, LiveServer, auth, sse_events
 from tests.conftest import EXAMPLES
 
@@ -199,7 +200,7 @@ def test_upload_cap_counts_streamed_bytes(small: tuple[httpx.Client, Lore]) -> N
     body, ctype = _multipart(("a.md", part), ("b.md", part))
     r = http.post("/api/kbs/lim/files", content=_chunked(body), headers={"Content-Type": ctype})
     assert r.status_code == 413 and "upload request" in r.json()["detail"]
-    folder = lore.settings.home / "uploads" / "lim"
+    folder = lore.storage.path(uploads_key(lore.catalog.get_kb("lim")))
     assert not [p for p in folder.iterdir() if not p.name.startswith(".owners")] if folder.exists() else True
     body, ctype = _multipart(("a.md", part))
     r = http.post("/api/kbs/lim/files", content=_chunked(body), headers={"Content-Type": ctype})

@@ -15,6 +15,7 @@ from lore.api import create_app
 from lore.api.app import WEB_DIR
 from lore.config import load_settings
 from lore.engine import Lore
+from lore.storage.layout import uploads_key
 from tests.api.conftest import Keys, auth, sse_events
 
 EVIL = b"<html><body><script>localStorage.setItem('pwned', document.cookie + 'x')</script>hi</body></html>"
@@ -100,7 +101,7 @@ def test_internal_errors_are_generic_with_an_id(
 ) -> None:
     client, lore, _ = own
     # A real fault: the KB's uploads folder is a file, so saving an upload fails with the server's path.
-    folder = lore.settings.home / "uploads" / "own"
+    folder = lore.storage.path(uploads_key(lore.catalog.get_kb("own")))
     folder.parent.mkdir(parents=True, exist_ok=True)
     folder.write_text("not a folder")
     with caplog.at_level(logging.ERROR, logger="lore.api"):

@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from lore.api import create_app
 from lore.config import load_settings
 from lore.engine import Lore
+from lore.storage.layout import reports_key, uploads_key
 from tests.api.conftest import auth, build_and_wait
 from tests.conftest import EXAMPLES
 from tests.servers import MotoServer, moto_server
@@ -63,15 +64,16 @@ def test_upload_and_report_of_one_replica_are_served_by_the_other(
         seq = built["result"]["version"]["seq"]
         report = ca.get(f"/api/kbs/hb/versions/{seq}/report", headers=auth(secret))  # A reads B's report
         assert report.status_code == 200 and report.json()["files"]
-        assert b.storage.read_bytes(f"reports/hb/{seq}/quality.json")  # in the shared storage
+        record = b.catalog.get_kb("hb")
+        assert b.storage.read_bytes(f"{reports_key(record, seq)}/quality.json")  # in the shared storage
+        assert not (tmp_path / "a" / "kbs").exists()  # nothing of the KB's is kept in A's home
         ca.delete("/api/kbs/hb", headers=auth(secret))
         assert cb.get("/api/kbs/hb/files/handbook.md", headers=auth(secret)).status_code == 404
-    assert not (tmp_path / "a" / "uploads").exists()
     if kind == "s3":  # every file went through the bucket; no shared directory at all
         assert not (tmp_path / "shared").exists()
-        assert b.storage.list("uploads/hb") == []
+        assert b.storage.list(uploads_key(record)) == []
     # the delete took the KB's reports with it (issue 34: nothing of a deleted KB is left)
-    assert b.storage.read_bytes(f"reports/hb/{seq}/quality.json") is None
+    assert b.storage.read_bytes(f"{reports_key(record, seq)}/quality.json") is None
     a.close()
     b.close()
 

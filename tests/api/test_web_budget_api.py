@@ -73,7 +73,7 @@ def test_a_flood_of_slow_crawls_does_not_stall_another_tenant(tmp_path: Path, dr
 
         def crawl(i: int) -> httpx.Response:
             return httpx.post(
-                f"{server.url}/api/kbs/web/sources",
+                f"{server.url}/api/kbs/web/sources?wait=true",
                 json={"url": f"{drip}/slow/{i}.html"},
                 headers=auth(attacker),
                 timeout=120,
@@ -103,7 +103,8 @@ def test_sitemap_index_with_max_pages_1_is_a_handful_of_fetches(tmp_path: Path, 
     key = lore.catalog.create_api_key("default", ["admin"])[1]
     with TestClient(create_app(lore), headers=auth(key)) as client:
         r = client.post(
-            "/api/kbs/web/sources", json={"url": f"{drip}/index.xml", "sitemap": True, "max_pages": 1}
+            "/api/kbs/web/sources?wait=true",
+            json={"url": f"{drip}/index.xml", "sitemap": True, "max_pages": 1},
         )
     lore.close()
     assert r.status_code == 200, r.text
@@ -120,11 +121,11 @@ def test_a_sharee_cannot_squat_the_owners_url(tmp_path: Path, site: str) -> None
     sharee = lore.catalog.create_api_key("globex", roles)[1]
     body = {"url": f"{site}/docs/leave.html", "max_pages": 1}
     with TestClient(create_app(lore)) as client:
-        first = client.post("/api/kbs/shared/sources", json=body, headers=auth(sharee))
+        first = client.post("/api/kbs/shared/sources?wait=true", json=body, headers=auth(sharee))
         assert first.status_code == 200, first.text
         assert [f["name"] for f in first.json()["files"]] == [f"globex|{site}/docs/leave.html"]
 
-        again = client.post("/api/kbs/shared/sources", json=body, headers=auth(owner))
+        again = client.post("/api/kbs/shared/sources?wait=true", json=body, headers=auth(owner))
         assert again.status_code == 200, again.text  # 409 "belongs to another tenant" before
         assert [f["name"] for f in again.json()["files"]] == [f"{site}/docs/leave.html"]
         assert "globex" not in again.text
@@ -133,7 +134,7 @@ def test_a_sharee_cannot_squat_the_owners_url(tmp_path: Path, site: str) -> None
             "/api/search", json={"kb": "shared", "query": "paid annual leave days"}, headers=auth(owner)
         )
         assert {h["file"] for h in hits.json()["hits"]} == {f"{site}/docs/leave.html"}
-        mine = client.post("/api/kbs/shared/sources", json=body, headers=auth(sharee))
+        mine = client.post("/api/kbs/shared/sources?wait=true", json=body, headers=auth(sharee))
         assert mine.status_code == 200 and "acme" not in mine.text
     assert lore.catalog.file_owners(kb.id) == {
         f"globex|{site}/docs/leave.html": "globex",
@@ -149,7 +150,9 @@ def test_a_page_held_from_before_is_refused_without_naming_its_tenant(tmp_path: 
     lore.catalog.claim_files(kb.id, [f"{site}/docs/leave.html"], "globex")  # a plain name, as before
     owner = lore.catalog.create_api_key("acme", ["admin", "platform-admin"])[1]
     with TestClient(create_app(lore), headers=auth(owner)) as client:
-        r = client.post("/api/kbs/shared/sources", json={"url": f"{site}/docs/leave.html", "max_pages": 1})
+        r = client.post(
+            "/api/kbs/shared/sources?wait=true", json={"url": f"{site}/docs/leave.html", "max_pages": 1}
+        )
         assert r.status_code == 422, r.text  # the whole crawl was a 409 before
         assert r.json()["detail"].startswith("no web page could be fetched")
         assert f"{site}/docs/leave.html: another tenant of this knowledge base holds this page" in r.text

@@ -1,7 +1,7 @@
 """`POST /api/kbs/{kb}/sources`: web pages crawled by the server inside `api.web_sources`, against the small
 site of tests/ingest/test_web.py served by a local HTTP server (plus two redirects leaving the allow-list),
-through the HTTP API and through `LoreClient.ingest_url` (sync and async) and the remote CLI on a live
-uvicorn."""
+through the HTTP API (`?wait=true`: the crawl job's result in the reply) and through
+`LoreClient.ingest_url` (sync and async, following the job) and the remote CLI on a live uvicorn."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from tests.api.conftest import LiveServer, auth
 from tests.ingest.test_web import PAGES, Site
 
 runner = CliRunner()
+WAIT = "/api/kbs/web/sources?wait=true"  # the crawl job's result in the reply (default: 202 + the job)
 
 
 class RedirectingSite(Site):
@@ -102,7 +103,7 @@ def test_crawl_through_the_api_with_robots_prefix_limit_and_tenant(tmp_path: Pat
         assert client.post("/api/kbs/web/sources", json=body, headers=auth(keys["other"])).status_code == 404
         assert Site.seen == []
 
-        r = client.post("/api/kbs/web/sources", json=body)
+        r = client.post(WAIT, json=body)
         assert r.status_code == 200, r.text
         got = r.json()
         assert got["counts"] == {"ingested": 4} and got["pages"] == 4
@@ -117,10 +118,10 @@ def test_crawl_through_the_api_with_robots_prefix_limit_and_tenant(tmp_path: Pat
         assert stored.tenant_id == "default"  # the caller's tenant owns the pages
 
         # Again: asked conditionally, nothing re-indexed.
-        again = client.post("/api/kbs/web/sources", json=body).json()
+        again = client.post(WAIT, json=body).json()
         assert again["counts"] == {"skipped": 4} and again["unchanged"] >= 1
 
-        limited = client.post("/api/kbs/web/sources", json={**body, "max_pages": 1}).json()
+        limited = client.post(WAIT, json={**body, "max_pages": 1}).json()
         assert any(x["reason"] == "page limit of 1 reached" for x in limited["refused"])
         over = client.post("/api/kbs/web/sources", json={**body, "max_pages": 51})
         assert over.status_code == 422 and "api.web_max_pages" in over.json()["detail"]
@@ -161,11 +162,11 @@ def test_redirects_and_sitemap_entries_stay_inside(tmp_path: Path, base: str) ->
     lore, keys = _service(tmp_path, [f"{base}/docs/", f"{base}/sitemap.xml"])
     with TestClient(create_app(lore), headers=auth(keys["admin"])) as client:
         for page in ("jump", "away"):
-            r = client.post("/api/kbs/web/sources", json={"url": f"{base}/docs/{page}.html"})
+            r = client.post(WAIT, json={"url": f"{base}/docs/{page}.html"})
             assert r.status_code == 422 and "outside the server's allowed web sources" in r.json()["detail"]
         assert [p for p, _, _ in Site.seen if p != "/robots.txt"] == ["/docs/jump.html", "/docs/away.html"]
 
-        mapped = client.post("/api/kbs/web/sources", json={"url": f"{base}/sitemap.xml", "sitemap": True})
+        mapped = client.post(WAIT, json={"url": f"{base}/sitemap.xml", "sitemap": True})
         assert mapped.status_code == 200, mapped.text
         assert [f["name"] for f in mapped.json()["files"]] == [f"{base}/docs/leave.html"]
         assert mapped.json()["refused"] == [

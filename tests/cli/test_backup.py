@@ -20,6 +20,7 @@ from lore.engine.backup import backup as take_backup
 from lore.engine.restore import restore
 from lore.errors import LoreError
 from lore.ingest.pipeline import FileResult, Progress
+from lore.storage.layout import uploads_key
 from tests.conftest import EXAMPLES, fresh_database
 
 runner = CliRunner()
@@ -116,7 +117,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
         shutil.copy(EXAMPLES / name, versioned / name)
     lore.create_kb("hbv")
     assert lore.build("hbv", [versioned], activate=True).version.seq == 1
-    lore.storage.write_bytes("uploads/hb/note.md", "# 备注\n上传的文件也在备份里。\n".encode())
+    note = f"{uploads_key(lore.catalog.get_kb('hb'))}/note.md"
+    lore.storage.write_bytes(note, "# 备注\n上传的文件也在备份里。\n".encode())
     lore.create_kb("other")
     docs = tmp / "other"
     docs.mkdir()
@@ -162,7 +164,8 @@ def test_backup_under_load_restores_the_same_results(world: World, tmp_path: Pat
     assert manifest["schema_revision"] and {kb["name"] for kb in manifest["kbs"]} == {"hb", "hbv", "other"}
     lore = Lore(settings)
     check_same(lore, world)
-    assert lore.storage.read_bytes("uploads/hb/note.md") == "# 备注\n上传的文件也在备份里。\n".encode()
+    note = f"{uploads_key(lore.catalog.get_kb('hb'))}/note.md"  # the KB keeps its id
+    assert lore.storage.read_bytes(note) == "# 备注\n上传的文件也在备份里。\n".encode()
     # `other` as of the catalog snapshot: files finished after it are not there, and none of their
     # chunks either (the store copy was cut back to the catalog), so a re-ingest completes it.
     other = lore.catalog.get_kb("other")

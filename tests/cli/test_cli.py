@@ -53,6 +53,7 @@ def test_create_ingest_search_json_list_delete(home: Path, tmp_path: Path) -> No
 
 
 def test_errors_are_short_and_named(home: Path) -> None:
+    assert runner.invoke(app, ["kb", "create", "other"]).exit_code == 0  # a catalog, without "missing"
     result = runner.invoke(app, ["search", "x", "--kb", "missing"])
     assert result.exit_code == 2 and "knowledge base 'missing' not found" in result.output
     assert runner.invoke(app, ["kb", "create", "bad name!"]).exit_code == 2

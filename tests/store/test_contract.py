@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from lore.config import StoreSettings
 from lore.schema import Chunk, SearchFilter
 from lore.store import StoreQuery, VectorStore, open_store
 
-BACKENDS = ["embedded", "milvus"]
+BACKENDS = ["embedded", "milvus", "pgvector"]
 DIM = 8
 N = 30
 POOL = ["公司", "员工", "制度", "流程", "申请", "审批", "polici", "employe", "travel", "系统"]
@@ -114,8 +115,18 @@ def exact_ranking(query: np.ndarray, f: SearchFilter) -> list[tuple[str, float]]
     return [(CHUNKS[i].chunk_id, float(scores[i])) for i in sorted(keep, key=lambda i: -scores[i])]
 
 
+# Store settings per data folder, for backends living on a server (pgvector: a database per folder).
+_CONNECTIONS: dict[Path, StoreSettings] = {}
+
+
+def _connect(request: pytest.FixtureRequest, backend: str, path: Path) -> None:
+    if backend == "pgvector":
+        url = request.getfixturevalue("pgvector_server").database(str(path))
+        _CONNECTIONS[path] = StoreSettings(backend="pgvector", pg_url=url)
+
+
 def _open(backend: str, path: Path) -> VectorStore:
-    return open_store(backend, "kb_test", path, DIM)
+    return open_store(backend, "kb_test", path, DIM, connection=_CONNECTIONS.get(path))
 
 
 def _filled(backend: str, path: Path) -> VectorStore:
@@ -127,7 +138,9 @@ def _filled(backend: str, path: Path) -> VectorStore:
 @pytest.fixture(scope="module", params=BACKENDS)
 def shared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[VectorStore]:
     """A populated store for the read-only tests."""
-    store = _filled(request.param, tmp_path_factory.mktemp(request.param))
+    path = tmp_path_factory.mktemp(request.param)
+    _connect(request, request.param, path)
+    store = _filled(request.param, path)
     yield store
     store.close()
 
@@ -135,6 +148,7 @@ def shared(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 @pytest.fixture(params=BACKENDS)
 def fresh(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, Path, VectorStore]]:
     """A populated store of its own, for tests that change data."""
+    _connect(request, request.param, tmp_path)
     store = _filled(request.param, tmp_path)
     yield request.param, tmp_path, store
     store.close()

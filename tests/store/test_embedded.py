@@ -278,3 +278,46 @@ def test_bm25_statistics_come_from_the_version_view(tmp_path: Path) -> None:
     assert {h.chunk.chunk_id for h in unversioned} == {"c0", "c1", "c3"}
     both.close()
     alone.close()
+
+
+def test_a_delete_while_another_thread_loads_the_index_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A health check's `count` (re)loads the index while the KB is deleted: the drop waits for the load and
+    its snapshot writer instead of joining a thread not started yet ("cannot join thread before it is
+    started")."""
+    import threading
+
+    writer = _filled(tmp_path / "s")
+    writer.close()
+    writer.snapshot.unlink(missing_ok=True)  # the next load rebuilds the index and writes its snapshot
+    store = _open(tmp_path / "s")
+    loading, release = threading.Event(), threading.Event()
+    real = Columns.from_rows
+
+    def slow_rows(*args: object) -> Columns:
+        loading.set()
+        release.wait(30)
+        return real(*args)
+
+    monkeypatch.setattr(Columns, "from_rows", slow_rows)
+    counted: list[int] = []
+    reader = threading.Thread(target=lambda: counted.append(store.count()))
+    reader.start()
+    assert loading.wait(30)  # the load has read the rows and builds the index
+    errors: list[BaseException] = []
+
+    def drop() -> None:
+        try:
+            store.drop()
+        except BaseException as exc:  # noqa: BLE001 - the test reports it
+            errors.append(exc)
+
+    dropper = threading.Thread(target=drop)
+    dropper.start()
+    dropper.join(2)  # a chance to run first (without the wait it would, and the load's snapshot outlived it)
+    release.set()
+    reader.join(30)
+    dropper.join(30)
+    assert not errors and counted == [N]
+    assert not store.snapshot.exists() and not Path(store.path).exists()

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lore.answer.generators.base import Passage
+from lore.answer.quotes import cited_lines, quote_for
 from lore.lexical import is_chinese, tokenize
 from lore.text.sentences import coverage, split_sentences
 
@@ -30,6 +31,9 @@ class Citation:
     heading_path: list[str]
     text: str
     scores: dict[str, float | None] = field(default_factory=dict)
+    # The cited sentence with a little of the passage around it; the sentence is quote[start:end].
+    quote: str = ""
+    quote_span: list[int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -61,15 +65,24 @@ def attach_missing(answer: str, passages: Sequence[Passage]) -> str:
 
 
 def _attach(answer: str, passages: Sequence[Passage]) -> str:
-    out = []
-    for sentence in split_sentences(answer):
-        if not MARKER.search(sentence):
-            tokens = tokenize(sentence)
-            best = max(passages, key=lambda p: coverage(tokens, p.text))
-            if tokens and coverage(tokens, best.text) >= _ATTACH_MIN:
-                sentence = insert_marker(sentence, best.n)
-        out.append(sentence)
-    return join_sentences(out)
+    """Line by line, so list lines and paragraphs stay as they are."""
+    lines = []
+    for line in answer.split("\n"):
+        sentences = split_sentences(line) if line.strip() else []
+        if not sentences:
+            lines.append(line)
+            continue
+        out = []
+        for sentence in sentences:
+            if not MARKER.search(sentence):
+                tokens = tokenize(sentence)
+                best = max(passages, key=lambda p: coverage(tokens, p.text))
+                if tokens and coverage(tokens, best.text) >= _ATTACH_MIN:
+                    sentence = insert_marker(sentence, best.n)
+            out.append(sentence)
+        indent = line[: len(line) - len(line.lstrip())]
+        lines.append(indent + join_sentences(out))
+    return "\n".join(lines)
 
 
 def cited_numbers(answer: str) -> list[int]:
@@ -98,9 +111,11 @@ def renumber(answer: str, passages: Sequence[Passage]) -> tuple[str, list[Passag
 def citations_for(answer: str, passages: Sequence[Passage]) -> list[Citation]:
     """Citation records for the passages the answer cites, in citation order."""
     by_n = {p.n: p for p in passages}
+    said = cited_lines(answer)
     result = []
     for n in cited_numbers(answer):
         p = by_n[n]
+        quote = quote_for(said.get(n, []), p.text)
         h = p.hit
         c = h.chunk
         result.append(
@@ -116,6 +131,8 @@ def citations_for(answer: str, passages: Sequence[Passage]) -> list[Citation]:
                 heading_path=list(c.heading_path),
                 text=p.text,
                 scores={"score": h.score, "dense": h.dense_score, "bm25": h.bm25_score},
+                quote=quote.text if quote else "",
+                quote_span=[quote.start, quote.end] if quote else None,
             )
         )
     return result

@@ -31,6 +31,7 @@ from lore.answer.evidence import (
 from lore.answer.generators.base import GenerationError, Generator, Passage
 from lore.answer.prompt import NOT_COVERED
 from lore.answer.qtypes import question_parts
+from lore.answer.stream_pieces import stream_pieces
 from lore.answer.verify import SentenceCheck, answer_confidence, verify
 from lore.config import AnswerSettings
 from lore.embed.base import Embedder
@@ -166,7 +167,8 @@ class AskPipeline:
             if ctx.direct and ctx.passages:
                 self._timed(ctx, "cite", self.cite)
             if ctx.refused or ctx.direct:
-                yield Event("token", {"text": ctx.answer})
+                for piece in stream_pieces(ctx.answer):
+                    yield Event("token", {"text": piece})
             else:
                 yield Event("status", {"stage": "generate", "generator": self.generator.name})
                 yield from self.generate(ctx)
@@ -287,7 +289,8 @@ class AskPipeline:
         if not text:
             raise GenerationError(f"{self.generator.name}: empty answer")
         ctx.answer, ctx.passages = renumber(text, ctx.passages)
-        yield Event("token", {"text": ctx.answer})
+        for piece in stream_pieces(ctx.answer):  # streamed in clause-sized pieces, as an LLM's would be
+            yield Event("token", {"text": piece})
 
     def cite(self, ctx: AskContext) -> None:
         cite(ctx)

@@ -206,7 +206,10 @@ def redact_end(end: dict[str, Any], hidden: set[str]) -> dict[str, Any]:
         )
         if k in end
     }
-    cites = [{**c, "text": REDACTED} if c.get("chunk_id") in hidden else c for c in end.get("citations", [])]
+    cites = [
+        {**c, "text": REDACTED, "quote": REDACTED, "quote_span": None} if c.get("chunk_id") in hidden else c
+        for c in end.get("citations", [])
+    ]
     return {**keep, "answer": REDACTED, "citations": cites}
 
 

@@ -1,5 +1,6 @@
-"""Build jobs: the API queues a build in the catalog; a worker (`lore worker`, or the service itself
-when `worker.in_process`) claims it, heartbeats, runs it and records progress events and the result."""
+"""Jobs: the API queues a build or a web crawl in the catalog; a worker (`lore worker`, or the service
+itself when `worker.in_process`) claims it, heartbeats, runs it and records progress events and the result.
+Builds run one at a time; crawls beside them, up to `api.web_crawl_threads` at once."""
 
 from __future__ import annotations
 
@@ -14,19 +15,26 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
+from lore.api.access import require_kb
 from lore.api.deps import ServiceState, error_status
 from lore.api.routers.ingest import report_json
 from lore.api.routers.versions import version_json
+from lore.api.routers.web_sources import CRAWL_QUEUED, CrawlFailed, run_crawl
 from lore.api.security import internal_message
 from lore.catalog import BuildLockedError, Job
+from lore.catalog.jobs import CRAWL
 from lore.engine import Lore
-from lore.errors import LoreError
+from lore.errors import ForbiddenError, LoreError, NotFoundError
+from lore.grant import ADMIN_ROLE, Grant
 from lore.ingest.build import Removal
 from lore.ingest.pipeline import FileResult, Progress
+from lore.policy import Action
+from lore.storage.layout import uploads_key
 
 log = logging.getLogger("lore.worker")
 BUILD_OPTIONS = ("description", "activate", "quality_gate", "incremental_from", "force")
 REMOVAL_OPTIONS = ("mode", "remove", "allow_removal")  # absent from jobs queued before they existed
+KINDS = ("build", CRAWL)
 
 
 def queue_build(
@@ -50,6 +58,27 @@ def queue_build(
     return lore.catalog.enqueue_job(
         "build", record.id, payload, kb_name=kb, lease_s=lore.settings.worker.lease_s
     )
+
+
+def readable_job(lore: Lore, scope: Grant, kb: str, job_id: str) -> Job:
+    """A job of the KB that the caller may follow, else 404 (403 for a caller who may not build or crawl).
+
+    A build is followed by the KB's builders; a crawl by its tenant's admins and the KB owner's admins only
+    (another tenant the KB is shared with gets the 404 of an unknown job)."""
+    record = require_kb(lore, scope, kb, Action.READ)  # a KB the caller does not see: 404 first
+    try:
+        job: Job | None = lore.catalog.get_job(job_id)
+    except NotFoundError:
+        job = None
+    if job is None or job.kind != CRAWL:
+        require_kb(lore, scope, kb, Action.BUILD)
+    elif scope.key_id is not None and not scope.is_admin:
+        raise ForbiddenError(f"this needs an API key with the '{ADMIN_ROLE}' role")
+    elif scope.key_id is not None and scope.tenant not in (job.payload.get("tenant"), record.owner_tenant):
+        job = None
+    if job is None or job.kb_id != record.id:
+        raise NotFoundError(f"job '{job_id}' not found in knowledge base '{kb}'")
+    return job
 
 
 async def job_events(state: ServiceState, kb: str, job_id: str) -> AsyncIterator[dict[str, Any] | None]:
@@ -77,20 +106,21 @@ class JobProgress(Progress):
     def __init__(self, lore: Lore, job_id: str) -> None:
         self.catalog, self.job_id = lore.catalog, job_id
 
-    def _put(self, data: dict[str, Any]) -> None:
+    def put(self, data: dict[str, Any]) -> None:
+        """Record one `status` event (best effort)."""
         try:
             self.catalog.add_job_event(self.job_id, {"event": "status", "data": data})
         except Exception:  # progress is best effort; the build itself goes on
             log.warning("could not record progress of job %s", self.job_id, exc_info=True)
 
     def file_started(self, name: str, chunks: int) -> None:
-        self._put({"stage": "file", "file": name, "chunks": chunks})
+        self.put({"stage": "file", "file": name, "chunks": chunks})
 
     def embedded(self, n: int) -> None:
-        self._put({"stage": "embedded", "chunks": n})
+        self.put({"stage": "embedded", "chunks": n})
 
     def file_done(self, result: FileResult) -> None:
-        self._put(
+        self.put(
             {
                 "stage": "file_done",
                 "file": result.name,
@@ -109,12 +139,16 @@ def _input_ref(lore: Lore, path: Path) -> str:
     return _STORED + key if key is not None else str(path)
 
 
-def _input_path(lore: Lore, ref: str) -> Path:
+def _input_path(lore: Lore, kb: str, ref: str) -> Path:
     """The local path of a queued input: a stored upload fetched to this worker, or a server path."""
     if not ref.startswith(_STORED):
         return Path(ref)
     key = ref.removeprefix(_STORED)
-    return lore.storage.fetch(key) or lore.storage.path(key)  # deleted since: the build says "no such file"
+    found = lore.storage.fetch(key)
+    if found is None and key.startswith(f"uploads/{kb}/"):  # queued before uploads moved to the KB's id
+        key = f"{uploads_key(lore.catalog.get_kb(kb))}/{key.removeprefix(f'uploads/{kb}/')}"
+        found = lore.storage.fetch(key)
+    return found or lore.storage.path(key)  # deleted since: the build says "no such file"
 
 
 def run_build(lore: Lore, job: Job) -> dict[str, Any]:
@@ -122,7 +156,7 @@ def run_build(lore: Lore, job: Job) -> dict[str, Any]:
     p, stamp = job.payload, job.payload["chunk_stamp"]
     result = lore.build(
         p["kb"],
-        [_input_path(lore, x) for x in p["inputs"]],
+        [_input_path(lore, p["kb"], x) for x in p["inputs"]],
         progress=JobProgress(lore, job.id),
         chunk_metadata=lambda _source: stamp,
         removal=Removal(
@@ -142,31 +176,39 @@ def run_build(lore: Lore, job: Job) -> dict[str, Any]:
 
 
 class Worker:
-    """Claims queued jobs one at a time and runs them; fails jobs whose worker stopped heartbeating."""
+    """Claims queued jobs and runs them (builds one at a time, crawls in threads of their own beside them);
+    fails jobs whose worker stopped heartbeating."""
 
     def __init__(self, lore: Lore, name: str | None = None) -> None:
         self.lore = lore
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self.lease_s = lore.settings.worker.lease_s
 
-    def run_once(self) -> Job | None:
+    def run_once(self, kinds: tuple[str, ...] = KINDS) -> Job | None:
         """Reap stale jobs, then claim and run the oldest queued one; None when nothing is queued."""
+        self.lore.catalog.reap_jobs(self.lease_s)
+        job = self.lore.catalog.claim_job(self.name, kinds)
+        return None if job is None else self.run(job)
+
+    def run(self, job: Job) -> Job:
+        """Run a claimed job to its end, heartbeating meanwhile; returns it finished."""
         catalog = self.lore.catalog
-        catalog.reap_jobs(self.lease_s)
-        job = catalog.claim_job(self.name)
-        if job is None:
-            return None
-        log.info("job %s: building %s", job.id, job.payload.get("kb"))
+        log.info("job %s: %s of %s", job.id, job.kind, job.payload.get("kb"))
         catalog.add_job_event(job.id, {"event": "status", "data": {"stage": "started", "worker": self.name}})
         stop = threading.Event()
         beat = threading.Thread(target=self._heartbeat, args=(job.id, stop), daemon=True)
         beat.start()
         try:
+            if job.kind == CRAWL:
+                progress = JobProgress(self.lore, job.id)
+                return catalog.finish_job(job.id, result=run_crawl(self.lore, job, progress, progress.put))
             return catalog.finish_job(job.id, result=run_build(self.lore, job))
+        except CrawlFailed as exc:
+            return catalog.finish_job(job.id, error=str(exc), error_status=exc.status)
         except LoreError as exc:
             return catalog.finish_job(job.id, error=str(exc), error_status=error_status(exc))
         except Exception:
-            log.exception("error %s: build job failed", job.id)  # the details stay in the server log
+            log.exception("error %s: %s job failed", job.id, job.kind)  # the details stay in the server log
             return catalog.finish_job(job.id, error=internal_message(job.id), error_status=500)
         finally:
             stop.set()
@@ -180,12 +222,52 @@ class Worker:
                 log.warning("job %s: heartbeat failed", job_id, exc_info=True)
 
     def loop(self, stop: threading.Event) -> None:
-        """Run jobs until `stop` is set (a running build finishes first); idle, poll every `worker.poll_s`."""
-        while not stop.is_set():
+        """Run jobs until `stop` is set (running ones finish first); idle, poll every `worker.poll_s`."""
+        crawls = threading.Thread(target=self._crawls, args=(stop,), name="lore-crawls", daemon=True)
+        crawls.start()
+        try:
+            while not stop.is_set():
+                job = self._claim_and_run(("build",))
+                if job is None:
+                    stop.wait(self.lore.settings.worker.poll_s)
+        finally:
+            crawls.join()
+
+    def _crawls(self, stop: threading.Event) -> None:
+        """Claim crawls while fewer than `api.web_crawl_threads` run here, each in a thread of its own."""
+        slots = threading.BoundedSemaphore(self.lore.settings.api.web_crawl_threads)
+        poll_s, running = self.lore.settings.worker.poll_s, list[threading.Thread]()
+
+        def run(job: Job) -> None:
             try:
-                job = self.run_once()
+                self.run(job)
+            except Exception:  # e.g. its KB (and with it the job) deleted meanwhile: nothing to record
+                log.warning("job %s: could not record its end", job.id, exc_info=True)
+            finally:
+                slots.release()
+
+        while not stop.is_set():
+            running = [t for t in running if t.is_alive()]
+            if not slots.acquire(timeout=poll_s):
+                continue
+            CRAWL_QUEUED.clear()  # a crawl queued from here on wakes the wait below
+            try:
+                job = self.lore.catalog.claim_job(self.name, (CRAWL,))
             except Exception:  # the catalog is unreachable for now: keep serving, try again
-                log.warning("worker %s: could not look for jobs", self.name, exc_info=True)
+                log.warning("worker %s: could not look for crawls", self.name, exc_info=True)
                 job = None
             if job is None:
-                stop.wait(self.lore.settings.worker.poll_s)
+                slots.release()
+                CRAWL_QUEUED.wait(poll_s)
+                continue
+            running.append(threading.Thread(target=run, args=(job,), name=f"lore-crawl-{job.id[:8]}"))
+            running[-1].start()
+        for thread in running:
+            thread.join()
+
+    def _claim_and_run(self, kinds: tuple[str, ...]) -> Job | None:
+        try:
+            return self.run_once(kinds)
+        except Exception:  # the catalog is unreachable for now: keep serving, try again
+            log.warning("worker %s: could not look for jobs", self.name, exc_info=True)
+            return None

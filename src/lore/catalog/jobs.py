@@ -1,5 +1,5 @@
-"""Queued work (builds) in the catalog: any process enqueues, a worker claims, heartbeats and finishes
-a job, and its progress events are rows every API replica can stream."""
+"""Queued work (builds, web crawls) in the catalog: any process enqueues, a worker claims, heartbeats and
+finishes a job, and its progress events are rows every API replica can stream."""
 
 from __future__ import annotations
 
@@ -11,15 +11,28 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, Text, func, insert, select, update
+from sqlalchemy import (
+    CheckConstraint,
+    Engine,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
+from lore.catalog.job_lock import named_lock
 from lore.catalog.manifests import BuildLockedError
 from lore.catalog.models import Base
 from lore.catalog.records import RowRecord, json_or_none
 from lore.catalog.types import LongText
 from lore.catalog.versions import _lock_kb
-from lore.errors import NotFoundError
+from lore.errors import LoreError, NotFoundError
 
 
 class JobStatus(StrEnum):
@@ -32,6 +45,11 @@ class JobStatus(StrEnum):
 
 
 ACTIVE = (JobStatus.QUEUED.value, JobStatus.RUNNING.value)
+CRAWL = "crawl"  # a web crawl into an unversioned KB; its payload names the tenant it runs for
+
+
+class JobCapError(LoreError):
+    """The tenant already has as many jobs of the kind queued or running as it may (HTTP 429)."""
 
 
 class JobRow(Base):
@@ -133,6 +151,8 @@ def _dump(value: Any) -> str:
 class JobsMixin:
     """Job methods of the Catalog; they join its thread-local transaction like every catalog call."""
 
+    engine: Engine  # provided by Catalog
+
     def transaction(self) -> AbstractContextManager[Session]:
         """One transaction (provided by Catalog)."""
         raise NotImplementedError
@@ -157,17 +177,34 @@ class JobsMixin:
                     f"knowledge base {kb_name or kb_id!r} already has a {busy.kind} job "
                     f"{busy.status} (job {busy.id}); wait for it to finish"
                 )
-            row = JobRow(
-                id=uuid.uuid4().hex,
-                kind=kind,
-                kb_id=kb_id,
-                status=JobStatus.QUEUED.value,
-                payload=_dump(payload),
-                created_at=_now(),
+            return _queued(s, kind, kb_id, payload)
+
+    def enqueue_crawl(
+        self, kb_id: str, payload: dict[str, Any], *, cap: int, kb_name: str = "", lease_s: float = 60.0
+    ) -> Job:
+        """Queue a crawl for `payload["tenant"]`: `BuildLockedError` (409) while a build of the KB is queued
+        or running, `JobCapError` while the tenant has `cap` crawls queued or running (on any KB).
+
+        Crawls of one KB may queue behind each other. The tenant's lock (taken in the database, so every
+        replica counts the same jobs) and the KB row's serialise the count with the insert."""
+        self.reap_jobs(lease_s)
+        tenant = str(payload["tenant"])
+        with named_lock(self.engine, f"crawl:{tenant}"), self.transaction() as s:
+            _lock_kb(s, kb_id)  # SQLite: the write lock first, so the count below is the latest
+            busy = s.scalar(
+                select(JobRow)
+                .where(JobRow.kb_id == kb_id, JobRow.kind != CRAWL, JobRow.status.in_(ACTIVE))
+                .limit(1)
             )
-            s.add(row)
-            s.flush()
-            return Job.from_row(row)
+            if busy is not None:
+                raise BuildLockedError(
+                    f"knowledge base {kb_name or kb_id!r} has a {busy.kind} job {busy.status} "
+                    f"(job {busy.id}); wait for it to finish"
+                )
+            active = s.scalars(select(JobRow.payload).where(JobRow.kind == CRAWL, JobRow.status.in_(ACTIVE)))
+            if sum(json.loads(p).get("tenant") == tenant for p in active) >= cap:
+                raise JobCapError(f"this tenant already runs {cap} web crawls")
+            return _queued(s, CRAWL, kb_id, payload)
 
     def get_job(self, job_id: str) -> Job:
         """One job; NotFoundError if there is none."""
@@ -286,7 +323,7 @@ class JobsMixin:
             )
         for job_id in stale:
             message = (
-                f"the worker stopped (no heartbeat for {lease_s:g} s); the build is marked failed by "
+                f"the worker stopped (no heartbeat for {lease_s:g} s); the job is marked failed by "
                 "the next one"
             )
             with self.transaction() as s:
@@ -324,3 +361,18 @@ class JobsMixin:
         )
         with self.transaction() as s:
             return [(event_id, json.loads(data)) for event_id, data in s.execute(query)]
+
+
+def _queued(s: Session, kind: str, kb_id: str, payload: dict[str, Any]) -> Job:
+    """A new queued job row of `kind` for a KB, written in transaction `s`."""
+    row = JobRow(
+        id=uuid.uuid4().hex,
+        kind=kind,
+        kb_id=kb_id,
+        status=JobStatus.QUEUED.value,
+        payload=_dump(payload),
+        created_at=_now(),
+    )
+    s.add(row)
+    s.flush()
+    return Job.from_row(row)

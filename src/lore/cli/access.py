@@ -9,8 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from lore.cli.common import JsonOption, failing, kb_change
-from lore.engine import Lore
+from lore.cli.common import JsonOption, failing, kb_change, new_lore
 
 console = Console()
 
@@ -38,7 +37,7 @@ def kb_unshare(
 ) -> None:
     """Stop sharing the KB with a tenant and remove that tenant's files from it (audited)."""
     with failing():
-        removed = Lore().unshare_kb(name, tenant, via="cli")
+        removed = new_lore().unshare_kb(name, tenant, via="cli")
     gone = f"; removed its {len(removed)} file(s)" if removed else ""
     console.print(f"{name}: no longer shared with {tenant}{gone}")
 
@@ -51,7 +50,7 @@ def audit(
 ) -> None:
     """The audit log: activations, rollbacks, builds, deletes, shares and key changes, newest first."""
     with failing():
-        entries = Lore().catalog.audit_log(tenant, kb, limit)
+        entries = new_lore().catalog.audit_log(tenant, kb, limit)
     if as_json:
         print(json.dumps([e.to_json() for e in entries], ensure_ascii=False, indent=2))
         return

@@ -5,19 +5,20 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from lore.answer.pipeline import Event
 from lore.cli import remote
-from lore.cli.render import split_list, where
-from lore.engine import Lore
+from lore.cli.render import fail, source_quote, split_list, where
 from lore.errors import LoreError
-from lore.scenario.request import scenario_ask, scenarios
-from lore.scenario.scope import Scope, scenario_scope
+
+if TYPE_CHECKING:  # the engine loads when a question is asked, not for `lore ask --help`
+    from lore.answer.pipeline import Event
+    from lore.engine import Lore
+    from lore.scenario.scope import Scope
 
 console = Console()
 err = Console(stderr=True)
@@ -78,8 +79,7 @@ def ask(
             )
         end = _show(events, as_json, mode)
     except LoreError as exc:
-        err.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(2) from None
+        fail(exc)
     assert end is not None
     if as_json:
         print(json.dumps(end, ensure_ascii=False, indent=2))
@@ -102,6 +102,9 @@ def _local_events(
     rewrite: str,
     session: str | None,
 ) -> Iterator[Event]:
+    from lore.engine import Lore
+    from lore.scenario.request import scenario_ask
+
     lore = Lore()
     opts = lore.search_options(k)
     if source:
@@ -170,6 +173,9 @@ def _scope(
     version: int | None,
 ) -> Scope | None:
     """The CLI caller's scope: the scenario's access lists narrowed by the flags (wider is an error)."""
+    from lore.scenario.request import scenarios
+    from lore.scenario.scope import Scope, scenario_scope
+
     if scenario is not None:
         sc = scenarios(lore).get(scenario)
         return scenario_scope(
@@ -201,7 +207,7 @@ def _print_footer(end: dict) -> None:
     if end["citations"]:
         table = Table("#", "source", "passage")
         for c in end["citations"]:
-            table.add_row(str(c["n"]), where(c), c["text"][:200].replace("\n", " "))
+            table.add_row(str(c["n"]), where(c), source_quote(c))
         console.print(table)
     profile = f" profile={end['profile']['name']}" if end.get("profile") else ""
     console.print(

@@ -6,14 +6,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from lore.catalog import KnowledgeBase
 from lore.cli.render import err, fail
-from lore.engine import Lore
 from lore.errors import LoreError
+
+if TYPE_CHECKING:  # the engine loads only when a command runs
+    from lore.catalog import KnowledgeBase
+    from lore.config import Settings
+    from lore.engine import Lore
 
 KbOption = Annotated[str, typer.Option("--kb", help="Knowledge base name.")]
 JsonOption = Annotated[bool, typer.Option("--json")]
@@ -49,9 +53,18 @@ class KbChange:
         self.lore.catalog.audit(action, tenant=by, key_id=None, kb=self.name, target=target, via="cli")
 
 
+def new_lore() -> Lore:
+    """A `Lore`, importing the engine only now (a command's module stays light for `--help`)."""
+    from lore.engine import Lore
+
+    return Lore()
+
+
 @contextmanager
 def kb_change(name: str) -> Iterator[KbChange]:
     """The KB `name`, changed in one catalog transaction; a LoreError fails the command."""
+    from lore.engine import Lore
+
     with failing():
         lore = Lore()
         kb = lore.catalog.get_kb(name)
@@ -67,3 +80,26 @@ def gate_failed(reasons: list[str], note: str | None = None) -> None:
         if note is not None:
             err.print(note)
         raise typer.Exit(1)
+
+
+def catalog_missing(settings: Settings) -> bool:
+    """Whether the catalog is a SQLite file not created yet (a database server's catalog counts as there)."""
+    url = settings.resolved_catalog_url
+    if not url.startswith("sqlite:///"):
+        return False
+    path = url.removeprefix("sqlite:///").partition("?")[0]
+    return path not in ("", ":memory:") and not Path(path).exists()
+
+
+def no_kbs_yet(settings: Settings) -> str:
+    return f"no knowledge bases yet in {settings.home}; create one with: lore kb create NAME"
+
+
+def require_catalog() -> None:
+    """Fail (exit code 2, creating nothing) when there is no catalog yet: nothing to read or change."""
+    from lore.config import load_settings
+
+    with failing():
+        settings = load_settings()
+        if catalog_missing(settings):
+            raise LoreError(no_kbs_yet(settings))

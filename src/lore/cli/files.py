@@ -8,8 +8,7 @@ import typer
 from rich.console import Console
 
 from lore.cli import remote
-from lore.cli.common import KbOption, failing
-from lore.engine import Lore
+from lore.cli.common import KbOption, failing, new_lore
 
 console = Console()
 files_app = typer.Typer(help="Files of a knowledge base.", no_args_is_help=True)
@@ -30,7 +29,7 @@ def files_delete(
             with c:
                 done = c.delete_file(kb, name)
         else:
-            lore = Lore()
+            lore = new_lore()
             try:
                 done = lore.delete_file(lore.catalog.get_kb(kb), name, key_id=None)
             finally:

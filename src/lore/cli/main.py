@@ -5,63 +5,94 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from lore.answer.pipeline import Event
 from lore.cli import remote
-from lore.cli.access import audit, kb_owner, kb_share, kb_unshare
-from lore.cli.ask import ask
-from lore.cli.backup import backup, restore
-from lore.cli.db import db_app
-from lore.cli.evaluate import eval_command
-from lore.cli.files import files_app
-from lore.cli.mcp import mcp
-from lore.cli.progress import RichIngestProgress, stop_on_signals
+from lore.cli.common import catalog_missing, new_lore, no_kbs_yet, require_catalog
+from lore.cli.lazy import lazy_group, subcommand_args
 from lore.cli.render import fail, print_report, where
-from lore.cli.scenario import scenario_app
-from lore.cli.service import badcases_app, keys_app, serve, worker
-from lore.cli.versions import activate, build, calibrate, diff, gc, report, rollback, unlock, versions
-from lore.cli.web import fetch_sources, is_url
-from lore.engine import Lore
 from lore.errors import LoreError
 from lore.ingest.files import discover
-from lore.ingest.pipeline import IngestReport
-from lore.retrieve.search import SearchOptions
-from lore.scenario.build import build_scenario
-from lore.scenario.config import Scenarios
-from lore.scenario.request import scenario_ask
-from lore.schema import SearchMode
+
+if TYPE_CHECKING:
+    from lore.engine import Lore
+    from lore.ingest.pipeline import IngestReport
+    from lore.schema import SearchMode
+
+# Commands whose modules load the engine (PyMuPDF, ONNX Runtime, LightGBM, LangGraph…) are imported only
+# when they run; `lore --help` reads their help from the source.
+_COMMANDS = {
+    "ask": "lore.cli.ask:ask",
+    "serve": "lore.cli.service:serve",
+    "worker": "lore.cli.service:worker",
+    "eval": "lore.cli.evaluate:eval_command",
+    "mcp": "lore.cli.mcp:mcp",
+    "demo": "lore.cli.demo:demo",
+    "info": "lore.cli.info:info",
+    "backup": "lore.cli.backup:backup",
+    "restore": "lore.cli.backup:restore",
+    "audit": "lore.cli.access:audit",
+    **{
+        name: f"lore.cli.versions:{name}"
+        for name in (
+            "build",
+            "versions",
+            "diff",
+            "activate",
+            "rollback",
+            "report",
+            "gc",
+            "unlock",
+            "calibrate",
+        )
+    },
+    "scenario": "lore.cli.scenario:scenario_app",
+    "keys": "lore.cli.service:keys_app",
+    "db": "lore.cli.db:db_app",
+    "badcases": "lore.cli.service:badcases_app",
+    "files": "lore.cli.files:files_app",
+}
+_KB_COMMANDS = {
+    "share": "lore.cli.access:kb_share",
+    "unshare": "lore.cli.access:kb_unshare",
+    "owner": "lore.cli.access:kb_owner",
+}
+# Local commands that read or change existing knowledge bases: without a catalog they say so and create
+# nothing (every `kb` command but `create` too).
+NEEDS_CATALOG = {
+    "ask",
+    "search",
+    "ingest",
+    "build",
+    "versions",
+    "activate",
+    "rollback",
+    "diff",
+    "report",
+    "gc",
+    "unlock",
+    "calibrate",
+    "audit",
+    "eval",
+    "files",
+    "backup",
+}
 
 app = typer.Typer(
+    cls=lazy_group(_COMMANDS),
     help="Lore: enterprise knowledge-base search and answers, offline by default.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-kb_app = typer.Typer(help="Create, list and delete knowledge bases.", no_args_is_help=True)
+kb_app = typer.Typer(
+    cls=lazy_group(_KB_COMMANDS), help="Create, list and delete knowledge bases.", no_args_is_help=True
+)
 app.add_typer(kb_app, name="kb")
-app.add_typer(scenario_app, name="scenario")
-app.add_typer(keys_app, name="keys")
-app.add_typer(db_app, name="db")
-app.add_typer(badcases_app, name="badcases")
-app.add_typer(files_app, name="files")
-app.command()(serve)
-app.command()(worker)
-app.command()(ask)
-app.command("eval")(eval_command)
-app.command()(mcp)
-for _command in (build, versions, diff, activate, rollback, report, gc, unlock, calibrate, audit):
-    app.command()(_command)
-app.command()(backup)
-app.command()(restore)
-kb_app.command("share")(kb_share)
-kb_app.command("unshare")(kb_unshare)
-kb_app.command("owner")(kb_owner)
 console = Console()
 err = Console(stderr=True)
 
@@ -93,10 +124,25 @@ def _connection(
                 f"lore {ctx.invoked_subcommand}: runs locally only; drop --server (or unset LORE_SERVER)"
             )
         )
+    if not server and ctx.invoked_subcommand in NEEDS_CATALOG and _runs(ctx):
+        require_catalog()
+
+
+@kb_app.callback()
+def _kb(ctx: typer.Context) -> None:
+    """Create, list and delete knowledge bases."""
+    if remote.connection.server or ctx.invoked_subcommand in ("create", "list") or not _runs(ctx):
+        return
+    require_catalog()
+
+
+def _runs(ctx: typer.Context) -> bool:
+    """Whether the subcommand will run (not just print its help or complete a word)."""
+    return not ctx.resilient_parsing and not {"--help", "-h"} & set(subcommand_args(ctx))
 
 
 def _lore() -> Lore:
-    return Lore()
+    return new_lore()
 
 
 @kb_app.command("create")
@@ -130,6 +176,17 @@ def kb_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
             return remote.kb_list(c, as_json)
         except LoreError as exc:
             fail(exc)
+    from lore.config import load_settings
+
+    try:
+        settings = load_settings()
+    except LoreError as exc:
+        fail(exc)
+    if catalog_missing(settings):  # nothing to list, and listing creates nothing
+        if as_json:
+            print("[]")
+        err.print(no_kbs_yet(settings), soft_wrap=True)
+        return
     lore = _lore()
     kbs = lore.catalog.list_kbs()
     if as_json:
@@ -188,6 +245,9 @@ def ingest(
     max_pages: Annotated[int, typer.Option(help="Stop a crawl after this many pages.")] = 100,
 ) -> None:
     """Ingest files, folders and web pages into a knowledge base (bad ones are reported, the rest go in)."""
+    from lore.cli.web import fetch_sources, is_url
+    from lore.ingest.pipeline import IngestReport
+
     inputs = paths or []
     files = [Path(p) for p in inputs if not is_url(p)]
     try:
@@ -200,13 +260,16 @@ def ingest(
             urls = [p for p in inputs if is_url(p)]
             report.files += remote.ingest_web(c, kb, urls, sitemap, prefix, max_pages).files
         else:
+            from lore.cli.progress import ingest_progress, stop_on_signals
+
             lore = _lore()
             lore.catalog.get_kb(kb)
-            sources = fetch_sources(
-                lore, kb, [p for p in inputs if is_url(p)], sitemap, prefix, max_pages, console
+            urls = [p for p in inputs if is_url(p)]
+            sources = (
+                fetch_sources(lore, kb, urls, sitemap, prefix, max_pages, console) if urls or sitemap else []
             )
             found = [*discover(files), *sources]
-            with stop_on_signals() as stop, RichIngestProgress(console, len(found), stop) as progress:
+            with stop_on_signals() as stop, ingest_progress(console, len(found), stop) as progress:
                 try:
                     report = lore.ingest(kb, [], progress, sources=found)
                 finally:
@@ -258,6 +321,8 @@ def search(
     ] = None,
 ) -> None:
     """Search a knowledge base (dense, BM25 or hybrid), then rerank the top candidates."""
+    from lore.retrieve.search import SearchOptions
+
     if mode not in ("dense", "bm25", "hybrid"):
         fail(LoreError(f"--mode: must be dense, bm25 or hybrid, not {mode!r}"))
     if (c := remote.client()) is not None:
@@ -307,65 +372,6 @@ def search(
 
 def _mode(mode: str) -> SearchMode:
     return mode  # type: ignore[return-value]
-
-
-@app.command()
-def demo(
-    source: Annotated[Path, typer.Option(help="Folder of sample documents.")] = Path("examples/handbook"),
-    kb: Annotated[str, typer.Option("--kb")] = "handbook",
-    scenarios: Annotated[
-        Path | None, typer.Option(help="Scenarios folder (the `hr` sample is built).")
-    ] = Path("examples/scenarios"),
-) -> None:
-    """Build the sample knowledge base and run sample searches."""
-    lore = _lore()
-    try:
-        if kb not in {k.name for k in lore.catalog.list_kbs()}:
-            lore.create_kb(kb, "Lanternfish Robotics sample handbook")
-        found = discover([source])
-        with RichIngestProgress(console, len(found)) as progress:
-            report = lore.ingest(kb, [], progress, sources=found)
-        print_report(report)
-        for q in (
-            "报销需要什么材料",
-            "What is the refund window?",
-            "LF-200 的保修期多久",
-            "一线城市住宿上限是多少",
-            "How many days per week can I work remotely?",
-        ):
-            console.rule(f"search: {q}")
-            for i, h in enumerate(lore.search(kb, q, SearchOptions(top_k=3)), 1):
-                console.print(f"{i}. [dim]{where(h.to_json())}[/] {h.chunk.text[:120].replace(chr(10), ' ')}")
-        for q, mode in (
-            ("年假有几天？怎么申请？", "fast"),
-            ("What is the refund window?", "fast"),
-            ("Who won the 1998 World Cup?", "fast"),
-            ("Compare LF-200 and LF-500", "fast"),
-            ("对比LF-200和LF-500的载重", "deep"),
-        ):
-            _demo_answer(f"ask ({mode}): {q}", lore.ask(kb, q, mode=mode))
-        if scenarios is not None and (scenarios / "hr" / "scenario.toml").exists():
-            console.rule("scenario hr: build")
-            lore.settings.scenario.scenarios_dir = scenarios  # the demo's folder, whatever is configured
-            result = build_scenario(lore, Scenarios(scenarios).get("hr"), activate=True).result
-            console.print(
-                f"version {result.version.seq} {result.version.status.value}: {result.version.counts}"
-            )
-            for q in ("你好", "如何申请年假？", "一线城市出差住宿每晚最多多少钱？"):
-                _demo_answer(f"scenario hr: {q}", scenario_ask(lore, None, q, scenario="hr"))
-    except LoreError as exc:
-        fail(exc)
-
-
-def _demo_answer(title: str, events: Iterator[Event]) -> None:
-    console.rule(title)
-    end = next(e.data for e in events if e.type in ("end", "error"))
-    if "message" in end:
-        raise LoreError(end["message"])
-    console.print(end["answer"])
-    for c in end["citations"]:
-        console.print(f"  [dim][{c['n']}] {where(c)}[/]")
-    console.print(f"  [dim]route={end['route']} mode={end.get('mode', 'fast')}[/]")
 
 
 def main() -> None:

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from lore.cli.common import new_lore
 from lore.cli.render import fail
-from lore.engine import Lore
 from lore.errors import LoreError
 
 err = Console(stderr=True)  # stdout belongs to the protocol on stdio
@@ -42,7 +42,7 @@ def mcp(
 
     if transport not in ("stdio", "http"):
         fail(LoreError(f"--transport: stdio or http, not {transport!r}"))
-    lore = Lore()
+    lore = new_lore()
     try:
         if transport == "stdio":
             if not key:

@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Self
+from typing import Self, TextIO
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from lore.ingest.pipeline import FileResult
 from lore.ingest.pipeline import Progress as IngestProgress
@@ -58,6 +67,7 @@ class RichIngestProgress(IngestProgress):
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
+            TimeRemainingColumn(),
             console=console,
             transient=False,
         )
@@ -83,3 +93,80 @@ class RichIngestProgress(IngestProgress):
 
     def stop_requested(self) -> bool:
         return self.stop is not None and self.stop.is_set()
+
+
+def ingest_progress(
+    console: Console, total_files: int, stop: threading.Event | None = None
+) -> RichIngestProgress | PlainIngestProgress:
+    """Rich bars on a terminal; off one (a log, CI), a plain line on stderr every so often."""
+    if console.is_terminal:
+        return RichIngestProgress(console, total_files, stop)
+    return PlainIngestProgress(total_files, stop)
+
+
+class PlainIngestProgress(IngestProgress):
+    """ "ingest: 12/200 files, 3,400 chunks, 1m20s elapsed, ~4m left" at most every `every_s` seconds (and
+    when the last file is done), so a long run off a terminal is not silent until its final table."""
+
+    def __init__(
+        self,
+        total_files: int,
+        stop: threading.Event | None = None,
+        every_s: float = 10.0,
+        out: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.total, self.stop, self.every_s = total_files, stop, every_s
+        self.out = out
+        self.clock = clock
+        self.done = self.chunks = 0
+        self.current, self.embedding, self.current_chunks = "", 0, 0
+        self.started = self.last = self.clock()
+
+    def __enter__(self) -> Self:
+        self.started = self.last = self.clock()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def file_started(self, name: str, chunks: int) -> None:
+        self.current, self.current_chunks, self.embedding = name, chunks, 0
+
+    def embedded(self, n: int) -> None:
+        self.embedding = n
+        if self.clock() - self.last >= self.every_s:  # one big file: say where its embedding is
+            self._line(f", embedding {self.current[-40:]} {self.embedding:,}/{self.current_chunks:,} chunks")
+
+    def file_done(self, result: FileResult) -> None:
+        self.done += 1
+        self.chunks += result.chunks
+        if self.done == self.total or self.clock() - self.last >= self.every_s:
+            self._line()
+
+    def stop_requested(self) -> bool:
+        return self.stop is not None and self.stop.is_set()
+
+    def _line(self, detail: str = "") -> None:
+        now = self.clock()
+        self.last, elapsed = now, now - self.started
+        left = ""
+        if 0 < self.done < self.total:
+            left = f", ~{duration(elapsed / self.done * (self.total - self.done))} left"
+        out = self.out or sys.stderr
+        print(
+            f"ingest: {self.done}/{self.total} files, {self.chunks:,} chunks{detail}, "
+            f"{duration(elapsed)} elapsed{left}",
+            file=out,
+            flush=True,
+        )
+
+
+def duration(seconds: float) -> str:
+    """45s, 1m20s, 2h03m."""
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"

@@ -7,18 +7,18 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 from rich.table import Table
 
-from lore.answer.pipeline import Event
 from lore.cli.render import where
-from lore.client import AskEvent, IngestResult, LoreClient
-from lore.client.calls import local_files
 from lore.errors import LoreError
-from lore.ingest.pipeline import FileResult, IngestReport
+
+if TYPE_CHECKING:  # loaded by the functions that use them: `lore --help` imports none of this
+    from lore.answer.pipeline import Event
+    from lore.client import AskEvent, IngestResult, LoreClient
+    from lore.ingest.pipeline import IngestReport
 
 console = Console()
 
@@ -52,7 +52,11 @@ COMMANDS = {
 
 def client() -> LoreClient | None:
     """A client for the configured server, or None in local mode."""
-    return LoreClient(connection.server, connection.key) if connection.server else None
+    if not connection.server:
+        return None
+    from lore.client import LoreClient
+
+    return LoreClient(connection.server, connection.key)
 
 
 def local_only(option: str) -> LoreError:
@@ -81,12 +85,18 @@ def kb_list(c: LoreClient, as_json: bool) -> None:
 
 def report_of(result: IngestResult) -> IngestReport:
     """The server's per-file outcomes as the local report type (one table for both modes)."""
+    from lore.ingest.pipeline import FileResult, IngestReport
+
     names = {f.name for f in fields(FileResult)}
     return IngestReport([FileResult(**{k: v for k, v in f.raw.items() if k in names}) for f in result.files])
 
 
 def upload(c: LoreClient, kb: str, paths: list[Path]) -> list[str]:
     """Upload local files with a byte progress bar; the names the server stored."""
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
+    from lore.client.calls import local_files
+
     files = local_files(list(paths))
     with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), console=console) as bars:
         task = bars.add_task("uploading", total=sum(f.stat().st_size for f in files))
@@ -110,6 +120,8 @@ def ingest_web(
     c: LoreClient, kb: str, urls: list[str], sitemap: str | None, prefix: str | None, max_pages: int
 ) -> IngestReport:
     """Have the server crawl each URL (and the sitemap) inside its `api.web_sources`; refusals printed."""
+    from lore.ingest.pipeline import IngestReport
+
     report = IngestReport()
     refused: list[tuple[str, str]] = []
     targets = [(u, False) for u in urls] + ([(sitemap, True)] if sitemap else [])
@@ -165,6 +177,8 @@ def search(c: LoreClient, kb: str, query: str, mode: str, k: int, version: int |
 
 def ask_events(c: LoreClient, question: str, **options: Any) -> Iterator[Event]:
     """The server's answer stream as the events a local `Lore.ask` yields (`start` is left out)."""
+    from lore.answer.pipeline import Event
+
     for e in c.ask_stream(question, **{k: v for k, v in options.items() if v is not None}):
         if e.event != "start":
             yield Event(e.event, e.data)  # type: ignore[arg-type]

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+import difflib
+import re
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Column, Table
+from rich.text import Text
 
-from lore.errors import LoreError
-from lore.ingest.pipeline import IngestReport
+from lore.errors import LoreError, NotFoundError
+
+if TYPE_CHECKING:
+    from lore.ingest.pipeline import IngestReport
 
 err = Console(stderr=True)
 console = Console()
@@ -19,8 +24,36 @@ console = Console()
 def fail(exc: LoreError) -> NoReturn:
     """Print a Lore error in red on stderr and exit with code 2 (bad input or state)."""
     # soft_wrap: a long path or message stays on one line (copyable); escape: brackets in it are text.
-    err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(_with_hint(exc))}", soft_wrap=True)
     raise typer.Exit(2)
+
+
+_KB_NOT_FOUND = re.compile(r"knowledge base '(?P<name>[^']*)' not found")
+
+
+def _with_hint(exc: LoreError) -> str:
+    """The error, with a local KB name close to a mistyped one offered instead of "create it"."""
+    found = _KB_NOT_FOUND.match(str(exc)) if isinstance(exc, NotFoundError) else None
+    if found is None:
+        return str(exc)
+    try:
+        from lore.catalog import Catalog
+        from lore.config import load_settings
+
+        settings = load_settings()
+        names = [k.name for k in Catalog(settings.resolved_catalog_url, settings.catalog).list_kbs()]
+    except LoreError:
+        return str(exc)
+    hint = did_you_mean(found["name"], names)
+    return f"knowledge base {found['name']!r} not found; {hint}" if hint else str(exc)
+
+
+def did_you_mean(name: str, names: list[str]) -> str | None:
+    """ "did you mean 'handbook'?" for the names closest to `name`, or None when none is close."""
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    if not close:
+        close = [n for n in names if n.casefold() == name.casefold()]
+    return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else None
 
 
 def split_list(value: str | None) -> list[str] | None:
@@ -40,6 +73,18 @@ def where(place: dict[str, Any]) -> str:
     if place.get("heading_path"):
         parts.append(" > ".join(place["heading_path"]))
     return " ".join(parts)
+
+
+def source_quote(citation: dict[str, Any], limit: int = 200) -> Text:
+    """What a source says for the answer: its quote with the cited sentence in bold, on one line; the
+    passage's start when the citation has no quote (an older server)."""
+    quote, span = citation.get("quote") or "", citation.get("quote_span")
+    if not quote:
+        return Text((citation.get("text") or "")[:limit].replace("\n", " "))
+    text = Text(quote.replace("\n", " "))
+    if span and 0 <= span[0] <= span[1] <= len(quote):
+        text.stylize("bold", span[0], span[1])
+    return text
 
 
 def print_report(report: IngestReport) -> None:

@@ -9,15 +9,17 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from lore.cli.common import ActivateOption, JsonOption, MessageOption, QualityGateOption, failing, gate_failed
-from lore.cli.progress import RichIngestProgress
+from lore.cli.common import (
+    ActivateOption,
+    JsonOption,
+    MessageOption,
+    QualityGateOption,
+    failing,
+    gate_failed,
+    new_lore,
+)
 from lore.cli.render import print_report
-from lore.engine import Lore
 from lore.errors import LoreError
-from lore.ingest.files import discover
-from lore.scenario.build import build_scenario, check_sources, scenario_inputs
-from lore.scenario.faq import read_faq
-from lore.scenario.request import scenarios
 
 scenario_app = typer.Typer(
     help="Business scenarios: FAQ + documents + access + routing, one folder each.", no_args_is_help=True
@@ -29,7 +31,9 @@ err = Console(stderr=True)
 @scenario_app.command("list")
 def list_scenarios(as_json: JsonOption = False) -> None:
     """List the scenarios in the configured folder (scenario.scenarios_dir)."""
-    found = scenarios(Lore())
+    from lore.scenario.request import scenarios
+
+    found = scenarios(new_lore())
     rows = []
     for sid in found.ids():
         try:
@@ -77,8 +81,12 @@ def list_scenarios(as_json: JsonOption = False) -> None:
 @scenario_app.command("check")
 def check(scenario_id: Annotated[str, typer.Argument(help="Scenario id.")]) -> None:
     """Validate a scenario's scenario.toml, data/ folders and faq.csv without building."""
+    from lore.scenario.build import check_sources
+    from lore.scenario.faq import read_faq
+    from lore.scenario.request import scenarios
+
     with failing():
-        sc = scenarios(Lore()).get(scenario_id)
+        sc = scenarios(new_lore()).get(scenario_id)
         check_sources(sc)
         rows, problems = read_faq(sc.faq_path, sc) if sc.faq_path.exists() else ([], [])
     console.print(f"scenario [bold]{sc.id}[/] ok: {len(sc.sources)} sources, {len(rows)} FAQ rows")
@@ -97,11 +105,16 @@ def build(
     message: MessageOption = "",
 ) -> None:
     """Build the scenario's FAQ and documents into its knowledge base as a new STAGED version."""
-    lore = Lore()
+    from lore.cli.progress import ingest_progress
+    from lore.ingest.files import discover
+    from lore.scenario.build import build_scenario, scenario_inputs
+    from lore.scenario.request import scenarios
+
+    lore = new_lore()
     with failing():
         sc = scenarios(lore).get(scenario_id)
         found = discover(scenario_inputs(sc))
-        with RichIngestProgress(console, len(found)) as progress:
+        with ingest_progress(console, len(found)) as progress:
             built = build_scenario(
                 lore,
                 sc,

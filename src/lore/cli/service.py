@@ -10,8 +10,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from lore.cli.common import new_lore
 from lore.cli.render import fail, split_list
-from lore.engine import Lore
 from lore.errors import LoreError
 
 console = Console()
@@ -40,7 +40,7 @@ def serve(
     from lore.api.logs import configure_logging
     from lore.api.preflight import preflight
 
-    lore = Lore()
+    lore = new_lore()
     try:
         for line in preflight(lore):
             if line.startswith("warning:"):
@@ -87,7 +87,7 @@ def serve(
 def worker(
     once: Annotated[bool, typer.Option("--once", help="Run at most one queued job, then exit.")] = False,
 ) -> None:
-    """Run the build jobs the API queues (set worker.in_process = false on the API then); SIGTERM or
+    """Run the build and crawl jobs the API queues (set worker.in_process = false on the API then); SIGTERM or
     Ctrl-C stops after the running build."""
     import signal
     import threading
@@ -95,7 +95,7 @@ def worker(
     from lore.api.jobs import Worker
 
     try:
-        lore = Lore()
+        lore = new_lore()
         runner = Worker(lore)
         lore.catalog.list_kbs()  # the catalog opens and its schema is at head, or say why not
     except LoreError as exc:
@@ -103,7 +103,7 @@ def worker(
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    console.print(f"worker {runner.name}: waiting for build jobs (lease {runner.lease_s:g} s)")
+    console.print(f"worker {runner.name}: waiting for build and crawl jobs (lease {runner.lease_s:g} s)")
     try:
         if once:
             job = runner.run_once()
@@ -146,7 +146,7 @@ def keys_create(
 ) -> None:
     """Create an API key; the key itself is printed alone on the last line (it is stored hashed)."""
     try:
-        catalog = Lore().catalog
+        catalog = new_lore().catalog
         with catalog.transaction():
             key, secret = catalog.create_api_key(tenant, split_list(roles) or [], split_list(datasets), name)
             catalog.audit(
@@ -171,7 +171,7 @@ def keys_create(
 def keys_revoke(key: Annotated[str, typer.Argument(help="Key id, prefix or the key itself.")]) -> None:
     """Revoke an API key: its requests get 401 from now on."""
     try:
-        catalog = Lore().catalog
+        catalog = new_lore().catalog
         with catalog.transaction():
             revoked = catalog.revoke_api_key(key)
             catalog.audit("key_revoke", tenant=revoked.tenant_id, key_id=None, target=revoked.id, via="cli")
@@ -184,7 +184,7 @@ def keys_revoke(key: Annotated[str, typer.Argument(help="Key id, prefix or the k
 def keys_list() -> None:
     """List API keys (never the keys themselves)."""
     table = Table("id", "prefix", "tenant", "roles", "datasets", "created", "revoked")
-    for k in Lore().catalog.list_api_keys():
+    for k in new_lore().catalog.list_api_keys():
         table.add_row(
             k.id,
             k.prefix + "…",
@@ -203,7 +203,7 @@ def badcases_export(
     kb: Annotated[str | None, typer.Option("--kb", help="Only this knowledge base.")] = None,
 ) -> None:
     """Write thumbs-down answers as JSONL: question, the answer given, files it cited, the note."""
-    rows = Lore().catalog.list_feedback(rating=-1, kb=kb)
+    rows = new_lore().catalog.list_feedback(rating=-1, kb=kb)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as fh:
         for f in rows:

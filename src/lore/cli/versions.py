@@ -28,6 +28,7 @@ from lore.engine import Lore
 from lore.errors import LoreError
 from lore.ingest.build import Removal
 from lore.ingest.files import discover
+from lore.storage.layout import reports_key
 
 console = Console()
 err = Console(stderr=True)
@@ -99,10 +100,11 @@ def report(
     """Print a version's quality report."""
     lore = Lore()
     with failing():
-        lore.catalog.get_version(lore.catalog.get_kb(kb).id, seq)
-    path = lore.storage.fetch(f"reports/{kb}/{seq}/" + ("quality.json" if as_json else "quality.md"))
+        record = lore.catalog.get_kb(kb)
+        lore.catalog.get_version(record.id, seq)
+    path = lore.storage.fetch(f"{reports_key(record, seq)}/" + ("quality.json" if as_json else "quality.md"))
     if path is None:
-        fail(LoreError(f"{lore.reports_dir(kb) / str(seq)}: no quality report for version {seq}"))
+        fail(LoreError(f"{lore.reports_dir(record) / str(seq)}: no quality report for version {seq}"))
         return
     print(path.read_text(encoding="utf-8"))
 

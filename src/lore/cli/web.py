@@ -28,7 +28,7 @@ def fetch_sources(
 ) -> list[SourceFile]:
     """Crawl each URL (and the sitemap) into the KB's web cache; refused URLs are printed."""
     crawler = WebCrawler(
-        cache_dir(lore.settings.home, kb),
+        cache_dir(lore.settings.home, lore.catalog.get_kb(kb)),
         max_pages=max_pages,
         max_bytes=int(lore.settings.ingest.max_file_mb * 1e6),
         budget=WebBudget.from_settings(lore.settings.ingest),

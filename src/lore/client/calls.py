@@ -13,7 +13,7 @@ from lore.client.models import AskEvent, LoreAPIError
 from lore.client.wire import Call, Events, Flow
 
 UploadProgress = Callable[[str, int, int], None]  # (file name, bytes sent, file size)
-BuildProgress = Callable[[AskEvent], None]  # each `status` event of a streamed build
+BuildProgress = Callable[[AskEvent], None]  # each `status` event of a streamed build or crawl
 ENDS = ("end", "error")  # the events that close an answer's or a build's stream
 
 
@@ -128,13 +128,20 @@ def ingest_url(
     prefix: str | None = None,
     max_pages: int | None = None,
     dataset: str | None = None,
-) -> Call[models.IngestResult]:
+    progress: BuildProgress | None = None,
+) -> Flow[models.IngestResult]:
     """Have the server crawl `url` (links under `prefix`), or the sitemap at `url`, and index the pages
-    (`max_pages`: the server's default, 100, when None)."""
+    (`max_pages`: the server's default, 100, when None): a server job, followed to its end; `progress` gets
+    each `status` event (a `page` per page fetched or refused, then the indexing's per-file ones)."""
     body: dict[str, Any] = {"url": url, "sitemap": sitemap, "prefix": prefix, "max_pages": max_pages}
     if dataset is not None:
         body["dataset"] = dataset
-    return Call("POST", kb_path(kb, "/sources"), models.IngestResult.from_json, json=body)
+    queued: dict[str, Any] = yield Call("POST", kb_path(kb, "/sources"), _raw, json=body)
+    path = kb_path(kb, f"/jobs/{quote(queued['job']['id'], safe='')}/events")
+    result: models.IngestResult = yield Call(
+        "GET", path, lambda seen: finish_job(kb, seen, "crawl"), events=Events(ENDS, progress)
+    )
+    return result
 
 
 def upload_and_ingest(
@@ -252,8 +259,13 @@ def finish_ask(events: list[AskEvent]) -> models.Answer:
 
 def finish_build(kb: str, events: list[AskEvent]) -> models.IngestResult:
     """The build's result from its last event (`end`), or its `error` raised."""
+    return finish_job(kb, events, "build")
+
+
+def finish_job(kb: str, events: list[AskEvent], kind: str = "job") -> models.IngestResult:
+    """A job's result (a build's or a crawl's) from its last event (`end`), or its `error` raised."""
     if not events or events[-1].event not in ENDS:
-        raise LoreAPIError(0, "the build stream ended without an 'end' event")
+        raise LoreAPIError(0, f"the {kind} stream ended without an 'end' event")
     _raise_error(events[-1])
     return models.IngestResult.from_json({"kb": kb, **events[-1].data})
 

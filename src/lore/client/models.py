@@ -9,10 +9,11 @@ from lore.errors import LoreError
 
 
 class LoreAPIError(LoreError):
-    """The server refused a request: `status` is the HTTP status, `message` the server's own reason."""
+    """The server refused a request: `status` is the HTTP status, `message` the server's own reason; status 0
+    is no HTTP reply at all (unreachable server, bad input before sending), its message says why."""
 
     def __init__(self, status: int, message: str, *, method: str = "", url: str = "") -> None:
-        super().__init__(f"HTTP {status}: {message}")
+        super().__init__(f"HTTP {status}: {message}" if status else message)
         self.status, self.message, self.method, self.url = status, message, method, url
 
 

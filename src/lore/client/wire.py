@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -73,9 +74,23 @@ def sending(call: Call[Any], base_url: str) -> Iterator[dict[str, Any]]:
             "files": call.files or None,
         }
     except httpx.TransportError as exc:
-        raise LoreAPIError(0, f"cannot reach {base_url}: {exc or type(exc).__name__}") from exc
+        raise LoreAPIError(0, f"cannot reach the Lore server at {base_url}: {transport_cause(exc)}") from exc
     finally:
         call.close()
+
+
+def transport_cause(exc: httpx.TransportError) -> str:
+    """Why no reply came, in words ("connection refused", "timed out"), without errno codes."""
+    text = re.sub(r"\[Errno -?\d+\]\s*", "", str(exc)).strip()
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out"
+    if "refused" in text.lower():
+        return "connection refused"
+    if re.search(r"name or service not known|nodename nor servname|getaddrinfo|name resolution", text, re.I):
+        return "unknown host"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return "the server closed the connection"
+    return text.lower() or type(exc).__name__
 
 
 def settings_from_env(base_url: str | None, api_key: str | None) -> tuple[str, str | None]:

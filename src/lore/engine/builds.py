@@ -224,6 +224,6 @@ class Builds(Quality):
 
 
 def _parse_schema(schema: str) -> tuple[int, int, int]:
-    # "parent-child-v1:c240-o30-p1200" -> (240, 30, 1200)
+    # "parent-child-v2:c240-o30-p1200" -> (240, 30, 1200)
     c, o, p = schema.split(":", 1)[1].split("-")
     return int(c[1:]), int(o[1:]), int(p[1:])

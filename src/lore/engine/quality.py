@@ -18,6 +18,7 @@ from lore.errors import LoreError
 from lore.eval.compare import EvalQuestion, compare_scores, diff_manifests, load_eval_set, score
 from lore.schema import Hit
 from lore.state.cache import LocalCache
+from lore.storage.layout import reports_key
 
 CALIBRATION_TTL_S = 30.0  # how soon another replica's recalibration is seen (a new version is a new key)
 
@@ -46,11 +47,10 @@ class Quality(Wiring):
         ]
         score = calibration.scorer(self.retriever(kb), opts, self.settings.answer)
         result = calibration.calibrate(score, chunks, eval_questions=eval_questions, version=seq)
-        calibration.save(result, self._calibration_dir(name, seq))
-        self.storage.publish(f"{self._calibration_key(name, seq)}/{calibration.FILE_NAME}")
-        self._thresholds.set(
-            self._calibration_key(name, seq), (result.threshold, time.monotonic() + CALIBRATION_TTL_S)
-        )
+        key = reports_key(kb, seq)
+        calibration.save(result, self.storage.path(key))
+        self.storage.publish(f"{key}/{calibration.FILE_NAME}")
+        self._thresholds.set(key, (result.threshold, time.monotonic() + CALIBRATION_TTL_S))
         return result
 
     def evidence_threshold(self, kb: KnowledgeBase, seq: int | None) -> float | None:
@@ -59,22 +59,16 @@ class Quality(Wiring):
         pinned = self.settings.answer.evidence_threshold
         if pinned is not None:
             return pinned
-        key = self._calibration_key(kb.name, seq)
+        key = reports_key(kb, seq)
         found = self._thresholds.get(key)
         if found is not None and found[1] > time.monotonic():
             return found[0]
         with contextlib.suppress(LoreError):  # a bucket: refresh the copy; unreachable: the last one serves
             self.storage.fetch(f"{key}/{calibration.FILE_NAME}")
-        stored = calibration.load(self._calibration_dir(kb.name, seq))
+        stored = calibration.load(self.storage.path(key))
         threshold = stored.threshold if stored else None
         self._thresholds.set(key, (threshold, time.monotonic() + CALIBRATION_TTL_S))
         return threshold
-
-    def _calibration_key(self, name: str, seq: int | None) -> str:
-        return f"reports/{name}/{seq}" if seq is not None else f"reports/{name}"
-
-    def _calibration_dir(self, name: str, seq: int | None) -> Path:
-        return self.storage.path(self._calibration_key(name, seq))
 
     def diff(self, name: str, base: int, candidate: int, eval_set: Path | None = None) -> dict[str, Any]:
         """Files added/changed/removed from version `base` to `candidate`, and, with an eval set (given

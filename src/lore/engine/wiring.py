@@ -4,6 +4,7 @@ generator, opened once; searches bounded to a KB version."""
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import threading
 from collections.abc import Set as AbstractSet
@@ -30,10 +31,24 @@ from lore.schema import Hit
 from lore.state.cache import EvictingLRU, make_cache
 from lore.state.redis import redis_client
 from lore.storage import Storage, open_storage
+from lore.storage.layout import (
+    has_legacy_files,
+    kb_key,
+    legacy_keys,
+    legacy_web_dir,
+    local_dir,
+    move_legacy_files,
+    removals_key,
+    reports_key,
+    uploads_key,
+)
 from lore.store.base import VectorStore, open_store
+from lore.store.milvus_gate import check_store as check_milvus
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
+
+log = logging.getLogger(__name__)
 
 
 class Wiring:
@@ -60,7 +75,18 @@ class Wiring:
 
     @cached_property
     def catalog(self) -> Catalog:
-        return Catalog(self.settings.resolved_catalog_url, self.settings.catalog)
+        """The catalog; on first opening, files older Lore kept by KB name move to the KB's id."""
+        catalog = Catalog(self.settings.resolved_catalog_url, self.settings.catalog)
+        self._move_legacy_files(catalog)
+        return catalog
+
+    def _move_legacy_files(self, catalog: Catalog) -> None:
+        try:
+            if has_legacy_files(self.storage, self.settings.home):
+                kbs = {kb.name: kb.id for kb in catalog.list_kbs()}
+                move_legacy_files(self.storage, self.settings.home, kbs)
+        except Exception as exc:  # noqa: BLE001 - never stops the catalog opening; the next start retries
+            log.warning("stored files of knowledge bases not moved to their id yet: %s", exc)
 
     @cached_property
     def storage(self) -> Storage:
@@ -128,6 +154,8 @@ class Wiring:
     def create_kb(self, name: str, description: str = "", owner_tenant: str = "default") -> KnowledgeBase:
         """Create a KB owned by `owner_tenant`, bound to the configured embedder, chunk schema and store;
         nothing a deleted KB of the same name left in storage is inherited (it is purged first)."""
+        if self.settings.store.backend == "milvus":  # a too old Milvus is refused before the KB exists
+            check_milvus(self.settings.store.uri, self.settings.store)
         embedder = self.configured_embedder()
         if not self.catalog.kb_name_taken(check_kb_name(name)):
             self.purge_kb_files(name)
@@ -149,7 +177,7 @@ class Wiring:
         its catalog rows (jobs, edits, reviews, eval sets...), with one audit entry by `tenant`/`key_id`
         (default: the local operator, as the KB's owner tenant). The name must match exactly."""
         kb = self.catalog.get_kb(name)
-        self.purge_kb_files(kb.name)
+        self.purge_kb_files(kb)
         with self._open_lock:
             self.store(kb).drop()
             self._stores.pop(kb.id, None)
@@ -160,19 +188,21 @@ class Wiring:
             self.catalog.audit("delete", tenant=by, key_id=key_id, kb=kb.name, target=kb.id, **detail)
         return kb
 
-    def purge_kb_files(self, name: str) -> None:
-        """Remove every file kept under a KB's name: uploads, quality reports and calibration, the console
-        state files of before 0008 (imported on first use: never into a new KB of the same name) and
-        fetched web pages with their validators."""
-        from lore.ingest.web import cache_dir  # the crawler loads only when a KB's files are purged
-
+    def purge_kb_files(self, kb: KnowledgeBase | str) -> None:
+        """Remove every file a KB owns: all under its id (uploads, quality reports and calibration, fetched
+        web pages) and what older Lore kept under its name, also the console state files of before 0008
+        (imported on first use). A name alone: only those by-name leftovers (never a new KB's)."""
+        name = kb if isinstance(kb, str) else kb.name
         check_kb_name(name)  # never a path outside the KB's own folders
-        for prefix in (f"uploads/{name}", f"reports/{name}"):
+        if not isinstance(kb, str):
+            self.storage.delete_prefix(kb_key(kb))
+            shutil.rmtree(local_dir(self.settings.home, kb), ignore_errors=True)
+        for prefix in legacy_keys(name):
             self.storage.delete_prefix(prefix)
         files = self.settings.files_dir
         for legacy in (files / "chunk_edits" / f"{name}.json", files / "ocr_reviews" / f"{name}.json"):
             legacy.unlink(missing_ok=True)
-        for folder in (files / "eval_sets" / name, cache_dir(self.settings.home, name)):
+        for folder in (files / "eval_sets" / name, legacy_web_dir(self.settings.home, name)):
             shutil.rmtree(folder, ignore_errors=True)
 
     def remove_file(self, kb: KnowledgeBase, path: str, *, indexed: bool = True) -> tuple[bool, bool]:
@@ -180,7 +210,7 @@ class Wiring:
         rows (as a build drops a file); its owner row goes once nothing of it is left.
         Returns (upload removed, indexed file removed)."""
         try:
-            upload = self.storage.delete(f"uploads/{kb.name}/{path}")
+            upload = self.storage.delete(f"{uploads_key(kb)}/{path}")
         except ValueError:  # no upload can have this name (e.g. an indexed path with '..')
             upload = False
         record = self.catalog.get_file(kb.id, path) if indexed else None
@@ -219,7 +249,7 @@ class Wiring:
 
     def pending_removals(self, kb: KnowledgeBase) -> set[str]:
         """Files of a versioned KB whose upload was deleted: the next build drops them (asked for)."""
-        data = self.storage.read_bytes(_removals_key(kb))
+        data = self.storage.read_bytes(removals_key(kb))
         return set(json.loads(data)) if data else set()
 
     def mark_removals(
@@ -230,7 +260,7 @@ class Wiring:
         before = self.pending_removals(kb)
         names = (before | add) - drop
         if names != before:
-            self.storage.write_bytes(_removals_key(kb), json.dumps(sorted(names)).encode())
+            self.storage.write_bytes(removals_key(kb), json.dumps(sorted(names)).encode())
 
     def unshare_kb(
         self, name: str, tenant: str, *, by: str | None = None, key_id: str | None = None, **detail: Any
@@ -302,9 +332,9 @@ class Wiring:
         options = {"model", "batch_size", *(("num_threads",) if local else ("base_url", "dim", "timeout_s"))}
         return get_embedder(e.provider, **e.model_dump(include=options))
 
-    def reports_dir(self, name: str) -> Path:
-        """Where a KB's quality reports live: `<storage dir>/reports/<kb>/<seq>/` (shared by replicas)."""
-        return self.storage.path(f"reports/{name}")
+    def reports_dir(self, name: str | KnowledgeBase) -> Path:
+        """Where a KB's quality reports live: `<storage dir>/kbs/<id>/reports/<seq>/` (shared by replicas)."""
+        return self.storage.path(reports_key(self._kb(name)))
 
     def scoped(
         self, name: str | KnowledgeBase, options: SearchOptions, version: int | None = None
@@ -362,7 +392,3 @@ class Wiring:
         self._stores.clear()
         if self.__dict__.get("llm") is not None:
             self.__dict__.pop("llm").close()
-
-
-def _removals_key(kb: KnowledgeBase) -> str:
-    return f"uploads/{kb.name}/.removals.json"  # hidden: never listed as an upload; purged with the KB

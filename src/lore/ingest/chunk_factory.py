@@ -121,7 +121,7 @@ def chunk_document(
             "source_type": "table_row" if s.kind == "table_row" else "doc",
             "page": s.page,
             "slide": s.slide,
-            "heading_path": list(s.heading_path),
+            "heading_path": list(piece.heading_path),
             "sheet": s.sheet,
             "row": s.row,
             "title": doc.title,

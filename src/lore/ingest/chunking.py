@@ -7,16 +7,18 @@ one CJK character is one unit, three other characters are one unit.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
+from lore.ingest.structure import blocks, has_structure, join_blocks, pack
 from lore.schema import Section
 from lore.text.units import text_units
 
 # Paragraphs, lines, then sentence ends (CJK and Latin), clauses, words, characters.
 SEPARATORS = ["\n\n", "\n", "。", "！", "？", "；", ". ", "! ", "? ", "; ", "，", "、", ", ", " ", ""]
-SCHEMA_NAME = "parent-child-v1"
+# v2: articles, clauses, lists with their lead sentence and table rows are kept whole (structure.py).
+SCHEMA_NAME = "parent-child-v2"
 
 
 @dataclass(frozen=True)
@@ -40,10 +42,12 @@ class Piece:
     parent_key: int  # index of its parent within the document
     parent_text: str
     section: Section
+    heading_path: list[str] = field(default_factory=list)  # the section's, then chapter/article (if any)
 
 
 class Chunker:
-    """Splits a document's sections into parents and children; table rows stay whole."""
+    """Splits a document's sections into parents and children; table rows stay whole, and so do articles,
+    clauses and lists in text that has them (`structure.py`)."""
 
     def __init__(self, params: ChunkParams) -> None:
         self.params = params
@@ -61,6 +65,11 @@ class Chunker:
                 yield from self._table_row(text, section, parent_key)
                 parent_key += 1
                 continue
+            if section.kind == "text" and has_structure(text):
+                pieces = self._structured(text, section, parent_key)
+                yield from pieces
+                parent_key = pieces[-1].parent_key + 1 if pieces else parent_key
+                continue
             for parent in self._parents.split_text(text):
                 children = (
                     self._children.split_text(parent)
@@ -68,18 +77,31 @@ class Chunker:
                     else [parent]
                 )
                 for child in children:
-                    yield Piece(child, parent_key, parent, section)
+                    yield Piece(child, parent_key, parent, section, list(section.heading_path))
                 parent_key += 1
+
+    def _structured(self, text: str, section: Section, parent_key: int) -> list[Piece]:
+        """Parents and children packed from whole blocks; a child's heading path ends with its first
+        block's chapter/article."""
+        p, out = self.params, []
+        parents = pack(blocks(text, p.child_size), p.parent_size, self._parents.split_text)
+        for key, group in enumerate(parents, start=parent_key):
+            parent_text = join_blocks(group)
+            # A child never mixes two articles (lists, tables): packed together, the right one ranked lower.
+            for children in pack(group, p.child_size, self._children.split_text, apart=True):
+                path = [*section.heading_path, *children[0].path]
+                out.append(Piece(join_blocks(children), key, parent_text, section, path))
+        return out
 
     def _table_row(self, text: str, section: Section, parent_key: int) -> Iterator[Piece]:
         # A row carries its own "header: value" pairs; a very long row is split, and each
         # piece is prefixed with where it came from so it never loses its headers' context.
         if text_units(text) <= self.params.parent_size:
-            yield Piece(text, parent_key, text, section)
+            yield Piece(text, parent_key, text, section, list(section.heading_path))
             return
         where = f"[{section.sheet or ''} row {section.row}] "
         for piece in self._parents.split_text(text):
-            yield Piece(where + piece, parent_key, text, section)
+            yield Piece(where + piece, parent_key, text, section, list(section.heading_path))
 
 
 def _splitter(size: int, overlap: int) -> RecursiveCharacterTextSplitter:

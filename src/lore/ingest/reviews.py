@@ -15,7 +15,6 @@ from typing import Any
 from lore.catalog.console import PageReview
 from lore.catalog.legacy import KbRows
 from lore.errors import LoreError
-from lore.ingest.pages import scanned_pages
 
 __all__ = ["OcrReviews", "PageReview", "legacy_page_reviews", "unreviewed"]
 
@@ -52,6 +51,8 @@ class OcrReviews(KbRows):
 
 def unreviewed(reviews: OcrReviews, files: list[tuple[str, Path, str]]) -> dict[str, Any]:
     """The quality report's count of OCR'd PDF pages no reviewer marked, of `files` (name, path, sha256)."""
+    from lore.ingest.pages import scanned_pages  # PyMuPDF loads only when pages are looked at
+
     pages = []
     for name, path, sha in files:
         if not name.lower().endswith(".pdf"):

@@ -28,6 +28,7 @@ from lore.ingest.files import SourceFile
 from lore.ingest.loaders.encoding import decode_bytes
 from lore.ingest.web_budget import SitemapReader, Watchdog, WebBudget, failure
 from lore.ingest.web_guard import WebGuard
+from lore.storage.layout import HasId, web_cache_dir
 
 USER_AGENT = "LoreBot/0.1 (+knowledge-base ingest)"
 _HTML = ("text/html", "application/xhtml+xml")
@@ -255,9 +256,9 @@ class WebCrawler:
         return root.tag == f"{_SITEMAP_NS}sitemapindex", locs, False
 
 
-def cache_dir(home: Path, kb: str) -> Path:
-    """Where a KB's fetched pages and their validators live (shared by CLI and API crawls)."""
-    return home / "web" / kb
+def cache_dir(home: Path, kb: HasId) -> Path:
+    """Where a KB's fetched pages and their validators live (shared by CLI and API crawls), by its id."""
+    return web_cache_dir(home, kb)
 
 
 def fetch_pages(

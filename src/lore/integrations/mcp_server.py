@@ -16,8 +16,10 @@ from fastapi import HTTPException
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from lore.api.access import visible_kbs
 from lore.api.deps import ServiceState, authenticate, bearer, error_status
 from lore.api.questions import AskBody
 from lore.api.routers import kbs, passages
@@ -137,10 +139,18 @@ def build_server(state: ServiceState, api_key: str | None = None) -> MCPServer:
 
     @server.tool()
     @_tool_errors
-    async def get_passage(kb: str, chunk_id: str, ctx: Context, version: int | None = None) -> dict[str, Any]:
+    async def get_passage(
+        chunk_id: str, ctx: Context, kb: str | None = None, version: int | None = None
+    ) -> dict[str, Any]:
         """One passage by the `chunk_id` of a search hit or citation, with its surrounding text and
-        location."""
-        return await passages.get_passage(kb, chunk_id, await caller(ctx), state, version)
+        location. Without `kb`, every knowledge base this key reads is searched for it; `version` needs
+        `kb`."""
+        who = await caller(ctx)
+        if kb is not None:
+            return await passages.get_passage(kb, chunk_id, who, state, version)
+        if version is not None:
+            raise HTTPException(400, "version needs kb: a version number belongs to one knowledge base")
+        return await _passage_anywhere(state, who, chunk_id)
 
     @server.tool()
     @_tool_errors
@@ -150,6 +160,24 @@ def build_server(state: ServiceState, api_key: str | None = None) -> MCPServer:
         return await passages.get_document(kb, file, await caller(ctx), state, version)
 
     return server
+
+
+async def _passage_anywhere(state: ServiceState, who: Caller, chunk_id: str) -> dict[str, Any]:
+    """The passage from whichever of the caller's readable KBs holds it (chunk ids include their KB's id,
+    so at most one does; 409 rather than a guess if that ever fails)."""
+    found = []
+    for record in await run_in_threadpool(visible_kbs, state.lore, who):
+        try:
+            found.append(await passages.get_passage(record.name, chunk_id, who, state))
+        except HTTPException as exc:
+            if exc.status_code not in (403, 404):  # a KB it may list but not read: not there for it
+                raise
+    if not found:
+        raise HTTPException(404, f"passage {chunk_id!r} not found in the knowledge bases this key reads")
+    if len(found) > 1:
+        names = ", ".join(repr(p["kb"]) for p in found)
+        raise HTTPException(409, f"passage {chunk_id!r} is in several knowledge bases ({names}): give kb")
+    return found[0]
 
 
 class BearerGate:

@@ -1,5 +1,6 @@
 """The file storage every replica shares (uploads, originals, quality reports, scenario stamps): one
-protocol, keys like `uploads/<kb>/<name>`, and a local path for each key that loaders and reports use."""
+protocol, keys like `kbs/<kb id>/uploads/<name>` (`layout`), and a local path for each key that loaders
+and reports use."""
 
 from __future__ import annotations
 
@@ -57,6 +58,15 @@ class Storage(Protocol):
 
     def list(self, prefix: str) -> list[Entry]:
         """Files directly under the folder `prefix` (names not starting with '.'), sorted by name."""
+        ...
+
+    def folders(self, prefix: str) -> list[str]:
+        """The names of the folders directly under the folder `prefix` (not starting with '.'), sorted."""
+        ...
+
+    def move_prefix(self, src: str, dest: str) -> int:
+        """Move every file under the folder `src` to the same place under `dest` (one already there is
+        kept; the old copy goes); the files moved. Safe when several processes move the same folder."""
         ...
 
     def delete_prefix(self, prefix: str) -> None:

@@ -55,6 +55,15 @@ class DirStorage:
     def delete_prefix(self, prefix: str) -> None:
         shutil.rmtree(self.path(prefix), ignore_errors=True)
 
+    def folders(self, prefix: str) -> list[str]:
+        folder = self.path(prefix)
+        if not folder.is_dir():
+            return []
+        return [p.name for p in sorted(folder.iterdir()) if p.is_dir() and not p.name.startswith(".")]
+
+    def move_prefix(self, src: str, dest: str) -> int:
+        return move_tree(self.path(src), self.path(dest))
+
     def delete(self, key: str) -> bool:
         path = self.path(key)
         if not path.is_file():
@@ -69,6 +78,34 @@ class DirStorage:
         self.root.mkdir(parents=True, exist_ok=True)
         if not os.access(self.root, os.W_OK):
             raise PermissionError(f"storage directory {self.root} is not writable")
+
+
+def move_tree(src: Path, dest: Path) -> int:
+    """Move every file under `src` to the same place under `dest` (one already there is kept), then remove
+    `src`; the files moved. Safe when another process moves the same folder at the same time."""
+    if not src.is_dir():
+        return 0
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(src, dest)  # `dest` absent (or empty): the whole folder in one atomic step
+        return sum(1 for p in dest.rglob("*") if p.is_file())
+    except FileNotFoundError:  # another process moved it first
+        return 0
+    except OSError:  # `dest` holds files already: file by file
+        pass
+    moved = 0
+    for path in sorted(src.rglob("*")):
+        target = dest / path.relative_to(src)
+        if not path.is_file() or target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.rename(path, target)
+            moved += 1
+        except FileNotFoundError:
+            pass
+    shutil.rmtree(src, ignore_errors=True)
+    return moved
 
 
 def _relative_key(root: Path, path: Path) -> str | None:

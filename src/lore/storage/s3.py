@@ -159,6 +159,31 @@ class S3Storage:
         entries = [Entry(o["Key"].rsplit("/", 1)[-1], int(o["Size"])) for o in self._objects(prefix, "/")]
         return sorted((e for e in entries if e.name and not e.name.startswith(".")), key=lambda e: e.name)
 
+    def folders(self, prefix: str) -> list[str]:
+        folder = self._name(prefix) + "/"
+        names: list[str] = []
+        token: dict[str, str] = {}
+        while True:
+            page = self._call("list_objects_v2", Bucket=self.bucket, Prefix=folder, Delimiter="/", **token)
+            names += [p["Prefix"][len(folder) :].rstrip("/") for p in (page or {}).get("CommonPrefixes", [])]
+            if not page or not page.get("IsTruncated"):
+                return sorted(n for n in names if n and not n.startswith("."))
+            token = {"ContinuationToken": page["NextContinuationToken"]}
+
+    def move_prefix(self, src: str, dest: str) -> int:
+        # S3 has no rename: each object is copied (unless already there), then the old ones deleted.
+        # Another process doing the same copies the same bytes; a source gone meanwhile is skipped.
+        folder, moved = self._name(src) + "/", 0
+        for obj in self._objects(src, ""):
+            target = self._name(f"{dest}/{obj['Key'][len(folder) :]}")
+            if self._call("head_object", Bucket=self.bucket, Key=target) is not None:
+                continue
+            source = {"Bucket": self.bucket, "Key": obj["Key"]}
+            if self._call("copy_object", Bucket=self.bucket, Key=target, CopySource=source) is not None:
+                moved += 1
+        self.delete_prefix(src)
+        return moved
+
     def delete_prefix(self, prefix: str) -> None:
         keys = [o["Key"] for o in self._objects(prefix, "")]
         for i in range(0, len(keys), 1000):

@@ -1,9 +1,11 @@
 """The embedded default store: SQLite file for durability, numpy/scipy in memory for search.
 
 Writes are SQLite transactions (a crash leaves the last committed state, and ids are
-deterministic so a re-run is idempotent). Searches are exact. Another process's commit is
-noticed through a generation counter and triggers a reload. A rebuilt in-memory index is saved
-next to the file as a snapshot, reused only while the file is still at that generation.
+deterministic so a re-run is idempotent). Dense searches are exact below `[store] ann_min_rows` live
+rows; above, an HNSW graph proposes candidates that are rescored exactly. Another process's commit is
+noticed through a generation counter and triggers a reload. A rebuilt or changed in-memory index is saved
+next to the file as a snapshot (its graph beside it, memory-mapped on open), reused only while the file
+is still at that generation.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from pathlib import Path
 
 import numpy as np
 
+from lore.config import StoreSettings
 from lore.schema import Chunk, Hit, SearchFilter
+from lore.store.ann_index import AnnIndex, AnnParams
 from lore.store.base import StoreQuery
 from lore.store.fusion import rrf
-from lore.store.memory_index import SCALAR_FIELDS, Columns, MemoryIndex
+from lore.store.memory_index import SCALAR_FIELDS, Columns, MemoryIndex, _top
 from lore.store.retokenise import joined_tokens, upgrade_embedded
 
 _SCHEMA = """
@@ -56,6 +60,9 @@ class EmbeddedStore:
         self.path = folder / f"{collection}.sqlite"
         self.snapshot = folder / f"{collection}.index"  # a cache of the in-memory index
         self.dim = dim
+        self.ann_params = AnnParams.from_settings(
+            connection if isinstance(connection, StoreSettings) else None
+        )
         self._db: sqlite3.Connection | None = sqlite3.connect(
             self.path, check_same_thread=False, isolation_level=None
         )
@@ -66,6 +73,8 @@ class EmbeddedStore:
         upgrade_embedded(self._db, f"embedded store {collection!r}", _chunk_from_row)
         self._index: MemoryIndex | None = None
         self._generation = -1
+        self._saved_generation = -1  # the generation the snapshot on disk holds, as far as we know
+        self._ann_lock = threading.Lock()  # one graph per index, also when searches race to build it
         self._saver: threading.Thread | None = None  # writing the snapshot after a rebuild
         self._loading = threading.Lock()  # one (re)load at a time: it holds a read transaction
 
@@ -75,6 +84,7 @@ class EmbeddedStore:
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.shape != (len(chunks), self.dim):
             raise ValueError(f"vectors shape {vectors.shape} != ({len(chunks)}, {self.dim})")
+        self._memory()  # held in memory while writing, so the graph grows with the rows
         with self._write():
             ids = [c.chunk_id for c in chunks]
             self._db.executemany("DELETE FROM chunks WHERE chunk_id = ?", [(i,) for i in ids])
@@ -88,6 +98,7 @@ class EmbeddedStore:
                 rows.append((self._db.execute(sql, row).fetchone()[0], *row[: len(_COLUMNS)], *row[-2:]))
         if self._index is not None and rows:
             self._index.extend(Columns.from_rows(rows, self.dim))
+            self._ann(self._index)
 
     def delete(self, chunk_ids: Sequence[str]) -> int:
         with self._write():
@@ -111,14 +122,35 @@ class EmbeddedStore:
         return changed
 
     def drop(self) -> None:
-        self.close()
+        self._close(save=False)
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
         self.snapshot.unlink(missing_ok=True)
+        for graph in _graph_files(self.snapshot):
+            graph.unlink(missing_ok=True)
 
     def close(self) -> None:
+        self._close(save=True)
+
+    def _close(self, save: bool) -> None:
+        with self._loading:  # never while another thread (a health check's count) loads the index
+            self._close_loaded(save)
+
+    def _close_loaded(self, save: bool) -> None:
         if self._saver is not None:
             self._saver.join()
+        if (
+            save
+            and self._db is not None
+            and self._index is not None
+            and self._generation != self._saved_generation
+        ):
+            # Rows written since the last snapshot: save them, so the next open need not rebuild.
+            meta = dict(self._db.execute("SELECT key, value FROM store_meta"))
+            if int(meta["generation"]) == self._generation:
+                self._save(self._index, self._key(meta))
+                if self._saver is not None:
+                    self._saver.join()
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -162,7 +194,7 @@ class EmbeddedStore:
         mask = index.mask(query.filter)
         dense = bm25 = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
         if query.mode in ("dense", "hybrid") and query.vector is not None:
-            dense = index.dense(np.asarray(query.vector, dtype=np.float32), mask, query.k)
+            dense = self._dense(index, np.asarray(query.vector, dtype=np.float32), mask, query.k)
         if query.mode in ("bm25", "hybrid"):
             bm25 = index.bm25(
                 query.tokens, mask, query.k, query.filter.version_seq, corpus=index.visible(query.filter)
@@ -185,6 +217,29 @@ class EmbeddedStore:
         return hits
 
     # --- internals --------------------------------------------------------------------------
+
+    def _dense(
+        self, index: MemoryIndex, query: np.ndarray, mask: np.ndarray, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Dense top-k: exact below the switch-over or under a selective filter, else graph + rescore."""
+        ann = self._ann(index)
+        allowed = int(np.count_nonzero(mask)) if ann is not None else 0
+        if ann is None or allowed < self.ann_params.filter_min_share * len(mask):
+            return index.dense(query, mask, k)
+        found, scores = ann.search(query, mask, allowed, k, index.vectors)
+        if len(found) < min(k, allowed):  # the graph lost its way inside a filter: never return fewer hits
+            return index.dense(query, mask, k)
+        return _top(found, scores, k, index.tiebreak)
+
+    def _ann(self, index: MemoryIndex) -> AnnIndex | None:
+        """The index's graph, brought up to its rows; None while the index is under the switch-over."""
+        if len(index) < self.ann_params.min_rows:
+            return None
+        with self._ann_lock:
+            if index.ann is None:
+                index.ann = AnnIndex(self.dim, self.ann_params)
+        index.ann.sync(index.vectors)
+        return index.ann
 
     @contextmanager
     def _write(self) -> Iterator[None]:
@@ -218,8 +273,9 @@ class EmbeddedStore:
         self._db.execute("BEGIN")  # one read snapshot for the generation and the rows
         try:
             meta = dict(self._db.execute("SELECT key, value FROM store_meta"))
-            key = {"store_id": meta["store_id"], "generation": int(meta["generation"]), "dim": self.dim}
-            if (index := _read_snapshot(self.snapshot, key)) is not None:
+            key = self._key(meta)
+            if (index := _read_snapshot(self.snapshot, key, self.ann_params)) is not None:
+                self._saved_generation = key["generation"]
                 return index, key["generation"]
             rows = self._db.execute(
                 f"SELECT rid, {', '.join(_COLUMNS)}, tokens, vector FROM chunks ORDER BY rid"
@@ -230,8 +286,12 @@ class EmbeddedStore:
         index = MemoryIndex(self.dim)
         if rows:
             index.extend(Columns.from_rows(rows, self.dim))
+            self._ann(index)
             self._save(index, key)
         return index, key["generation"]
+
+    def _key(self, meta: dict) -> dict:
+        return {"store_id": meta["store_id"], "generation": int(meta["generation"]), "dim": self.dim}
 
     def _save(self, index: MemoryIndex, key: dict) -> None:
         """Write the snapshot in a thread, so the first search does not wait for it."""
@@ -241,8 +301,11 @@ class EmbeddedStore:
             arrays = index.to_arrays()
         except TypeError:  # a NULL scalar or token column: such a store is not snapshotted
             return
-        self._saver = threading.Thread(target=_write_snapshot, args=(self.snapshot, arrays, key))
-        self._saver.start()
+        self._saved_generation = key["generation"]
+        ann = index.ann if index.ann is not None and index.ann.ntotal == len(index.rids) else None
+        saver = threading.Thread(target=_write_snapshot, args=(self.snapshot, arrays, key, ann))
+        saver.start()  # started before it is published: `close` may join it from another thread
+        self._saver = saver
 
     def _chunks_by_rid(self, rids: list[int]) -> dict[int, Chunk]:
         if not rids:
@@ -270,7 +333,7 @@ def _db_row(chunk: Chunk, vec: np.ndarray, tokens: list[str]) -> tuple:
     )
 
 
-def _read_snapshot(path: Path, key: dict) -> MemoryIndex | None:
+def _read_snapshot(path: Path, key: dict, params: AnnParams | None = None) -> MemoryIndex | None:
     """The index saved under `key`; None if the snapshot is missing, stale or damaged."""
     try:
         with open(path, "rb") as fh:
@@ -288,15 +351,26 @@ def _read_snapshot(path: Path, key: dict) -> MemoryIndex | None:
                 arrays[name] = np.fromfile(fh, dtype=dtype, count=math.prod(shape)).reshape(shape)
                 if zlib.crc32(arrays[name]) != crc:
                     return None
-        return MemoryIndex.from_arrays(key["dim"], arrays)
+        index = MemoryIndex.from_arrays(key["dim"], arrays)
+        if footer.get("graph"):  # a missing or mismatched graph is rebuilt from the vectors
+            graph = path.with_name(footer["graph"])
+            index.ann = AnnIndex.open(graph, key["dim"], params or AnnParams(), len(index.rids))
+        return index
     except Exception:  # noqa: BLE001 - a damaged snapshot is only a cache miss; SQLite is the truth
         return None
 
 
-def _write_snapshot(path: Path, arrays: dict[str, np.ndarray], key: dict) -> None:
-    """Write the arrays, then a JSON footer (key, layout, CRC-32s), to a temp file; then rename it in."""
+def _write_snapshot(
+    path: Path, arrays: dict[str, np.ndarray], key: dict, ann: AnnIndex | None = None
+) -> None:
+    """Write the graph to its own file, then the arrays and a JSON footer (key, layout, CRC-32s, the graph's
+    file name) to a temp file; then rename it in, and remove graphs no snapshot names any more."""
     tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
+    graph = path.with_name(f"{path.stem}.{uuid.uuid4().hex}.ann") if ann is not None else None
     try:
+        if ann is not None and graph is not None:
+            ann.save(tmp)
+            os.replace(tmp, graph)
         for old in path.parent.glob(f"{path.name}.*.tmp"):  # left by a crash mid-write
             if old.stat().st_mtime < time.time() - 600:
                 old.unlink(missing_ok=True)
@@ -307,11 +381,22 @@ def _write_snapshot(path: Path, arrays: dict[str, np.ndarray], key: dict) -> Non
                 a = np.ascontiguousarray(a)
                 layout[name] = (a.dtype.str, a.shape, fh.tell(), zlib.crc32(a))
                 fh.write(a.data)
-            footer = json.dumps({"key": key, "arrays": layout}).encode()
+            footer = {"key": key, "arrays": layout, "graph": graph.name if graph else None}
+            footer = json.dumps(footer).encode()
             fh.write(footer + len(footer).to_bytes(8, "little") + _MAGIC)
         os.replace(tmp, path)  # readers see the old file or the whole new one, never half of it
-    except OSError:  # a snapshot is only a cache: the next process rebuilds
+    except (OSError, RuntimeError):  # a snapshot is only a cache: the next process rebuilds
         tmp.unlink(missing_ok=True)
+        if graph is not None:
+            graph.unlink(missing_ok=True)
+        return
+    for old in _graph_files(path):  # a reader that mapped an old graph keeps it until it closes
+        if old != graph:
+            old.unlink(missing_ok=True)
+
+
+def _graph_files(snapshot: Path) -> list[Path]:
+    return list(snapshot.parent.glob(f"{snapshot.stem}.*.ann"))
 
 
 def _chunk_from_row(row: tuple) -> Chunk:

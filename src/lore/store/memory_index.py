@@ -11,11 +11,15 @@ import json
 from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, replace
 from itertools import chain, count, islice
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import sparse
 
 from lore.schema import SearchFilter
+
+if TYPE_CHECKING:
+    from lore.store.ann_index import AnnIndex
 
 SCALAR_FIELDS = ("tenant_id", "dataset_id", "visibility", "source_type", "source", "document_id")
 BM25_K1 = 1.2
@@ -111,6 +115,7 @@ class MemoryIndex:
         # (rows, mean doc length) of the corpus BM25 statistics are taken over, per version (None = all
         # live rows), until rows change: a version scores as a from-scratch build of its files would.
         self._stats_cache: dict[int | None, tuple[np.ndarray, int, float]] = {}
+        self.ann: AnnIndex | None = None  # the store's approximate graph over these rows, once large
 
     @property
     def vocab(self) -> dict[str, int]:

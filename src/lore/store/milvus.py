@@ -6,22 +6,28 @@ import hashlib
 import logging
 import os
 import re
-import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from lore.config import StoreSettings
-from lore.errors import EmbeddingMismatchError, LoreError, MissingDependencyError, UnavailableError
+from lore.errors import EmbeddingMismatchError, LoreError, UnavailableError
 from lore.lexical import TOKENIZER_VERSION
 from lore.schema import Chunk, Hit, SearchFilter
 from lore.store.base import StoreQuery
 from lore.store.fusion import fuse_hits
-from lore.store.milvus_conn import UNAVAILABLE, ResilientClient, connection_kwargs
+from lore.store.milvus_conn import (
+    UNAVAILABLE,
+    ResilientClient,
+    acquire_lite,
+    connection_kwargs,
+    import_pymilvus,
+    release_lite,
+)
 from lore.store.milvus_expr import encode_tokens, filter_expr, str_list
+from lore.store.milvus_gate import require_supported
 from lore.store.milvus_rows import (
     FIELDS,
     INDEXED_SCALARS,
@@ -34,7 +40,6 @@ from lore.store.milvus_rows import (
 )
 from lore.store.retokenise import BATCH, Reporter, index_tokens, milvus_version, stamp_milvus
 
-_INSTALL_HINT = 'pip install "pymilvus[milvus_lite]"'
 log = logging.getLogger("lore.store.milvus")
 
 # Lore tokenises text itself and writes each token as one hex run (milvus_expr.encode_token), which
@@ -46,10 +51,7 @@ _JIEBA_EXACT = {"tokenizer": {"type": "jieba", "mode": "exact"}}
 
 _VALID_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 _ID_BATCH = 1000
-
-# Milvus Lite runs one in-process server per file; it is stopped when the last store using it closes.
-_lite_lock = threading.Lock()
-_lite_users: dict[str, int] = {}
+_INDEXED = ("dense", "sparse", *INDEXED_SCALARS)
 
 
 class OutdatedCollectionError(LoreError):
@@ -67,14 +69,6 @@ def collection_name(name: str) -> str:
     return f"{safe[:240]}_{digest}"
 
 
-def _import_pymilvus() -> ModuleType:
-    try:
-        import pymilvus
-    except ImportError as exc:
-        raise MissingDependencyError(f"the Milvus store needs pymilvus: {_INSTALL_HINT}") from exc
-    return pymilvus
-
-
 class MilvusStore:
     """A `VectorStore` on one Milvus collection: FLAT cosine dense index plus BM25 sparse index."""
 
@@ -86,7 +80,7 @@ class MilvusStore:
         uri: str = "",
         connection: StoreSettings | None = None,
     ) -> None:
-        self._pm = _import_pymilvus()
+        self._pm = import_pymilvus()
         self.name = collection_name(collection)
         self.dim = dim
         self._dirty = False
@@ -95,7 +89,7 @@ class MilvusStore:
         if not uri or uri.endswith(".db"):
             self._lite_path = os.path.abspath(uri or data_dir / "milvus.db")
             Path(self._lite_path).parent.mkdir(parents=True, exist_ok=True)
-            _acquire_lite(self._lite_path)
+            acquire_lite(self._lite_path)
         target = self._lite_path or uri
         try:
             if self._lite_path:
@@ -106,7 +100,7 @@ class MilvusStore:
                     self._pm, target, self.name, connection_kwargs(connection), patience_s=patience
                 )
         except Exception as exc:
-            _release_lite(self._lite_path)
+            release_lite(self._lite_path)
             if not isinstance(exc, self._pm.MilvusException):
                 raise
             log.error("cannot open Milvus at %s: %s", target, exc)
@@ -116,21 +110,26 @@ class MilvusStore:
                     "(stop the other one); details are in the log"
                 ) from exc
             raise UnavailableError(UNAVAILABLE) from exc
+        created = False
         try:
+            require_supported(self._client)  # before anything is read or written
             if self._client.has_collection(self.name):
                 self._check_existing()
+                self._ensure_indexes()  # a creator that stopped (or is still) between collection and index
             else:
-                self._create()
+                created = self._create()
             # Milvus Lite reopens collections unloaded.
             self._client.load_collection(self.name)
             self._upgrade_tokens()
         except BaseException:
+            if created:
+                self._discard()
             self.close()
             raise
 
-    def _create(self) -> None:
-        """Create the collection, its indexes and tokenizer stamp; another process (a replica starting at
-        the same moment) having created any of them already counts as success."""
+    def _create(self) -> bool:
+        """Create the collection, its indexes and tokenizer stamp; True if this process created the
+        collection, False if another one (a replica starting at the same moment) did first: success too."""
         analyzers = [_JIEBA_EXACT] if self._lite_path else [_WHITESPACE, _JIEBA_EXACT]
         for i, analyzer in enumerate(analyzers):
             try:
@@ -138,20 +137,43 @@ class MilvusStore:
                 self._client.create_collection(self.name, schema=schema, consistency_level="Strong")
                 break
             except self._pm.MilvusException as exc:
+                # What exists decides, not the error text: a server's "already exists" has no code of its own.
                 if self._client.has_collection(self.name):  # lost the race: use the winner's collection
                     log.info("milvus %s: created by another process meanwhile", self.name)
                     self._check_existing()
-                    break
-                # Older servers lack the whitespace tokenizer; fall back to jieba.
-                if i == len(analyzers) - 1 or "tokenizer" not in str(exc):
+                    self._ensure_indexes()
+                    return False
+                if i == len(analyzers) - 1:
                     raise
+                # Servers without the whitespace tokenizer refuse the schema; jieba is everywhere.
+                log.info("milvus %s: schema refused (%s); trying the jieba tokenizer", self.name, exc)
+        try:
+            self._ensure_indexes()
+            stamp_milvus(self._client, self.name)
+        except BaseException:
+            self._discard()
+            raise
+        return True
+
+    def _ensure_indexes(self) -> None:
+        """Create whichever of the indexes is missing; one another process created meanwhile is success."""
+        missing = [f for f in _INDEXED if not self._client.list_indexes(self.name, field_name=f)]
+        if not missing:
+            return
         try:
             # sync=False skips pymilvus' 0.5 s polling per index; an empty collection is indexed at once.
-            self._client.create_index(self.name, self._index_params(), sync=False)
+            self._client.create_index(self.name, self._index_params(missing), sync=False)
         except self._pm.MilvusException:
-            if not all(self._client.list_indexes(self.name, field_name=f) for f in ("dense", "sparse")):
+            if any(not self._client.list_indexes(self.name, field_name=f) for f in missing):
                 raise
-        stamp_milvus(self._client, self.name)
+
+    def _discard(self) -> None:
+        """Drop a collection this process created but could not finish (index or load refused)."""
+        try:
+            self._client.drop_collection(self.name)
+            log.warning("milvus %s: dropped the collection it could not finish creating", self.name)
+        except Exception as exc:  # noqa: BLE001 - the original failure is the one to report
+            log.error("milvus %s: could not drop the half-made collection: %s", self.name, exc)
 
     def _upgrade_tokens(self) -> None:
         """Re-write `lex` of every row from its chunk's text if an older tokenizer wrote it (whole rows are
@@ -193,13 +215,17 @@ class MilvusStore:
         )
         return schema
 
-    def _index_params(self) -> Any:
+    def _index_params(self, fields: Sequence[str] = ()) -> Any:
         params = self._pm.MilvusClient.prepare_index_params()
+        wanted = set(fields or _INDEXED)
         # FLAT keeps dense search exact: filtered HNSW can return fewer hits than asked.
-        params.add_index("dense", index_type="FLAT", metric_type="COSINE")
-        params.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        if "dense" in wanted:
+            params.add_index("dense", index_type="FLAT", metric_type="COSINE")
+        if "sparse" in wanted:
+            params.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
         for name in INDEXED_SCALARS:
-            params.add_index(name, index_type="INVERTED")
+            if name in wanted:
+                params.add_index(name, index_type="INVERTED")
         return params
 
     def _check_existing(self) -> None:
@@ -354,7 +380,7 @@ class MilvusStore:
                 self._client.flush(self.name)
         finally:
             self._client.close()
-            _release_lite(self._lite_path)
+            release_lite(self._lite_path)
 
     def _rows(self, chunk_ids: Sequence[str], fields: list[str]) -> list[dict[str, Any]]:
         ids = list(dict.fromkeys(chunk_ids))
@@ -363,25 +389,3 @@ class MilvusStore:
             expr = f"chunk_id in {str_list(ids[start : start + _ID_BATCH])}"
             rows.extend(dict(r) for r in self._client.query(self.name, filter=expr, output_fields=fields))
         return rows
-
-
-def _acquire_lite(path: str) -> None:
-    with _lite_lock:
-        _lite_users[path] = _lite_users.get(path, 0) + 1
-
-
-def _release_lite(path: str) -> None:
-    if not path:
-        return
-    with _lite_lock:
-        users = _lite_users.get(path, 0) - 1
-        if users > 0:
-            _lite_users[path] = users
-            return
-        _lite_users.pop(path, None)
-        try:
-            from milvus_lite.server_manager import server_manager_instance
-        except ImportError:
-            return
-        # Stopping the in-process server frees the file lock for other processes.
-        server_manager_instance.release_server(path)

@@ -1,5 +1,6 @@
 """Milvus connections that survive a server restart: credentials, database and TLS from `[store]`,
-and a client that reconnects and reloads a `released` collection, then retries the call once."""
+and a client that reconnects and reloads a `released` collection, then retries the call once; and the
+count of stores sharing one Milvus Lite file."""
 
 from __future__ import annotations
 
@@ -11,9 +12,13 @@ import time
 from types import ModuleType
 from typing import Any
 
-from lore.errors import UnavailableError
+from lore.errors import MissingDependencyError, UnavailableError
 
 log = logging.getLogger("lore.store.milvus")
+_INSTALL_HINT = 'pip install "pymilvus[milvus_lite]"'
+# Milvus Lite runs one in-process server per file; it is stopped when the last store using it closes.
+_lite_lock = threading.Lock()
+_lite_users: dict[str, int] = {}
 # What a caller is told (no address, no exception text: those go to the log).
 UNAVAILABLE = "the vector store (Milvus) is unavailable; try again shortly"
 
@@ -34,6 +39,15 @@ _TRANSIENT = (
     "server is not ready",
     "broken pipe",
 )
+
+
+def import_pymilvus() -> ModuleType:
+    """The pymilvus module, or MissingDependencyError saying how to install it."""
+    try:
+        import pymilvus
+    except ImportError as exc:
+        raise MissingDependencyError(f"the Milvus store needs pymilvus: {_INSTALL_HINT}") from exc
+    return pymilvus
 
 
 def connection_kwargs(settings: Any) -> dict[str, Any]:
@@ -131,3 +145,27 @@ class ResilientClient:
             with contextlib.suppress(Exception):  # the old channel is dead anyway
                 old.close()
             log.info("milvus %s: reconnected and collection loaded", self.collection)
+
+
+def acquire_lite(path: str) -> None:
+    """Count one more store on the Milvus Lite file `path`."""
+    with _lite_lock:
+        _lite_users[path] = _lite_users.get(path, 0) + 1
+
+
+def release_lite(path: str) -> None:
+    """Count one store less on `path`; the last one stops its in-process server."""
+    if not path:
+        return
+    with _lite_lock:
+        users = _lite_users.get(path, 0) - 1
+        if users > 0:
+            _lite_users[path] = users
+            return
+        _lite_users.pop(path, None)
+        try:
+            from milvus_lite.server_manager import server_manager_instance
+        except ImportError:
+            return
+        # Stopping the in-process server frees the file lock for other processes.
+        server_manager_instance.release_server(path)

@@ -19,6 +19,7 @@ from lore.answer.generators.base import Passage
 from lore.answer.generators.candidates import Candidate, same_fact
 from lore.answer.generators.row_answers import comparison, faq_row, named_rows, sibling_rows
 from lore.answer.qtypes import has_answer_type, question_parts, question_type
+from lore.answer.readable import clean_markup, list_item, render_lines
 from lore.answer.rows import faq_cells, names_other_item, read_row
 from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache, embed_texts
@@ -74,14 +75,11 @@ class ExtractiveGenerator:
         if table:
             yield table
             return
-        text = ""
-        for cand in self.select(question, passages):
-            sentence = close_clause(cand.said)
-            for n in [cand.passage, *cand.also]:
-                sentence = insert_marker(sentence, n)
-            joined = join_sentences([end_sentence(text), sentence]) if text else sentence
-            yield joined[len(text) :]
-            text = joined
+        text, listing = "", False
+        for cand in self._with_items(self.select(question, passages), passages, question):
+            piece, listing = _rendered(cand, text, listing)
+            yield piece
+            text += piece
 
     def select(self, question: str, passages: Sequence[Passage]) -> list[Candidate]:
         """The chosen sentences: the best one first (the direct answer), then its support in passage order."""
@@ -166,6 +164,33 @@ class ExtractiveGenerator:
         lead_c, rest = chosen[0], sorted(chosen[1:], key=lambda c: (c.passage != best.passage, *c.at))
         return [lead_c, *rest]
 
+    def _with_items(
+        self, chosen: list[Candidate], passages: Sequence[Passage], question: str
+    ) -> list[Candidate]:
+        """A chosen sentence that ends in a colon comes with the clause or list items after it in its passage
+        ("有下列情形之一的…：" then （一）（二）…), as far as `max_units` allows; an item chosen on its own
+        is said once, in its place."""
+        by_n = {p.n: p for p in passages}
+        out: list[Candidate] = []
+        units = sum(text_units(c.said) for c in chosen)
+        for cand in chosen:
+            if cand in out:
+                continue
+            out.append(cand)
+            if cand.out or "\n" in cand.said or not cand.said.rstrip().endswith((":", "：")):
+                continue
+            pieces = _pieces(by_n[cand.passage], question)
+            for j in range(cand.index + 1, len(pieces)):
+                text = pieces[j][0]
+                if list_item(text) is None:
+                    break
+                own = next((c for c in chosen if c.at == (cand.passage, j)), None)
+                if own is None and units + text_units(text) > self.max_units:
+                    break
+                units += 0 if own is not None else text_units(text)
+                out.append(own or Candidate(cand.passage, j, text, cand.score))
+        return out
+
     @staticmethod
     def _best_per_part(tops: list[tuple[float, Candidate]], best: Candidate | None) -> list[Candidate]:
         """For a question with several parts ("几天？怎么申请？"), each part's best sentence (`_part_tops`)
@@ -212,11 +237,12 @@ def _scored(question: str, passages: Sequence[Passage]) -> list[Candidate]:
         # of the question; the rest is in its neighbours); a slight preference for higher-ranked
         # passages breaks ties towards retrieval's order.
         context = PASSAGE_MIX * covered(f"{p.context}\n{p.text}") + RANK_BONUS / p.n
+        body = clean_markup(p.text)
         for j, (text, out) in enumerate(_pieces(p, question)):
             score = (1 - PASSAGE_MIX) * covered(text) + context
             # A line of its own that reads as a title ("LF-200 Picker"; a sentence cut short by the
             # passage's end is not on its own line).
-            title = title_line(text) and f"{text.strip()}\n" in p.text
+            title = title_line(text) and f"{text.strip()}\n" in body
             if not out and (text.rstrip().endswith(("?", "？")) or title):
                 score *= 0.3  # a question (an FAQ's own, a heading) or a title does not answer anything
             if not has_answer_type(out or text, qtype, question):
@@ -265,10 +291,36 @@ def _pieces(p: Passage, question: str) -> list[tuple[str, str]]:
         return []  # another item's row or page answers nothing about the one asked
     faq = (chunk.text, chunk.answer) if chunk.source_type == "faq" and chunk.answer else None
     if chunk.source_type not in ("faq", "table_row"):
-        return [(s, "") for s in split_sentences(p.text)]
+        # Read as the page shows it: a link's text, no image or HTML comment (an image alone says nothing).
+        return [(s, "") for s in split_sentences(clean_markup(p.text))]
     faq = faq or faq_cells(p.text)
     if faq is not None:  # matched on its question, said with its answer's sentences (the first leads)
-        return [(f"{faq[0]} {s}" if j == 0 else s, s) for j, s in enumerate(split_sentences(faq[1]))]
+        said = split_sentences(clean_markup(faq[1]))
+        return [(f"{faq[0]} {s}" if j == 0 else s, s) for j, s in enumerate(said)]
     said = read_row(p.text, question)
     # A row is also scored by its asked column in the question's words (a header in the other language).
     return [(f"{said} {p.text}", said)] if said else [(p.text, p.text)]
+
+
+def _rendered(cand: Candidate, text: str, listing: bool) -> tuple[str, bool]:
+    """What `cand` adds to the answer `text` (which ends with a list line when `listing`), and whether it
+    ends with one: a clause or list item is a Markdown list line of its own, not glued into the prose;
+    the citation markers go at its end."""
+    lines = render_lines(cand.said) or [(False, cand.said)]
+    is_item, last = lines[-1]
+    last = last if is_item else close_clause(last)  # an item keeps its "；": the list goes on
+    for n in [cand.passage, *cand.also]:
+        last = insert_marker(last, n)
+    out = text
+    for is_item, line in [*lines[:-1], (is_item, last)]:
+        if not out:
+            out = line
+        elif is_item:
+            out = (out if listing else end_sentence(out)) + "\n" + line
+        elif listing:  # a blank line ends the list: the prose is not read as part of its last item
+            out += "\n\n" + line
+        else:
+            tail = out.rsplit("\n", 1)[-1]
+            out = out[: len(out) - len(tail)] + join_sentences([end_sentence(tail), line])
+        listing = is_item
+    return out[len(text) :], listing

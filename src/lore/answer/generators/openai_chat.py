@@ -1,9 +1,15 @@
-"""Answers streamed from any server speaking the OpenAI-compatible `POST /chat/completions` protocol."""
+"""Answers streamed from any server speaking the OpenAI-compatible `POST /chat/completions` protocol.
+
+The token usage the server reports is added to the request's `UsageMeter` (the `USAGE` context variable,
+set by the caller that answers a request), so the API can pass it on.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -14,6 +20,37 @@ from lore.errors import ConfigError
 from lore.http_client import SNIPPET, EndpointClient, status_failure, transport_failure
 
 _API_KEY_ENV = ("LORE_LLM_API_KEY", "OPENAI_API_KEY")
+
+
+@dataclass
+class UsageMeter:
+    """Token usage the chat endpoint reported for one request's calls, summed; `answers` counts finished
+    answer streams and `unreported` those of them whose server reported no usage."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    answers: int = 0
+    unreported: int = 0
+
+    def add(self, usage: object) -> bool:
+        """Add one reply's `usage` object; False when it has none (or no usable token counts)."""
+        if not isinstance(usage, dict):
+            return False
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        if not (isinstance(prompt, int) and isinstance(completion, int)) or prompt < 0 or completion < 0:
+            return False
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
+        return True
+
+    @property
+    def reported(self) -> bool:
+        """The answer came from the LLM and the server reported the usage of every answer call."""
+        return self.answers > 0 and self.unreported == 0
+
+
+# The meter of the request being answered; None outside one (nothing is recorded then).
+USAGE: ContextVar[UsageMeter | None] = ContextVar("lore_llm_usage", default=None)
 
 
 class OpenAIChatGenerator(EndpointClient):
@@ -54,6 +91,7 @@ class OpenAIChatGenerator(EndpointClient):
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.backoff_s = backoff_s
+        self.stream_usage = True  # ask for a usage chunk; dropped for a server that rejects stream_options
         # The read timeout bounds the gap between two chunks, so a stalled stream fails instead of hanging.
         timeout = httpx.Timeout(timeout_s, connect=connect_timeout_s)
         super().__init__(api_key, _API_KEY_ENV, timeout)
@@ -68,19 +106,20 @@ class OpenAIChatGenerator(EndpointClient):
     ) -> Iterator[str]:
         """Yield the answer in pieces as the server sends them; `system`/`user_template` come from a
         prompt profile. Raises GenerationError."""
-        body = {
+        body: dict[str, Any] = {
             "model": self.model,
             "messages": build_messages(question, passages, system=system, user_template=user_template),
             "stream": True,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
         }
-        response = self._open_with_retries(body)
+        response = self._open_streaming(body)
+        usage: list[Any] = []  # the reply's usage object, once seen
         try:
             if "json" in response.headers.get("content-type", ""):
-                yield self._whole_reply(response)  # the server ignored "stream": true
+                yield self._whole_reply(response, usage)  # the server ignored "stream": true
             else:
-                yield from self._stream_reply(response)
+                yield from self._stream_reply(response, usage)
         except httpx.TimeoutException as exc:
             raise GenerationError(
                 f"{self._where}: timed out: no data for {self.timeout_s:g}s ({type(exc).__name__})"
@@ -90,6 +129,22 @@ class OpenAIChatGenerator(EndpointClient):
             raise GenerationError(f"{self._where}: connection lost during the answer: {reason}") from exc
         finally:
             response.close()
+        if (meter := USAGE.get()) is not None:
+            meter.answers += 1
+            meter.unreported += not meter.add(usage[-1] if usage else None)
+
+    def _open_streaming(self, body: dict[str, Any]) -> httpx.Response:
+        """Open the stream asking for a final usage chunk; a server that rejects `stream_options` (HTTP 400
+        or 422 naming it) is asked again without, and never again."""
+        if not self.stream_usage:
+            return self._open_with_retries(body)
+        try:
+            return self._open_with_retries({**body, "stream_options": {"include_usage": True}})
+        except GenerationError as exc:
+            if "stream_options" not in str(exc) or not any(f"HTTP {s}" in str(exc) for s in (400, 422)):
+                raise
+        self.stream_usage = False
+        return self._open_with_retries(body)
 
     def _open_with_retries(self, body: dict[str, Any]) -> httpx.Response:
         return self.retrying(self._open, body)
@@ -113,12 +168,21 @@ class OpenAIChatGenerator(EndpointClient):
             response.close()
         raise status_failure(self._where, response, body, GenerationError, self.max_wait_s)
 
-    def _whole_reply(self, response: httpx.Response) -> str:
-        """The content of a plain (non-streamed) JSON completion."""
-        return self.completion_content(response.read())[0]
+    def _whole_reply(self, response: httpx.Response, usage: list[Any]) -> str:
+        """The content of a plain (non-streamed) JSON completion; its usage is appended to `usage`."""
+        content, data = self._parse_completion(response.read())
+        usage.append(data.get("usage"))
+        return content
 
     def completion_content(self, raw: bytes) -> tuple[str, dict[str, Any]]:
-        """(content, whole reply) of a JSON chat completion; GenerationError when malformed or empty."""
+        """(content, whole reply) of a JSON chat completion (its usage added to the request's meter);
+        GenerationError when malformed or empty."""
+        content, data = self._parse_completion(raw)
+        if (meter := USAGE.get()) is not None:
+            meter.add(data.get("usage"))
+        return content, data
+
+    def _parse_completion(self, raw: bytes) -> tuple[str, dict[str, Any]]:
         try:
             data = json.loads(raw)
             content = data["choices"][0]["message"]["content"]
@@ -129,14 +193,15 @@ class OpenAIChatGenerator(EndpointClient):
             raise GenerationError(f"{self._where}: the model returned an empty answer")
         return content, data
 
-    def _stream_reply(self, response: httpx.Response) -> Iterator[str]:
-        """Content deltas from the Server-Sent Events stream, checked for a proper ending."""
+    def _stream_reply(self, response: httpx.Response, usage: list[Any]) -> Iterator[str]:
+        """Content deltas from the Server-Sent Events stream, checked for a proper ending; a chunk's usage
+        (the last one, with `include_usage`) is appended to `usage`."""
         got_text = finished = False
         for data in _sse_data(response.iter_lines()):
             if data.strip() == "[DONE]":
                 finished = True
                 break
-            delta, finish_reason = self._parse_chunk(data)
+            delta, finish_reason = self._parse_chunk(data, usage)
             finished = finished or finish_reason is not None
             if delta:
                 got_text = got_text or bool(delta.strip())
@@ -146,8 +211,9 @@ class OpenAIChatGenerator(EndpointClient):
         if not got_text:
             raise GenerationError(f"{self._where}: the model returned an empty answer")
 
-    def _parse_chunk(self, data: str) -> tuple[str, str | None]:
-        """(content delta, finish_reason) of one `chat.completion.chunk` event."""
+    def _parse_chunk(self, data: str, usage: list[Any]) -> tuple[str, str | None]:
+        """(content delta, finish_reason) of one `chat.completion.chunk` event; its usage, if any, is
+        appended to `usage`."""
         try:
             chunk = json.loads(data)
         except ValueError as exc:
@@ -158,6 +224,8 @@ class OpenAIChatGenerator(EndpointClient):
             raise GenerationError(f"{self._where}: unexpected stream chunk: {data[:SNIPPET]!r}")
         if chunk.get("error"):  # some servers report failures inside the stream
             raise GenerationError(f"{self._where}: error in the stream: {str(chunk['error'])[:SNIPPET]}")
+        if chunk.get("usage"):
+            usage.append(chunk["usage"])
         choices = chunk.get("choices") or []  # a usage-only chunk has no choices
         if not choices:
             return "", None

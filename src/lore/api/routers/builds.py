@@ -13,11 +13,10 @@ from starlette.responses import JSONResponse, StreamingResponse
 from lore.api.access import audit, own_name, require_kb
 from lore.api.deps import Caller, ServiceState, State, bearer
 from lore.api.jobs import job_events as job_event_stream
-from lore.api.jobs import queue_build
+from lore.api.jobs import queue_build, readable_job
 from lore.api.live import LiveResponse, Watch, open_slot
 from lore.api.routers.ingest import BuildBody, _sources, check_sources_write
 from lore.catalog import Job
-from lore.errors import NotFoundError
 from lore.grant import Grant
 from lore.policy import Action
 
@@ -65,14 +64,7 @@ async def build(kb: str, body: BuildBody, scope: Caller, state: State) -> JSONRe
 
 
 def _job(state: ServiceState, kb: str, job_id: str, scope: Grant) -> Job:
-    record = require_kb(state.lore, scope, kb, Action.BUILD)  # the KB's builders follow its jobs
-    try:
-        job = state.lore.catalog.get_job(job_id)
-    except NotFoundError:
-        job = None
-    if job is None or job.kb_id != record.id:
-        raise NotFoundError(f"job '{job_id}' not found in knowledge base '{kb}'")
-    return job
+    return readable_job(state.lore, scope, kb, job_id)  # builds: the KB's builders; crawls: their tenant's
 
 
 @router.get("/jobs/{job_id}")

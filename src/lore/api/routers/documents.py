@@ -20,7 +20,6 @@ from lore.api.access import (
     require_kb,
 )
 from lore.api.deps import Caller, State
-from lore.api.routers.kbs import uploads_key
 from lore.catalog import KnowledgeBase
 from lore.catalog.models import FileRecord
 from lore.engine import Lore
@@ -30,6 +29,7 @@ from lore.ingest.edits import ChunkEdit, digest
 from lore.ingest.pages import scanned_pages
 from lore.policy import Action, can
 from lore.schema import Chunk
+from lore.storage.layout import uploads_key
 
 router = APIRouter(prefix="/api/kbs/{kb}/documents", tags=["documents"])
 
@@ -135,20 +135,20 @@ async def document_chunks(kb: str, name: str, scope: Caller, state: State) -> di
             "versioned": lore.catalog.has_versions(record.id),
             "chunks": [{**c.metadata(), "text": c.text, "parent_text": c.parent_text} for c in chunks],
             "edits": [e.to_json() for e in edits],
-            "ocr": _ocr_review(lore, kb, f) if f.ocr_pages else None,
+            "ocr": _ocr_review(lore, record, f) if f.ocr_pages else None,
         }
 
     return await run_in_threadpool(run)
 
 
-def _ocr_review(lore: Lore, kb: str, f: FileRecord) -> dict[str, Any] | None:
+def _ocr_review(lore: Lore, record: KnowledgeBase, f: FileRecord) -> dict[str, Any] | None:
     """An OCR'd PDF's scanned pages and which of them a reviewer marked reviewed (None: not a kept PDF)."""
     if not f.path.lower().endswith(".pdf"):
         return None
-    source = lore.storage.fetch(f"{uploads_key(kb)}/{f.path}")
+    source = lore.storage.fetch(f"{uploads_key(record)}/{f.path}")
     if source is None:
         return None
-    done = lore.ocr_reviews(kb).reviewed(f.path, f.sha256)
+    done = lore.ocr_reviews(record.name).reviewed(f.path, f.sha256)
     return {
         "pages": scanned_pages(source),
         "reviewed": {str(p): {"by": r.by, "at": r.at} for p, r in sorted(done.items())},
@@ -201,7 +201,7 @@ async def edit_chunk(
         )
         applied = False
         versioned = lore.catalog.has_versions(record.id)
-        source = None if versioned else lore.storage.fetch(f"{uploads_key(kb)}/{path}")
+        source = None if versioned else lore.storage.fetch(f"{uploads_key(record)}/{path}")
         if source is not None:
             stamp = {"tenant_id": original.tenant_id, "dataset_id": original.dataset_id}  # as it was indexed
             result = lore.ingest(kb, [source], chunk_metadata=lambda _s: stamp).files[0]

@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import FileResponse
 
 from lore.api.access import (
+    audit,
     check_file_writes,
     file_visible,
     own_files,
@@ -22,7 +23,6 @@ from lore.api.access import (
 )
 from lore.api.deps import Caller, State
 from lore.api.limits import MAX_ITEMS, NAME_CHARS, Name, Note, PathText
-from lore.api.routers.kbs import uploads_key
 from lore.api.security import original_response
 from lore.api.uploads import MultipartUpload, commit, safe_name, within_roots
 from lore.catalog import KnowledgeBase
@@ -36,6 +36,7 @@ from lore.ingest.loaders import load_file
 from lore.ingest.loaders.limits import FileLimits
 from lore.ingest.pipeline import IngestReport
 from lore.policy import Action
+from lore.storage.layout import uploads_key
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
 
@@ -50,7 +51,7 @@ async def upload(kb: str, request: Request, scope: Caller, state: State) -> dict
     lore = state.lore
     record = await run_in_threadpool(require_kb, lore, scope, kb, Action.UPLOAD)
     limit = int(lore.settings.api.max_upload_mb * 1e6)  # per file; per request: `BodyLimits` counts the bytes
-    prefix = uploads_key(kb)
+    prefix = uploads_key(record)
     folder = lore.storage.path(prefix)  # temp files next to their final place (a bucket: the local cache)
     folder.mkdir(parents=True, exist_ok=True)
     upload = MultipartUpload(folder, limit, request.headers.get("content-type", ""))
@@ -71,6 +72,8 @@ async def upload(kb: str, request: Request, scope: Caller, state: State) -> dict
     )
     names = {name for name, _, _ in parts}  # uploaded again: no longer to be dropped by the next build
     await run_in_threadpool(lambda: lore.mark_removals(record, drop=names))
+    target = ", ".join(sorted(names))[:500]
+    await run_in_threadpool(lambda: audit(lore, scope, "upload", kb=kb, target=target))
     return {"kb": kb, "files": saved}
 
 
@@ -82,7 +85,7 @@ async def list_files(kb: str, scope: Caller, state: State) -> dict[str, Any]:
     def run() -> dict[str, Any]:
         lore = state.lore
         record = require_kb(lore, scope, kb)
-        uploads = lore.storage.list(uploads_key(kb))
+        uploads = lore.storage.list(uploads_key(record))
         return {
             "uploads": [
                 {"name": e.name, "size": e.size} for e in uploads if file_visible(lore, record, e.name, scope)
@@ -222,7 +225,7 @@ def uploaded(lore: Lore, record: KnowledgeBase, name: str, scope: Grant) -> Path
     """A local, current copy of the caller's upload `name` (its tenant's own file: `access.own_name`; the
     file itself for a storage directory); 404 if there is none."""
     safe_name(plain_name(scope, name))  # 400/415 for a name no upload can have
-    path = _fetch(lore, record.name, own_name(lore, record, scope, name))
+    path = _fetch(lore, record, own_name(lore, record, scope, name))
     if path is None:
         raise NotFoundError(f"file '{name}' not found")
     return path
@@ -246,8 +249,8 @@ def check_sources_write(lore: Lore, kb: str, inputs: list[Path], scope: Grant, *
     check_file_writes(lore, record, sorted(names), scope)
 
 
-def _fetch(lore: Lore, kb: str, stored: str) -> Path | None:
-    return lore.storage.fetch(f"{uploads_key(kb)}/{stored}")
+def _fetch(lore: Lore, record: KnowledgeBase, stored: str) -> Path | None:
+    return lore.storage.fetch(f"{uploads_key(record)}/{stored}")
 
 
 def _sources(
@@ -256,8 +259,8 @@ def _sources(
     """The named uploads (default: every upload of the caller's tenant) and server paths."""
     record = require_kb(lore, scope, kb)
     if body.files is None:
-        names = own_files(lore, record, scope, [e.name for e in lore.storage.list(uploads_key(kb))])
-        inputs = [p for p in (_fetch(lore, kb, n) for n in names) if p is not None]
+        names = own_files(lore, record, scope, [e.name for e in lore.storage.list(uploads_key(record))])
+        inputs = [p for p in (_fetch(lore, record, n) for n in names) if p is not None]
     else:
         inputs = [uploaded(lore, record, name, scope) for name in body.files]
     server = [within_roots(p, lore.settings.api.ingest_roots) for p in body.paths]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from fastapi import APIRouter
@@ -14,12 +13,10 @@ from lore.api.deps import Caller, State
 from lore.api.limits import NAME_CHARS, Note
 from lore.catalog import KnowledgeBase
 from lore.engine import Lore
-from lore.errors import NotFoundError
 from lore.grant import Grant
 from lore.policy import Action, Kind, Resource, check
 
 router = APIRouter(prefix="/api/kbs", tags=["knowledge bases"])
-_KB_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class KbBody(BaseModel):
@@ -87,13 +84,13 @@ async def get_kb(kb: str, scope: Caller, state: State) -> dict[str, Any]:
 
 
 @router.delete("/{kb}", status_code=204)
-async def delete_kb(kb: str, scope: Caller, state: State) -> None:
+async def delete_kb(kb: str, scope: Caller, state: State, reason: Note = "") -> None:
     """Delete a knowledge base with everything it holds: index, uploads, reports, edits, jobs, and the
-    files of tenants it is shared with (admin of its owner tenant); audited."""
+    files of tenants it is shared with (admin of its owner tenant); audited with `?reason=`."""
 
     def run() -> None:
         record = require_kb(state.lore, scope, kb, Action.DELETE)
-        state.lore.delete_kb(record.name, tenant=scope.tenant, key_id=scope.key_id)
+        state.lore.delete_kb(record.name, tenant=scope.tenant, key_id=scope.key_id, reason=reason)
 
     await run_in_threadpool(run)
 
@@ -129,10 +126,3 @@ async def unshare(kb: str, tenant: str, scope: Caller, state: State) -> None:
         state.lore.unshare_kb(record.name, tenant, by=scope.tenant, key_id=scope.key_id)
 
     await run_in_threadpool(run)
-
-
-def uploads_key(kb: str) -> str:
-    """The storage folder of a knowledge base's uploaded files: `uploads/<kb>` (never outside it)."""
-    if not _KB_NAME.fullmatch(kb):
-        raise NotFoundError(f"knowledge base '{kb}' not found")
-    return f"uploads/{kb}"

@@ -1,12 +1,15 @@
 """OpenAI-compatible chat: `POST /v1/chat/completions` (model = knowledge base) and `GET /v1/models`.
 
 Answers carry `[n]` markers; the cited passages are in a top-level `citations` list (non-streaming)
-and in the final streamed chunk, with Lore's route, confidences and trace id under `lore`.
+and in the final streamed chunk, with Lore's route, confidences and trace id under `lore`. `usage` is what
+the LLM endpoint reported for the request's calls, or else estimated by `estimate_tokens` (see there).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
@@ -16,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response
 
+from lore.answer.generators.openai_chat import USAGE, UsageMeter
 from lore.api.access import visible_kbs
 from lore.api.deps import Caller, State, bearer
 from lore.api.limits import MAX_ITEMS, NAME_CHARS
@@ -23,6 +27,7 @@ from lore.api.live import LiveResponse, Watch, guarded, open_slot
 from lore.api.questions import AskBody
 from lore.api.routers.ask import ask_result, start_stream
 from lore.api.scenarios import MODEL_PREFIX, visible_scenarios
+from lore.lexical import CJK
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
 
@@ -42,6 +47,14 @@ class ChatMessage(BaseModel):
         return self.content or ""
 
 
+class StreamOptions(BaseModel):
+    """`include_usage`: a last chunk, before `[DONE]`, with `choices: []` and the request's `usage`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: bool = False
+
+
 class ChatRequest(BaseModel):
     """The subset of the chat-completions request Lore uses; other OpenAI parameters are accepted and
     ignored."""
@@ -53,9 +66,10 @@ class ChatRequest(BaseModel):
     )
     messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_ITEMS)
     stream: bool = False
+    stream_options: StreamOptions | None = None
 
 
-def _lore_extra(end: dict[str, Any]) -> dict[str, Any]:
+def _lore_extra(end: dict[str, Any], meter: UsageMeter) -> dict[str, Any]:
     extra = {
         k: end.get(k)
         for k in (
@@ -73,11 +87,32 @@ def _lore_extra(end: dict[str, Any]) -> dict[str, Any]:
         )
     }
     extra["profile"] = (end.get("profile") or {}).get("name")
+    extra["usage"] = "llm" if meter.reported else "estimated"  # where `usage` comes from
     return extra
 
 
 def _error_status(data: dict[str, Any]) -> int:
     return {"internal": 500, "generate": 502}.get(str(data.get("stage") or data.get("kind")), 400)
+
+
+_TOKEN = re.compile(rf"[{CJK}]|[^\W_{CJK}]+|[^\w\s]|_")
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens by a tiktoken-like rule: a CJK character, a punctuation mark, and each started 4 characters
+    of a word or number count one."""
+    return sum(math.ceil(len(m.group()) / 4) for m in _TOKEN.finditer(text))
+
+
+def _usage(meter: UsageMeter, messages: list[ChatMessage], answer: str) -> dict[str, Any]:
+    """The upstream LLM's reported usage when it wrote the answer; else estimated: the prompt is the text of
+    every message sent, the completion the answer."""
+    if meter.reported:
+        prompt, completion = meter.prompt_tokens, meter.completion_tokens
+    else:
+        prompt = sum(estimate_tokens(m.text()) for m in messages)
+        completion = estimate_tokens(answer)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
 @router.post("/chat/completions", response_model=None)
@@ -92,12 +127,16 @@ async def chat_completions(body: ChatRequest, request: Request, scope: Caller, s
     else:
         ask = AskBody(kb=body.model, question=users[-1], new_session=False)
     created, model = int(time.time()), body.model
+    meter = UsageMeter()
+    USAGE.set(meter)  # the LLM calls made for this request (standalone rewrite, answer) add to it
     if body.stream:
         slot = open_slot(state, scope)  # 429 over the tenant's open streams
         with slot.until_opened():
             events = await start_stream(state, scope, ask, "openai", history=users[:-1])
             watch = Watch(state, bearer(request.headers.get("authorization")))
-            return LiveResponse(_chunks(guarded(events, watch), created, model), slot)
+            usage = body.stream_options.include_usage if body.stream_options else False
+            reply = _Reply(created, model, meter, body.messages, usage)
+            return LiveResponse(reply.chunks(events, watch), slot)
     result = await ask_result(state, scope, ask, "openai", history=users[:-1])
     end, error = result.end, result.error
     if end is None:
@@ -119,52 +158,68 @@ async def chat_completions(body: ChatRequest, request: Request, scope: Caller, s
                     "finish_reason": "stop",
                 }
             ],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            "usage": _usage(meter, body.messages, end["answer"]),
             "citations": end["citations"],
-            "lore": _lore_extra(end),
+            "lore": _lore_extra(end, meter),
         }
     )
 
 
-def _chunk(
-    cid: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None, **extra: Any
-) -> str:
-    payload = {
-        "id": cid,
-        "object": "chat.completion.chunk",
-        "created": created,
-        "model": model,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        **extra,
-    }
-    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
+class _Reply:
+    """One streamed completion: `chat.completion.chunk` events from the answer's events."""
 
+    def __init__(
+        self, created: int, model: str, meter: UsageMeter, messages: list[ChatMessage], usage: bool
+    ) -> None:
+        self.created, self.model, self.meter, self.messages = created, model, meter, messages
+        self.usage = usage  # stream_options.include_usage
+        self.id = "chatcmpl-"
 
-async def _chunks(events: AsyncIterator[dict[str, Any]], created: int, model: str) -> AsyncIterator[str]:
-    cid = "chatcmpl-"
-    try:
-        async for event in events:
-            kind, data = event["event"], event["data"]
-            if kind == "start":
-                cid += data["trace_id"]
-                yield _chunk(cid, created, model, {"role": "assistant", "content": ""})
-            elif kind == "token":
-                yield _chunk(cid, created, model, {"content": data["text"]})
-            elif kind == "end":
-                yield _chunk(
-                    cid, created, model, {}, "stop", citations=data["citations"], lore=_lore_extra(data)
-                )
-            elif kind == "error":
-                err = {
-                    "message": data["message"],
-                    "type": "lore_error",
-                    "code": data.get("status"),
-                    "trace_id": data.get("trace_id"),
-                }
-                yield f"data: {json.dumps({'error': err}, ensure_ascii=False)}\n\n"
-        yield "data: [DONE]\n\n"
-    finally:
-        await events.aclose()  # type: ignore[attr-defined]
+    def chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+        choices = [{"index": 0, "delta": delta, "finish_reason": finish}]
+        return self._event(choices=choices, **({"usage": None} if self.usage else {}), **extra)
+
+    def _event(self, **fields: Any) -> str:
+        payload = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            **fields,
+        }
+        return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
+
+    async def chunks(self, events: AsyncIterator[dict[str, Any]], watch: Watch) -> AsyncIterator[str]:
+        """A role chunk, a content chunk per `token` event, the final chunk with the citations, then (with
+        `include_usage`) a usage chunk, and `[DONE]`; an `error` event is an `error` payload."""
+        # Set again in the task that streams: the answer runs in a task copied from this one's context.
+        USAGE.set(self.meter)
+        guarded_events = guarded(events, watch)
+        try:
+            async for event in guarded_events:
+                kind, data = event["event"], event["data"]
+                if kind == "start":
+                    self.id += data["trace_id"]
+                    yield self.chunk({"role": "assistant", "content": ""})
+                elif kind == "token" and data["text"]:
+                    yield self.chunk({"content": data["text"]})
+                elif kind == "end":
+                    yield self.chunk(
+                        {}, "stop", citations=data["citations"], lore=_lore_extra(data, self.meter)
+                    )
+                    if self.usage:
+                        yield self._event(choices=[], usage=_usage(self.meter, self.messages, data["answer"]))
+                elif kind == "error":
+                    err = {
+                        "message": data["message"],
+                        "type": "lore_error",
+                        "code": data.get("status"),
+                        "trace_id": data.get("trace_id"),
+                    }
+                    yield f"data: {json.dumps({'error': err}, ensure_ascii=False)}\n\n"
+            yield "data: [DONE]\n\n"
+        finally:
+            await guarded_events.aclose()  # type: ignore[attr-defined]
 
 
 @router.get("/models")

@@ -19,6 +19,7 @@ from lore.engine import Lore
 from lore.errors import LoreError, NotFoundError
 from lore.eval.compare import load_eval_set
 from lore.policy import Action
+from lore.storage.layout import reports_key
 
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["versions"])
 
@@ -121,7 +122,7 @@ async def report(kb: str, seq: Seq, scope: Caller, state: State) -> dict[str, An
     def run() -> dict[str, Any]:
         record = require_kb(state.lore, scope, kb, Action.REPORT)
         state.lore.catalog.get_version(record.id, seq)
-        data = state.lore.storage.read_bytes(f"reports/{kb}/{seq}/quality.json")
+        data = state.lore.storage.read_bytes(f"{reports_key(record, seq)}/quality.json")
         if data is None:
             raise HTTPException(404, f"no quality report for version {seq} of knowledge base '{kb}'")
         return json.loads(data)  # type: ignore[no-any-return]

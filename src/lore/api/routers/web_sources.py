@@ -2,36 +2,38 @@
 configured allow-list (`api.web_sources`), and index the pages into an unversioned KB for the caller's
 tenant (a tenant the KB is shared with stores its pages as `<tenant>|<url>`, as its uploads).
 
-A crawl runs in threads of its own (`api.web_crawl_threads`), never in the pool every other request
-needs, a tenant runs at most `api.web_crawls_per_tenant` at once (more: 429), and each page and the whole
-crawl end at their `[ingest] web_*` deadlines."""
+A crawl is a catalog job of kind "crawl" (202 + the job; `?wait=true` answers with its result instead):
+a worker runs it in threads of its own (`api.web_crawl_threads`), its pages as progress events. A tenant
+has at most `api.web_crawls_per_tenant` crawls queued or running, counted in the catalog across replicas
+(more: 429), and each page and the whole crawl end at their `[ingest] web_*` deadlines."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import threading
-import weakref
+import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-import anyio.to_thread
-from anyio import CapacityLimiter
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import JSONResponse
 
-from lore.api.access import check_file_writes, own_name, require_kb
+from lore.api.access import audit, check_file_writes, own_name, require_kb
 from lore.api.deps import Caller, State
 from lore.api.limits import NAME_CHARS
 from lore.api.routers.ingest import report_json
-from lore.catalog import KnowledgeBase
+from lore.catalog import Job, JobStatus, KnowledgeBase
+from lore.catalog.jobs import JobCapError
 from lore.engine import Lore
-from lore.errors import ConflictError, LoreError
+from lore.errors import ConflictError, LoreError, NotFoundError
 from lore.grant import Grant
 from lore.ingest.files import SourceFile
+from lore.ingest.pipeline import Progress
 from lore.ingest.web import Crawl, WebCrawler, cache_dir, fetch_pages
 from lore.ingest.web_budget import WebBudget
 from lore.ingest.web_guard import WebGuard
@@ -40,10 +42,14 @@ from lore.policy import Action
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
 _locks: dict[str, threading.Lock] = {}  # one crawl per KB at a time: they share its page cache
 _locks_guard = threading.Lock()
-_running: Counter[str] = Counter()  # crawls running per tenant (this process)
-_limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, CapacityLimiter] = weakref.WeakKeyDictionary()
 RETRY_AFTER_S = 30
 HELD = "another tenant of this knowledge base holds this page"
+OFF = (
+    "web sources are off on this server: an operator lists the URL prefixes or hosts it may fetch in "
+    "api.web_sources"
+)
+CRAWL_QUEUED = threading.Event()  # set when this process queues a crawl: its worker claims it at once
+Note = Callable[[dict[str, Any]], None]  # records one progress event of the job
 
 
 class WebSourceBody(BaseModel):
@@ -64,106 +70,195 @@ class WebSourceBody(BaseModel):
     )
 
 
-@router.post("/sources")
-async def add_web_source(kb: str, body: WebSourceBody, scope: Caller, state: State) -> dict[str, Any]:
-    """Crawl and index web pages into an unversioned KB (admin; the same policy as ingest).
+class CrawlFailed(LoreError):
+    """A crawl that ended without pages to index, with the HTTP status its job reports."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def versioned(kb: str) -> str:
+    """Why a versioned KB takes no crawl."""
+    return f"knowledge base {kb!r} is versioned: its content changes only through builds"
+
+
+def _queue(lore: Lore, kb: str, body: WebSourceBody, scope: Grant) -> Job:
+    """Check the request (policy, allow-list, limits, an unversioned KB), then queue the crawl as a job."""
+    record = require_kb(lore, scope, kb, Action.UPLOAD)
+    stamp = scope.chunk_stamp(body.dataset)
+    settings = lore.settings.api
+    guard = WebGuard(settings.web_sources)
+    if not guard.enabled:
+        raise HTTPException(403, OFF)
+    for label, url in (("url", body.url), ("prefix", body.prefix)):
+        if url is not None and (reason := guard.refusal(url)):
+            raise HTTPException(403, f"{label} {url}: {reason}")
+    max_pages = body.max_pages or min(100, settings.web_max_pages)
+    if max_pages > settings.web_max_pages:
+        raise HTTPException(422, f"max_pages: at most {settings.web_max_pages} (api.web_max_pages)")
+    if lore.catalog.has_versions(record.id):
+        raise HTTPException(409, versioned(kb))
+    payload = {
+        "kb": kb,
+        "tenant": scope.tenant,  # the job is this tenant's: its crawls count, its admins read the job
+        "key_id": scope.key_id,
+        "roles": list(scope.roles),
+        "chunk_stamp": stamp,
+        **body.model_dump(include={"url", "sitemap", "prefix"}),
+        "max_pages": max_pages,
+    }
+    cap = settings.web_crawls_per_tenant
+    try:
+        job = lore.catalog.enqueue_crawl(
+            record.id, payload, cap=cap, kb_name=kb, lease_s=lore.settings.worker.lease_s
+        )
+    except JobCapError as exc:
+        raise HTTPException(
+            429,
+            f"{exc} (api.web_crawls_per_tenant); try again later",
+            headers={"Retry-After": str(RETRY_AFTER_S)},
+        ) from exc
+    audit(lore, scope, "crawl", kb=kb, target=job.id, url=body.url, sitemap=body.sitemap, max_pages=max_pages)
+    CRAWL_QUEUED.set()
+    return job
+
+
+@router.post(
+    "/sources",
+    status_code=202,
+    responses={
+        200: {"description": "With `wait`: the crawl's result (pages, refused URLs, per-file outcomes)."},
+        202: {"description": "The crawl is queued: `job` (poll `GET .../jobs/{id}` or stream its events)."},
+        429: {"description": "The tenant already has `api.web_crawls_per_tenant` crawls queued or running."},
+    },
+)
+async def add_web_source(
+    kb: str,
+    body: WebSourceBody,
+    scope: Caller,
+    state: State,
+    wait: Annotated[
+        bool, Query(description="Answer when the crawl has ended (its result or error), not with the job.")
+    ] = False,
+) -> JSONResponse:
+    """Queue a crawl that indexes web pages into an unversioned KB (admin; the same policy as ingest).
 
     403 when web sources are off (`api.web_sources` empty) or the URL is outside them; every request
     and redirect of the crawl must stay inside. robots.txt, the prefix and the page limit hold as in
     `lore ingest URL`, and a re-crawl asks with ETag / Last-Modified and skips unchanged text. 429 (with
-    Retry-After) while the caller's tenant already runs `api.web_crawls_per_tenant` crawls.
+    Retry-After) while the caller's tenant already has `api.web_crawls_per_tenant` crawls queued or running.
+    With `wait`, the reply is the crawl's result (or its error's status) once the job ends, or the 202 if it
+    has not ended by the crawl deadline (`[ingest] web_crawl_timeout_s`, plus `worker.lease_s`).
     """
     lore = state.lore
+    job = await run_in_threadpool(_queue, lore, kb, body, scope)
+    headers = {"Location": f"/api/kbs/{kb}/jobs/{job.id}", "X-Lore-Job": job.id}
+    if wait:
+        seconds = lore.settings.ingest.web_crawl_timeout_s + lore.settings.worker.lease_s
+        job = await _ended(lore, job.id, seconds)
+        if job.status is JobStatus.SUCCEEDED:
+            return JSONResponse(job.result, 200, headers=headers)
+        if job.status is JobStatus.FAILED:
+            raise HTTPException(job.error_status or 500, job.error, headers=headers)
+    reply = {"kb": kb, "job": job.to_json(), "events": f"/api/kbs/{kb}/jobs/{job.id}/events"}
+    return JSONResponse(reply, 202, headers=headers)
 
-    def run() -> dict[str, Any]:
-        record = require_kb(lore, scope, kb, Action.UPLOAD)
-        stamp = scope.chunk_stamp(body.dataset)
-        settings = lore.settings.api
-        guard = WebGuard(settings.web_sources)
-        if not guard.enabled:
-            raise HTTPException(
-                403,
-                "web sources are off on this server: an operator lists the URL prefixes or hosts "
-                "it may fetch in api.web_sources",
+
+async def _ended(lore: Lore, job_id: str, seconds: float) -> Job:
+    """The job once it has ended, or as it is after `seconds` (polled; the wait holds no thread)."""
+    deadline, idle_s = time.monotonic() + seconds, 0.05
+    while True:
+        job = await run_in_threadpool(lore.catalog.get_job, job_id)
+        if job.done or time.monotonic() >= deadline:
+            return job
+        await asyncio.sleep(idle_s)
+        idle_s = min(idle_s * 2, 1.0)
+
+
+def run_crawl(lore: Lore, job: Job, progress: Progress, note: Note) -> dict[str, Any]:
+    """Run a queued crawl in this process (a worker): fetch the pages, noting each, then index them with
+    `progress`; returns the report the API gives. A crawl without pages is a `CrawlFailed`."""
+    p = job.payload
+    record = lore.catalog.get_kb(p["kb"])
+    if record.id != job.kb_id:  # deleted (and its name taken again) since the crawl was queued
+        raise NotFoundError(f"knowledge base '{p['kb']}' not found")
+    if lore.catalog.has_versions(record.id):  # a build made it versioned meanwhile
+        raise CrawlFailed(409, versioned(p["kb"]))
+    guard = WebGuard(lore.settings.api.web_sources)  # this worker's allow-list holds too
+    if not guard.enabled:
+        raise CrawlFailed(403, OFF)
+    scope = Grant(p["tenant"], roles=tuple(p["roles"]), key_id=p["key_id"])
+    stamp = p["chunk_stamp"]
+    with _lock(record.id):
+        crawler = NotingCrawler(
+            note,
+            _cache(lore, record, scope),
+            max_pages=p["max_pages"],
+            max_bytes=int(lore.settings.ingest.max_file_mb * 1e6),
+            guard=guard,
+            budget=WebBudget.from_settings(lore.settings.ingest),
+        )
+        try:
+            crawl = fetch_pages(
+                crawler, [] if p["sitemap"] else [p["url"]], p["url"] if p["sitemap"] else None, p["prefix"]
             )
-        for label, url in (("url", body.url), ("prefix", body.prefix)):
-            if url is not None and (reason := guard.refusal(url)):
-                raise HTTPException(403, f"{label} {url}: {reason}")
-        max_pages = body.max_pages or min(100, settings.web_max_pages)
-        if max_pages > settings.web_max_pages:
-            raise HTTPException(422, f"max_pages: at most {settings.web_max_pages} (api.web_max_pages)")
-        if lore.catalog.has_versions(record.id):
-            raise HTTPException(
-                409,
-                f"knowledge base {kb!r} is versioned: its content changes only through builds",
-            )
-        with _lock(record.id):
-            crawler = WebCrawler(
-                _cache(lore, record, scope),
-                max_pages=max_pages,
-                max_bytes=int(lore.settings.ingest.max_file_mb * 1e6),
-                guard=guard,
-                budget=WebBudget.from_settings(lore.settings.ingest),
-            )
-            try:
-                crawl = fetch_pages(
-                    crawler,
-                    [] if body.sitemap else [body.url],
-                    body.url if body.sitemap else None,
-                    body.prefix,
-                )
-            except LoreError as exc:  # the sitemap itself could not be read
-                raise HTTPException(422, str(exc)) from exc
-            finally:
-                crawler.close()
-            sources = _own_pages(lore, record, scope, crawl)
-            refused = [{"url": u, "reason": r} for u, r in crawl.refused]
-            if not sources:
-                why = "; ".join(f"{u}: {r}" for u, r in crawl.refused[:5])
-                raise HTTPException(422, "no web page could be fetched" + (f" ({why})" if why else ""))
-            report = lore.ingest(kb, [], sources=sources, chunk_metadata=lambda _source: stamp)
-        return {
-            "kb": kb,
-            "pages": len(sources),
-            "unchanged": crawl.unchanged,
-            "refused": refused,
-            **report_json(report),
-        }
-
-    with _slot(scope.tenant, lore.settings.api.web_crawls_per_tenant):
-        return await anyio.to_thread.run_sync(run, limiter=_limiter(lore.settings.api.web_crawl_threads))
+        except LoreError as exc:  # the sitemap itself could not be read
+            raise CrawlFailed(422, str(exc)) from exc
+        finally:
+            crawler.close()
+        sources = _own_pages(lore, record, scope, crawl)
+        refused = [{"url": u, "reason": r} for u, r in crawl.refused]
+        if not sources:
+            why = "; ".join(f"{u}: {r}" for u, r in crawl.refused[:5])
+            raise CrawlFailed(422, "no web page could be fetched" + (f" ({why})" if why else ""))
+        note(
+            {"stage": "crawled", "pages": len(sources), "unchanged": crawl.unchanged, "refused": len(refused)}
+        )
+        report = lore.ingest(p["kb"], [], progress, sources=sources, chunk_metadata=lambda _source: stamp)
+    return {
+        "kb": p["kb"],
+        "pages": len(sources),
+        "unchanged": crawl.unchanged,
+        "refused": refused,
+        **report_json(report),
+    }
 
 
-@contextmanager
-def _slot(tenant: str, cap: int) -> Iterator[None]:
-    """One of the tenant's `cap` concurrent crawls, or 429 with Retry-After."""
-    with _locks_guard:
-        if _running[tenant] >= cap:
-            raise HTTPException(
-                429,
-                f"this tenant already runs {cap} web crawls (api.web_crawls_per_tenant); try again later",
-                headers={"Retry-After": str(RETRY_AFTER_S)},
-            )
-        _running[tenant] += 1
-    try:
-        yield
-    finally:
-        with _locks_guard:
-            _running[tenant] -= 1
+class NotingCrawler(WebCrawler):
+    """A crawler that notes each sitemap file it reads and each page's outcome as it goes, with the counts
+    so far: `fetched` (new or changed), `unchanged` (304), `skipped` (noindex) or `refused` (the reason)."""
 
+    def __init__(self, note: Note, cache: Path, **options: Any) -> None:
+        super().__init__(cache, **options)
+        self.note, self.counts = note, Counter[str]()
 
-def _limiter(threads: int) -> CapacityLimiter:
-    """The crawls' own thread limit for this event loop (requests waiting for it hold no thread)."""
-    loop = asyncio.get_running_loop()
-    limiter = _limiters.get(loop)
-    if limiter is None or limiter.total_tokens != threads:
-        limiter = _limiters[loop] = CapacityLimiter(threads)
-    return limiter
+    def _page(self, url: str, crawl: Crawl) -> tuple[SourceFile | None, list[str]]:
+        unchanged = crawl.unchanged
+        try:
+            source, links = super()._page(url, crawl)
+        except LoreError as exc:
+            self._tell(url, "refused", str(exc))
+            raise
+        outcome = "skipped" if source is None else "unchanged" if crawl.unchanged > unchanged else "fetched"
+        self._tell(url, outcome)
+        return source, links
+
+    def sitemap_locs(self, url: str) -> tuple[bool, list[str], bool]:
+        """The sitemap file's entries (as the crawler reads them), noted as a `sitemap` event."""
+        index, locs, more = super().sitemap_locs(url)
+        self.note({"stage": "sitemap", "url": url, "index": index, "entries": len(locs), "more": more})
+        return index, locs, more
+
+    def _tell(self, url: str, outcome: str, reason: str | None = None) -> None:
+        self.counts[outcome] += 1
+        event = {"stage": "page", "url": url, "outcome": outcome, "counts": dict(self.counts)}
+        self.note(event if reason is None else {**event, "reason": reason})
 
 
 def _cache(lore: Lore, record: KnowledgeBase, scope: Grant) -> Path:
     """The page cache of the caller's tenant: the KB's own for its owner, a folder of its own for a sharee."""
-    folder = cache_dir(lore.settings.home, record.name)
+    folder = cache_dir(lore.settings.home, record)
     if scope.key_id is None or record.owner_tenant == scope.tenant:
         return folder
     return folder / "tenants" / hashlib.sha256(scope.tenant.encode("utf-8")).hexdigest()[:24]

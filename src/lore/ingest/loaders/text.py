@@ -1,7 +1,9 @@
-"""Plain text and Markdown loaders; Markdown is split into sections by ATX headings."""
+"""Plain text and Markdown loaders; Markdown is split into sections by ATX headings, without its
+front-matter and HTML comments, and its HTML tables become `a | b` rows (header first)."""
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
@@ -11,6 +13,14 @@ from lore.schema import LoadedDocument, Section
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_FRONT_MATTER = re.compile(
+    r"\A\ufeff?(?:---|\+\+\+)[ \t]*\r?\n.*?^(?:---|\+\+\+|\.\.\.)[ \t]*$\n?", re.S | re.M
+)
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_TABLE = re.compile(r"<table\b[^>]*>(.*?)</table\s*>", re.S | re.I)
+_ROW = re.compile(r"<tr\b[^>]*>(.*?)</tr\s*>", re.S | re.I)
+_CELL = re.compile(r"<t[dh]\b[^>]*>(.*?)</t[dh]\s*>", re.S | re.I)
+_TAG = re.compile(r"<[^>]+>")
 
 
 def load_txt(path: Path, options: LoadOptions) -> list[LoadedDocument]:
@@ -23,9 +33,29 @@ def load_txt(path: Path, options: LoadOptions) -> list[LoadedDocument]:
 def load_markdown(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     """One section per heading; `heading_path` holds the titles from the root heading down."""
     text, encoding = read_text(path)
-    sections = split_markdown(text)
+    sections = split_markdown(clean_markdown(text))
     title = next((s.heading_path[0] for s in sections if s.heading_path), None)
     return [LoadedDocument(path=str(path), sections=sections, title=title, encoding=encoding)]
+
+
+# Markdown is read without front-matter and comments, with HTML tables as rows: files read before are re-read.
+load_markdown.version = "md2"  # type: ignore[attr-defined]
+
+
+def clean_markdown(text: str) -> str:
+    """`text` without its front-matter (YAML `---` or TOML `+++`) and HTML comments (which are never shown),
+    HTML tables turned into one `cell | cell` line per row, so rows can be kept with their header."""
+    text = _COMMENT.sub("", _FRONT_MATTER.sub("", text, count=1))
+    return _TABLE.sub(_table_rows, text)
+
+
+def _table_rows(match: re.Match[str]) -> str:
+    rows = []
+    for row in _ROW.findall(match.group(1)):
+        cells = [" ".join(html.unescape(_TAG.sub(" ", c)).split()) for c in _CELL.findall(row)]
+        if any(cells):
+            rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
 
 
 def split_markdown(text: str) -> list[Section]:

@@ -16,8 +16,10 @@ export async function loadAdmin() {
     `${info.embedding_model} · ${info.versioned ? `${t("versions")}: ${info.active_version ?? "-"}` : "unversioned"}`;
   const files = await api(`${kbUrl(kb)}/files`);
   $("#uploads tbody").innerHTML = files.uploads.map((f) =>
-    `<tr><td>${esc(f.name)}</td><td>${f.size}</td><td><button class="preview-btn" data-name="${esc(f.name)}">${esc(t("preview"))}</button></td></tr>`).join("");
+    `<tr><td>${esc(f.name)}</td><td>${f.size}</td><td><button class="preview-btn" data-name="${esc(f.name)}">${esc(t("preview"))}</button>
+      <button class="delete-file" data-name="${esc(f.name)}">${esc(t("deleteFile"))}</button></td></tr>`).join("");
   document.querySelectorAll(".preview-btn").forEach((b) => b.addEventListener("click", () => preview(kb, b.dataset.name)));
+  document.querySelectorAll(".delete-file").forEach((b) => b.addEventListener("click", () => deleteFile(kb, b.dataset.name)));
   const v = await api(`${kbUrl(kb)}/versions`);
   $("#versions tbody").innerHTML = v.versions.map((x) => `<tr class="${x.active ? "active" : ""}"><td>${x.seq}</td><td>${esc(x.status)}</td>
     <td>${x.files_added}/${x.files_changed}/${x.files_removed}/${x.files_reused}</td><td>${x.chunks_embedded}/${x.chunks_reused}</td>
@@ -42,6 +44,15 @@ export async function loadAdmin() {
 // An admin action: its failure as a toast, and (unless told not to) the tab reloaded after it.
 async function run(fn, reload = true) {
   try { await fn(); if (reload) await loadAdmin(); } catch (e) { fail(e); }
+}
+
+// Delete one upload (confirmed): in a versioned KB the next build drops the file, which the toast says.
+function deleteFile(kb, name) {
+  if (!confirm(t("confirmDeleteFile").replace("{file}", name))) return;
+  run(async () => {
+    const r = await api(`${kbUrl(kb)}/files/${encodeURIComponent(name)}`, {method: "DELETE"});
+    toast(r.note ? t("deletedNextBuild") : t("deleted"));
+  });
 }
 
 async function preview(kb, name) {
@@ -146,4 +157,17 @@ export function initAdmin() {
     if (reason !== null) run(() => api(`${kbUrl($("#admin-kb").value)}/rollback`, {method: "POST", body: JSON.stringify({reason})}));
   });
   $("#diff-run").addEventListener("click", () => compareVersions().then(() => loadAdmin()).catch(fail));
+  $("#delete-kb").addEventListener("click", deleteKb);
+}
+
+// Delete the chosen knowledge base, confirmed with a reason (kept in the audit log).
+function deleteKb() {
+  const kb = $("#admin-kb").value;
+  const reason = kb ? askReason("confirmDeleteKb", kb) : null;
+  if (reason === null) return;
+  run(async () => {
+    await api(`${kbUrl(kb)}?reason=${encodeURIComponent(reason)}`, {method: "DELETE"});
+    toast(t("kbDeleted"));
+    await loadKbs();
+  });
 }

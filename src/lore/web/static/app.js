@@ -1,13 +1,14 @@
 // Lore web UI, the page's one script (an ES module, no build step): the API key, the language, the tabs,
 // and each tab's module wired in. Every module imports only what stands below it: i18n ← common ← the tabs.
-import {applyLang, ui} from "./i18n.js";
-import {$, fail, loadKbs} from "./common.js";
+import {applyLang, t, ui} from "./i18n.js";
+import {$, api, fail, loadKbs, may, session} from "./common.js";
 import {initChat, loadScenarios} from "./chat.js";
 import {initAdmin, loadAdmin} from "./admin.js";
 import {initDocuments, loadDocsPanel} from "./documents.js";
 import {initConsole, loadFeedbackPanel, loadKeysPanel, loadRetrievalPanel} from "./console.js";
 import {initScenarios, loadScenariosPanel} from "./scenarios.js";
 import {initTraces, loadTraces} from "./traces.js";
+import {initAudit, loadAuditPanel} from "./audit.js";
 
 // What opening a tab loads (the chat tab loads nothing: its pickers follow the key).
 const PANEL_LOADS = {
@@ -18,6 +19,7 @@ const PANEL_LOADS = {
   feedback: loadFeedbackPanel,
   keys: loadKeysPanel,
   traces: () => loadTraces().catch(fail),
+  audit: loadAuditPanel,
 };
 
 function showTab(name) {
@@ -26,7 +28,23 @@ function showTab(name) {
   PANEL_LOADS[name]?.();
 }
 
+// What the key is and may do: what it could not use is hidden (the server still refuses it).
+async function loadMe() {
+  session.me = null;
+  try {
+    session.me = await api("/api/me");
+  } finally {
+    document.querySelectorAll("[data-needs]").forEach((el) => el.classList.toggle("hidden", !may(el.dataset.needs)));
+    const me = session.me;
+    $("#whoami").textContent = me ? `${t("signedInAs")}: ${me.name || t("unnamed")} · ${me.tenant} · ${me.roles.join(", ")}` : "";
+    const active = $(".tab.active");
+    if (active && active.classList.contains("hidden")) showTab("chat");
+    else if (active?.dataset.tab === "keys") loadKeysPanel();  // its role choices come from here
+  }
+}
+
 function loadPickers() {
+  loadMe().catch(fail);
   loadKbs().catch(fail);
   loadScenarios().catch(fail);
 }
@@ -46,4 +64,5 @@ initDocuments();
 initConsole();
 initScenarios();
 initTraces();
+initAudit();
 if ($("#key").value) loadPickers();

@@ -1,6 +1,6 @@
 // The chat: streamed, cited answers (fast or deep mode), the source panel, feedback, and the key's history.
 import {routeName, t} from "./i18n.js";
-import {$, api, esc, fail, fetchOk, headers, sseEvents, toast, when, where} from "./common.js";
+import {$, ICONS, api, esc, fail, fetchOk, headers, sseEvents, toast, when, where} from "./common.js";
 import {showCitedPage} from "./pages.js";
 
 let sessionId = null;
@@ -41,7 +41,7 @@ function planPanel(end) {
 function feedbackButtons(end) {
   const fb = document.createElement("div");
   fb.className = "feedback";
-  fb.innerHTML = `<button class="up" title="${esc(t("helpful"))}">👍</button><button class="down" title="${esc(t("notHelpful"))}">👎</button>
+  fb.innerHTML = `<button class="up" title="${esc(t("helpful"))}" aria-label="${esc(t("helpful"))}">${ICONS.up}</button><button class="down" title="${esc(t("notHelpful"))}" aria-label="${esc(t("notHelpful"))}">${ICONS.down}</button>
     <span class="muted">${esc(t("trace"))} ${esc(end.trace_id)}</span>`;
   const send = async (rating) => {
     const note = rating < 0 ? (prompt(t("noteprompt")) || "") : "";
@@ -54,6 +54,14 @@ function feedbackButtons(end) {
   fb.querySelector(".up").addEventListener("click", () => send(1));
   fb.querySelector(".down").addEventListener("click", () => send(-1));
   return fb;
+}
+
+// The cited sentence (marked) with a little context, not the start of the passage it came from.
+function quoteHtml(c) {
+  if (!c.quote) return "";
+  const [a, b] = c.quote_span || [0, 0];
+  const q = c.quote;
+  return `<div class="muted quote">${esc(q.slice(0, a))}<mark>${esc(q.slice(a, b))}</mark>${esc(q.slice(b))}</div>`;
 }
 
 function renderAnswer(box, end, kb) {
@@ -75,7 +83,7 @@ function renderAnswer(box, end, kb) {
   end.citations.forEach((c) => {
     const li = document.createElement("li");
     li.value = c.n;
-    li.innerHTML = `<a href="#" data-n="${c.n}">${esc(where(c))}</a>`;
+    li.innerHTML = `<a href="#" data-n="${c.n}">${esc(where(c))}</a>${quoteHtml(c)}`;
     li.querySelector("a").addEventListener("click", (ev) => { ev.preventDefault(); openPassage(c, kb); });
     list.appendChild(li);
   });

@@ -122,3 +122,16 @@ export function guarded(panel, fn) {
     } else toast(e.message, true);
   });
 }
+
+// Thumbs up/down as inline SVG: no emoji font needed (a server without one shows boxes).
+const THUMB = "M2 21h4V9H2v12zm20-11c0-1.1-.9-2-2-2h-6.3l1-4.6v-.3c0-.4-.2-.8-.4-1.1L13.2 1 6.6 7.6C6.2 8 6 8.5 6 9v10" +
+  "c0 1.1.9 2 2 2h9c.8 0 1.5-.5 1.8-1.2l3-7c.1-.2.2-.5.2-.8v-2z";
+export const ICONS = {
+  up: `<svg class="icon" viewBox="0 0 24 24" width="16" height="16" aria-hidden="true"><path fill="currentColor" d="${THUMB}"/></svg>`,
+  down: `<svg class="icon" viewBox="0 0 24 24" width="16" height="16" aria-hidden="true"><path fill="currentColor" transform="rotate(180 12 12)" d="${THUMB}"/></svg>`,
+};
+
+// What the entered key is and may do (`GET /api/me`); null until known. The server decides every request:
+// this only hides what the key could not use.
+export const session = {me: null};
+export const may = (action) => !session.me || session.me.actions.includes(action);

@@ -1,7 +1,7 @@
 // The console's retrieval test (scores per stage, query terms marked), feedback review and its export as an
 // eval set, and the API keys.
 import {t} from "./i18n.js";
-import {$, api, esc, fail, fetchOk, guarded, loadKbs, when, where} from "./common.js";
+import {$, ICONS, api, esc, fail, fetchOk, guarded, loadKbs, may, session, toast, when, where} from "./common.js";
 
 // ---- retrieval test ----------------------------------------------------------------------------
 
@@ -37,7 +37,7 @@ async function loadFeedback() {
   const rating = $("#fb-rating").value;
   const rows = await api(`/api/feedback${rating ? `?rating=${rating}` : ""}`);
   $("#fb tbody").innerHTML = rows.map((f) => `<tr><td>${esc(when(f.created_at))}</td>
-    <td>${esc(f.kb)}</td><td>${f.rating > 0 ? "👍" : "👎"}</td><td>${esc(f.question)}</td>
+    <td>${esc(f.kb)}</td><td title="${esc(t(f.rating > 0 ? "helpful" : "notHelpful"))}">${f.rating > 0 ? ICONS.up : ICONS.down}</td><td>${esc(f.question)}</td>
     <td>${f.redacted ? `<span class="warning">${esc(t("redacted"))}</span>` : esc(f.answer)}</td>
     <td>${f.citations.map((c) => `<div class="muted">[${c.n}] ${esc(where(c))}</div>`).join("")}</td><td>${esc(f.note)}</td></tr>`).join("");
 }
@@ -52,7 +52,18 @@ async function exportFeedback() {
 
 // ---- keys --------------------------------------------------------------------------------------
 
+// The roles the server knows, as the create form's only choices (kept when the list is the same).
+function fillRoles() {
+  const sel = $("#key-roles");
+  const roles = session.me?.key_roles || [];
+  if ([...sel.options].map((o) => o.value).join() === roles.join()) return;
+  sel.innerHTML = roles.map((r) => `<option value="${esc(r)}">${esc(r)}</option>`).join("");
+  sel.size = Math.min(Math.max(roles.length, 2), 6);
+}
+
 async function loadKeys() {
+  $("#key-form").classList.toggle("hidden", !may("manage_keys"));
+  fillRoles();
   const rows = await api("/api/keys");
   $("#keys tbody").innerHTML = rows.map((k) => `<tr class="${k.revoked_at ? "revoked" : ""}"><td><code>${esc(k.prefix)}…</code></td>
     <td>${esc(k.name)}</td><td>${esc(k.roles.join(", "))}</td><td>${esc((k.datasets || []).join(", "))}</td>
@@ -66,11 +77,13 @@ async function loadKeys() {
 
 async function createKey() {
   const list = (id) => $(id).value.split(",").map((s) => s.trim()).filter(Boolean);
-  const body = {roles: list("#key-roles"), name: $("#key-name").value.trim()};
+  const body = {roles: [...$("#key-roles").selectedOptions].map((o) => o.value), name: $("#key-name").value.trim()};
   if (list("#key-datasets").length) body.datasets = list("#key-datasets");
   const r = await api("/api/keys", {method: "POST", body: JSON.stringify(body)});
   $("#key-secret").textContent = `${t("newSecret")} ${r.secret}`;
+  $("#key-secret").dataset.secret = r.secret;
   $("#key-secret").classList.remove("hidden");
+  $("#copy-secret").classList.remove("hidden");
   await loadKeys();
 }
 
@@ -83,4 +96,6 @@ export function initConsole() {
   $("#fb-rating").addEventListener("change", loadFeedbackPanel);
   $("#fb-export").addEventListener("click", () => exportFeedback().catch(fail));
   $("#key-form").addEventListener("submit", (e) => { e.preventDefault(); createKey().catch(fail); });
+  $("#copy-secret").addEventListener("click", () => navigator.clipboard.writeText($("#key-secret").dataset.secret)
+    .then(() => toast(t("copied"))).catch(fail));
 }

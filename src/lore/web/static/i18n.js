@@ -14,12 +14,14 @@ function strings(table, en = I18N.en, zh = I18N.zh) {
 
 export const t = (k) => (I18N[ui.lang] && I18N[ui.lang][k]) || I18N.en[k] || k;
 export const routeName = (r) => (I18N[ui.lang].routes || {})[r] || I18N.en.routes[r] || r;
+export const auditName = (a) => (I18N[ui.lang].auditActions || {})[a] || I18N.en.auditActions[a] || a;
 
 // Writes the shown language's words into every element that names one (data-i18n, data-i18n-placeholder).
 export function applyLang() {
   document.documentElement.lang = ui.lang === "zh" ? "zh-CN" : "en";
   document.querySelectorAll("[data-i18n]").forEach((el) => { el.textContent = t(el.dataset.i18n); });
   document.querySelectorAll("[data-i18n-placeholder]").forEach((el) => { el.placeholder = t(el.dataset.i18nPlaceholder); });
+  document.querySelectorAll("[data-i18n-title]").forEach((el) => { el.title = t(el.dataset.i18nTitle); });
   document.querySelector("#lang").textContent = ui.lang === "zh" ? "English" : "中文";
 }
 
@@ -36,6 +38,10 @@ strings({
   chunks: ["Chunks", "分块"], gate: ["Gate", "门禁"], rollback: ["Roll back", "回滚"], refresh: ["Refresh", "刷新"],
   time: ["Time", "时间"], question: ["Question", "问题"], route: ["Route", "路由"], activate: ["Activate", "激活"],
   report: ["Report", "报告"], diff: ["Diff", "差异"], preview: ["Preview", "预览"],
+  deleteFile: ["Delete", "删除"], deleted: ["Deleted", "已删除"],
+  deletedNextBuild: ["Upload deleted; the next build drops the file from the index", "上传文件已删除；下次构建会从索引中移除该文件"],
+  confirmDeleteFile: ["Delete {file}? Its upload is removed (and its chunks, or in a versioned KB at the next build).",
+    "删除 {file}？将移除其上传文件（以及其分块；版本化知识库在下次构建时移除）。"],
   needKey: ["Enter an API key first.", "请先输入 API 密钥。"],
   lowConfidence: ["Low confidence: check the cited passages.", "置信度低：请核对引用的段落。"],
   refused: ["Not in the knowledge base", "知识库中没有相关内容"], confidence: ["confidence", "置信度"],
@@ -132,4 +138,24 @@ strings({
   noRetrieval: ["No eval set: choose one or upload a JSONL file to compare retrieval.",
     "未选择评测集：选择或上传 JSONL 评测集以对比检索效果。"],
   questionsN: ["questions", "个问题"],
+});
+
+// What the key may do, the audit log, keys and knowledge-base deletion.
+strings({
+  audit: ["Audit", "审计"], allKbs: ["(all)", "（全部）"], action: ["Action", "操作"], target: ["Target", "对象"],
+  details: ["Details", "详情"], deleteKb: ["Delete knowledge base", "删除知识库"], kbDeleted: ["Knowledge base deleted", "知识库已删除"],
+  confirmDeleteKb: ["Delete knowledge base {seq} with all its files, versions and reports? Give a reason (kept in the audit log):",
+    "删除知识库 {seq} 及其全部文件、版本和报告？请填写原因（记入审计日志）："],
+  reasonRequired: ["A reason is required.", "必须填写原因。"], copy: ["Copy", "复制"], copied: ["Copied", "已复制"],
+  datasetsOptional: ["datasets (optional)", "数据集（可选）"], signedInAs: ["key", "密钥"],
+  operator: ["operator (CLI)", "运维（命令行）"], unnamed: ["unnamed key", "未命名密钥"],
+  noAudit: ["No audit entries yet.", "暂无审计记录。"],
+  rolesHint: ["Ctrl/⌘-click to choose several roles", "按住 Ctrl/⌘ 点击可选多个角色"],
+  auditActions: {
+    activate: ["activate", "激活"], rollback: ["roll back", "回滚"], build: ["build", "构建"], create: ["create", "创建"],
+    delete: ["delete knowledge base", "删除知识库"], delete_file: ["delete file", "删除文件"], share: ["share", "共享"],
+    unshare: ["unshare", "取消共享"], key_create: ["create key", "创建密钥"], key_revoke: ["revoke key", "吊销密钥"],
+    chunk_edit: ["edit chunk", "编辑分块"], ocr_review: ["OCR review", "OCR 审核"], crawl: ["crawl", "抓取"],
+    owner: ["set owner", "设置所有者"],
+  },
 });

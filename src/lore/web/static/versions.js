@@ -3,9 +3,15 @@
 import {t} from "./i18n.js";
 import {$, api, esc, when} from "./common.js";
 
-// The reason for an activation or rollback, or null when the administrator cancels.
+// The reason for an activation, rollback or deletion (asked again while empty), or null when cancelled.
 export function askReason(key, seq) {
-  return prompt(t(key).replace("{seq}", seq ?? ""), "");
+  const ask = t(key).replace("{seq}", seq ?? "");
+  for (let msg = ask; ;) {
+    const reason = prompt(msg, "");
+    if (reason === null) return null;
+    if (reason.trim()) return reason.trim();
+    msg = `${t("reasonRequired")}\n${ask}`;
+  }
 }
 
 export async function versionTools(kb, v) {

@@ -1,0 +1,31 @@
+"""Build the project's wheel from a clean copy of the checkout, for the wheel tests."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO
+
+SRC = REPO / "src" / "lore"
+
+
+def build_wheel(workdir: Path) -> Path:
+    """Build with `pip wheel` from a copy of the checkout's top-level files and src/ (no stale build/ or
+    egg-info can leak in, nothing is written into the checkout); returns the wheel's path."""
+    tree = workdir / "tree"
+    tree.mkdir(parents=True)
+    for path in REPO.iterdir():
+        if path.is_file():
+            shutil.copy2(path, tree / path.name)
+    shutil.copytree(
+        REPO / "src", tree / "src", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    )
+    out = workdir / "dist"
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(tree)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (wheel,) = out.glob("lore_kb-*.whl")
+    return wheel
