@@ -23,18 +23,18 @@ _TRAIN_ROWS = 50_000  # rows the 8-bit quantiser learns each dimension's range f
 class AnnParams:
     """When the store switches to the graph, and how hard it searches (the `[store] ann_*` settings)."""
 
-    min_rows: int = 50_000
-    ef_search: int = 256
-    ef_construction: int = 128
-    m: int = 32
-    rescore: int = 4
-    filter_min_share: float = 0.2
-    ef_max: int = 1024
+    min_rows: int
+    ef_search: int
+    ef_construction: int
+    m: int
+    rescore: int
+    filter_min_share: float
+    ef_max: int
 
     @classmethod
-    def from_settings(cls, s: StoreSettings | None) -> AnnParams:
-        if s is None:
-            return cls()
+    def from_settings(cls, s: StoreSettings | None = None) -> AnnParams:
+        """The settings' values (their defaults without settings): one place holds the defaults."""
+        s = s or StoreSettings()
         return cls(
             s.ann_min_rows,
             s.ann_ef_search,

@@ -354,7 +354,7 @@ def _read_snapshot(path: Path, key: dict, params: AnnParams | None = None) -> Me
         index = MemoryIndex.from_arrays(key["dim"], arrays)
         if footer.get("graph"):  # a missing or mismatched graph is rebuilt from the vectors
             graph = path.with_name(footer["graph"])
-            index.ann = AnnIndex.open(graph, key["dim"], params or AnnParams(), len(index.rids))
+            index.ann = AnnIndex.open(graph, key["dim"], params or AnnParams.from_settings(), len(index.rids))
         return index
     except Exception:  # noqa: BLE001 - a damaged snapshot is only a cache miss; SQLite is the truth
         return None
