@@ -8,8 +8,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from functools import partial
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,30 +21,23 @@ from lore.client import AskEvent, LoreClient
 from lore.config import load_settings
 from lore.engine import Lore
 from tests.api.conftest import LiveServer, auth, sse_events
-from tests.ingest.test_web import PAGES, Site
+from tests.ingest.test_web import Site, served_site
 
 DOCS = "/docs/"
+PAGE_NAMES = ("leave", "travel", "etag", "index")
 
 
 @pytest.fixture()
 def site(tmp_path: Path) -> Iterator[str]:
     root = tmp_path / "site"
-    for name, text in PAGES.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text, encoding="utf-8")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Site, directory=str(root)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    Site.seen.clear()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    (root / "sitemap.xml").write_text(
-        '<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-        + "".join(f"<url><loc>{url}/docs/{p}.html</loc></url>" for p in ("leave", "travel", "etag", "index"))
-        + "</urlset>",
-        encoding="utf-8",
-    )
-    yield url
-    server.shutdown()
-    server.server_close()
+    with served_site(root) as url:
+        (root / "sitemap.xml").write_text(
+            '<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            + "".join(f"<url><loc>{url}/docs/{p}.html</loc></url>" for p in PAGE_NAMES)
+            + "</urlset>",
+            encoding="utf-8",
+        )
+        yield url
 
 
 def _lore(home: Path, site: str, **worker: Any) -> Lore:

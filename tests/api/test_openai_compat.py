@@ -12,9 +12,9 @@ import openai
 import pytest
 
 from lore.api import create_app
-from lore.api.routers.openai_compat import estimate_tokens
 from lore.config import load_settings
 from lore.engine import Lore
+from lore.text.units import estimate_tokens
 from tests.agent.llm_server import completion
 from tests.answer.chat_server import Action, FakeServer, _chunk, events, serve
 from tests.api.conftest import Keys, LiveServer

@@ -10,7 +10,6 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from lore.api import create_app
 from lore.config import load_settings
 from lore.engine import Lore
 from tests.api.conftest import LiveServer, auth
-from tests.ingest.test_web import PAGES, Site
+from tests.ingest.test_web import served_site
 from tests.ingest.test_web_budgets import Drip
 
 FLOOD = 45  # more than the 40 threads Starlette's pool lends to every request
@@ -43,16 +42,8 @@ def drip() -> Iterator[str]:
 
 @pytest.fixture()
 def site(tmp_path: Path) -> Iterator[str]:
-    root = tmp_path / "site"
-    for name, text in PAGES.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text, encoding="utf-8")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Site, directory=str(root)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    Site.seen.clear()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with served_site(tmp_path / "site") as url:
+        yield url
 
 
 def _lore(tmp_path: Path, web_sources: list[str], **ingest: float) -> Lore:

@@ -8,6 +8,7 @@ import json
 import os
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -80,25 +81,32 @@ class Site(SimpleHTTPRequestHandler):
         pass
 
 
-@pytest.fixture()
-def site(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    root = tmp_path / "site"
+@contextmanager
+def served_site(root: Path) -> Iterator[str]:
+    """`PAGES` written under `root` and served by `Site` on a free port; yields the base URL."""
     for name, text in PAGES.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text, encoding="utf-8")
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Site, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     Site.seen.clear()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    (root / "sitemap.xml").write_text(
-        '<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-        f"<url><loc>{base}/docs/leave.html</loc></url><url><loc>{base}/other/outside.html</loc></url></urlset>",
-        encoding="utf-8",
-    )
-    yield base, root
-    server.shutdown()
-    server.server_close()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture()
+def site(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    root = tmp_path / "site"
+    with served_site(root) as base:
+        (root / "sitemap.xml").write_text(
+            '<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            f"<url><loc>{base}/docs/leave.html</loc></url><url><loc>{base}/other/outside.html</loc></url></urlset>",
+            encoding="utf-8",
+        )
+        yield base, root
 
 
 @pytest.fixture()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import math
+import re
 
-from lore.lexical import CJK_CHAR
+from lore.lexical import CJK, CJK_CHAR
 
 
 def text_units(text: str) -> int:
@@ -17,3 +19,12 @@ def stable_id(*parts: object) -> str:
     """A deterministic 32-hex id from the given parts (re-running a build gives the same ids)."""
     raw = "\x1f".join("" if p is None else str(p) for p in parts)
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
+
+
+_TOKEN = re.compile(rf"[{CJK}]|[^\W_{CJK}]+|[^\w\s]|_")
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens by a tiktoken-like rule (a model's usage when it reports none): a CJK character, a punctuation
+    mark, and each started 4 characters of a word or number count one."""
+    return sum(math.ceil(len(m.group()) / 4) for m in _TOKEN.finditer(text))

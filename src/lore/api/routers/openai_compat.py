@@ -2,14 +2,12 @@
 
 Answers carry `[n]` markers; the cited passages are in a top-level `citations` list (non-streaming)
 and in the final streamed chunk, with Lore's route, confidences and trace id under `lore`. `usage` is what
-the LLM endpoint reported for the request's calls, or else estimated by `estimate_tokens` (see there).
+the LLM endpoint reported for the request's calls, or else estimated by `lore.text.units.estimate_tokens`.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import re
 import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
@@ -27,7 +25,7 @@ from lore.api.live import LiveResponse, Watch, guarded, open_slot
 from lore.api.questions import AskBody
 from lore.api.routers.ask import ask_result, start_stream
 from lore.api.scenarios import MODEL_PREFIX, visible_scenarios
-from lore.lexical import CJK
+from lore.text.units import estimate_tokens
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
 
@@ -93,15 +91,6 @@ def _lore_extra(end: dict[str, Any], meter: UsageMeter) -> dict[str, Any]:
 
 def _error_status(data: dict[str, Any]) -> int:
     return {"internal": 500, "generate": 502}.get(str(data.get("stage") or data.get("kind")), 400)
-
-
-_TOKEN = re.compile(rf"[{CJK}]|[^\W_{CJK}]+|[^\w\s]|_")
-
-
-def estimate_tokens(text: str) -> int:
-    """Tokens by a tiktoken-like rule: a CJK character, a punctuation mark, and each started 4 characters
-    of a word or number count one."""
-    return sum(math.ceil(len(m.group()) / 4) for m in _TOKEN.finditer(text))
 
 
 def _usage(meter: UsageMeter, messages: list[ChatMessage], answer: str) -> dict[str, Any]:
