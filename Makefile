@@ -6,6 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install browser office demo test lint bench fuzz fuzz-long screenshots clean
 
+# The dev extra includes lore-kb[server] (the engine); the base alone is the client.
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade "pip==26.3"
@@ -35,11 +36,12 @@ office:
 test: install browser office lint
 	$(BIN)/pytest -q -n 2 --dist loadfile
 
-# Format and lint (ruff) and the import layers (import-linter, contracts in pyproject.toml).
+# Format and lint (ruff), the import layers (import-linter) and types (mypy, strict); settings in pyproject.toml.
 lint: install
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 bench: install
 	$(BIN)/python benchmarks/retrieval.py --dataset ../shared/datasets/scifact

@@ -128,7 +128,8 @@ def _run(
     if enterprise_dev.is_enterprise(folder):
         ingest_with_progress(lore, kb, folder / "docs")
         questions = enterprise_dev.load_questions(folder, args.lang)
-        _calibrate(lore, kb, {q["_id"]: q["question"] for q in questions}, offtopic, args)
+        own = {q["_id"]: (q["question"], q.get("gold_quote") is not None) for q in questions}
+        _calibrate(lore, kb, own, offtopic, args)
         keep = set(_pick([q["_id"] for q in questions], args.split, args.max_queries))
         out = [
             _timed(enterprise_dev.ask_row, lore, kb, folder.name, q, _ask, _norm)
@@ -139,7 +140,7 @@ def _run(
     dataset = load_beir(folder)
     gold = _answers(folder / "answers.jsonl")
     ingest_with_progress(lore, kb, dataset.corpus_path)
-    _calibrate(lore, kb, dataset.queries, offtopic, args)
+    _calibrate(lore, kb, {q: (t, True) for q, t in dataset.queries.items()}, offtopic, args)
     asked = dataset.queries
     if args.questions:  # e.g. the dataset's questions in another language, same gold passages
         given = {k: v for f in args.questions for k, v in _query_file(Path(f)).items()}
@@ -183,9 +184,10 @@ def _offtopic_queries(folder: Path) -> dict[str, str]:
 
 
 def _calibrate(
-    lore: Lore, kb: str, own: dict[str, str], offtopic: list[Path], args: argparse.Namespace
+    lore: Lore, kb: str, own: dict[str, tuple[str, bool]], offtopic: list[Path], args: argparse.Namespace
 ) -> None:
     """Store the KB's calibration the way `lore calibrate` does (the asks then use it); never on `eval`.
+    `own`: id -> (question, answerable); an enterprise folder's unanswerable questions are negatives.
     `none` removes a stored one, so the asks use the evidence model's default threshold."""
     if args.calibrate == "none":
         stored = lore.storage.path(reports_key(lore.catalog.get_kb(kb), None)) / calibration.FILE_NAME
@@ -194,7 +196,7 @@ def _calibrate(
     cap = args.max_offtopic or args.max_queries
     questions: list[tuple[str, bool]] = []
     if args.calibrate == "threshold":
-        questions = [(own[q], True) for q in _pick(list(own), "threshold", args.max_queries)]
+        questions = [own[q] for q in _pick(list(own), "threshold", args.max_queries)]
         for off in offtopic:
             queries = _offtopic_queries(off)
             questions += [(queries[q], False) for q in _pick(list(queries), "threshold", cap)]

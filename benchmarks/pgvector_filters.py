@@ -1,5 +1,7 @@
-"""The pgvector store at N synthetic chunks: filtered dense and hybrid search at three filter selectivities
-(about 0.1 %, 2 % and 30 % of the rows), with filter violations and recall@10 against an exact scan.
+"""The pgvector store at N synthetic chunks in one run: insert rate, HNSW build, dense / BM25 / hybrid
+latency, dense recall@10 against an exact scan, the benchmark's grant filter (tenant, roles, version), and
+filtered dense and hybrid search at three selectivities (about 0.1 %, 2 % and 30 % of the rows) with filter
+violations and recall@10.
 
     nice -n 10 python benchmarks/pgvector_filters.py --n 100000 --queries 100 [--json-out F]
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -22,13 +25,28 @@ from lore.schema import SearchFilter
 from lore.store.base import StoreQuery, open_store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic import DIM, _exact_dense, _pgserver, _positions, _recall, _timed, make_corpus, make_queries
+from synthetic import (
+    DIM,
+    FILTER,
+    _exact_dense,
+    _pgserver,
+    _positions,
+    _recall,
+    _timed,
+    make_corpus,
+    make_queries,
+)
 
-FILTERS = {  # selectivities on the synthetic corpus: tenants are Zipf-weighted, datasets uniform
-    "0.1%": SearchFilter(document_ids=[f"d{i:06d}" for i in range(0, 500, 100)]),  # 5 documents x 20 rows
-    "2%": SearchFilter(tenant_ids=["tenant-02"], dataset_ids=["dataset-0"]),
-    "30%": SearchFilter(tenant_ids=["tenant-00"]),
-}
+
+def filters(n: int) -> dict[str, SearchFilter]:
+    """Filters by selectivity on the synthetic corpus: tenants are Zipf-weighted, datasets uniform."""
+    docs = (n + 19) // 20  # 20 rows per document
+    picked = max(1, round(docs * 0.001))
+    return {
+        "0.1%": SearchFilter(document_ids=[f"d{i:06d}" for i in range(0, docs, docs // picked)][:picked]),
+        "2%": SearchFilter(tenant_ids=["tenant-02"], dataset_ids=["dataset-0"]),
+        "30%": SearchFilter(tenant_ids=["tenant-00"]),
+    }
 
 
 def main() -> None:
@@ -43,7 +61,7 @@ def main() -> None:
     warm, qs = qs[:5], qs[5:]
     folder = Path(tempfile.mkdtemp(prefix="pgvector-filters-"))
     server = _pgserver(folder / "pgdata")
-    report: dict = {"n": a.n, "queries": len(qs)}
+    report: dict = {"n": a.n, "queries": len(qs), "load_start": os.getloadavg()}
     try:
         store = open_store("pgvector", "bench", folder, DIM, server.get_uri())
         t0 = time.perf_counter()
@@ -53,47 +71,80 @@ def main() -> None:
                 corpus.vectors[s : s + a.batch],
                 corpus.tokens[s : s + a.batch],
             )
+            print(f"  {s + a.batch} rows, {time.perf_counter() - t0:.0f} s", end="\r", flush=True)
         report["insert_s"] = time.perf_counter() - t0
+        report["insert_rows_per_s"] = a.n / report["insert_s"]
         t0 = time.perf_counter()
         store.search(StoreQuery("dense", 10, vector=warm[0].vector))  # builds the HNSW index
         report["index_build_s"] = time.perf_counter() - t0
-        print(f"inserted {a.n} rows in {report['insert_s']:.0f} s, index {report['index_build_s']:.0f} s")
-        for name, flt in FILTERS.items():
-            mask = np.array([flt.matches(c) for c in corpus.chunks])
-            idx = np.flatnonzero(mask)
-            dense_stats, dense_hits = _timed(
-                lambda q, f=flt: store.search(StoreQuery("dense", 10, vector=q.vector, filter=f)), qs, warm
-            )
-            hybrid_stats, hybrid_hits = _timed(
-                lambda q, f=flt: store.search(StoreQuery("hybrid", 50, q.vector, q.tokens, filter=f)),
-                qs,
-                warm,
-            )
-            found = [_positions(h) for h in dense_hits]
-            violations = sum(
-                not mask[p] for hits in (dense_hits, hybrid_hits) for h in hits for p in _positions(h)
-            )
-            report[name] = {
-                "selectivity": float(mask.mean()),
-                "dense_k10": dense_stats,
-                "hybrid_k50": hybrid_stats,
-                "violations": int(violations),
-                "recall@10": _recall(found, [_exact_dense(corpus.vectors, idx, q, 10) for q in qs]),
-            }
+        report["database_mb"] = _database_mb(server.get_uri())
+        print(
+            f"inserted {a.n} rows in {report['insert_s']:.0f} s ({report['insert_rows_per_s']:.0f} rows/s), "
+            f"index {report['index_build_s']:.0f} s, database {report['database_mb']:.0f} MB",
+            flush=True,
+        )
+        report["unfiltered"] = _unfiltered(store, corpus, qs, warm)
+        for name, flt in {"grant (tenant, roles, version)": FILTER, **filters(a.n)}.items():
+            report[name] = _filtered(store, corpus, qs, warm, flt)
             r = report[name]
             print(
-                f"{name:>5} (actual {r['selectivity']:.3%}): dense k10 p50/p95 {dense_stats['p50']:.1f}/"
-                f"{dense_stats['p95']:.1f} ms, "
-                f"hybrid k50 {hybrid_stats['p50']:.1f}/{hybrid_stats['p95']:.1f} ms, "
-                f"violations {r['violations']}, recall@10 {r['recall@10']:.3f}",
+                f"{name:>5} (actual {r['selectivity']:.3%}): dense k10 p50/p95 {r['dense_k10']['p50']:.1f}/"
+                f"{r['dense_k10']['p95']:.1f} ms, hybrid k50 {r['hybrid_k50']['p50']:.1f}/"
+                f"{r['hybrid_k50']['p95']:.1f} ms, violations {r['violations']}, "
+                f"recall@10 {r['recall@10']:.3f}",
                 flush=True,
             )
         store.close()
     finally:
         server.cleanup()
         shutil.rmtree(folder, ignore_errors=True)
+    report["load_end"] = os.getloadavg()
     if a.json_out:
         Path(a.json_out).write_text(json.dumps(report, indent=2), encoding="utf-8")
+
+
+def _unfiltered(store: object, corpus: object, qs: list, warm: list) -> dict:
+    runs = {
+        "dense_k10": lambda q: store.search(StoreQuery("dense", 10, vector=q.vector)),
+        "bm25_k10": lambda q: store.search(StoreQuery("bm25", 10, tokens=q.tokens)),
+        "hybrid_k50": lambda q: store.search(StoreQuery("hybrid", 50, vector=q.vector, tokens=q.tokens)),
+    }
+    out: dict = {}
+    for name, fn in runs.items():
+        out[name], hits = _timed(fn, qs, warm)
+        if name == "dense_k10":
+            found = [_positions(h) for h in hits]
+            out["dense_recall@10"] = _recall(found, [_exact_dense(corpus.vectors, None, q, 10) for q in qs])
+        print(f"unfiltered {name}: p50/p95 {out[name]['p50']:.1f}/{out[name]['p95']:.1f} ms", flush=True)
+    print(f"unfiltered dense recall@10 {out['dense_recall@10']:.3f}", flush=True)
+    return out
+
+
+def _filtered(store: object, corpus: object, qs: list, warm: list, flt: SearchFilter) -> dict:
+    mask = np.array([flt.matches(c) for c in corpus.chunks])
+    idx = np.flatnonzero(mask)
+    dense_stats, dense_hits = _timed(
+        lambda q: store.search(StoreQuery("dense", 10, vector=q.vector, filter=flt)), qs, warm
+    )
+    hybrid_stats, hybrid_hits = _timed(
+        lambda q: store.search(StoreQuery("hybrid", 50, q.vector, q.tokens, filter=flt)), qs, warm
+    )
+    found = [_positions(h) for h in dense_hits]
+    violations = sum(not mask[p] for hits in (dense_hits, hybrid_hits) for h in hits for p in _positions(h))
+    return {
+        "selectivity": float(mask.mean()),
+        "dense_k10": dense_stats,
+        "hybrid_k50": hybrid_stats,
+        "violations": int(violations),
+        "recall@10": _recall(found, [_exact_dense(corpus.vectors, idx, q, 10) for q in qs]),
+    }
+
+
+def _database_mb(uri: str) -> float:
+    import psycopg
+
+    with psycopg.connect(uri) as conn:
+        return conn.execute("SELECT pg_database_size(current_database())").fetchone()[0] / 2**20
 
 
 if __name__ == "__main__":

@@ -187,7 +187,7 @@ def _rrf(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
 def _recall(found: Sequence[np.ndarray | list[int]], exact: Sequence[np.ndarray], k: int = 10) -> float:
     got = [
         len(set(map(int, f[:k])) & set(map(int, e[:k]))) / max(min(k, len(e)), 1)
-        for f, e in zip(found, exact)
+        for f, e in zip(found, exact, strict=True)
     ]
     return float(np.mean(got)) if got else 0.0
 

@@ -78,7 +78,7 @@ def build_xlsx(path: Path) -> None:
     ws.append(ROBOTS_HEADER)
     for row in ROBOTS_ROWS:
         ws.append(row)
-    for col, width in zip("ABCDEF", (14, 28, 26, 14, 18, 16)):
+    for col, width in zip("ABCDEF", (14, 28, 26, 14, 18, 16), strict=True):
         ws.column_dimensions[col].width = width
     for cell in ws[1]:
         cell.font = Font(bold=True)
@@ -89,7 +89,7 @@ def build_xlsx(path: Path) -> None:
     ws2.append(SERVICES_HEADER)
     for row in SERVICES_ROWS:
         ws2.append(row)
-    for col, width in zip("ABCD", (14, 34, 56, 16)):
+    for col, width in zip("ABCD", (14, 34, 56, 16), strict=True):
         ws2.column_dimensions[col].width = width
     for cell in ws2[1]:
         cell.font = Font(bold=True)
@@ -194,7 +194,7 @@ def build_docx(path: Path) -> None:
             table.style = "Table Grid"
             for i, values in enumerate(TRAVEL_TABLE):
                 cells = table.add_row().cells
-                for cell, value in zip(cells, values):
+                for cell, value in zip(cells, values, strict=True):
                     cell.text = value
                     if i == 0:
                         for run in cell.paragraphs[0].runs:

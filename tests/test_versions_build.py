@@ -292,7 +292,7 @@ def test_kill_9_during_a_build(tmp_path: Path) -> None:
     assert proc.poll() is None, "the build finished before it could be killed"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert 3 <= written
+    assert written >= 3
 
     lore = Lore(load_settings(home=home))
     assert [h.chunk.text for h in lore.search("kb", "Rule 7 limit units", SearchOptions(top_k=3))] == before

@@ -55,3 +55,29 @@ class UnavailableError(LoreError):
 
 class ForbiddenError(LoreError):
     """The caller sees the thing but its grant does not allow the action (HTTP 403)."""
+
+
+class InvalidRequestError(LoreError):
+    """A request's field breaks a limit (too long, out of range): HTTP 422, nothing of it echoed back."""
+
+
+UNAVAILABLE = "a service Lore depends on is unavailable; try again shortly"
+
+
+def error_status(exc: LoreError) -> int:
+    """The HTTP status of a Lore error: unknown thing 404, refused by the KB's state 409, a server down 503,
+    a broken limit 422, else 400."""
+    if isinstance(exc, NotFoundError):
+        return 404
+    if isinstance(exc, UnavailableError):
+        return 503
+    if isinstance(exc, ForbiddenError):
+        return 403
+    if isinstance(exc, InvalidRequestError):
+        return 422
+    return 409 if isinstance(exc, ConflictError) else 400
+
+
+def internal_message(error_id: str) -> str:
+    """What a caller is told about an unexpected failure: nothing of it but the id to quote."""
+    return f"internal error; quote id {error_id} to the administrator (the details are in the server log)"

@@ -65,7 +65,8 @@ def with_retries(
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, TransientError) and exc.retry_after is not None:
             return exc.retry_after
-        return min(backoff_s * 2 ** (state.attempt_number - 1), cap_s)
+        delay: float = backoff_s * 2 ** (state.attempt_number - 1)
+        return min(delay, cap_s)
 
     retrying = Retrying(
         retry=retry_if_exception_type(TransientError), stop=stop_after_attempt(max_retries + 1), wait=wait

@@ -24,9 +24,12 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Met
 class JobStats(Protocol):
     """What the catalog reports of its jobs (`lore.catalog.jobs.JobStats`; metrics sit below the catalog)."""
 
-    counts: dict[tuple[str, str], int]
-    durations: dict[tuple[str, str], list[float]]
-    waits: dict[str, list[float]]
+    @property
+    def counts(self) -> dict[tuple[str, str], int]: ...
+    @property
+    def durations(self) -> dict[tuple[str, str], list[float]]: ...
+    @property
+    def waits(self) -> dict[str, list[float]]: ...
 
 
 REQUESTS = Counter(
@@ -81,7 +84,10 @@ class JobsCollector:
                 gauge.add_metric([kind, status], st.counts.get((kind, status), 0))
         yield gauge
         yield _histogram(
-            "lore_job_duration_seconds", "Run time of finished jobs", ["kind", "outcome"], dict(st.durations)
+            "lore_job_duration_seconds",
+            "Run time of finished jobs",
+            ["kind", "outcome"],
+            dict(st.durations.items()),
         )
         yield _histogram(
             "lore_job_wait_seconds",
@@ -96,12 +102,12 @@ def render(job_stats: Callable[[], JobStats] | None = None) -> tuple[bytes, str]
     with `job_stats`, the catalog's job figures too (they may fail: the caller reports that)."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
         body = generate_latest(registry)
     else:
         body = generate_latest()
     if job_stats is not None:
         jobs = CollectorRegistry()
-        jobs.register(JobsCollector(job_stats))  # type: ignore[arg-type]
+        jobs.register(JobsCollector(job_stats))
         body += generate_latest(jobs)
     return body, CONTENT_TYPE_LATEST

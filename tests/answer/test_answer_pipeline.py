@@ -138,7 +138,9 @@ def test_a_question_of_several_parts_is_answered_when_each_part_is(lore: Lore) -
     # No passage covers both parts, so judged as one question the evidence was too weak (P 0.13).
     _, end = run(lore, "报销需要什么材料？住宿标准是多少？")
     assert not end["refused"], end["evidence"]
-    assert "发票原件" in end["answer"] and "元/晚" in end["answer"]
+    # The lodging part is led by the policy's table row (元/晚) or the handbook's sentence (每晚不超过): both
+    # state the standard, and which leads turns on near-equal scores that differ between CPUs' float kernels.
+    assert "发票原件" in end["answer"] and re.search(r"元/晚|每晚不超过 ?\d+ ?元", end["answer"])
     assert len(end["citations"]) == 2
     assert not re.search(r"\][^\s。.；;\[]", end["answer"])  # no sentence runs on from a marker
     # each part led by its own passage: 年假's application, not 报销's "…将退回申请" that shares 申请

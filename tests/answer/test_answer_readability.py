@@ -13,7 +13,7 @@ from lore.answer.generators.base import Passage
 from lore.answer.generators.extractive import ExtractiveGenerator
 from lore.answer.pipeline import AskContext, cite
 from lore.answer.readable import clean_markup, list_item
-from lore.api.access import REDACTED, redact_end
+from lore.app.access import REDACTED, redact_end
 from lore.cli.render import source_quote
 from lore.retrieve.search import SearchOptions
 from lore.schema import Hit

@@ -75,7 +75,7 @@ class HeldWorker:
             with self.gate:
                 try:
                     job = self.worker.run_once()
-                except Exception as exc:  # as `Worker.loop`: the catalog hiccuped; the model reports it
+                except Exception as exc:  # noqa: BLE001 - as `Worker.loop`: the catalog hiccuped; the model reports it
                     self.errors.append(repr(exc))
                     job = None
             with self.polled:

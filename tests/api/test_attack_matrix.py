@@ -155,6 +155,15 @@ def _crawl_job_calls(suffix: str) -> list[Call]:
     ]
 
 
+def _crawl_cancel_calls() -> list[Call]:
+    """A crawl job is reached as when read, then refused (409): only a build is cancelled."""
+
+    def refused(expect: Expect) -> Expect:
+        return lambda c: 409 if expect(c) == 200 else expect(c)
+
+    return [Call(c.label, c.make, refused(c.expect), "POST") for c in _crawl_job_calls("/cancel")]
+
+
 def _passage(kb: str, name: str) -> Callable[[World, Caller], tuple[str, Any, Any]]:
     """The first passage of one of the world's files, by chunk id."""
 
@@ -577,6 +586,10 @@ def entries() -> dict[tuple[str, str], list[Call]]:
         ("GET", "/api/kbs/{kb}/jobs/{job_id}/events"): [
             Call("job-a", _job("/events"), _kb_admin({A}, {A}, 200)),
             *_crawl_job_calls("/events"),
+        ],
+        ("POST", "/api/kbs/{kb}/jobs/{job_id}/cancel"): [  # the in-process worker may have finished it: 409
+            Call("job-a", _job("/cancel"), _kb_admin({A}, {A}, {200, 409}), "POST"),
+            *_crawl_cancel_calls(),
         ],
         ("GET", "/api/kbs/{kb}/passages/{chunk_id}"): [
             Call(f"{kb}/{n}", _passage(kb, n), _file_expect(n)) for kb, n in FILES if "upload" not in n

@@ -99,7 +99,7 @@ def test_over_long_fields_are_422(small: TestClient, keys: Keys, method: str, pa
 
 # Fields bounded by a setting their route checks (answer.max_question_chars), not by the schema.
 # Checked in code against `answer.max_question_chars` (a 422 naming that limit), not by the schema.
-SETTING_CHECKED = {"AskBody.question", "RouteBody.question", "SearchBody.query", "ChatMessage.content"}
+SETTING_CHECKED = {"AskRequest.question", "RouteBody.question", "SearchRequest.query", "ChatMessage.content"}
 
 
 def unbounded(schemas: dict[str, Any], where: str, schema: dict[str, Any], seen: set[str]) -> set[str]:

@@ -227,8 +227,62 @@ def test_every_word_of_the_console_is_in_both_languages(site, page) -> None:  # 
     assert [k for k in en if en[k] == zh[k] and re.search(r"[a-z]{4}", en[k])] == []
     # Every word the page or a module asks for is there.
     html = (WEB_DIR / "index.html").read_text(encoding="utf-8")
-    used = set(re.findall(r'data-i18n(?:-placeholder|-title)?="([^"]+)"', html))
+    used = set(re.findall(r'data-i18n(?:-placeholder|-title|-aria)?="([^"]+)"', html))
     for js in WEB_DIR.glob("*.js"):
         used |= set(re.findall(r'\bt\("([A-Za-z_]+)"\)', js.read_text(encoding="utf-8")))
     assert sorted(used - set(en)) == []
+    assert not errors, errors
+
+
+# Every status text the documents' state cells showed, in order, and whether #build was ever disabled: a
+# MutationObserver sees every render (each render writes new cells), so no state can slip by unseen.
+RECORD_STATES = """() => {
+  window.__states = []; window.__buildDisabled = false; window.__samePage = true;
+  new MutationObserver((records) => records.forEach((r) => {
+    if (r.type === 'attributes' && r.target.id === 'build' && r.target.hasAttribute('disabled'))
+      window.__buildDisabled = true;
+    if (r.type === 'childList' && r.target.closest && r.target.closest('#docs')) r.addedNodes.forEach((n) =>
+      n.querySelectorAll && n.querySelectorAll('.file-state')
+        .forEach((s) => window.__states.push(s.closest('tr').cells[0].textContent + ': ' + s.textContent)));
+  })).observe(document.body, {subtree: true, childList: true, attributeFilter: ['disabled']});
+}"""
+
+
+def test_documents_follow_each_upload_from_queued_to_ready_or_failed(site, page, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    url, secret, _ = site
+    errors = console_errors(page)
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4 this is not really a PDF")
+    signed_in(page, url, secret)
+    new_kb_with_files(page, "live", [EXAMPLES / "employee_handbook.md", broken])
+    uploads = page.locator("#uploads tbody tr", has_text="employee_handbook.md")
+    expect(uploads.locator(".file-state")).to_have_text("queued")  # uploaded, waiting for a build
+    page.click("button[data-tab=documents]")
+    page.select_option("#docs-kb", "live")
+    handbook = page.locator("#docs tbody tr", has_text="employee_handbook.md")
+    expect(handbook.locator(".file-state")).to_have_text("queued")
+    page.evaluate(RECORD_STATES)
+
+    # Build from the admin tab, then watch the documents tab: the states change there without a reload.
+    page.click("button[data-tab=admin]")
+    page.click("#build")
+    page.click("button[data-tab=documents]")
+    expect(handbook.locator(".file-state")).to_have_text("ready", timeout=120_000)
+    failed = page.locator("#docs tbody tr", has_text="broken.pdf")
+    expect(failed.locator(".file-state")).to_have_text("failed")
+    assert failed.locator(".reason").inner_text().strip()
+    assert page.evaluate("window.__samePage") is True  # the same page all along: never reloaded
+    assert page.evaluate("window.__buildDisabled") is True  # #build was off while its build ran
+    expect(page.locator("#build")).to_be_enabled()
+    seen = [
+        s.split(": ", 1)[1] for s in page.evaluate("window.__states") if s.startswith("employee_handbook")
+    ]
+    parsing = [s for s in seen if s.startswith("parsing")]
+    assert parsing and re.search(r"parsing · \d+ chunks", parsing[0]), seen  # with its chunk count
+    assert seen.index(parsing[0]) < seen.index("ready"), seen
+    page.click("button[data-tab=admin]")  # the upload list says the same
+    expect(uploads.locator(".file-state")).to_have_text("ready")
+    expect(page.locator("#uploads tbody tr", has_text="broken.pdf").locator(".file-state")).to_have_text(
+        "failed"
+    )
     assert not errors, errors

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lore.api.scenarios import key_scope
+from lore.app.scenarios import key_scope
 from lore.grant import Grant
 from lore.scenario.config import Scenarios
 from lore.scenario.scope import check_scope

@@ -1,15 +1,21 @@
-"""LoreClient and AsyncLoreClient against a real `lore serve` app on a free port (uvicorn in a thread)."""
+"""LoreClient and AsyncLoreClient against a real `lore serve` app on a free port (uvicorn in a thread), or
+against an external `lore serve` from a client-only install (tests/client/remote.py)."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from lore.client import Answer, AsyncLoreClient, LoreAPIError, LoreClient
-from tests.api.conftest import Keys, LiveServer
-from tests.conftest import EXAMPLES
+
+if TYPE_CHECKING:  # only the client is imported: the module also runs in a client-only install
+    from tests.api.conftest import Keys, LiveServer
+
+# the sample handbook (tests.conftest.EXAMPLES, which this module does not import: it loads SQLAlchemy)
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "handbook"
 
 
 def test_kbs_search_and_passages_are_typed_and_scoped(live: LiveServer, keys: Keys) -> None:

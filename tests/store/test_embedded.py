@@ -16,6 +16,7 @@ from lore.store import StoreQuery
 from lore.store import embedded as emb
 from lore.store.embedded import EmbeddedStore
 from lore.store.memory_index import Columns, MemoryIndex
+from lore.store.snapshot import read_snapshot
 from tests.chunks import make_chunk
 from tests.store.test_contract import BY_ID, CHUNKS, DIM, TOKENS, VECTORS, N
 
@@ -125,13 +126,13 @@ def test_damaged_snapshot_is_ignored_and_rewritten(tmp_path: Path, damage: str) 
     else:
         data[-40:-16] = b"x" * 24
     path.write_bytes(bytes(data))
-    assert emb._read_snapshot(path, _key(path.parent)) is None
+    assert read_snapshot(path, _key(path.parent)) is None
     store = _open(tmp_path)
     try:
         assert _results(store) == expected
     finally:
         store.close()
-    assert emb._read_snapshot(path, _key(path.parent)) is not None  # the rebuild replaced it
+    assert read_snapshot(path, _key(path.parent)) is not None  # the rebuild replaced it
 
 
 def _key(folder: Path) -> dict:
@@ -192,7 +193,7 @@ def test_failed_snapshot_write_leaves_no_files(tmp_path: Path, monkeypatch: pyte
     def refuse(*_: object) -> None:
         raise OSError("read-only")
 
-    monkeypatch.setattr(emb.os, "replace", refuse)
+    monkeypatch.setattr(os, "replace", refuse)
     old_tmp = tmp_path / "embedded" / "kb.index.dead.tmp"
     old_tmp.parent.mkdir()
     old_tmp.write_bytes(b"left by a crash")

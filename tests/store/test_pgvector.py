@@ -133,6 +133,18 @@ def test_filter_values_are_bound_not_spliced(pgvector_server: PgVectorServer, tm
         store.close()
 
 
+def test_a_collection_in_the_older_layout_is_named_not_misread(
+    pgvector_server: PgVectorServer, tmp_path: Path
+) -> None:
+    settings = _pg(pgvector_server, tmp_path)
+    with psycopg.connect(settings.pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE kb_old_chunks (chunk_id text PRIMARY KEY, text text NOT NULL)")
+    store = open_store("pgvector", "kb_old", tmp_path, DIM, connection=settings)
+    with pytest.raises(ConfigError, match="kb_old.*older layout"):
+        store.count()
+    store.close()
+
+
 def test_the_url_comes_from_pg_url_else_the_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = StoreSettings(pg_url="postgresql+psycopg://lore@db.internal:5433/kb")
     assert resolve_url(settings) == "postgresql://lore@db.internal:5433/kb"

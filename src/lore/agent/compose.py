@@ -107,7 +107,9 @@ def _comparison(
     return comparison_table(rows, is_chinese(state["question"]))
 
 
-def _asked_row(ctx: RunContext, sub: str, passages: list[Passage]) -> tuple[str, list, int] | None:
+def _asked_row(
+    ctx: RunContext, sub: str, passages: list[Passage]
+) -> tuple[str, list[tuple[str, str]], int] | None:
     """(item, [(attribute, value)], passage number) from the best table row for one part: the chosen
     sentence's passage if it is a row with the asked column, else the first row (chosen sentences'
     passages first, then retrieval order) that names the part's item, with the asked column (every
@@ -207,7 +209,8 @@ def _overall_evidence(ctx: RunContext, n: int, covered: list[int]) -> Evidence:
         return Evidence(0.0, False, 0.0, 0.0, 0.0, 0.0, 0, reasons=["nothing retrieved"])
 
     def mean(name: str) -> float:
-        return round(sum(getattr(e, name) for e in evs) / n, 3)
+        total: float = sum(getattr(e, name) for e in evs)
+        return round(total / n, 3)
 
     reasons = [f"part {i + 1}: {r}" for i in range(n) if i in ctx.evidence for r in ctx.evidence[i].reasons]
     return Evidence(

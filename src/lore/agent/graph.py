@@ -15,8 +15,9 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
@@ -251,7 +252,7 @@ def remember(state: DeepState) -> dict[str, Any]:
     }
 
 
-def build_graph() -> StateGraph:
+def build_graph() -> StateGraph[DeepState, RunContext, DeepState, DeepState]:
     """The deep-mode state graph (uncompiled)."""
     g = StateGraph(DeepState, context_schema=RunContext)
     for name, fn in (
@@ -293,19 +294,19 @@ class DeepPipeline:
         semantic_cache: SemanticCache | None = None,
         cache_epoch: int = 0,
         namespace: str = "",
-        checkpointer: BaseCheckpointSaver | None = None,
+        checkpointer: BaseCheckpointSaver[Any] | None = None,
         graph: Any = None,
         fast: Callable[[], AskPipeline] | None = None,
     ) -> None:
         self.retriever, self.generator, self.settings, self.llm = retriever, generator, settings, llm
         self.fast = fast  # simple questions go here (a scenario's pipeline, with routing and FAQ)
         if semantic_cache is not None:
-            self.retriever = CachedRetriever(  # type: ignore[assignment]
+            self.retriever = CachedRetriever(
                 retriever, semantic_cache, epoch=cache_epoch, namespace=namespace
             )
         # `graph`: an already compiled `build_graph()` (with its checkpointer), shared across requests.
         self.graph = graph or build_graph().compile(checkpointer=checkpointer or InMemorySaver())
-        self.checkpointer = self.graph.checkpointer
+        self.checkpointer = cast(BaseCheckpointSaver[Any], self.graph.checkpointer)  # compiled with one
 
     def run(
         self,
@@ -334,7 +335,7 @@ class DeepPipeline:
             fast=self.fast,
         )
         thread_id = session_id or uuid.uuid4().hex
-        config = {"configurable": {"thread_id": thread_id}}
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
         crashed: list[Exception] = []
 
         def work() -> None:

@@ -32,7 +32,7 @@ def _unpack(packed: list[str]) -> tuple[str, bytes]:
     return packed[0], base64.b64decode(packed[1])
 
 
-class RedisSessionSaver(BaseCheckpointSaver):  # type: ignore[type-arg]
+class RedisSessionSaver(BaseCheckpointSaver[int]):
     """Latest checkpoint per (session, namespace) under `<prefix>:deep:<session>`."""
 
     def __init__(self, client: Any, prefix: str, ttl_s: int) -> None:

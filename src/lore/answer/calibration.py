@@ -16,7 +16,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from functools import partial
+from operator import gt, le
 from pathlib import Path
+from typing import Any
 
 from lore.answer.context import build_passages
 from lore.answer.evidence import (
@@ -59,7 +62,7 @@ class Calibration:
     version: int | None = None
     created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -153,8 +156,11 @@ def choose_threshold(
     """(threshold, false refusals, off-topic answered): the lowest threshold at which both rates are
     within `target` (answer as much as the off-topic questions allow), else the one minimising the
     worse of the two."""
-    grid = [round(0.05 + 0.01 * i, 2) for i in range(91)]
-    rates = [(_share(positive, lambda p, t=t: p < t), _share(negative, lambda p, t=t: p >= t)) for t in grid]
+    # From 0.01: questions worded unlike their passages (an employee's "年假" for a statute's 年休假) score
+    # P 0.01-0.05 when answerable (enterprise_dev).
+    grid = [round(0.01 + 0.01 * i, 2) for i in range(95)]
+    # partial(gt, t)(p) is t > p, a false refusal; partial(le, t)(p) is t <= p, an off-topic answer.
+    rates = [(_share(positive, partial(gt, t)), _share(negative, partial(le, t))) for t in grid]
     within = [i for i, (fr, fa) in enumerate(rates) if fr <= target and fa <= target]
     if within:
         i = within[0]

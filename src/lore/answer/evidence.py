@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -33,10 +34,18 @@ from lore.embed.base import Embedder, scaled_similarity
 from lore.embed.cache import EmbeddingCache
 from lore.lexical import is_chinese, tokenize
 from lore.lexical.bilingual import english_translations, translate_terms, untranslated_names
+from lore.lexical.tokenize import word_frequency
 from lore.retrieve.search import Retrieval, SearchOptions
 from lore.schema import Hit, index_text
 from lore.store.fusion import RRF_K
-from lore.text.sentences import coverage, key_coverage, key_terms, split_sentences, token_set
+from lore.text.sentences import (
+    coverage,
+    key_coverage,
+    key_terms,
+    split_sentences,
+    token_set,
+    token_weights,
+)
 
 MODEL_PATH = Path(__file__).with_name("evidence_model.json")
 SUPPORT_COVERAGE = 0.5
@@ -64,7 +73,7 @@ class Evidence:
     reasons: list[str] = field(default_factory=list)
     cross_language: bool = False  # judged by the `cross` model: the passages are in another language
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
 
 
@@ -123,9 +132,9 @@ def evidence_features(
     passages = first_stage_order(passages) if reranked else passages
     reranked = reranked if rerank else []
     top = passages[:3]
-    covs = [coverage(query.tokens, p.text) for p in passages]
+    covs = [_coverage(query.tokens, p.text) for p in passages]
     cov = max(covs[:3])
-    key = max(key_coverage(query.tokens, p.text) for p in top)
+    key = max(_coverage(query.tokens, p.text, keys=True) for p in top)
     sim = float(np.clip(scaled_similarity(query.embedder, _similarity(query, top)), -1, 2))
     zh = 1.0 if is_chinese(query.text) else 0.0
     features = {
@@ -149,6 +158,29 @@ def evidence_features(
     if reranked:
         features["rerank"] = float(max(reranked))
     return features
+
+
+def _coverage(tokens: list[str], text: str, keys: bool = False) -> float:
+    """`coverage` (or `key_coverage`) of the question's tokens in `text`, read past jieba's segmentation:
+    a Chinese word counts when the text holds it at all ("事假" in "请事假"), and so does a word jieba made
+    up (not in its dictionary) whose every character the text holds ("假里" of "年假里", "金要" of
+    "失业金要"): not a rare term the passage misses (an employee's wording; enterprise_dev)."""
+    if not any(is_chinese(t[:1]) for t in tokens):
+        return key_coverage(tokens, text) if keys else coverage(tokens, text)
+    present = token_set(text)
+
+    def found(t: str) -> bool:
+        if t in present or len(t) < 2 or not is_chinese(t[:1]):
+            return t in present
+        return t in text or (word_frequency(t)[0] == 0 and all(ch in text for ch in t))
+
+    held = {t for t in tokens if found(t)}
+    if keys:
+        wanted = key_terms(tokens)
+        return len(wanted & held) / len(wanted) if wanted else 1.0
+    weights = token_weights(tokens)
+    total = sum(weights.values())
+    return sum(w for t, w in weights.items() if t in held) / total if total else 0.0
 
 
 def judge_evidence(

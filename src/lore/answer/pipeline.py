@@ -20,6 +20,7 @@ import numpy as np
 from lore.answer.citations import Citation, attach_missing, citations_for, clean_markers, renumber
 from lore.answer.consistency import Consistency, check_consistency, disagreement_note
 from lore.answer.context import build_passages
+from lore.answer.crosslang import names_unshown, own_language_closer
 from lore.answer.evidence import (
     Evidence,
     EvidenceQuery,
@@ -84,7 +85,7 @@ class AskContext:
     def result(self, settings: AnswerSettings) -> dict[str, Any]:
         """The `end` event payload (also what `lore ask --json` prints)."""
         low = not self.refused and self.answer_confidence < settings.low_confidence
-        payload = {
+        payload: dict[str, Any] = {
             "question": self.question,
             "answer": self.answer,
             "refused": self.refused,
@@ -212,21 +213,25 @@ class AskPipeline:
         ctx.evidence = judge_evidence(query, ctx.passages, self.settings.evidence_threshold)
         if not ctx.evidence.sufficient:
             ctx.evidence = self._judge_parts(ctx) or self._judge_other_language(ctx) or ctx.evidence
+        elif not ctx.evidence.cross_language and names_unshown(ctx.question, ctx.passages):
+            # "在Clef内推…": the own language's passages answer about something else; the other language's
+            # passages that show the name answer it when they suffice.
+            ctx.evidence = self._judge_other_language(ctx) or ctx.evidence
         if ctx.evidence.sufficient:
-            self._check_unmet(ctx)
+            self._check_unmet(ctx, ctx.evidence)
         if not ctx.evidence.sufficient:
             ctx.refused, ctx.route = True, "refused"
             ctx.answer = refusal_text(ctx.question, self.settings.support_contact)
         else:
             ctx.consistency = check_consistency(ctx.question, ctx.passages)
 
-    def _check_unmet(self, ctx: AskContext) -> None:
+    def _check_unmet(self, ctx: AskContext, evidence: Evidence) -> None:
         """Refuse a question too many of whose words the KB holds nowhere ("fishing" of "How do I choose a
         fishing float?" in a passage on fishing seasons), or a how-to question met only by narration."""
         holds = kb_holds(self.retriever, ctx.search)
-        reasons = unmet(ctx.question, ctx.hits, ctx.passages, holds, across=ctx.evidence.cross_language)
+        reasons = unmet(ctx.question, ctx.hits, ctx.passages, holds, across=evidence.cross_language)
         if reasons:
-            ctx.evidence = replace(ctx.evidence, sufficient=False, reasons=reasons)
+            ctx.evidence = replace(evidence, sufficient=False, reasons=reasons)
 
     def _judge_parts(self, ctx: AskContext) -> Evidence | None:
         """A question asking several things ("几天？怎么申请？") is answered when the passages answer each
@@ -247,15 +252,18 @@ class AskPipeline:
     def _judge_other_language(self, ctx: AskContext) -> Evidence | None:
         """In a KB of two languages ("How many days of annual leave?" where 年假 is only in Chinese): when
         the question's own language's passages do not answer it, the other language's passages, searched
-        by the question's words translated by dictionary, judged as a cross-language question; when they
-        answer it, only they are answered from."""
+        by the question's words translated by dictionary, judged as a cross-language question unless the own
+        language's passages are clearly closer (`own_language_closer`); when they answer it, only they are
+        answered from."""
         if ctx.evidence is not None and ctx.evidence.cross_language:
             return None  # the passages were judged across languages already
         r = self.retriever
         others = other_language_passages(
             ctx.question, r, ctx.search, ctx.query_vector, lambda hits: self._passages(ctx, hits)
         )
-        if not others:
+        if not others or own_language_closer(
+            ctx.question, ctx.passages, others, ctx.query_vector, r.embedder, r.cache
+        ):
             return None
         query = EvidenceQuery(ctx.question, ctx.q_tokens, ctx.query_vector, r.embedder, r.cache)
         evidence = judge_evidence(query, others, self.settings.evidence_threshold)
@@ -269,7 +277,7 @@ class AskPipeline:
             yield from self._generate_buffered(ctx)
             return
         started = time.perf_counter()
-        parts = []
+        parts: list[str] = []
         for delta in self.generator.stream(ctx.question, ctx.passages, **self._profile_kwargs(ctx)):
             if not parts:
                 ctx.timings_ms["first_token"] = (time.perf_counter() - started) * 1000

@@ -7,6 +7,7 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import cast
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -19,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from lore.api import ops
-from lore.api.deps import ServiceState, error_status
+from lore.api.deps import ServiceState
 from lore.api.jobs import Worker
 from lore.api.limits import MULTIPART_SLACK, BodyLimits
 from lore.api.logs import install_log_redaction
@@ -47,7 +48,7 @@ from lore.api.routers import (
 )
 from lore.api.security import Hardening, error_response, validation_errors
 from lore.engine import Lore
-from lore.errors import LoreError
+from lore.errors import LoreError, error_status
 from lore.state.ratelimit import make_rate_limiter
 
 log = logging.getLogger("lore.api")
@@ -110,9 +111,9 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
         return _error(request, status, str(exc), _RETRY if status == 503 else None)
 
     async def catalog_down(request: Request, exc: Exception) -> JSONResponse:
-        if isinstance(exc, DBAPIError) and not isinstance(exc, OperationalError | InterfaceError):
-            if not exc.connection_invalidated:
-                raise exc  # a failing statement, not a lost database: the generic 500
+        failing = isinstance(exc, DBAPIError) and not isinstance(exc, OperationalError | InterfaceError)
+        if failing and not cast(DBAPIError, exc).connection_invalidated:
+            raise exc  # a failing statement, not a lost database: the generic 500
         log.warning("catalog unreachable: %s %s: %s", request.method, request.url.path, exc)
         return _error(request, 503, CATALOG_DOWN, _RETRY)
 
@@ -125,7 +126,9 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return _error(request, exc.status_code, exc.detail, exc.headers)
+        return _error(
+            request, exc.status_code, exc.detail, None if exc.headers is None else dict(exc.headers)
+        )
 
     app.add_middleware(ServiceMiddleware)
     for module in (

@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, WebSocket
 from starlette.concurrency import run_in_threadpool
 
 from lore.engine import Lore
-from lore.errors import ConflictError, ForbiddenError, LoreError, NotFoundError, UnavailableError
 from lore.grant import Grant
-from lore.retrieve.search import SearchOptions
 from lore.state.ratelimit import RateLimiter
-
-
-def error_status(exc: LoreError) -> int:
-    """The HTTP status of a Lore error: unknown thing 404, refused by the KB's state 409, a server down 503,
-    else 400."""
-    if isinstance(exc, NotFoundError):
-        return 404
-    if isinstance(exc, UnavailableError):
-        return 503
-    if isinstance(exc, ForbiddenError):
-        return 403
-    return 409 if isinstance(exc, ConflictError) else 400
 
 
 @dataclass
@@ -62,9 +49,11 @@ async def authenticate(state: ServiceState, secret: str | None, *, count: bool =
     """The grant of a live key; 401 without one, 429 over the rate limit (when `count`: a request)."""
     if not secret:
         raise _unauthorized("missing API key: send 'Authorization: Bearer <key>'")
-    key = await run_in_threadpool(state.lore.catalog.authenticate, secret)
+    key = await run_in_threadpool(state.lore.catalog.use_api_key, secret)
     if key is None:
         raise _unauthorized("invalid or revoked API key")
+    if key.expired(datetime.now(UTC)):
+        raise _unauthorized("expired API key: ask an administrator for a new one")
     wait = state.limiter.check(key.id) if count else 0.0
     if wait > 0:
         raise HTTPException(
@@ -88,17 +77,6 @@ def websocket_secret(websocket: WebSocket) -> str | None:
 async def websocket_scope(websocket: WebSocket, state: ServiceState) -> Grant:
     """A WebSocket caller's grant (see `websocket_secret`)."""
     return await authenticate(state, websocket_secret(websocket), count=False)  # each question counts instead
-
-
-def search_options(
-    lore: Lore, grant: Grant, top_k: int | None = None, rerank: bool | None = None
-) -> SearchOptions:
-    """Configured search options bounded to the caller's grant (applied inside the store); `rerank`
-    True/False overrides whether the configured reranker runs (True with none configured is a 400)."""
-    opts = replace(lore.search_options(top_k), filter=grant.to_filter())
-    if rerank and lore.settings.rerank.provider == "none":
-        raise HTTPException(400, 'rerank: no reranker is configured ([rerank] provider = "none")')
-    return opts if rerank is None else replace(opts, rerank=rerank)
 
 
 Caller = Annotated[Grant, Depends(scope_of)]

@@ -15,16 +15,22 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import require_kb
-from lore.api.deps import ServiceState, error_status
+from lore.api.deps import ServiceState
 from lore.api.routers.ingest import report_json
 from lore.api.routers.versions import version_json
 from lore.api.routers.web_sources import CRAWL_QUEUED, CrawlFailed, run_crawl
-from lore.api.security import internal_message
+from lore.app.access import audit, require_kb
 from lore.catalog import BuildLockedError, Job
-from lore.catalog.jobs import CRAWL
+from lore.catalog.jobs import CANCELLED_STATUS, CRAWL
 from lore.engine import Lore
-from lore.errors import ForbiddenError, LoreError, NotFoundError
+from lore.errors import (
+    ConflictError,
+    ForbiddenError,
+    LoreError,
+    NotFoundError,
+    error_status,
+    internal_message,
+)
 from lore.grant import ADMIN_ROLE, Grant
 from lore.ingest.build import Removal
 from lore.ingest.pipeline import FileResult, Progress
@@ -81,6 +87,18 @@ def readable_job(lore: Lore, scope: Grant, kb: str, job_id: str) -> Job:
     return job
 
 
+def cancel_job(lore: Lore, scope: Grant, kb: str, job_id: str, reason: str) -> Job:
+    """Cancel a build of the KB for a caller who may start one (404/403 as for reading it; 409 for a crawl
+    or a finished job); audited with the caller's reason."""
+    job = readable_job(lore, scope, kb, job_id)  # a build's: Action.BUILD, whoever may start it may stop it
+    if job.kind != "build":
+        raise ConflictError(f"job {job_id} is a {job.kind}; only a build can be cancelled")
+    with lore.catalog.transaction():
+        cancelled = lore.catalog.cancel_job(job_id, scope.actor[:255])
+        audit(lore, scope, "cancel", kb=kb, target=job_id, reason=reason, was=job.status.value)
+    return cancelled
+
+
 async def job_events(state: ServiceState, kb: str, job_id: str) -> AsyncIterator[dict[str, Any] | None]:
     """`start`, the job's `status` events as they are recorded, then `end` (the result) or `error`; None
     while idle (a tick, so the stream's guard can check the key and that the job is still there)."""
@@ -88,7 +106,8 @@ async def job_events(state: ServiceState, kb: str, job_id: str) -> AsyncIterator
     after, idle_s = 0, 0.25
     while True:
         events = await run_in_threadpool(state.lore.catalog.job_events, job_id, after)
-        for after, event in events:
+        for seq, event in events:
+            after = seq
             yield event
             if event["event"] in ("end", "error"):
                 return
@@ -118,6 +137,14 @@ class JobProgress(Progress):
 
     def embedded(self, n: int) -> None:
         self.put({"stage": "embedded", "chunks": n})
+
+    def stop_requested(self) -> bool:
+        """Whether someone cancelled the job (the build stops before its next file)."""
+        try:
+            return self.catalog.job_cancelled_by(self.job_id) is not None
+        except Exception:  # a database hiccup: go on, the next check asks again
+            log.warning("could not check job %s for a cancel", self.job_id, exc_info=True)
+            return False
 
     def file_done(self, result: FileResult) -> None:
         self.put(
@@ -206,6 +233,10 @@ class Worker:
         except CrawlFailed as exc:
             return catalog.finish_job(job.id, error=str(exc), error_status=exc.status)
         except LoreError as exc:
+            if by := catalog.job_cancelled_by(job.id):
+                return catalog.finish_job(
+                    job.id, error=f"cancelled by {by}: {exc}", error_status=CANCELLED_STATUS
+                )
             return catalog.finish_job(job.id, error=str(exc), error_status=error_status(exc))
         except Exception:
             log.exception("error %s: %s job failed", job.id, job.kind)  # the details stay in the server log

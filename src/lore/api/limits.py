@@ -5,28 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Any
+from typing import Any
 
-from annotated_types import Ge, Le
 from fastapi import HTTPException
-from pydantic import StringConstraints
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lore.api.security import HttpMiddleware, error_response
 
-MAX_INT = 2**31 - 1  # the catalog's integer columns (PostgreSQL INTEGER); larger numbers are a 422
-Seq = Annotated[int, Ge(1), Le(MAX_INT)]
-"""A version number (path, query or body)."""
-PositiveInt = Annotated[int, Ge(1), Le(MAX_INT)]
 MULTIPART_SLACK = 64 * 1024  # boundaries and part headers on top of an upload's file bytes
-# Every text and list field of a request body has a limit (a question's is `answer.max_question_chars`).
-NAME_CHARS = 256  # names and ids: KBs, files, datasets, tenants, roles, sessions, traces
-NOTE_CHARS = 4000  # free text: reasons, descriptions, notes
-MAX_ITEMS = 1000  # entries of a list of names (roles, files, paths, heading levels)
-PATH_CHARS = 4096  # a file's path in a KB, a server path (the catalog's column)
-Name = Annotated[str, StringConstraints(max_length=NAME_CHARS)]
-PathText = Annotated[str, StringConstraints(max_length=PATH_CHARS)]
-Note = Annotated[str, StringConstraints(max_length=NOTE_CHARS)]
 
 _SUSPECT_ESCAPE = re.compile(rb"\\u(?:[dD][89a-fA-F][0-9a-fA-F]{2}|0000)")  # surrogates, NUL
 _BAD_CHAR = re.compile("[\ud800-\udfff\x00]")

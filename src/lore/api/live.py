@@ -17,13 +17,12 @@ from fastapi import HTTPException
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from lore.api.deps import ServiceState, authenticate, error_status
-from lore.errors import LoreError
+from lore.api.deps import ServiceState, authenticate
+from lore.errors import UNAVAILABLE, LoreError, error_status
 from lore.grant import Grant
 
 log = logging.getLogger("lore.api")
 REVOKED = "the API key was revoked or has expired"
-UNAVAILABLE = "a service Lore depends on is unavailable; try again shortly"
 SLOT_RETRY_S = 5  # Retry-After of a refused stream: other streams of the tenant end by then, or not
 _END = object()
 _PUMPS: set[asyncio.Task[None]] = set()  # pumps still finishing after their stream ended
@@ -195,7 +194,7 @@ async def _pump(
                 queue.put_nowait(_END)
                 return
             queue.put_nowait(event)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - handed to the consumer, which raises it
         queue.put_nowait(exc)
     finally:
         with anyio.CancelScope(shield=True):

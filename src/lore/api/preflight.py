@@ -7,7 +7,6 @@ from lore.embed.cache import embed_texts
 from lore.engine import Lore
 from lore.errors import LoreError
 from lore.owners import backfill, backfill_line
-from lore.retrieve.search import SearchOptions
 from lore.scenario.request import scenarios
 
 
@@ -58,7 +57,7 @@ def preflight(lore: Lore) -> list[str]:
                 continue
             lore.store(kb).count()
             lore.embedder(kb)
-            lore.scoped(kb, SearchOptions())  # the serving version's embedding model matches
+            lore.scoped(kb, lore.search_options())  # the serving version's embedding model matches
             passed.append(f"knowledge base '{kb.name}': store opens")
         except Exception as exc:  # noqa: BLE001 - reported with the others
             problems.append(f"knowledge base '{kb.name}': {exc}")

@@ -14,6 +14,8 @@ from starlette.datastructures import MutableHeaders
 from starlette.responses import FileResponse, JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from lore.errors import internal_message
+
 log = logging.getLogger("lore.api")
 
 # The web UI: its own script and styles only (no inline script or style), API calls to its own origin.
@@ -55,11 +57,6 @@ def validation_errors(path: str, errors: Sequence[Any]) -> JSONResponse:
             path, 422, "; ".join(f"{'.'.join(map(str, p.get('loc', ())))}: {p.get('msg')}" for p in problems)
         )
     return JSONResponse({"detail": problems}, 422)
-
-
-def internal_message(error_id: str) -> str:
-    """What a caller is told about an unexpected failure: nothing of it but the id to quote."""
-    return f"internal error; quote id {error_id} to the administrator (the details are in the server log)"
 
 
 def original_response(path: Path) -> FileResponse:

@@ -7,9 +7,9 @@ import json
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import ForeignKey, Index, Integer, String, Text, delete, select
+from sqlalchemy import CursorResult, ForeignKey, Index, Integer, String, Text, delete, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from lore.catalog.models import Base, KnowledgeBaseRow
@@ -152,11 +152,13 @@ class AccessMixin:
     def unshare_kb(self, kb_id: str, tenant: str) -> bool:
         """Take a share back (`Lore.unshare_kb` also removes the tenant's files); False if there was none."""
         with self.transaction() as s:
-            return bool(
+            done = cast(
+                "CursorResult[Any]",
                 s.execute(
                     delete(KbShareRow).where(KbShareRow.kb_id == kb_id, KbShareRow.tenant_id == tenant)
-                ).rowcount
-            )  # type: ignore[attr-defined]
+                ),
+            )
+            return bool(done.rowcount)
 
     # -- file owners ---------------------------------------------------------------------------
 

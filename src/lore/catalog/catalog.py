@@ -121,7 +121,7 @@ def retry_once(method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate
     a call joining an outer transaction is left to that transaction's owner."""
 
     @functools.wraps(method)
-    def call(self: Any, *args: P.args, **kwargs: P.kwargs) -> R:
+    def call(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
         if getattr(self._local, "session", None) is not None:
             return method(self, *args, **kwargs)
         try:

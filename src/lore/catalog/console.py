@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from sqlalchemy import Boolean, ForeignKey, Integer, String, delete, select, update
 from sqlalchemy.orm import Mapped, Session, mapped_column
@@ -161,7 +161,7 @@ def _insert_absent(s: Session, rows: Iterable[Base]) -> int:
     added = 0
     for row in rows:
         mapper = row.__mapper__
-        key = tuple(getattr(row, c.key) for c in mapper.primary_key)
+        key = tuple(getattr(row, cast(str, c.key)) for c in mapper.primary_key)
         if s.get(type(row), key) is None:
             s.add(row)
             s.flush()

@@ -16,7 +16,7 @@ from lore.catalog.types import MYSQL_NAMES
 
 # Every table is utf8mb4 with binary collation on MySQL: Chinese text fits, and names, paths and
 # tenants compare exactly as on SQLite and PostgreSQL (the default collation ignores case).
-MYSQL_TABLE = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
+MYSQL_TABLE: dict[str, Any] = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
 
 
 def _inspector() -> sa.Inspector | None:

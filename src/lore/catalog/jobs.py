@@ -32,11 +32,12 @@ from lore.catalog.models import Base
 from lore.catalog.records import RowRecord, json_or_none
 from lore.catalog.types import LongText
 from lore.catalog.versions import _lock_kb
-from lore.errors import LoreError, NotFoundError
+from lore.errors import ConflictError, LoreError, NotFoundError
 
 
 class JobStatus(StrEnum):
-    """QUEUED -> RUNNING -> SUCCEEDED or FAILED (a worker that stops heartbeating fails its job)."""
+    """QUEUED -> RUNNING -> SUCCEEDED or FAILED (a worker that stops heartbeating fails its job; a cancelled
+    job is FAILED with its `cancelled_by`)."""
 
     QUEUED = "queued"
     RUNNING = "running"
@@ -45,6 +46,7 @@ class JobStatus(StrEnum):
 
 
 ACTIVE = (JobStatus.QUEUED.value, JobStatus.RUNNING.value)
+CANCELLED_STATUS = 409  # the error status of a cancelled job: it was stopped on request, not broken
 CRAWL = "crawl"  # a web crawl into an unversioned KB; its payload names the tenant it runs for
 
 
@@ -71,6 +73,7 @@ class JobRow(Base):
     error: Mapped[str | None] = mapped_column(Text)
     error_status: Mapped[int | None] = mapped_column(Integer)  # the HTTP status the error maps to
     worker: Mapped[str | None] = mapped_column(String(255))  # host:pid of the worker running it
+    cancelled_by: Mapped[str | None] = mapped_column(String(255))  # who asked it to stop
     created_at: Mapped[datetime]
     started_at: Mapped[datetime | None]
     heartbeat_at: Mapped[datetime | None]
@@ -103,6 +106,7 @@ class Job(RowRecord):
     error: str | None
     error_status: int | None
     worker: str | None
+    cancelled_by: str | None
     created_at: datetime
     started_at: datetime | None
     heartbeat_at: datetime | None
@@ -127,6 +131,7 @@ class Job(RowRecord):
             "error": self.error,
             "error_status": self.error_status,
             "worker": self.worker,
+            "cancelled_by": self.cancelled_by,
             **stamp,
         }
 
@@ -241,7 +246,7 @@ class JobsMixin:
                     .values(status=JobStatus.RUNNING.value, worker=worker, started_at=now, heartbeat_at=now)
                 )
                 if claimed.rowcount:  # type: ignore[attr-defined]
-                    return Job.from_row(s.get(JobRow, job_id, populate_existing=True))  # type: ignore[arg-type]
+                    return Job.from_row(s.get(JobRow, job_id, populate_existing=True))
         return None
 
     def heartbeat_job(self, job_id: str, worker: str) -> bool:
@@ -273,7 +278,7 @@ class JobsMixin:
     ) -> Job:
         """Mark a job SUCCEEDED (with its result) or FAILED (with its error), with a final event."""
         status = JobStatus.FAILED if error is not None else JobStatus.SUCCEEDED
-        event = (
+        event: dict[str, Any] = (
             {"event": "error", "data": {"message": error, "status": error_status}}
             if error is not None
             else {"event": "end", "data": result}
@@ -285,9 +290,53 @@ class JobsMixin:
             row.status, row.finished_at = status.value, _now()
             row.result = None if result is None else _dump(result)
             row.error, row.error_status = error, error_status
+            if error is not None and row.cancelled_by is not None:
+                event["data"]["cancelled_by"] = row.cancelled_by
             s.add(JobEventRow(job_id=job_id, data=_dump(event)))
             s.flush()
             return Job.from_row(row)
+
+    def cancel_job(self, job_id: str, by: str) -> Job:
+        """Stop a job for `by`: a queued one fails at once, a running one is flagged (its worker stops it
+        at the next file); `ConflictError` once it has finished."""
+        message = f"cancelled by {by}"
+        with self.transaction() as s:
+            stopped = s.execute(
+                update(JobRow)
+                .where(JobRow.id == job_id, JobRow.status == JobStatus.QUEUED.value)
+                .values(
+                    status=JobStatus.FAILED.value,
+                    finished_at=_now(),
+                    cancelled_by=by,
+                    error=message,
+                    error_status=CANCELLED_STATUS,
+                )
+            )
+            if stopped.rowcount:  # type: ignore[attr-defined]
+                event = {"message": message, "status": CANCELLED_STATUS, "cancelled_by": by}
+                s.add(JobEventRow(job_id=job_id, data=_dump({"event": "error", "data": event})))
+            else:
+                s.execute(
+                    update(JobRow)
+                    .where(
+                        JobRow.id == job_id,
+                        JobRow.status == JobStatus.RUNNING.value,
+                        JobRow.cancelled_by.is_(None),
+                    )
+                    .values(cancelled_by=by)
+                )
+            row = s.get(JobRow, job_id, populate_existing=True)
+            if row is None:
+                raise NotFoundError(f"job '{job_id}' not found")
+            job = Job.from_row(row)
+        if job.done and job.cancelled_by is None:
+            raise ConflictError(f"job {job_id} has already {job.status.value}; there is nothing to cancel")
+        return job
+
+    def job_cancelled_by(self, job_id: str) -> str | None:
+        """Who asked the job to stop, if anyone (a running build checks it between files)."""
+        with self.transaction() as s:
+            return s.scalar(select(JobRow.cancelled_by).where(JobRow.id == job_id))
 
     def job_stats(self) -> JobStats:
         """Jobs by (kind, status) and the durations of finished ones (for `/metrics`; every replica's)."""
@@ -306,6 +355,7 @@ class JobsMixin:
         durations: dict[tuple[str, str], list[float]] = {}
         waits: dict[str, list[float]] = {}
         for kind, status, created, started, finished in done:
+            assert started is not None and finished is not None  # the query selects only those
             durations.setdefault((kind, status), []).append(max((finished - started).total_seconds(), 0.0))
             waits.setdefault(kind, []).append(max((started - created).total_seconds(), 0.0))
         return JobStats(counts, durations, waits)

@@ -8,7 +8,8 @@ import json
 import secrets
 import uuid
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from sqlalchemy import Select, select, update
@@ -19,6 +20,7 @@ from lore.catalog.service_records import ApiKey, ChatSession, Feedback, Message,
 from lore.errors import LoreError, NotFoundError
 
 KEY_PREFIX = "lore_"
+LAST_USE_EVERY = timedelta(minutes=1)  # how stale a key's recorded last use may get
 Owned = TypeVar("Owned", SessionRow, TraceRow)
 _WHAT = {SessionRow: "session", TraceRow: "trace"}
 
@@ -46,9 +48,15 @@ class ServiceMixin:
     # -- API keys ------------------------------------------------------------------------------
 
     def create_api_key(
-        self, tenant_id: str, roles: list[str], datasets: list[str] | None = None, name: str = ""
+        self,
+        tenant_id: str,
+        roles: list[str],
+        datasets: list[str] | None = None,
+        name: str = "",
+        expires_at: datetime | None = None,
     ) -> tuple[ApiKey, str]:
-        """A new key for a tenant; returns the record and the secret (shown once, stored hashed)."""
+        """A new key for a tenant (valid until `expires_at`, if given); returns the record and the secret
+        (shown once, stored hashed)."""
         tenant_id = tenant_id.strip()
         if not tenant_id:
             raise LoreError("api key: tenant must not be empty")
@@ -70,6 +78,7 @@ class ServiceMixin:
             roles=json.dumps(roles),
             created_at=_now(),
             revoked_at=None,
+            expires_at=expires_at,
         )
         with self.transaction() as s:
             s.add(row)
@@ -77,7 +86,29 @@ class ServiceMixin:
             return ApiKey.from_row(row), secret
 
     def authenticate(self, secret: str) -> ApiKey | None:
-        """The live (not revoked) key with this secret, or None."""
+        """The live (neither revoked nor expired) key with this secret, or None."""
+        key = self._unrevoked_key(secret)
+        return None if key is None or key.expired(_now()) else key
+
+    def use_api_key(self, secret: str, now: datetime | None = None) -> ApiKey | None:
+        """The unrevoked key with this secret, expired or not (the caller says which), or None; a live key's
+        last use is recorded, at most once a minute per key (not a write per request)."""
+        now = now or _now()
+        key = self._unrevoked_key(secret)
+        if key is None or key.expired(now) or (key.last_used_at and now - key.last_used_at < LAST_USE_EVERY):
+            return key
+        with self.transaction() as s:
+            s.execute(
+                update(ApiKeyRow)
+                .where(
+                    ApiKeyRow.id == key.id,
+                    ApiKeyRow.last_used_at.is_(None) | (ApiKeyRow.last_used_at <= now - LAST_USE_EVERY),
+                )
+                .values(last_used_at=now)
+            )
+        return replace(key, last_used_at=now)
+
+    def _unrevoked_key(self, secret: str) -> ApiKey | None:
         with self.transaction() as s:
             row = s.scalar(select(ApiKeyRow).where(ApiKeyRow.key_hash == hash_key(secret)))
             return None if row is None or row.revoked_at is not None else ApiKey.from_row(row)
@@ -267,9 +298,7 @@ def _owned(s: Session, model: type[Owned], row_id: str, tenant_id: str, key_id: 
     return row
 
 
-def _owned_rows(
-    model: type[Owned], tenant_id: str, kb: str | None, key_id: str | None
-) -> Select[tuple[Owned]]:
+def _owned_rows(model: type[Owned], tenant_id: str, kb: str | None, key_id: str | None) -> Select[Owned]:
     """The tenant's sessions or traces (with `kb`, `key_id`: only that knowledge base's, that key's)."""
     query = select(model).where(model.tenant_id == tenant_id)
     if key_id is not None:

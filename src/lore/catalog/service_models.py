@@ -28,6 +28,8 @@ class ApiKeyRow(Base):
     roles: Mapped[str] = mapped_column(Text)  # JSON list
     created_at: Mapped[datetime]
     revoked_at: Mapped[datetime | None]
+    expires_at: Mapped[datetime | None]  # NULL: never
+    last_used_at: Mapped[datetime | None]  # written at most once a minute (`Catalog.use_api_key`)
 
 
 class SessionRow(Base):

@@ -25,6 +25,12 @@ class ApiKey(RowRecord):
     roles: list[str]
     created_at: datetime
     revoked_at: datetime | None
+    expires_at: datetime | None
+    last_used_at: datetime | None
+
+    def expired(self, now: datetime) -> bool:
+        """Whether the key has expired by `now`."""
+        return self.expires_at is not None and self.expires_at <= now
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +116,6 @@ class Trace(RowRecord):
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready view."""
-        out = {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        out = {name: getattr(self, name) for name in self.__slots__}
         out["created_at"] = self.created_at.isoformat()
         return out

@@ -59,4 +59,5 @@ class UTCDateTime(TypeDecorator[datetime]):
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        stamp: datetime = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return stamp

@@ -213,7 +213,7 @@ class VersionsMixin:
                 _version_row(s, kb_id, previous).status = VersionStatus.RETIRED.value
             row.status, row.activated_at = VersionStatus.ACTIVE.value, now
             kb.active_seq, kb.updated_at = seq, now
-            kb.cache_epoch = KnowledgeBaseRow.cache_epoch + 1  # type: ignore[assignment]
+            kb.cache_epoch = KnowledgeBaseRow.cache_epoch + 1
             s.flush()
             self._log_activation(s, kb_id, previous, seq, actor=actor, reason=reason, at=now)
             return Version.from_row(row)
@@ -255,7 +255,7 @@ class VersionsMixin:
     def bump_cache_epoch(self, kb_id: str) -> int:
         """Retire every cached result of the knowledge base on every replica (an unversioned KB changed)."""
         with self.transaction() as s:
-            _lock_kb(s, kb_id).cache_epoch = KnowledgeBaseRow.cache_epoch + 1  # type: ignore[assignment]
+            _lock_kb(s, kb_id).cache_epoch = KnowledgeBaseRow.cache_epoch + 1
         return self.cache_epoch(kb_id)
 
     @staticmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -16,7 +16,6 @@ from lore.cli.render import fail, source_quote, split_list, where
 from lore.errors import LoreError
 
 if TYPE_CHECKING:  # the engine loads when a question is asked, not for `lore ask --help`
-    from lore.answer.pipeline import Event
     from lore.engine import Lore
     from lore.scenario.scope import Scope
 
@@ -101,54 +100,69 @@ def _local_events(
     mode: str,
     rewrite: str,
     session: str | None,
-) -> Iterator[Event]:
-    from lore.engine import Lore
-    from lore.scenario.request import scenario_ask
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The application layer's ask as the operator: a session (new unless `--session`) and a trace, as the
+    API keeps them."""
+    from pydantic import ValidationError
 
-    lore = Lore()
-    opts = lore.search_options(k)
-    if source:
-        opts.filter.sources = [source]
-    scope = _scope(lore, scenario, tenant, split_list(roles), split_list(datasets), version)
+    from lore.app.conversation import answer_events, operator_plan
+    from lore.app.requests import AskRequest
+    from lore.engine import Lore
+
     if kb is None and scenario is None:
         raise LoreError("--kb: required unless --scenario is given")
-    return scenario_ask(
-        lore,
-        kb,
-        question,
-        opts,
-        version,
-        scenario=scenario,
-        scope=scope,
-        mode=mode,
-        rewrite=rewrite,
-        session_id=session,
-    )
+    try:
+        request = AskRequest(
+            kb=None if scenario else kb,
+            scenario=scenario,
+            question=question,
+            top_k=k,
+            version=version,
+            source=source,
+            mode=mode,  # type: ignore[arg-type]
+            rewrite=rewrite,  # type: ignore[arg-type]
+            session_id=session,
+        )
+    except ValidationError as exc:
+        problems = "; ".join(f"--{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise LoreError(problems.replace("--top_k", "-k")) from None
+    lore = Lore()
+    scope = _scope(lore, scenario, tenant, split_list(roles), split_list(datasets), version)
+    plan = operator_plan(lore, request, scope)
+    if kb is not None and plan.kb != kb:
+        raise LoreError(f"scenario {scenario!r} answers from knowledge base {plan.kb!r}, not {kb!r}")
+    run = answer_events(lore, plan)
+    try:
+        for e in run:
+            if e["event"] != "start":
+                yield e["event"], e["data"]
+    finally:
+        run.close()
 
 
-def _show(events: Iterator[Event], as_json: bool, mode: str) -> dict | None:
+def _show(events: Iterator[tuple[str, dict[str, Any]]], as_json: bool, mode: str) -> dict[str, Any] | None:
     """Print status, tokens as they come (not with --json); the `end` event's data."""
     end = None
     with console.status("thinking…", spinner="dots") if not as_json else contextlib.nullcontext() as status:
-        for event in events:
-            if event.type == "status" and mode == "deep" and not as_json:
-                _print_round(event.data, status)
-            elif event.type == "status" and status is not None:
-                status.update(f"[dim]{event.data['stage']}…[/]")
-            elif event.type == "token" and not as_json:
+        for kind, data in events:
+            if kind == "status" and mode == "deep" and not as_json:
+                _print_round(data, status)
+            elif kind == "status" and status is not None:
+                status.update(f"[dim]{data['stage']}…[/]")
+            elif kind == "token" and not as_json:
                 if status is not None:
                     status.stop()
                     status = None
-                console.print(event.data["text"], end="", markup=False, highlight=False)
-            elif event.type == "error":
-                err.print(f"[bold red]error:[/] {event.data['message']}")
+                console.print(data["text"], end="", markup=False, highlight=False)
+            elif kind == "error":
+                err.print(f"[bold red]error:[/] {data['message']}")
                 raise typer.Exit(3)
-            elif event.type == "end":
-                end = event.data
+            elif kind == "end":
+                end = data
     return end
 
 
-def _print_round(data: dict, status: object) -> None:
+def _print_round(data: dict[str, Any], status: object) -> None:
     """Deep mode shows its plan and every round as it goes."""
     stage = data.get("stage", "")
     detail = {k: v for k, v in data.items() if k not in ("stage", "round") and v not in (None, [], {}, "")}
@@ -199,7 +213,7 @@ def _scope(
     )
 
 
-def _print_footer(end: dict) -> None:
+def _print_footer(end: dict[str, Any]) -> None:
     if (end.get("profile") or {}).get("notice"):
         console.print(f"[cyan]{end['profile']['notice']}[/]")
     if end["warning"]:
@@ -212,5 +226,7 @@ def _print_footer(end: dict) -> None:
     profile = f" profile={end['profile']['name']}" if end.get("profile") else ""
     console.print(
         f"[dim]route={end['route']}{profile} evidence={end['evidence_confidence']:.2f} "
-        f"answer={end['answer_confidence']:.2f} trace={end['trace_id']}[/]"
+        f"answer={end['answer_confidence']:.2f} trace={end['trace_id']}"
+        + (f" session={end['session_id']}" if end.get("session_id") else "")
+        + "[/]"
     )

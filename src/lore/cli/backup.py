@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Self
+from typing import Annotated, Any, Self
 
 import typer
 from rich.console import Console
@@ -75,7 +75,7 @@ def restore(path: PathArg) -> None:
     console.print(f"into home {settings.home} and catalog {mask_url(settings.resolved_catalog_url)}")
 
 
-def _summary(verb: str, manifest: dict, path: Path) -> None:
+def _summary(verb: str, manifest: dict[str, Any], path: Path) -> None:
     tables = manifest["tables"]
     chunks = sum(kb["chunks"] for kb in manifest["kbs"])
     console.print(

@@ -37,7 +37,7 @@ def search_options(
         raise LoreError(f"--mode: must be dense, bm25 or hybrid, not {mode!r}")
     if rerank and lore.settings.rerank.provider == "none":
         raise LoreError('--rerank: no reranker configured ([rerank] provider = "none")')
-    changes = {"mode": mode, "recall_k": recall_k, "rerank": rerank, "rerank_k": rerank_k}
+    changes: dict[str, Any] = {"mode": mode, "recall_k": recall_k, "rerank": rerank, "rerank_k": rerank_k}
     return replace(lore.search_options(top_k), **{k: v for k, v in changes.items() if v is not None})
 
 

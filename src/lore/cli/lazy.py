@@ -6,16 +6,21 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
+import importlib.metadata
 import importlib.util
+import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from lore.registry import DISTRIBUTION
+
 if TYPE_CHECKING:  # Typer's own copy of click
     from typer._click import Command, Context
 
 SUBCOMMAND_ARGS = "lore.subcommand_args"
+SERVER_HINT = f'this command needs the server: pip install "{DISTRIBUTION}[server]"'
 
 
 class LazyGroup(TyperGroup):
@@ -80,3 +85,20 @@ def source_help(module: str, attr: str) -> str:
                     if keyword.arg == "help" and isinstance(keyword.value, ast.Constant):
                         return str(keyword.value.value)
     return ""
+
+
+def server_missing() -> bool:
+    """Whether a package of the `server` extra is not installed (a client-only `lore`): an engine module's
+    import then fails, and the command says to install the extra instead of showing a traceback."""
+    try:
+        requires = importlib.metadata.requires(DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    for requirement in requires:
+        name = re.match(r"[A-Za-z0-9._-]+", requirement)
+        if name and re.search(r"""extra\s*==\s*["']server["']""", requirement):
+            try:
+                importlib.metadata.distribution(name[0])
+            except importlib.metadata.PackageNotFoundError:
+                return True
+    return False

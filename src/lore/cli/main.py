@@ -6,7 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -14,15 +14,15 @@ from rich.table import Table
 
 from lore.cli import remote
 from lore.cli.common import catalog_missing, new_lore, no_kbs_yet, require_catalog
-from lore.cli.lazy import lazy_group, subcommand_args
+from lore.cli.lazy import SERVER_HINT, lazy_group, server_missing, subcommand_args
 from lore.cli.render import fail, print_report, where
 from lore.errors import LoreError
 from lore.ingest.files import discover
 
 if TYPE_CHECKING:
+    from lore.app.searching import SearchResult
     from lore.engine import Lore
     from lore.ingest.pipeline import IngestReport
-    from lore.schema import SearchMode
 
 # Commands whose modules load the engine (PyMuPDF, ONNX Runtime, LightGBM, LangGraph…) are imported only
 # when they run; `lore --help` reads their help from the source.
@@ -302,9 +302,13 @@ def _stopped(report: IngestReport, code: int) -> NoReturn:
 def search(
     query: str,
     kb: KbOption,
-    mode: Annotated[str, typer.Option(help="dense | bm25 | hybrid")] = "hybrid",
+    mode: Annotated[
+        str | None, typer.Option(help="dense | bm25 | hybrid (default: [retrieve] mode).")
+    ] = None,
     k: Annotated[int, typer.Option("-k", help="Hits to return.")] = 10,
-    recall_k: Annotated[int, typer.Option(help="Candidates recalled before rerank/cut.")] = 50,
+    recall_k: Annotated[
+        int | None, typer.Option(help="Candidates recalled before rerank/cut (default: [retrieve]).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     version: Annotated[
         int | None, typer.Option("--version", help="Search this version (default: active).")
@@ -321,57 +325,49 @@ def search(
     ] = None,
 ) -> None:
     """Search a knowledge base (dense, BM25 or hybrid), then rerank the top candidates."""
-    from lore.retrieve.search import SearchOptions
-
-    if mode not in ("dense", "bm25", "hybrid"):
+    if mode not in (None, "dense", "bm25", "hybrid"):
         fail(LoreError(f"--mode: must be dense, bm25 or hybrid, not {mode!r}"))
-    if (c := remote.client()) is not None:
-        try:
-            return remote.search(c, kb, query, mode, k, version, as_json)
-        except LoreError as exc:
-            fail(exc)
-    lore = _lore()
-    r = lore.settings.rerank
-    if rerank and r.provider == "none":
-        fail(LoreError('--rerank: no reranker configured ([rerank] provider = "none")'))
-    opts = SearchOptions(
-        mode=_mode(mode),
-        recall_k=recall_k,
-        top_k=k,
-        rrf_k=lore.settings.retrieve.rrf_k,
-        min_score=lore.settings.retrieve.min_score,
-        rerank=r.provider != "none" if rerank is None else rerank,
-        rerank_k=rerank_k or r.rerank_k,
-        translate=lore.settings.retrieve.translate,
-    )
+    asked: dict[str, Any] = {"mode": mode, "top_k": k, "version": version, "rerank": rerank}
+    asked["recall_k"] = recall_k
+    asked["rerank_k"] = rerank_k
     try:
-        retriever = lore.retriever(kb)
-        hits = retriever.search(query, lore.scoped(kb, opts, version))
+        if (c := remote.client()) is not None:
+            found = c.search(kb, query, **asked)
+            shown: dict[str, Any] = {"version": found.version, "mode": found.mode, "rerank": found.rerank}
+            hits = [h.raw for h in found.hits]
+        else:
+            result = _search_locally(kb, query, asked)
+            shown = {"version": result.version, "mode": result.mode, "rerank": result.rerank}
+            hits = [h.model_dump() for h in result.hits]
     except LoreError as exc:
         fail(exc)
-    info = retriever.last_rerank.to_json() if retriever.last_rerank else None
     if as_json:
-        print(
-            json.dumps(
-                {"query": query, "kb": kb, "mode": mode, "rerank": info, "hits": [h.to_json() for h in hits]},
-                ensure_ascii=False,
-                indent=2,
-            )
-        )
+        print(json.dumps({"query": query, "kb": kb, **shown, "hits": hits}, ensure_ascii=False, indent=2))
         return
     table = Table("#", "score", "where", "text")
     for i, h in enumerate(hits, 1):
-        table.add_row(str(i), f"{h.score:.4f}", where(h.to_json()), h.chunk.text[:160].replace("\n", " "))
+        table.add_row(str(i), f"{h['score']:.4f}", where(h), str(h["text"])[:160].replace("\n", " "))
     console.print(table)
-    if info:
+    if info := shown["rerank"]:
         console.print(
             f"rerank: {info['provider']}, {info['candidates']} candidates, {info['ms']} ms"
             + (f" ({info['note']})" if info.get("note") else "")
         )
 
 
-def _mode(mode: str) -> SearchMode:
-    return mode  # type: ignore[return-value]
+def _search_locally(kb: str, query: str, asked: dict[str, Any]) -> SearchResult:
+    """The application layer's search as the local operator (options are checked as the API checks them)."""
+    from pydantic import ValidationError
+
+    from lore.app import searching
+    from lore.app.requests import SearchRequest
+
+    try:
+        request = SearchRequest(kb=kb, query=query, **asked)
+    except ValidationError as exc:
+        problems = "; ".join(f"--{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise LoreError(problems.replace("_", "-").replace("--top-k", "-k")) from None
+    return searching.search(_lore(), None, request)
 
 
 def main() -> None:
@@ -380,6 +376,11 @@ def main() -> None:
         app()
     except LoreError as exc:
         err.print(f"[bold red]error:[/] {exc}")
+        sys.exit(2)
+    except ModuleNotFoundError:
+        if not server_missing():
+            raise
+        err.print(f"error: {SERVER_HINT}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
 
 

@@ -46,7 +46,7 @@ def stop_on_signals() -> Iterator[StopFlag]:
         flag.set()
         os.write(2, b"\nstopping: finished files are kept (signal again to quit at once)\n")
 
-    previous: dict[int, object] = {}
+    previous: dict[signal.Signals, object] = {}
     if threading.current_thread() is threading.main_thread():  # only there can handlers be set
         for sig in (signal.SIGINT, signal.SIGTERM):
             if signal.getsignal(sig) is not signal.SIG_IGN:

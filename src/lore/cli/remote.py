@@ -16,7 +16,6 @@ from lore.cli.render import where
 from lore.errors import LoreError
 
 if TYPE_CHECKING:  # loaded by the functions that use them: `lore --help` imports none of this
-    from lore.answer.pipeline import Event
     from lore.client import AskEvent, IngestResult, LoreClient
     from lore.ingest.pipeline import IngestReport
 
@@ -175,13 +174,11 @@ def search(c: LoreClient, kb: str, query: str, mode: str, k: int, version: int |
     console.print(table)
 
 
-def ask_events(c: LoreClient, question: str, **options: Any) -> Iterator[Event]:
-    """The server's answer stream as the events a local `Lore.ask` yields (`start` is left out)."""
-    from lore.answer.pipeline import Event
-
+def ask_events(c: LoreClient, question: str, **options: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The server's answer stream as (event, data) pairs, as the local ask gives them (`start` left out)."""
     for e in c.ask_stream(question, **{k: v for k, v in options.items() if v is not None}):
         if e.event != "start":
-            yield Event(e.event, e.data)  # type: ignore[arg-type]
+            yield e.event, e.data
 
 
 def version_rows(c: LoreClient, kb: str) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, TypedDict
 
 import typer
 from rich.console import Console
@@ -28,13 +28,23 @@ console = Console()
 err = Console(stderr=True)
 
 
+class _Row(TypedDict):
+    id: str
+    name: str
+    kb: str
+    sources: list[str]
+    tenants: list[str]
+    ok: bool
+    error: str | None
+
+
 @scenario_app.command("list")
 def list_scenarios(as_json: JsonOption = False) -> None:
     """List the scenarios in the configured folder (scenario.scenarios_dir)."""
     from lore.scenario.request import scenarios
 
     found = scenarios(new_lore())
-    rows = []
+    rows: list[_Row] = []
     for sid in found.ids():
         try:
             sc = found.get(sid)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -59,7 +59,7 @@ def serve(
     log_config = (
         configure_logging(settings.log.json_lines, settings.log.level) or uvicorn.config.LOGGING_CONFIG
     )
-    options = {
+    options: dict[str, Any] = {
         "host": host or api.host,
         "port": port or api.port,
         "log_level": settings.log.level.lower(),
@@ -75,11 +75,11 @@ def serve(
         # A worker loads the models before it answers the supervisor's health pings: give it time.
         uvicorn.run(
             "lore.api.app:serve_app", factory=True, workers=n, timeout_worker_healthcheck=120, **options
-        )  # type: ignore[arg-type]
+        )
         return
     app = create_app(lore, run_preflight=False)  # just ran
     try:
-        uvicorn.run(app, **options)  # type: ignore[arg-type]
+        uvicorn.run(app, **options)
     finally:
         lore.close()
 

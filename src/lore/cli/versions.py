@@ -229,7 +229,7 @@ def unlock(kb: KbOption) -> None:
     console.print(f"released the build lock held by {holder.host} pid {holder.pid}")
 
 
-def _row(v: Version) -> dict:
+def _row(v: Version) -> dict[str, Any]:
     return {
         "seq": v.seq,
         "status": v.status.value.upper(),

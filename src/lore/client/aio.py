@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from contextlib import aclosing
 from typing import Any, Self, TypeVar
 
@@ -41,7 +41,8 @@ class AsyncLoreClient(BaseClient[httpx.AsyncClient, httpx.AsyncBaseTransport]):
         steps = Steps(step)
         while steps.call is not None:
             steps.give(await self._execute(steps.call))
-        return steps.value  # type: ignore[no-any-return]
+        value: T = steps.value
+        return value
 
     async def _execute(self, call: Call[T]) -> T:
         if call.events is None:
@@ -54,7 +55,7 @@ class AsyncLoreClient(BaseClient[httpx.AsyncClient, httpx.AsyncBaseTransport]):
                     break
         return call.parse(seen)
 
-    async def _events(self, call: Call[Any]) -> AsyncIterator[AskEvent]:
+    async def _events(self, call: Call[Any]) -> AsyncGenerator[AskEvent, None]:
         with sending(call, self.base_url) as request:
             async with self._http.stream(**request) as response:
                 raise_for(response, None if response.is_success else await response.aread())

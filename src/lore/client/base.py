@@ -39,7 +39,7 @@ class _Declared:
     def _make(self, cls: type[BaseClient[Any, Any]]) -> Callable[..., Any]:
         raise NotImplementedError
 
-    def __get__(self, client: object, owner: type) -> Any:
+    def __get__(self, client: BaseClient[Any, Any] | None, owner: type) -> Any:
         return self  # only on BaseClient itself: its subclasses have the methods
 
 
@@ -111,7 +111,7 @@ class BaseClient(Generic[H, X]):
         transport: X | None = None,
     ) -> None:
         self.base_url, key = settings_from_env(base_url, api_key)
-        self._http = self._connect(
+        self._http: H = self._connect(
             base_url=self.base_url,
             headers=headers(key),
             timeout=httpx.Timeout(timeout, connect=10.0),

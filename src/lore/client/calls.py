@@ -214,13 +214,25 @@ def report(kb: str, seq: int) -> Call[dict[str, Any]]:
 
 def _search_result(data: dict[str, Any]) -> models.SearchResult:
     hits = [models.Hit.from_json(h) for h in data["hits"]]
-    return models.SearchResult(data["kb"], data["query"], hits, data.get("version"))
+    return models.SearchResult(
+        data["kb"], data["query"], hits, data.get("version"), data.get("mode"), data.get("rerank")
+    )
 
 
 def search(
-    kb: str, query: str, *, top_k: int = 10, mode: str | None = None, version: int | None = None
+    kb: str,
+    query: str,
+    *,
+    top_k: int = 10,
+    mode: str | None = None,
+    version: int | None = None,
+    rerank: bool | None = None,
+    recall_k: int | None = None,
+    rerank_k: int | None = None,
 ) -> Call[models.SearchResult]:
-    body = {"kb": kb, "query": query, "top_k": top_k, "mode": mode, "version": version}
+    """Hits best first; `rerank`, `recall_k`, `rerank_k` override the server's configuration."""
+    body = {"kb": kb, "query": query, "top_k": top_k, "mode": mode, "version": version, "rerank": rerank}
+    body |= {"recall_k": recall_k, "rerank_k": rerank_k}
     return Call("POST", "/api/search", _search_result, json={k: v for k, v in body.items() if v is not None})
 
 

@@ -87,6 +87,8 @@ class SearchResult:
     query: str
     hits: list[Hit]
     version: int | None = None
+    mode: str | None = None  # the mode searched (None: a server older than the field)
+    rerank: dict[str, Any] | None = None  # the reranker's report: provider, candidates, ms
 
 
 @dataclass

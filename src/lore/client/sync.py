@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from contextlib import closing
 from typing import Any, Self, TypeVar
 
@@ -41,7 +41,8 @@ class LoreClient(BaseClient[httpx.Client, httpx.BaseTransport]):
         steps = Steps(step)
         while steps.call is not None:
             steps.give(self._execute(steps.call))
-        return steps.value  # type: ignore[no-any-return]
+        value: T = steps.value
+        return value
 
     def _execute(self, call: Call[T]) -> T:
         if call.events is None:
@@ -54,7 +55,7 @@ class LoreClient(BaseClient[httpx.Client, httpx.BaseTransport]):
                     break
         return call.parse(seen)
 
-    def _events(self, call: Call[Any]) -> Iterator[AskEvent]:
+    def _events(self, call: Call[Any]) -> Generator[AskEvent, None, None]:
         with sending(call, self.base_url) as request, self._http.stream(**request) as response:
             raise_for(response, None if response.is_success else response.read())
             parser = SseParser()

@@ -31,7 +31,7 @@ DEFAULT_SIMILARITY_RANGE = (0.0, 1.0)
 def similarity_range(embedder: object | None) -> tuple[float, float]:
     """The (low, high) cosine band of `embedder`'s model."""
     declared = getattr(embedder, "similarity_range", None)
-    return tuple(declared) if declared else DEFAULT_SIMILARITY_RANGE  # type: ignore[return-value]
+    return tuple(declared) if declared else DEFAULT_SIMILARITY_RANGE
 
 
 def scaled_similarity(embedder: object | None, cosine: np.ndarray | float) -> np.ndarray | float:
@@ -59,4 +59,5 @@ def normalise(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return vectors / norms
+    normalised: np.ndarray = vectors / norms
+    return normalised

@@ -88,7 +88,8 @@ class EmbeddingCache:
 
     def count(self, model_id: str | None = None) -> int:
         """Number of cached vectors (for one model, or all)."""
-        sql, args = "SELECT COUNT(*) FROM embeddings", ()
+        sql = "SELECT COUNT(*) FROM embeddings"
+        args: tuple[str, ...] = ()
         if model_id is not None:
             sql, args = sql + " WHERE model_id = ?", (model_id,)
         with self._lock:

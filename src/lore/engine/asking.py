@@ -15,7 +15,7 @@ from lore.errors import LoreError
 from lore.grant import Grant, ScopeError
 from lore.retrieve.cache import CachingRetriever, SearchCache
 from lore.retrieve.rerank import RERANK_EVENTS, RerankInfo
-from lore.retrieve.search import SearchOptions
+from lore.retrieve.search import Retrieval, SearchOptions
 
 
 class Asking(Quality):
@@ -64,7 +64,8 @@ class Asking(Quality):
                 update={"evidence_threshold": self.evidence_threshold(kb, opts.filter.version_seq)}
             )
         epoch = self.catalog.cache_epoch(kb.id) if stages is not None or mode == "deep" else 0
-        retriever = base = self.retriever(kb)
+        base = self.retriever(kb)
+        retriever: Retrieval = base
         if search_cache is not None:  # beneath any rewriting: keyed on the text searched
             retriever = CachingRetriever(base, search_cache, kb.id, epoch)
         generator = self.generator(kb)

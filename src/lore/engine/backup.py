@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, Engine, create_engine, inspect, select
@@ -84,7 +84,9 @@ def encode(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else value
 
 
-def backup(catalog: Catalog, settings: Settings, dest: Path, progress: BackupProgress | None = None) -> dict:
+def backup(
+    catalog: Catalog, settings: Settings, dest: Path, progress: BackupProgress | None = None
+) -> dict[str, Any]:
     """Write a backup of the catalog, stores and files to `dest` (a new directory or .tar); its manifest."""
     progress = progress or QuietProgress()
     if dest.exists():
@@ -99,7 +101,7 @@ def backup(catalog: Catalog, settings: Settings, dest: Path, progress: BackupPro
         manifest = _write(catalog, settings, work, dest, progress)
         if is_tar(dest):
             progress.step("archive", 1)
-            mode = "w" if dest.name.endswith(".tar") else "w:gz"
+            mode: Literal["w", "w:gz"] = "w" if dest.name.endswith(".tar") else "w:gz"
             partial = work.with_name(f"{work.name}.tar")
             try:
                 with tarfile.open(partial, mode) as tar:
@@ -115,7 +117,9 @@ def backup(catalog: Catalog, settings: Settings, dest: Path, progress: BackupPro
     return manifest
 
 
-def _write(catalog: Catalog, settings: Settings, out: Path, dest: Path, progress: BackupProgress) -> dict:
+def _write(
+    catalog: Catalog, settings: Settings, out: Path, dest: Path, progress: BackupProgress
+) -> dict[str, Any]:
     created = datetime.now(UTC)
     revision, counts, snap = _export_catalog(catalog.engine, out / "catalog", progress)
     left_out = _copy_stores(settings, snap, out, progress)
@@ -175,7 +179,9 @@ def _sqlite_file(engine: Engine) -> str:
     return database
 
 
-def _export_catalog(engine: Engine, out: Path, progress: BackupProgress) -> tuple[str, dict, _Snapshot]:
+def _export_catalog(
+    engine: Engine, out: Path, progress: BackupProgress
+) -> tuple[str, dict[str, int], _Snapshot]:
     out.mkdir()
     snap = _Snapshot()
     counts: dict[str, int] = {}
@@ -229,7 +235,9 @@ def _drop_files(folder: Path, file_ids: set[str]) -> dict[str, int]:
 # --- stores -----------------------------------------------------------------------------------------
 
 
-def _copy_stores(settings: Settings, snap: _Snapshot, out: Path, progress: BackupProgress) -> list:
+def _copy_stores(
+    settings: Settings, snap: _Snapshot, out: Path, progress: BackupProgress
+) -> list[tuple[str, str, str]]:
     """Copy each KB's store as of the catalog snapshot; the (kb name, file id, path) of files left out."""
     (out / "store").mkdir()
     for kb in snap.kbs:
@@ -297,7 +305,9 @@ def _file_paths(folder: Path, file_ids: set[str]) -> dict[str, str]:
 # --- files ------------------------------------------------------------------------------------------
 
 
-def _copy_files(engine: Engine, settings: Settings, out: Path, dest: Path, progress: BackupProgress) -> dict:
+def _copy_files(
+    engine: Engine, settings: Settings, out: Path, dest: Path, progress: BackupProgress
+) -> dict[str, Any]:
     """Copy the storage directory's files (not the catalog, stores or caches kept in the same home)."""
     if settings.storage.url:
         return {"count": 0, "bytes": 0, "kept_in": "bucket"}  # the bucket is backed up by its own tools

@@ -7,7 +7,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from lore.catalog import KnowledgeBase, Version
+from lore.catalog import KnowledgeBase, Version, VersionStatus
 from lore.engine.quality import Quality
 from lore.errors import ConflictError, LoreError
 from lore.eval.compare import load_eval_set
@@ -104,7 +104,7 @@ class Builds(Quality):
             base = (
                 self.catalog.active_version(kb.id)
                 if incremental_from == "active"
-                else (self.catalog.list_versions(kb.id) or [None])[-1]
+                else next(reversed(self.catalog.list_versions(kb.id)), None)
             )
             version = self.catalog.create_version(
                 kb.id,
@@ -160,7 +160,7 @@ class Builds(Quality):
                     f"build of version {version.seq} of {name!r} failed ({exc}); it is marked FAILED "
                     "and the active version is unchanged"
                 ) from exc
-        if self.settings.answer.calibrate_on_build and result.version.status.value.lower() != "failed":
+        if self.settings.answer.calibrate_on_build and result.version.status is not VersionStatus.FAILED:
             self.calibrate(name, version=result.version.seq)  # a new build recalibrates its version
         return result
 

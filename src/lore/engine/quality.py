@@ -60,7 +60,7 @@ class Quality(Wiring):
         if pinned is not None:
             return pinned
         key = reports_key(kb, seq)
-        found = self._thresholds.get(key)
+        found: tuple[float | None, float] | None = self._thresholds.get(key)
         if found is not None and found[1] > time.monotonic():
             return found[0]
         with contextlib.suppress(LoreError):  # a bucket: refresh the copy; unreachable: the last one serves

@@ -38,7 +38,7 @@ from lore.storage import open_storage
 _BATCH = 1000
 
 
-def restore(settings: Settings, src: Path, progress: BackupProgress | None = None) -> dict:
+def restore(settings: Settings, src: Path, progress: BackupProgress | None = None) -> dict[str, Any]:
     """Restore the backup at `src` into the (empty) home and catalog `settings` name; its manifest."""
     progress = progress or QuietProgress()
     with _opened(src) as root:
@@ -81,9 +81,9 @@ def _opened(src: Path) -> Iterator[Path]:
         yield found[0] if found else Path(tmp)
 
 
-def _manifest(root: Path) -> dict:
+def _manifest(root: Path) -> dict[str, Any]:
     try:
-        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+        manifest: dict[str, Any] = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise LoreError("not a Lore backup: its manifest.json is missing or unreadable") from exc
     if manifest.get("format") != FORMAT:
@@ -187,7 +187,9 @@ def _advance_sequences(conn: Connection) -> None:
 # --- stores and files -------------------------------------------------------------------------------
 
 
-def _restore_stores(settings: Settings, manifest: dict, folder: Path, progress: BackupProgress) -> None:
+def _restore_stores(
+    settings: Settings, manifest: dict[str, Any], folder: Path, progress: BackupProgress
+) -> None:
     progress.step("stores", len(manifest["kbs"]))
     for kb in manifest["kbs"]:
         src = folder / f"{kb['id']}.sqlite"

@@ -94,7 +94,7 @@ class Wiring:
         return open_storage(self.settings)
 
     @cached_property
-    def deep_sessions(self) -> BaseCheckpointSaver:
+    def deep_sessions(self) -> BaseCheckpointSaver[Any]:
         """Deep mode's multi-turn state per session id (in Redis when configured, else in this process)."""
         r = self.settings.redis
         if r.url:
@@ -130,7 +130,8 @@ class Wiring:
         """The configured second-stage ranker (`[rerank] provider`), shared by every search; None for
         "none"."""
         r = self.settings.rerank
-        return make_reranker(r, llm=self.llm if r.provider == "llm" else None)
+        reranker: Reranker | None = make_reranker(r, llm=self.llm if r.provider == "llm" else None)
+        return reranker
 
     def search_options(self, top_k: int | None = None) -> SearchOptions:
         """The configured search defaults: `[retrieve]` with `[rerank]`'s depths."""

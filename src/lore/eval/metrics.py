@@ -40,5 +40,4 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def unique_in_order(ids: Sequence[str]) -> list[str]:
     """First occurrence of each id, order kept (chunk hits -> ranked documents)."""
-    seen: set[str] = set()
-    return [i for i in ids if not (i in seen or seen.add(i))]
+    return list(dict.fromkeys(ids))

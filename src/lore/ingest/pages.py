@@ -19,11 +19,11 @@ def render_page(path: Path, page: int, zoom: float = 1.5, marks: list[Rect] | No
     with _open(path, page) as doc:
         p = doc[page - 1]
         for r in marks or []:  # drawn on the in-memory copy only
-            p.draw_rect(pymupdf.Rect(r) * p.derotation_matrix, color=None, fill=(1, 0.8, 0), fill_opacity=0.4)
+            p.draw_rect(pymupdf.Rect(r) * p.derotation_matrix, color=None, fill=(1, 0.8, 0), fill_opacity=0.4)  # type: ignore[no-untyped-call]
         area = p.rect.width * p.rect.height * zoom * zoom
         if area > MAX_PIXELS:
             zoom *= (MAX_PIXELS / area) ** 0.5
-        pix = p.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False)
+        pix = p.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False)  # type: ignore[no-untyped-call]
         return bytes(pix.tobytes("png"))
 
 
@@ -82,26 +82,26 @@ def _merge(rects: list[Rect]) -> list[Rect]:
 
 
 def _find(p: pymupdf.Page, text: str) -> Region:
-    if not p.get_text("text").strip():
+    if not p.get_text("text").strip():  # type: ignore[no-untyped-call]
         return Region([], text_layer=False)
     found: list[Rect] = []
     for fragment in _fragments(text):
         hits = p.search_for(fragment) or [h for half in _halves(fragment) for h in p.search_for(half)]
-        found += [tuple(r) for r in hits]  # type: ignore[misc]
+        found += [tuple(r) for r in hits]
     return Region(_merge(found), text_layer=True)
 
 
 def _open(path: Path, page: int) -> pymupdf.Document:
     try:
-        doc = pymupdf.open(path, filetype="pdf")
+        doc = pymupdf.open(path, filetype="pdf")  # type: ignore[no-untyped-call]
     except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:
         raise LoreError(f"{path.name}: not a readable PDF ({exc})") from None
     if not doc.is_pdf:
-        doc.close()
+        doc.close()  # type: ignore[no-untyped-call]
         raise LoreError(f"{path.name}: not a PDF")
     if not 1 <= page <= doc.page_count:
         count = doc.page_count
-        doc.close()
+        doc.close()  # type: ignore[no-untyped-call]
         raise NotFoundError(f"{path.name} has no page {page} (pages: {count})")
     return doc
 

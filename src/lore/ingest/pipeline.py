@@ -12,12 +12,13 @@ import contextvars
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import PurePosixPath
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar, cast
 
 import numpy as np
 
-from lore.catalog import Catalog, FileRecord, KnowledgeBase
+from lore.catalog import Catalog, FileRecord, FileStatus, KnowledgeBase
 from lore.embed.base import Embedder
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.errors import LoadError, LoadErrorKind, LoreError
@@ -102,7 +103,8 @@ class _Stopped(Exception):
 
 
 # A file's status from why it could not be read; encrypted, corrupt and no-text files are "failed".
-_STATUS = {
+FailStatus = Literal["failed", "empty", "unsupported", "too_large"]
+_STATUS: dict[LoadErrorKind, FailStatus] = {
     LoadErrorKind.UNSUPPORTED: "unsupported",
     LoadErrorKind.EMPTY: "empty",
     LoadErrorKind.TOO_LARGE: "too_large",
@@ -311,7 +313,7 @@ class IngestPipeline:
             note=p.note,
         )
 
-    def _fail(self, p: _Prepared, status: str, reason: str) -> _Prepared:
+    def _fail(self, p: _Prepared, status: FailStatus, reason: str) -> _Prepared:
         # Only the catalog row of this file changes; chunks already stored for it stay searchable.
         known = self.catalog.get_file(self.kb.id, p.source.name)
         if known is None or known.status != "ingested":
@@ -339,7 +341,7 @@ def _changed_since(source: SourceFile, size: int, mtime: float) -> bool:
     return (now.st_size, now.st_mtime) != (size, mtime)
 
 
-def _catalog_status(status: str) -> str:
+def _catalog_status(status: FailStatus) -> FileStatus:
     return "failed" if status == "too_large" else status
 
 
@@ -373,7 +375,7 @@ class _Job(Generic[_T]):
                 raise _Stopped
         if self._error is not None:
             raise self._error
-        return self._value  # type: ignore[return-value]
+        return cast(_T, self._value)  # set by the thread, which raised otherwise
 
 
 def _prefetch(
@@ -385,6 +387,6 @@ def _prefetch(
     pending = _Job(lambda: fn(items[0]))
     for nxt in items[1:]:
         current = pending.wait(stopping)
-        pending = _Job(lambda item=nxt: fn(item))
+        pending = _Job(partial(fn, nxt))
         yield current
     yield pending.wait(stopping)

@@ -19,7 +19,7 @@ def quality_report(report: IngestReport, removed: list[str], gate: GateSettings)
     status = Counter(f.status for f in files)
     units = [u for f in files for u in f.chunk_units]
     hashes = Counter(h for f in files for h in f.chunk_hashes)
-    per_source = Counter()
+    per_source: Counter[str] = Counter()
     for f in files:
         per_source[f.name.split("/", 1)[0] if "/" in f.name else "."] += f.chunks
     return {

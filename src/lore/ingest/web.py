@@ -16,6 +16,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 from urllib.parse import urldefrag, urlsplit
 from urllib.robotparser import RobotFileParser
 
@@ -34,6 +35,15 @@ USER_AGENT = "LoreBot/0.1 (+knowledge-base ingest)"
 _HTML = ("text/html", "application/xhtml+xml")
 _SITEMAP_NS = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
 _ROBOTS_BYTES = 500_000
+
+
+class PageState(TypedDict, total=False):
+    """What pages.json keeps of a fetched page: its cached file, validators and links."""
+
+    file: str
+    etag: str | None
+    last_modified: str | None
+    links: list[str]
 
 
 @dataclass
@@ -78,7 +88,7 @@ class WebCrawler:
         )
         self._robots: dict[str, RobotFileParser] = {}
         self._state_file = cache_dir / "pages.json"
-        self._state: dict[str, dict[str, object]] = (
+        self._state: dict[str, PageState] = (
             json.loads(self._state_file.read_text(encoding="utf-8")) if self._state_file.is_file() else {}
         )
 
@@ -157,7 +167,7 @@ class WebCrawler:
         body, response = self._get(url, headers)
         if response.status_code == 304 and headers:
             crawl.unchanged += 1
-            return SourceFile(cached, url), [str(u) for u in known.get("links", [])]  # type: ignore[union-attr]
+            return SourceFile(cached, url), [str(u) for u in known.get("links", [])]
         if response.status_code != 200:
             raise LoreError(f"HTTP {response.status_code}")
         ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -228,11 +238,11 @@ class WebCrawler:
             except LoreError:  # unreachable, slow or huge: as if there were none (the page is timed too)
                 body, response = b"", None
             if response is not None and response.status_code in (401, 403):
-                robots.disallow_all = True
+                robots.disallow_all = True  # type: ignore[attr-defined]
             elif response is not None and response.status_code == 200:
                 robots.parse(decode_bytes(body, "robots.txt", response.charset_encoding)[0].splitlines())
             else:
-                robots.allow_all = True
+                robots.allow_all = True  # type: ignore[attr-defined]
         return robots.can_fetch(self.user_agent, url)
 
     def sitemap_locs(self, url: str) -> tuple[bool, list[str], bool]:
@@ -247,7 +257,8 @@ class WebCrawler:
             root = etree.fromstring(body, parser=etree.XMLParser(resolve_entities=False, no_network=True))
         except etree.XMLSyntaxError as exc:
             raise LoreError(f"sitemap {url}: not XML") from exc
-        locs, cap = [], self.budget.sitemap_entries
+        locs: list[str] = []
+        cap = self.budget.sitemap_entries
         for el in root.iter(f"{_SITEMAP_NS}loc"):
             if el.text and el.text.strip():
                 if len(locs) == cap:

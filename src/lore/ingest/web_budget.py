@@ -3,6 +3,7 @@ watchdog on its socket, one for the whole crawl, and sitemaps read only as far a
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from collections.abc import Callable
@@ -112,10 +113,9 @@ class Watchdog:
         with self._lock:
             sock = self._sock
         if sock is not None:
-            try:  # the plain socket's shutdown, also under TLS (SSLSocket's own would drop its state)
+            # the plain socket's shutdown, also under TLS (SSLSocket's own would drop its state)
+            with contextlib.suppress(OSError):
                 socket.socket.shutdown(sock, socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 def failure(exc: httpx.HTTPError) -> str:

@@ -19,14 +19,14 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from lore.api.access import visible_kbs
-from lore.api.deps import ServiceState, authenticate, bearer, error_status
-from lore.api.questions import AskBody
+from lore.api.deps import ServiceState, authenticate, bearer
 from lore.api.routers import kbs, passages
-from lore.api.routers import search as search_api
-from lore.api.routers.ask import ask_result
+from lore.app import searching
+from lore.app.access import visible_kbs
+from lore.app.conversation import answer, prepare_ask
+from lore.app.requests import AskRequest, SearchRequest
 from lore.engine import Lore
-from lore.errors import LoreError
+from lore.errors import LoreError, error_status
 from lore.grant import Grant as Caller
 from lore.state.ratelimit import make_rate_limiter
 
@@ -92,8 +92,9 @@ def build_server(state: ServiceState, api_key: str | None = None) -> MCPServer:
         """Hybrid search of one knowledge base: passages best first, each with file, page, sheet/row, heading
         and `chunk_id` (for get_passage). `version` (admin keys): search that version instead of the
         active."""
-        body = search_api.SearchBody(kb=kb, query=query, top_k=top_k, mode=mode, version=version)
-        return await search_api.search(body, await caller(ctx), state)
+        body = SearchRequest(kb=kb, query=query, top_k=top_k, mode=mode, version=version)
+        found = await run_in_threadpool(searching.search, state.lore, await caller(ctx), body)
+        return found.model_dump()
 
     @server.tool()
     @_tool_errors
@@ -109,7 +110,7 @@ def build_server(state: ServiceState, api_key: str | None = None) -> MCPServer:
         """Answer a question from a knowledge base (or a scenario) with `[n]` citations to numbered passages.
         When the documents do not cover it, `refused` is true and the answer says so: that is a normal
         result."""
-        body = AskBody(
+        body = AskRequest(
             kb=kb,
             scenario=scenario,
             question=question,
@@ -118,7 +119,8 @@ def build_server(state: ServiceState, api_key: str | None = None) -> MCPServer:
             new_session=False,
             version=version,
         )
-        result = await ask_result(state, await caller(ctx), body, "mcp")
+        plan = await run_in_threadpool(prepare_ask, state.lore, await caller(ctx), body, "mcp")
+        result = await run_in_threadpool(answer, state.lore, plan)
         if result.error is not None:
             raise ToolError(str(result.error.get("message")))
         if result.end is None:

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lore.client import Hit, LoreClient
 from lore.errors import LoreError, MissingDependencyError
+
+if TYPE_CHECKING:
+    from lore.schema import SearchMode
 
 
 def require(module: str, extra: str) -> None:
@@ -28,7 +31,7 @@ class PassageSource:
 
     kb: str
     top_k: int = 5
-    mode: str | None = None  # dense | bm25 | hybrid; default: configured
+    mode: SearchMode | None = None  # default: configured
     version: int | None = None
     lore: Any = None  # a lore.engine.Lore
     client: LoreClient | None = None
@@ -59,14 +62,14 @@ class PassageSource:
                 self.kb, query, top_k=self.top_k, mode=self.mode, version=self.version
             )
             return result.hits, result.version
-        from dataclasses import replace
+        from lore.app import searching  # in-process: the same use case the API runs
+        from lore.app.requests import SearchRequest
 
-        options = self.lore.search_options(self.top_k)
-        if self.mode:
-            options = replace(options, mode=self.mode)
-        hits = self.lore.search(self.kb, query, options, self.version)
-        seq = self.lore.scoped(self.kb, options, self.version).filter.version_seq
-        return [Hit.from_json(h.to_json()) for h in hits], seq
+        request = SearchRequest(
+            kb=self.kb, query=query, top_k=self.top_k, mode=self.mode, version=self.version
+        )
+        found = searching.search(self.lore, None, request)
+        return [Hit.from_json(h.model_dump()) for h in found.hits], found.version
 
 
 def citation_metadata(hit: Hit, kb: str, version: int | None) -> dict[str, Any]:

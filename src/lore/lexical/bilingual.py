@@ -92,7 +92,7 @@ def _dictionary() -> Dictionary:
     try:
         cached = marshal.loads(path.read_bytes())
         if isinstance(cached, tuple) and len(cached) == 3:
-            return cached  # type: ignore[return-value]
+            return cached
     except (OSError, EOFError, ValueError, TypeError):
         pass  # not made yet (or unreadable): made again below
     made = _make_dictionary()

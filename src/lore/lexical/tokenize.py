@@ -161,7 +161,8 @@ def _stemmer() -> Stemmer.Stemmer:
 
 def stem_words(words: list[str]) -> list[str]:
     """English words stemmed as `tokenize` stems them (Snowball English), in one call."""
-    return _stemmer().stemWords(words)
+    stemmed: list[str] = _stemmer().stemWords(words)
+    return stemmed
 
 
 @lru_cache(maxsize=1)

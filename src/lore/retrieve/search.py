@@ -160,14 +160,16 @@ class Retriever:
 
     def embed_query(self, query: str) -> np.ndarray:
         """The query's embedding (through the embedding cache)."""
-        return embed_texts(self.embedder, [query], "query", self.cache)[0]
+        vector: np.ndarray = embed_texts(self.embedder, [query], "query", self.cache)[0]
+        return vector
 
     def rerank(self, query: str, hits: Sequence[Hit], rerank_k: int) -> list[Hit]:
         """The first `rerank_k` hits re-scored by the reranker, the rest after them in first-stage order.
         A failing or invalid reranker keeps the first-stage order; either way the report is published."""
         assert self.reranker is not None
         head, tail = list(hits[:rerank_k]), list(hits[rerank_k:])
-        started, cpu, notes = time.perf_counter(), time.thread_time(), []
+        started, cpu = time.perf_counter(), time.thread_time()
+        notes: list[str] = []
         token = RERANK_NOTE.set(notes)
         try:
             ranked = self.reranker.rerank(query, head)

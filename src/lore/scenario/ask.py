@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -124,7 +124,7 @@ class ScenarioRuntime:
             return
         self._faq_exact(ctx, retriever)
 
-    def _source(self, flt: SearchFilter, d: RoutingDecision) -> dict:
+    def _source(self, flt: SearchFilter, d: RoutingDecision) -> dict[str, Any]:
         """The caller's named source (validated), else the one the scenario's patterns point at."""
         if flt.sources is not None:
             for s in flt.sources:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Literal
 
@@ -64,6 +65,10 @@ class Defaults(_Model):
     roles: list[str] = Field(default_factory=list)  # allowed_roles; empty = every role
 
 
+def _visible_by_default() -> list[Literal["public", "internal", "restricted"]]:
+    return ["public", "internal"]
+
+
 class Access(_Model):
     """What callers of this scenario may ask for: a scope outside these lists is refused."""
 
@@ -71,9 +76,7 @@ class Access(_Model):
     datasets: list[str] = Field(default_factory=list)
     roles: list[str] = Field(default_factory=list)
     default_roles: list[str] = Field(default_factory=list)
-    visibility: list[Literal["public", "internal", "restricted"]] = Field(
-        default_factory=lambda: ["public", "internal"]
-    )
+    visibility: list[Literal["public", "internal", "restricted"]] = Field(default_factory=_visible_by_default)
 
 
 class Routing(_Model):
@@ -145,7 +148,9 @@ class Scenario(_Model):
         if dupes := sorted({i for i in ids if ids.count(i) > 1}):
             raise ValueError(f"sources: duplicate id {', '.join(dupes)}")
         a = self.access
-        checks = [("access.default_roles", a.default_roles, a.roles, "access.roles")]
+        checks: list[tuple[str, Collection[str], list[str], str]] = [
+            ("access.default_roles", a.default_roles, a.roles, "access.roles")
+        ]
         if a.tenants:
             checks.append(
                 ("tenants of defaults/sources", self._written("tenant_id"), a.tenants, "access.tenants")

@@ -76,7 +76,7 @@ class FaqProblem:
     line: int
     reason: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, str]:
         return {"file": f"{self.file}:{self.line}", "status": "faq_row", "reason": self.reason}
 
 

@@ -6,6 +6,7 @@ Decided from the question's length, intent, risk and table-ness, with the reason
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from lore.scenario.routing import Matcher
 from lore.text.normalise import normalise
@@ -96,7 +97,7 @@ class RetrievalPlan:
     table: bool = False
     reasons: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 

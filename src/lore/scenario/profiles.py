@@ -38,7 +38,7 @@ class ChosenProfile:
     user_template: str
     notice: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, str | None]:
         return {"name": self.name, "reason": self.reason, "notice": self.notice or None}
 
 
@@ -108,7 +108,7 @@ def scenario_profiles(scenario: Scenario) -> dict[str, PromptProfile]:
     return table
 
 
-class _Vars(dict):
+class _Vars(dict[str, str]):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
 

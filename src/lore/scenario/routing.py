@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
 from lore.lexical import CJK_CHAR
 from lore.scenario.config import RISK_CATEGORIES, Scenario
@@ -259,7 +261,7 @@ class Route:
     def direct(self) -> bool:
         return self.name != "retrieval"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "matched": self.matched,
@@ -299,15 +301,15 @@ class Router:
     def _route(self, q: str) -> Route:
         sources = [sid for sid, m in self.sources.items() if m.find(q)]
         risk, risk_kw = self.find_risk(q)
-        base = {"risk": risk, "risk_matched": risk_kw, "sources": sources}
+        route = partial(Route, risk=risk, risk_matched=risk_kw, sources=sources)
         if kw := self.handoff.find(q):
-            return Route("handoff", kw, **base)
+            return route("handoff", kw)
         for name, matcher in (("greeting", self.greeting), ("thanks", self.thanks)):
             if (kw := matcher.find(q)) and not self.filler.strip(matcher.strip(q)).strip():
-                return Route(name, kw, **base)
+                return route(name, kw)
         if (kw := self.out_of_scope.find(q)) and not sources:
-            return Route("out_of_scope", kw, **base)
-        return Route("retrieval", None, **base)
+            return route("out_of_scope", kw)
+        return route("retrieval", None)
 
     def find_risk(self, normalised_question: str) -> tuple[str | None, str | None]:
         """The first risk category (in `RISK_CATEGORIES` order) whose keywords occur, and the keyword."""

@@ -4,6 +4,7 @@ and reports use."""
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -60,7 +61,7 @@ class Storage(Protocol):
         """Files directly under the folder `prefix` (names not starting with '.'), sorted by name."""
         ...
 
-    def folders(self, prefix: str) -> list[str]:
+    def folders(self, prefix: str) -> builtins.list[str]:
         """The names of the folders directly under the folder `prefix` (not starting with '.'), sorted."""
         ...
 

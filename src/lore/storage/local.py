@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import os
 import shutil
 import tempfile
@@ -55,7 +56,7 @@ class DirStorage:
     def delete_prefix(self, prefix: str) -> None:
         shutil.rmtree(self.path(prefix), ignore_errors=True)
 
-    def folders(self, prefix: str) -> list[str]:
+    def folders(self, prefix: str) -> builtins.list[str]:
         folder = self.path(prefix)
         if not folder.is_dir():
             return []

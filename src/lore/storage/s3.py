@@ -3,6 +3,7 @@ cache: a key's local copy is refreshed when the object's ETag differs from the o
 
 from __future__ import annotations
 
+import builtins
 import os
 import shutil
 import tempfile
@@ -159,7 +160,7 @@ class S3Storage:
         entries = [Entry(o["Key"].rsplit("/", 1)[-1], int(o["Size"])) for o in self._objects(prefix, "/")]
         return sorted((e for e in entries if e.name and not e.name.startswith(".")), key=lambda e: e.name)
 
-    def folders(self, prefix: str) -> list[str]:
+    def folders(self, prefix: str) -> builtins.list[str]:
         folder = self._name(prefix) + "/"
         names: list[str] = []
         token: dict[str, str] = {}

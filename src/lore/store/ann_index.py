@@ -67,9 +67,10 @@ class AnnIndex:
             return
         with self._lock:
             if self._graph is None:
-                graph = faiss.IndexHNSWSQ(
-                    self.dim, faiss.ScalarQuantizer.QT_8bit, self.params.m, faiss.METRIC_INNER_PRODUCT
-                )
+                # The stubs type the quantiser argument as a ScalarQuantizer; faiss takes its QT_* enum int.
+                qtype = faiss.ScalarQuantizer.QT_8bit
+                args = (self.dim, qtype, self.params.m, faiss.METRIC_INNER_PRODUCT)
+                graph = faiss.IndexHNSWSQ(*args)  # type: ignore[arg-type]
                 graph.hnsw.efConstruction = self.params.ef_construction
                 step = max(1, len(vectors) // _TRAIN_ROWS)
                 graph.train(np.ascontiguousarray(vectors[::step], dtype=np.float32))
@@ -98,9 +99,10 @@ class AnnIndex:
         if n_allowed < n:
             bits = np.packbits(mask[:n], bitorder="little")  # kept alive until the search returns
             sel = faiss.IDSelectorBitmap(n, faiss.swig_ptr(bits))
-            params = faiss.SearchParametersHNSW(efSearch=ef, sel=sel)
+            params = faiss.SearchParametersHNSW(efSearch=ef, sel=sel)  # type: ignore[attr-defined] # not in stubs
         else:
-            params = faiss.SearchParametersHNSW(efSearch=ef)
+            params = faiss.SearchParametersHNSW(efSearch=ef)  # type: ignore[attr-defined] # not in stubs
+        assert self._graph is not None  # callers search only after `sync` built the graph
         with self._lock:
             _, ids = self._graph.search(query.reshape(1, -1).astype(np.float32), wanted, params=params)
         del bits
@@ -110,6 +112,7 @@ class AnnIndex:
 
     def save(self, path: Path) -> None:
         """Write the graph to `path` (the caller renames it into place)."""
+        assert self._graph is not None  # saved only when it holds every row, so once built
         with self._lock:
             faiss.write_index(self._graph, str(path))
 

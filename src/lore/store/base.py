@@ -29,6 +29,10 @@ class StoreQuery:
 class VectorStore(Protocol):
     """One collection per knowledge base: dense vectors, BM25 over tokens, scalar filters."""
 
+    bm25_scores_are_scoped: bool
+    """True when BM25 statistics count only the chunks the query's filter lets through (else the scores
+    reveal other tenants' word counts and are not shown)."""
+
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, tokens: Sequence[list[str]]) -> None:
         """Insert or replace chunks by `chunk_id` (idempotent, so a re-run after a crash is safe)."""
 

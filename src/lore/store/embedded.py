@@ -4,23 +4,19 @@ Writes are SQLite transactions (a crash leaves the last committed state, and ids
 deterministic so a re-run is idempotent). Dense searches are exact below `[store] ann_min_rows` live
 rows; above, an HNSW graph proposes candidates that are rescored exactly. Another process's commit is
 noticed through a generation counter and triggers a reload. A rebuilt or changed in-memory index is saved
-next to the file as a snapshot (its graph beside it, memory-mapped on open), reused only while the file
-is still at that generation.
+next to the file as a snapshot (its graph beside it, memory-mapped on open; above the switch-over the
+float vectors too, until a write appends rows), reused only while the file is still at that generation.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import os
 import sqlite3
 import threading
-import time
-import uuid
-import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +27,7 @@ from lore.store.base import StoreQuery
 from lore.store.fusion import rrf
 from lore.store.memory_index import SCALAR_FIELDS, Columns, MemoryIndex, _top
 from lore.store.retokenise import joined_tokens, upgrade_embedded
+from lore.store.snapshot import graph_files, read_snapshot, write_snapshot
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS chunks (
@@ -46,11 +43,12 @@ INSERT OR IGNORE INTO store_meta VALUES ('store_id', lower(hex(randomblob(16))))
 """
 _COLUMNS = ("chunk_id", *SCALAR_FIELDS, "allowed_roles", "valid_from_seq", "valid_to_seq")
 _TEXT_FIELDS = {"text", "parent_text"}
-_MAGIC = b"LOREIDX1"  # snapshot file format, version 1
 
 
 class EmbeddedStore:
     """One SQLite file per collection under `<data_dir>/embedded/`, searched in memory."""
+
+    bm25_scores_are_scoped = True  # BM25 statistics over the caller's visible chunks
 
     def __init__(
         self, collection: str, data_dir: Path, dim: int, uri: str = "", connection: object = None
@@ -78,6 +76,12 @@ class EmbeddedStore:
         self._saver: threading.Thread | None = None  # writing the snapshot after a rebuild
         self._loading = threading.Lock()  # one (re)load at a time: it holds a read transaction
 
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        """The open connection (set from `__init__` until `close` or `drop`)."""
+        assert self._db is not None, "the store is closed"
+        return self._db
+
     # --- writes -----------------------------------------------------------------------------
 
     def upsert(self, chunks: Sequence[Chunk], vectors: np.ndarray, tokens: Sequence[list[str]]) -> None:
@@ -87,7 +91,7 @@ class EmbeddedStore:
         self._memory()  # held in memory while writing, so the graph grows with the rows
         with self._write():
             ids = [c.chunk_id for c in chunks]
-            self._db.executemany("DELETE FROM chunks WHERE chunk_id = ?", [(i,) for i in ids])
+            self._conn.executemany("DELETE FROM chunks WHERE chunk_id = ?", [(i,) for i in ids])
             sql = (
                 f"INSERT INTO chunks ({', '.join(_COLUMNS)}, meta, text, parent_text, tokens, vector) "
                 f"VALUES ({', '.join('?' * (len(_COLUMNS) + 5))}) RETURNING rid"
@@ -95,14 +99,14 @@ class EmbeddedStore:
             rows = []  # the same layout `_load` reads, so memory matches a reload exactly
             for chunk, vec, toks in zip(chunks, vectors, tokens, strict=True):
                 row = _db_row(chunk, vec, toks)
-                rows.append((self._db.execute(sql, row).fetchone()[0], *row[: len(_COLUMNS)], *row[-2:]))
+                rows.append((self._conn.execute(sql, row).fetchone()[0], *row[: len(_COLUMNS)], *row[-2:]))
         if self._index is not None and rows:
             self._index.extend(Columns.from_rows(rows, self.dim))
             self._ann(self._index)
 
     def delete(self, chunk_ids: Sequence[str]) -> int:
         with self._write():
-            cur = self._db.executemany("DELETE FROM chunks WHERE chunk_id = ?", [(i,) for i in chunk_ids])
+            cur = self._conn.executemany("DELETE FROM chunks WHERE chunk_id = ?", [(i,) for i in chunk_ids])
             removed = cur.rowcount
         if self._index is not None:
             self._index.kill(chunk_ids)
@@ -111,7 +115,7 @@ class EmbeddedStore:
     def expire(self, chunk_ids: Sequence[str], seq: int) -> int:
         with self._write():
             # Only ever shorten a validity window: re-expiring must not revive versions in between.
-            cur = self._db.executemany(
+            cur = self._conn.executemany(
                 "UPDATE chunks SET valid_to_seq = ?1, meta = json_set(meta, '$.valid_to_seq', ?1) "
                 "WHERE chunk_id = ?2 AND (valid_to_seq = 0 OR valid_to_seq > ?1)",
                 [(seq, i) for i in chunk_ids],
@@ -126,7 +130,7 @@ class EmbeddedStore:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
         self.snapshot.unlink(missing_ok=True)
-        for graph in _graph_files(self.snapshot):
+        for graph in graph_files(self.snapshot):
             graph.unlink(missing_ok=True)
 
     def close(self) -> None:
@@ -162,11 +166,11 @@ class EmbeddedStore:
         return int(self._memory().mask(filter or SearchFilter()).sum())
 
     def ids_valid_from(self, seq: int) -> list[str]:
-        rows = self._db.execute("SELECT chunk_id FROM chunks WHERE valid_from_seq = ?", (seq,))
+        rows = self._conn.execute("SELECT chunk_id FROM chunks WHERE valid_from_seq = ?", (seq,))
         return [r[0] for r in rows]
 
     def expired(self) -> list[tuple[str, int, int]]:
-        rows = self._db.execute(
+        rows = self._conn.execute(
             "SELECT chunk_id, valid_from_seq, valid_to_seq FROM chunks WHERE valid_to_seq != 0"
         )
         return [(r[0], int(r[1]), int(r[2])) for r in rows]
@@ -178,7 +182,7 @@ class EmbeddedStore:
                 c.chunk_id: c
                 for c in map(
                     _chunk_from_row,
-                    self._db.execute(
+                    self._conn.execute(
                         f"SELECT meta, text, parent_text FROM chunks WHERE chunk_id IN ({marks})",
                         list(chunk_ids),
                     ),
@@ -244,18 +248,18 @@ class EmbeddedStore:
     @contextmanager
     def _write(self) -> Iterator[None]:
         self._memory_if_current()
-        self._db.execute("BEGIN IMMEDIATE")
+        self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield
-            self._db.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'generation'")
-            self._db.execute("COMMIT")
+            self._conn.execute("UPDATE store_meta SET value = value + 1 WHERE key = 'generation'")
+            self._conn.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            self._conn.execute("ROLLBACK")
             raise
         self._generation += 1
 
     def _disk_generation(self) -> int:
-        return int(self._db.execute("SELECT value FROM store_meta WHERE key='generation'").fetchone()[0])
+        return int(self._conn.execute("SELECT value FROM store_meta WHERE key='generation'").fetchone()[0])
 
     def _memory_if_current(self) -> None:
         # Before writing: drop the in-memory index if another process changed the file meanwhile.
@@ -270,19 +274,18 @@ class EmbeddedStore:
 
     def _load(self) -> tuple[MemoryIndex, int]:
         """The index at the file's current generation: the snapshot if it matches, else rebuilt from rows."""
-        self._db.execute("BEGIN")  # one read snapshot for the generation and the rows
+        self._conn.execute("BEGIN")  # one read snapshot for the generation and the rows
         try:
-            meta = dict(self._db.execute("SELECT key, value FROM store_meta"))
+            meta = dict(self._conn.execute("SELECT key, value FROM store_meta"))
             key = self._key(meta)
-            if (index := _read_snapshot(self.snapshot, key, self.ann_params)) is not None:
+            if (index := read_snapshot(self.snapshot, key, self.ann_params)) is not None:
                 self._saved_generation = key["generation"]
                 return index, key["generation"]
-            rows = self._db.execute(
+            rows = self._conn.execute(
                 f"SELECT rid, {', '.join(_COLUMNS)}, tokens, vector FROM chunks ORDER BY rid"
-            )
-            rows = rows.fetchall()
+            ).fetchall()
         finally:
-            self._db.execute("COMMIT")
+            self._conn.execute("COMMIT")
         index = MemoryIndex(self.dim)
         if rows:
             index.extend(Columns.from_rows(rows, self.dim))
@@ -290,10 +293,10 @@ class EmbeddedStore:
             self._save(index, key)
         return index, key["generation"]
 
-    def _key(self, meta: dict) -> dict:
+    def _key(self, meta: dict[str, Any]) -> dict[str, Any]:
         return {"store_id": meta["store_id"], "generation": int(meta["generation"]), "dim": self.dim}
 
-    def _save(self, index: MemoryIndex, key: dict) -> None:
+    def _save(self, index: MemoryIndex, key: dict[str, Any]) -> None:
         """Write the snapshot in a thread, so the first search does not wait for it."""
         if self._saver is not None:
             self._saver.join()
@@ -303,7 +306,7 @@ class EmbeddedStore:
             return
         self._saved_generation = key["generation"]
         ann = index.ann if index.ann is not None and index.ann.ntotal == len(index.rids) else None
-        saver = threading.Thread(target=_write_snapshot, args=(self.snapshot, arrays, key, ann))
+        saver = threading.Thread(target=write_snapshot, args=(self.snapshot, arrays, key, ann))
         saver.start()  # started before it is published: `close` may join it from another thread
         self._saver = saver
 
@@ -311,13 +314,13 @@ class EmbeddedStore:
         if not rids:
             return {}
         marks = ",".join("?" * len(rids))
-        rows = self._db.execute(
+        rows = self._conn.execute(
             f"SELECT rid, meta, text, parent_text FROM chunks WHERE rid IN ({marks})", rids
         )
         return {rid: _chunk_from_row(rest) for rid, *rest in rows}
 
 
-def _db_row(chunk: Chunk, vec: np.ndarray, tokens: list[str]) -> tuple:
+def _db_row(chunk: Chunk, vec: np.ndarray, tokens: list[str]) -> tuple[Any, ...]:
     meta = {k: v for k, v in chunk.__dict__.items() if k not in _TEXT_FIELDS}
     return (
         chunk.chunk_id,
@@ -333,72 +336,6 @@ def _db_row(chunk: Chunk, vec: np.ndarray, tokens: list[str]) -> tuple:
     )
 
 
-def _read_snapshot(path: Path, key: dict, params: AnnParams | None = None) -> MemoryIndex | None:
-    """The index saved under `key`; None if the snapshot is missing, stale or damaged."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(-16, os.SEEK_END)
-            size, magic = int.from_bytes(fh.read(8), "little"), fh.read(8)
-            if magic != _MAGIC:
-                return None
-            fh.seek(-16 - size, os.SEEK_END)
-            footer = json.loads(fh.read(size))
-            if footer["key"] != key:
-                return None
-            arrays = {}
-            for name, (dtype, shape, offset, crc) in footer["arrays"].items():
-                fh.seek(offset)  # read into numpy's memory: it scans faster than an mmap or a bytes buffer
-                arrays[name] = np.fromfile(fh, dtype=dtype, count=math.prod(shape)).reshape(shape)
-                if zlib.crc32(arrays[name]) != crc:
-                    return None
-        index = MemoryIndex.from_arrays(key["dim"], arrays)
-        if footer.get("graph"):  # a missing or mismatched graph is rebuilt from the vectors
-            graph = path.with_name(footer["graph"])
-            index.ann = AnnIndex.open(graph, key["dim"], params or AnnParams.from_settings(), len(index.rids))
-        return index
-    except Exception:  # noqa: BLE001 - a damaged snapshot is only a cache miss; SQLite is the truth
-        return None
-
-
-def _write_snapshot(
-    path: Path, arrays: dict[str, np.ndarray], key: dict, ann: AnnIndex | None = None
-) -> None:
-    """Write the graph to its own file, then the arrays and a JSON footer (key, layout, CRC-32s, the graph's
-    file name) to a temp file; then rename it in, and remove graphs no snapshot names any more."""
-    tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
-    graph = path.with_name(f"{path.stem}.{uuid.uuid4().hex}.ann") if ann is not None else None
-    try:
-        if ann is not None and graph is not None:
-            ann.save(tmp)
-            os.replace(tmp, graph)
-        for old in path.parent.glob(f"{path.name}.*.tmp"):  # left by a crash mid-write
-            if old.stat().st_mtime < time.time() - 600:
-                old.unlink(missing_ok=True)
-        layout = {}
-        with open(tmp, "wb") as fh:
-            fh.write(_MAGIC)
-            for name, a in arrays.items():
-                a = np.ascontiguousarray(a)
-                layout[name] = (a.dtype.str, a.shape, fh.tell(), zlib.crc32(a))
-                fh.write(a.data)
-            footer = {"key": key, "arrays": layout, "graph": graph.name if graph else None}
-            footer = json.dumps(footer).encode()
-            fh.write(footer + len(footer).to_bytes(8, "little") + _MAGIC)
-        os.replace(tmp, path)  # readers see the old file or the whole new one, never half of it
-    except (OSError, RuntimeError):  # a snapshot is only a cache: the next process rebuilds
-        tmp.unlink(missing_ok=True)
-        if graph is not None:
-            graph.unlink(missing_ok=True)
-        return
-    for old in _graph_files(path):  # a reader that mapped an old graph keeps it until it closes
-        if old != graph:
-            old.unlink(missing_ok=True)
-
-
-def _graph_files(snapshot: Path) -> list[Path]:
-    return list(snapshot.parent.glob(f"{snapshot.stem}.*.ann"))
-
-
-def _chunk_from_row(row: tuple) -> Chunk:
+def _chunk_from_row(row: tuple[Any, ...]) -> Chunk:
     meta, text, parent_text = row
     return Chunk(text=text, parent_text=parent_text, **json.loads(meta))

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import TypeVar
 
 from lore.schema import Hit
 
-Ranking = Sequence[Hashable]
+K = TypeVar("K", bound=Hashable)
+Ranking = Sequence[K]
 
 
 RRF_K = 60
 """The reciprocal-rank fusion constant every store and stage fuses with unless configured."""
 
 
-def rrf(rankings: Sequence[Ranking], k: int = RRF_K) -> list[tuple[Hashable, float]]:
+def rrf(rankings: Sequence[Ranking[K]], k: int = RRF_K) -> list[tuple[K, float]]:
     """Reciprocal-rank fusion: score(d) = sum over rankings of 1 / (k + rank), rank from 1."""
-    scores: dict[Hashable, float] = {}
-    first_seen: dict[Hashable, int] = {}
+    scores: dict[K, float] = {}
+    first_seen: dict[K, int] = {}
     for ranking in rankings:
         for rank, key in enumerate(ranking, start=1):
             scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)

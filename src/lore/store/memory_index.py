@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence, Sized
 from dataclasses import dataclass, replace
 from itertools import chain, count, islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import sparse
@@ -44,7 +44,7 @@ class Columns:
     vectors: np.ndarray
 
     @classmethod
-    def from_rows(cls, rows: Sequence[tuple], dim: int) -> Columns:
+    def from_rows(cls, rows: Sequence[tuple[Any, ...]], dim: int) -> Columns:
         """Parse rows laid out as the store keeps them: rid, chunk_id, *scalars, roles as JSON,
         valid_from, valid_to, tokens joined by spaces, float32 vector bytes."""
         rids, chunk_ids, *scalars, roles, valid_from, valid_to, tokens, blobs = zip(*rows, strict=True)
@@ -83,7 +83,7 @@ class _Codes:
         fresh = list(islice(self.ids, base, None))
         lut = np.arange(base + n, dtype=np.int32)
         lut[[self.ids[v] for v in fresh]] = np.arange(base, base + len(fresh), dtype=np.int32)
-        self.ids.update(zip(fresh, range(base, base + len(fresh))))
+        self.ids.update(zip(fresh, range(base, base + len(fresh)), strict=True))
         return lut[raw]
 
     def codes(self, values: Sequence[str]) -> np.ndarray:
@@ -143,7 +143,7 @@ class MemoryIndex:
         self.tf = _grow(self.tf, c.token_counts, terms, len(self.terms.ids), np.float32).tocsc()
         self.roles = _grow(self.roles, c.role_counts, roles, len(self.role_codes.ids), np.int8).tocsc()
         self._open_rows = np.bincount(self.roles.indices, minlength=len(self.rids)) == 0
-        self.position.update(zip(c.chunk_ids, range(start, start + n)))
+        self.position.update(zip(c.chunk_ids, range(start, start + n), strict=True))
         self.tiebreak = _cat(self.tiebreak, _keys(_row_words(c)))
         self._stats_cache.clear()
 

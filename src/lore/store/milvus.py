@@ -46,8 +46,8 @@ log = logging.getLogger("lore.store.milvus")
 # the whitespace tokenizer and jieba (Milvus Lite has no whitespace tokenizer) both keep whole. So
 # accents are folded by Lore's tokenizer, not by an analyzer filter: `asciifolding` would see only
 # hex (and Milvus Lite accepts it in `filter` but does not apply it).
-_WHITESPACE = {"tokenizer": "whitespace"}
-_JIEBA_EXACT = {"tokenizer": {"type": "jieba", "mode": "exact"}}
+_WHITESPACE: dict[str, Any] = {"tokenizer": "whitespace"}
+_JIEBA_EXACT: dict[str, Any] = {"tokenizer": {"type": "jieba", "mode": "exact"}}
 
 _VALID_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,254}")
 _ID_BATCH = 1000
@@ -71,6 +71,8 @@ def collection_name(name: str) -> str:
 
 class MilvusStore:
     """A `VectorStore` on one Milvus collection: FLAT cosine dense index plus BM25 sparse index."""
+
+    bm25_scores_are_scoped = False  # Milvus's BM25 counts every tenant's chunks
 
     def __init__(
         self,
@@ -325,7 +327,7 @@ class MilvusStore:
             for r in self._scan("valid_to_seq != 0", ["chunk_id", "valid_from_seq", "valid_to_seq"])
         ]
 
-    def _scan(self, expr: str, fields: list[str]) -> Iterator[dict]:
+    def _scan(self, expr: str, fields: list[str]) -> Iterator[dict[str, Any]]:
         """Every row matching `expr`, in pages of 1,000 (query() caps its result size)."""
         it = self._client.query_iterator(self.name, batch_size=1000, filter=expr, output_fields=fields)
         try:

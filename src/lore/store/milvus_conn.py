@@ -10,7 +10,7 @@ import os
 import threading
 import time
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from lore.errors import MissingDependencyError, UnavailableError
 
@@ -47,7 +47,7 @@ def import_pymilvus() -> ModuleType:
         import pymilvus
     except ImportError as exc:
         raise MissingDependencyError(f"the Milvus store needs pymilvus: {_INSTALL_HINT}") from exc
-    return pymilvus
+    return cast(ModuleType, pymilvus)  # untyped package: mypy sees Any
 
 
 def connection_kwargs(settings: Any) -> dict[str, Any]:

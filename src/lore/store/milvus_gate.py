@@ -3,6 +3,7 @@ since the schema needs sparse vectors filled by the BM25 function, both new in M
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from importlib import metadata
@@ -60,10 +61,8 @@ def check_store(uri: str, settings: Any = None) -> None:
     short-lived connection; for a Milvus Lite file the installed milvus-lite is checked (the file may be
     open in another process)."""
     if not uri or uri.endswith(".db"):
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):  # opening the store says how to install it
             check_version(f"milvus_lite-{metadata.version('milvus-lite')}")
-        except metadata.PackageNotFoundError:
-            pass  # opening the store says how to install it
         return
     pm = import_pymilvus()
     try:

@@ -1,23 +1,22 @@
 """The pgvector store: chunks, vectors (HNSW) and BM25 postings in PostgreSQL tables, one set per KB.
 
-Each collection owns its tables (`<collection>_chunks`, `_postings`, `_meta`) rather than sharing one
-table with a collection column: a KB's HNSW graph then holds only its own rows (a shared graph would
-make every search a filtered one, which HNSW answers poorly), and dropping a KB is a DROP TABLE.
+Each collection owns its tables (`<collection>_chunks`, `_terms`, `_postings`, `_stats`, `_meta`)
+rather than sharing one table with a collection column: a KB's HNSW graph then holds only its own rows
+(a shared graph would make every search a filtered one, which HNSW answers poorly), and dropping a KB is
+a DROP TABLE.
 Dense search is exact over at most `[store] pg_exact_rows` rows passing the filter, otherwise it goes
 through the HNSW index with `hnsw.ef_search` widened by the filter's selectivity, and falls back to an
-exact scan if that still finds fewer than k rows. BM25 is scored in SQL over Lore's own tokens.
+exact scan if that still finds fewer than k rows. BM25 is scored over Lore's own tokens (`pgvector_bm25`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import threading
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -28,24 +27,11 @@ from lore.errors import ConfigError, UnavailableError
 from lore.schema import Chunk, Hit, SearchFilter
 from lore.store.base import StoreQuery
 from lore.store.fusion import fuse_hits
-from lore.store.pgvector_sql import SCALARS, Tables, bm25_query, is_empty, where
-from lore.store.retokenise import joined_tokens
+from lore.store.pgvector_bm25 import StatisticsCache, bm25
+from lore.store.pgvector_sql import ALL, ROWS, Tables, is_empty, one, where
+from lore.store.pgvector_write import apply_changes, delete_rows, expire_rows, insert_rows, register_vector
 
 MIN_PGVECTOR = (0, 5, 0)  # HNSW indexes
-_TEXT_FIELDS = {"text", "parent_text"}
-_CHUNK_COLUMNS = (
-    "chunk_id",
-    *SCALARS,
-    "allowed_roles",
-    "valid_from_seq",
-    "valid_to_seq",
-    "meta",
-    "text",
-    "parent_text",
-    "doc_len",
-    "tiebreak",
-    "embedding",
-)
 
 
 def resolve_url(settings: StoreSettings, uri: str = "") -> str:
@@ -63,6 +49,8 @@ def resolve_url(settings: StoreSettings, uri: str = "") -> str:
 class PgVectorStore:
     """One KB collection in PostgreSQL with the pgvector extension (0.5 or later)."""
 
+    bm25_scores_are_scoped = True  # df and avgdl over the caller's rows
+
     def __init__(
         self, collection: str, data_dir: Path, dim: int, uri: str = "", connection: object = None
     ) -> None:
@@ -74,6 +62,7 @@ class PgVectorStore:
         self._conn: psycopg.Connection | None = None
         self._ready = False
         self._indexed = False  # the HNSW index is known to exist
+        self._statistics = StatisticsCache()
 
     # --- writes -----------------------------------------------------------------------------
 
@@ -85,52 +74,27 @@ class PgVectorStore:
         rows = [i for i, c in enumerate(chunks) if latest[c.chunk_id] == i]
         if not rows:
             return
-        t = self.tables
         with self._tx() as cur:
-            removed, removed_len = self._delete(cur, [chunks[i].chunk_id for i in rows])
-            added_len = 0
-            cols = sql.SQL(", ").join(map(sql.Identifier, _CHUNK_COLUMNS))
-            with cur.copy(sql.SQL("COPY {} ({}) FROM STDIN").format(t.chunks, cols)) as copy:
-                for i in rows:
-                    row = _chunk_row(chunks[i], vectors[i], tokens[i])
-                    added_len += row[-3]
-                    copy.write_row(row)
-            postings = sql.SQL("COPY {} (token, chunk_id, tf, doc_len, tiebreak) FROM STDIN").format(
-                t.postings
+            first = self._begin_write(cur, len(rows))
+            removed = delete_rows(cur, self.tables, [chunks[i].chunk_id for i in rows])
+            added = insert_rows(
+                cur, self.tables, [chunks[i] for i in rows], vectors[rows], [tokens[i] for i in rows], first
             )
-            with cur.copy(postings) as copy:
-                for i in rows:
-                    counts = Counter(_words(tokens[i]))
-                    counts.pop("", None)
-                    length, key = _length(tokens[i]), _tiebreak(tokens[i])
-                    for token, tf in counts.items():
-                        copy.write_row((token, chunks[i].chunk_id, tf, length, key))
-            cur.execute(
-                sql.SQL("UPDATE {} SET n = n + %s, total_len = total_len + %s").format(t.meta),
-                (len(rows) - removed, added_len - removed_len),
-            )
+            apply_changes(cur, self.tables, [(removed.tid, removed.seq, removed.d), added])
 
     def delete(self, chunk_ids: Sequence[str]) -> int:
         if not chunk_ids:
             return 0
         with self._tx() as cur:
-            removed, removed_len = self._delete(cur, list(chunk_ids))
-            cur.execute(
-                sql.SQL("UPDATE {} SET n = n - %s, total_len = total_len - %s").format(self.tables.meta),
-                (removed, removed_len),
-            )
-        return removed
+            self._begin_write(cur, 0)
+            removed = delete_rows(cur, self.tables, list(chunk_ids))
+            apply_changes(cur, self.tables, [(removed.tid, removed.seq, removed.d)])
+        return removed.count
 
     def expire(self, chunk_ids: Sequence[str], seq: int) -> int:
-        # Only ever shorten a validity window: re-expiring must not revive versions in between.
-        query = sql.SQL(
-            "UPDATE {} SET valid_to_seq = %s, "
-            "meta = jsonb_set(meta, '{{valid_to_seq}}', to_jsonb(%s::bigint)) "
-            "WHERE chunk_id = ANY(%s::text[]) AND (valid_to_seq = 0 OR valid_to_seq > %s)"
-        ).format(self.tables.chunks)
         with self._tx() as cur:
-            cur.execute(query, (int(seq), int(seq), list(chunk_ids), int(seq)))
-            return cur.rowcount
+            self._begin_write(cur, 0)
+            return expire_rows(cur, self.tables, list(chunk_ids), int(seq))
 
     def drop(self) -> None:
         with self._tx() as cur:
@@ -153,7 +117,7 @@ class PgVectorStore:
             cur.execute(
                 sql.SQL("SELECT count(*) FROM {} c WHERE {}").format(self.tables.chunks, cond), params
             )
-            return int(cur.fetchone()[0])
+            return int(one(cur)[0])
 
     def ids_valid_from(self, seq: int) -> list[str]:
         with self._tx() as cur:
@@ -194,16 +158,17 @@ class PgVectorStore:
     def _dense(self, cur: psycopg.Cursor, vector: np.ndarray, flt: SearchFilter, k: int) -> list[Hit]:
         t, cap = self.tables, self.settings.pg_exact_rows
         cond, params = where(flt)
-        total = int(cur.execute(sql.SQL("SELECT n FROM {}").format(t.meta)).fetchone()[0])
+        counting = sql.SQL("SELECT coalesce(sum(d), 0) FROM {} WHERE tid = %s AND seq = %s").format(t.stats)
+        total = int(one(cur.execute(counting, (ROWS, ALL)))[0])
         matching = total
         if not is_empty(flt) and total > cap:  # count at most cap + 1 rows: enough to choose the plan
             bounded = sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {} c WHERE {} LIMIT %s) m")
-            matching = int(cur.execute(bounded.format(t.chunks, cond), [*params, cap + 1]).fetchone()[0])
+            matching = int(one(cur.execute(bounded.format(t.chunks, cond), [*params, cap + 1]))[0])
         text = "[" + ",".join(map(str, vector.tolist())) + "]"
         head = sql.SQL(
             "SELECT c.meta, c.text, c.parent_text, -(c.embedding <#> %s::vector) AS score FROM {} c WHERE {} "
         ).format(t.chunks, cond)
-        rows: list[tuple] = []
+        rows: list[tuple[Any, ...]] = []
         if matching > cap:
             self._index(cur)
             # A filter keeping a share s of the rows leaves about ef_search * s of the graph's candidates.
@@ -217,22 +182,19 @@ class PgVectorStore:
         return [Hit(_chunk(r[:3]), float(r[3]), float(r[3]), None, n, None) for n, r in enumerate(rows, 1)]
 
     def _bm25(self, cur: psycopg.Cursor, tokens: list[str], flt: SearchFilter, k: int) -> list[Hit]:
-        query, params = bm25_query(self.tables, tokens, flt, k)
         memory = sql.Literal(f"{self.settings.pg_work_mem_mb}MB")  # long posting lists sort in memory
         cur.execute(sql.SQL("SET LOCAL work_mem = {}").format(memory))
-        scored = cur.execute(query, params).fetchall()
+        # Each step reads few index entries: starting parallel workers would cost more than they save.
+        cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+        scored = bm25(cur, self.tables, tokens, flt, k, self._statistics)
         if not scored:
             return []
+        query = sql.SQL("SELECT rid, meta, text, parent_text FROM {} WHERE rid = ANY(%s::bigint[])")
         found = {
             r[0]: _chunk(r[1:])
-            for r in cur.execute(
-                sql.SQL(
-                    "SELECT chunk_id, meta, text, parent_text FROM {} WHERE chunk_id = ANY(%s::text[])"
-                ).format(self.tables.chunks),
-                ([r[0] for r in scored],),
-            )
+            for r in cur.execute(query.format(self.tables.chunks), ([r for r, _ in scored],))
         }
-        return [Hit(found[cid], float(s), None, float(s), None, n) for n, (cid, s, _) in enumerate(scored, 1)]
+        return [Hit(found[rid], float(s), None, float(s), None, n) for n, (rid, s) in enumerate(scored, 1)]
 
     def _index(self, cur: psycopg.Cursor) -> None:
         """Build the HNSW index if it is missing: once, by the first search past `pg_exact_rows` rows.
@@ -245,19 +207,19 @@ class PgVectorStore:
             "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"lore.pgvector.index.{self.tables.prefix}",)
         )
         name = f"{self.tables.prefix}_hnsw"
-        if cur.execute("SELECT to_regclass(%s)", (name,)).fetchone()[0] is None:
+        if one(cur.execute("SELECT to_regclass(%s)", (name,)))[0] is None:
             memory = sql.Literal(f"{self.settings.pg_index_memory_mb}MB")
             cur.execute(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(memory))
             cur.execute(self.tables.hnsw_index())
         self._indexed = True
 
-    def _delete(self, cur: psycopg.Cursor, chunk_ids: list[str]) -> tuple[int, int]:
-        query = sql.SQL("DELETE FROM {} WHERE chunk_id = ANY(%s::text[]) RETURNING doc_len")
-        lengths = [r[0] for r in cur.execute(query.format(self.tables.chunks), (chunk_ids,))]
-        if lengths:
-            postings = sql.SQL("DELETE FROM {} WHERE chunk_id = ANY(%s::text[])").format(self.tables.postings)
-            cur.execute(postings, (chunk_ids,))
-        return len(lengths), sum(lengths)
+    def _begin_write(self, cur: psycopg.Cursor, rows: int) -> int:
+        """Start a write: a new generation (cached statistics go stale) and `rows` fresh row ids (returns
+        the first). The meta row's lock orders writers, so statistics rows are never locked crosswise."""
+        query = sql.SQL(
+            "UPDATE {} SET gen = gen + 1, next_rid = next_rid + %s RETURNING next_rid - %s"
+        ).format(self.tables.meta)
+        return int(one(cur.execute(query, (rows, rows)))[0])
 
     @contextmanager
     def _tx(self) -> Iterator[psycopg.Cursor]:
@@ -274,31 +236,41 @@ class PgVectorStore:
                         prepare_threshold=None,
                     )
                     self._ready = self._indexed = False
+                conn = self._conn
                 if not self._ready:
-                    self._create()
-                with self._conn.transaction(), self._conn.cursor() as cur:
+                    self._create(conn)
+                with conn.transaction(), conn.cursor() as cur:
                     yield cur
             except psycopg.OperationalError as exc:  # the next call reconnects
                 raise UnavailableError("the pgvector store's database is unavailable") from exc
 
-    def _create(self) -> None:
+    def _create(self, conn: psycopg.Connection[Any]) -> None:
         """Check the extension and create the collection's tables (once per connection)."""
-        with self._conn.transaction(), self._conn.cursor() as cur:
+        with conn.transaction(), conn.cursor() as cur:
             # Serialise schema creation across processes: concurrent CREATE ... IF NOT EXISTS can collide.
             cur.execute("SELECT pg_advisory_xact_lock(hashtext('lore.pgvector.schema'))")
             try:
-                with self._conn.transaction():
+                with conn.transaction():
                     cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
             except psycopg.Error as exc:
                 raise ConfigError(
                     "the pgvector store needs the PostgreSQL extension `vector` (pgvector 0.5 or later) "
                     "installed in the store database"
                 ) from exc
-            row = cur.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+            row = one(cur.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
             if _version(row[0]) < MIN_PGVECTOR:
                 raise ConfigError(f"pgvector {row[0]} is too old: HNSW indexes need pgvector 0.5 or later")
+            chunks = f"{self.tables.prefix}_chunks"
+            if one(cur.execute("SELECT to_regclass(%s)", (chunks,)))[0] is not None:
+                tids = "SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = 'tids'"
+                if cur.execute(tids, (chunks,)).fetchone() is None:
+                    raise ConfigError(
+                        f"pgvector collection {self.tables.prefix!r} has an older layout: "
+                        "drop and re-ingest it"
+                    )
             for statement in self.tables.schema(self.dim):
                 cur.execute(statement)
+        register_vector(conn)
         self._ready = True
 
 
@@ -306,39 +278,6 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in text.split(".")[:3] if p.isdigit())
 
 
-def _words(tokens: list[str]) -> list[str]:
-    """Tokens as the embedded store keeps them (a space inside a token becomes _)."""
-    return [t.replace(" ", "_") for t in tokens]
-
-
-def _length(tokens: list[str]) -> int:
-    """The row length the embedded store counts for BM25."""
-    return len(tokens) if joined_tokens(tokens) else 0
-
-
-def _tiebreak(tokens: list[str]) -> int:
-    """The embedded store's tie key for a row: ties at a top-k cut go the same way on both stores."""
-    digest = hashlib.blake2b(joined_tokens(tokens).encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "little", signed=True)
-
-
-def _chunk_row(chunk: Chunk, vec: np.ndarray, tokens: list[str]) -> tuple:
-    meta = {k: v for k, v in chunk.__dict__.items() if k not in _TEXT_FIELDS}
-    return (
-        chunk.chunk_id,
-        *(str(getattr(chunk, f)) for f in SCALARS),
-        [str(r) for r in chunk.allowed_roles],
-        int(chunk.valid_from_seq),
-        int(chunk.valid_to_seq),
-        json.dumps(meta, ensure_ascii=False),
-        chunk.text,
-        chunk.parent_text,
-        _length(tokens),
-        _tiebreak(tokens),
-        "[" + ",".join(map(str, np.asarray(vec, dtype=np.float32).tolist())) + "]",
-    )
-
-
-def _chunk(row: Sequence) -> Chunk:
+def _chunk(row: Sequence[Any]) -> Chunk:
     meta, text, parent_text = row
     return Chunk(text=text, parent_text=parent_text, **meta)

@@ -57,7 +57,7 @@ def stamp_embedded(db: sqlite3.Connection) -> None:
     )
 
 
-def upgrade_embedded(db: sqlite3.Connection, what: str, chunk_of: Callable[[tuple], Chunk]) -> int:
+def upgrade_embedded(db: sqlite3.Connection, what: str, chunk_of: Callable[[tuple[Any, ...]], Chunk]) -> int:
     """Re-tokenise an embedded store's rows if an older tokenizer wrote them; returns rows re-tokenised.
 
     One transaction per batch, resumable (the last rid done is recorded), and safe when two processes

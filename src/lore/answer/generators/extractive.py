@@ -19,6 +19,7 @@ from lore.answer.generators.base import Passage
 from lore.answer.generators.candidates import Candidate, same_fact
 from lore.answer.generators.row_answers import comparison, faq_row, named_rows, sibling_rows
 from lore.answer.qtypes import has_answer_type, question_parts, question_type
+from lore.answer.ranges import asked_figures, band_fit
 from lore.answer.readable import clean_markup, list_item, render_lines
 from lore.answer.rows import faq_cells, names_other_item, read_row
 from lore.embed.base import Embedder, scaled_similarity
@@ -26,7 +27,7 @@ from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.lexical import tokenize
 from lore.lexical.bilingual import in_other_language, translated_coverage, translation_groups
 from lore.schema import index_text
-from lore.text.sentences import coverage, local_weights, split_sentences, title_line
+from lore.text.sentences import coverage, local_weights, split_sentences, title_line, token_weights
 from lore.text.units import text_units
 
 LOCAL_RARITY = True  # weigh question terms by their rarity among the retrieved passages
@@ -43,6 +44,9 @@ _TYPE_MISS = 0.6  # a sentence without an answer of the asked type (no number fo
 # In a bilingual KB a sentence in the question's language leads unless one in the other language, matched
 # by the question's translated words, scores clearly higher.
 _SAME_LANGUAGE_LEAD = 0.8
+# A sentence whose band ("满5年不足10年的") holds the quantity the question states ("交了7年") weighs
+# more, one whose bands of that quantity all miss it less (enterprise_dev's number questions).
+_BAND_HIT, _BAND_MISS = 1.3, 0.7
 
 
 class ExtractiveGenerator:
@@ -226,10 +230,15 @@ def _scored(question: str, passages: Sequence[Passage]) -> list[Candidate]:
     # question's words translated by dictionary: its own words barely occur in them.
     groups = translation_groups(question) if any(in_other_language(p.text, asked) for p in passages) else []
 
-    def covered(text: str) -> float:
+    # Where a sentence states bands of a quantity the question gives, the band judges the figure
+    # (`band_fit`): "已满20年的，年休假15天" does not match "工作15年" by its 15.
+    figures = asked_figures(question)
+    unfigured = {t: w for t, w in (weights or token_weights(q_tokens)).items() if t not in figures}
+
+    def covered(text: str, banded: bool = False) -> float:
         if groups and in_other_language(text, asked):
             return translated_coverage(groups, text)
-        return coverage(q_tokens, text, weights)
+        return coverage(q_tokens, text, unfigured if banded else weights)
 
     cands = []
     for p in passages:
@@ -239,7 +248,8 @@ def _scored(question: str, passages: Sequence[Passage]) -> list[Candidate]:
         context = PASSAGE_MIX * covered(f"{p.context}\n{p.text}") + RANK_BONUS / p.n
         body = clean_markup(p.text)
         for j, (text, out) in enumerate(_pieces(p, question)):
-            score = (1 - PASSAGE_MIX) * covered(text) + context
+            fit = band_fit(question, out or text)  # "15年": 已满10年不满20年的…, not 已满20年的，年休假15天
+            score = (1 - PASSAGE_MIX) * covered(text, fit is not None) + context
             # A line of its own that reads as a title ("LF-200 Picker"; a sentence cut short by the
             # passage's end is not on its own line).
             title = title_line(text) and f"{text.strip()}\n" in body
@@ -247,6 +257,8 @@ def _scored(question: str, passages: Sequence[Passage]) -> list[Candidate]:
                 score *= 0.3  # a question (an FAQ's own, a heading) or a title does not answer anything
             if not has_answer_type(out or text, qtype, question):
                 score *= _TYPE_MISS
+            if fit is not None:
+                score *= _BAND_HIT if fit else _BAND_MISS
             cands.append(Candidate(p.n, j, text, score, out))
     return sorted(cands, key=lambda c: -c.score)
 
@@ -297,9 +309,9 @@ def _pieces(p: Passage, question: str) -> list[tuple[str, str]]:
     if faq is not None:  # matched on its question, said with its answer's sentences (the first leads)
         said = split_sentences(clean_markup(faq[1]))
         return [(f"{faq[0]} {s}" if j == 0 else s, s) for j, s in enumerate(said)]
-    said = read_row(p.text, question)
+    cell = read_row(p.text, question)
     # A row is also scored by its asked column in the question's words (a header in the other language).
-    return [(f"{said} {p.text}", said)] if said else [(p.text, p.text)]
+    return [(f"{cell} {p.text}", cell)] if cell else [(p.text, p.text)]
 
 
 def _rendered(cand: Candidate, text: str, listing: bool) -> tuple[str, bool]:
@@ -307,12 +319,12 @@ def _rendered(cand: Candidate, text: str, listing: bool) -> tuple[str, bool]:
     ends with one: a clause or list item is a Markdown list line of its own, not glued into the prose;
     the citation markers go at its end."""
     lines = render_lines(cand.said) or [(False, cand.said)]
-    is_item, last = lines[-1]
-    last = last if is_item else close_clause(last)  # an item keeps its "；": the list goes on
+    last_item, last = lines[-1]
+    last = last if last_item else close_clause(last)  # an item keeps its "；": the list goes on
     for n in [cand.passage, *cand.also]:
         last = insert_marker(last, n)
     out = text
-    for is_item, line in [*lines[:-1], (is_item, last)]:
+    for is_item, line in [*lines[:-1], (last_item, last)]:
         if not out:
             out = line
         elif is_item:

@@ -161,12 +161,12 @@ class OpenAIChatGenerator(EndpointClient):
         if response.status_code == 200:
             return response
         try:
-            body = response.read().decode("utf-8", "replace")
+            text = response.read().decode("utf-8", "replace")
         except httpx.HTTPError:
-            body = ""
+            text = ""
         finally:
             response.close()
-        raise status_failure(self._where, response, body, GenerationError, self.max_wait_s)
+        raise status_failure(self._where, response, text, GenerationError, self.max_wait_s)
 
     def _whole_reply(self, response: httpx.Response, usage: list[Any]) -> str:
         """The content of a plain (non-streamed) JSON completion; its usage is appended to `usage`."""

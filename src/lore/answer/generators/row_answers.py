@@ -42,7 +42,7 @@ def sibling_rows(
     """When the lead is a table row read for a question naming no row, the same column of the other rows
     of its table among the passages (up to `MAX_ROWS`, in row order); else []."""
 
-    def table(c: Candidate) -> tuple | None:
+    def table(c: Candidate) -> tuple[str, str | None, tuple[str, ...]] | None:
         chunk = by_n[c.passage].hit.chunk
         if not data_row(c, by_n) or names_its_row(chunk.text, question):
             return None
@@ -75,7 +75,7 @@ def comparison(question: str, passages: Sequence[Passage]) -> str:
             (p for p in passages if table_row(p) and names_code(p.text, code) and p.n not in used), None
         )
         compared = compared_cells(row.text, question) if row is not None else None
-        if compared is None or not compared[1]:
+        if row is None or compared is None or not compared[1]:
             return ""
         rows.append((compared[0] or code, compared[1], row.n))
     return comparison_table(rows, is_chinese(question))

@@ -6,7 +6,6 @@ import asyncio
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -17,13 +16,13 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.types import Receive, Send
 from starlette.types import Scope as AsgiScope
 
-from lore.api.deps import Caller, ServiceState, State, bearer, error_status, websocket_scope, websocket_secret
-from lore.api.limits import check_text, text_problem
+from lore.api.deps import Caller, ServiceState, State, bearer, websocket_scope, websocket_secret
+from lore.api.limits import text_problem
 from lore.api.live import LiveResponse, StreamEnded, Watch, guarded, open_slot
-from lore.api.questions import AskBody
-from lore.api.security import internal_message
-from lore.api.stream import ask_events, prepare_ask
-from lore.errors import LoreError
+from lore.api.stream import ask_events
+from lore.app.conversation import AskResult, prepare_ask
+from lore.app.requests import AskRequest
+from lore.errors import LoreError, error_status, internal_message
 from lore.grant import Grant
 
 router = APIRouter(tags=["ask"])
@@ -31,31 +30,18 @@ log = logging.getLogger("lore.api")
 
 
 async def start_stream(
-    state: ServiceState, scope: Grant, body: AskBody, transport: str, history: list[str] | None = None
+    state: ServiceState, scope: Grant, body: AskRequest, transport: str, history: list[str] | None = None
 ) -> AsyncIterator[dict[str, Any]]:
     """Resolve the question (4xx errors raise here) and return its event stream."""
-    limit = state.lore.settings.answer.max_question_chars
-    check_text("question", body.question, limit)  # over the limit: never echoed, streamed or stored
-    for turn in history or []:
-        check_text("history", turn, limit)
     try:
         plan = await run_in_threadpool(prepare_ask, state.lore, scope, body, transport, history)
     except LoreError as exc:
         raise HTTPException(error_status(exc), str(exc)) from exc
-    return ask_events(state, scope, plan)
-
-
-@dataclass
-class AskResult:
-    """A question run to its end: the data of its `start` event, and of its `end` or its `error`."""
-
-    start: dict[str, Any] = field(default_factory=dict)
-    end: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
+    return ask_events(state, plan)
 
 
 async def ask_result(
-    state: ServiceState, scope: Grant, body: AskBody, transport: str, history: list[str] | None = None
+    state: ServiceState, scope: Grant, body: AskRequest, transport: str, history: list[str] | None = None
 ) -> AskResult:
     """The answer as one result, for callers that do not stream (4xx errors raise, as in `start_stream`)."""
     events = await start_stream(state, scope, body, transport, history)
@@ -90,7 +76,7 @@ class ClosingStream(StreamingResponse):
         }
     },
 )
-async def ask(body: AskBody, request: Request, scope: Caller, state: State) -> StreamingResponse:
+async def ask(body: AskRequest, request: Request, scope: Caller, state: State) -> StreamingResponse:
     """Answer a question as Server-Sent Events (the key is checked again while the answer streams)."""
     slot = open_slot(state, scope)  # 429 over the tenant's open streams
     with slot.until_opened():
@@ -178,7 +164,7 @@ async def _answer_one(
         await websocket.send_json({"event": "error", "data": {"message": problem, "status": 422}})
         return
     try:
-        body = AskBody.model_validate_json(raw)
+        body = AskRequest.model_validate_json(raw)
         events = await start_stream(state, scope, body, "websocket")
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg']}" for e in exc.errors())

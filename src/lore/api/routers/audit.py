@@ -8,12 +8,13 @@ from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
 from lore.api.deps import Caller, State
+from lore.app.results import AuditEntry
 from lore.policy import Action, Kind, Resource, check
 
 router = APIRouter(prefix="/api/audit", tags=["audit"])
 
 
-@router.get("")
+@router.get("", response_model=list[AuditEntry])
 async def audit_log(
     scope: Caller, state: State, kb: str | None = None, limit: int = Query(default=100, ge=1, le=1000)
 ) -> list[dict[str, Any]]:

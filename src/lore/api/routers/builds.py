@@ -6,16 +6,19 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Request, Response
 from starlette.concurrency import run_in_threadpool
-from starlette.responses import JSONResponse, StreamingResponse
+from starlette.responses import StreamingResponse
 
-from lore.api.access import audit, own_name, require_kb
 from lore.api.deps import Caller, ServiceState, State, bearer
+from lore.api.jobs import cancel_job as cancel_build
 from lore.api.jobs import job_events as job_event_stream
 from lore.api.jobs import queue_build, readable_job
 from lore.api.live import LiveResponse, Watch, open_slot
 from lore.api.routers.ingest import BuildBody, _sources, check_sources_write
+from lore.api.routers.versions import ReasonBody
+from lore.app.access import audit, own_name, require_kb
+from lore.app.content_results import JobInfo, JobQueued
 from lore.catalog import Job
 from lore.grant import Grant
 from lore.policy import Action
@@ -46,31 +49,45 @@ def _queue(state: ServiceState, kb: str, body: BuildBody, scope: Grant) -> Job:
 @router.post(
     "/builds",
     status_code=202,
+    response_model=JobQueued,
     responses={
         202: {"description": "The build is queued: `job` (poll `GET .../jobs/{id}` or stream its events)."},
         409: {"description": "Another build of the knowledge base is running or queued."},
     },
 )
-async def build(kb: str, body: BuildBody, scope: Caller, state: State) -> JSONResponse:
+async def build(kb: str, body: BuildBody, scope: Caller, state: State, response: Response) -> dict[str, Any]:
     """Queue a build of a new STAGED version of exactly the given sources, optionally gated and activated
     (admin).
 
     New and changed files' chunks belong to the key's tenant (and its dataset, if it has exactly one).
     """
     job = await run_in_threadpool(_queue, state, kb, body, scope)
-    return JSONResponse(
-        {"kb": kb, "job": job.to_json()}, 202, headers={"Location": f"/api/kbs/{kb}/jobs/{job.id}"}
-    )
+    response.headers["Location"] = f"/api/kbs/{kb}/jobs/{job.id}"
+    return {"kb": kb, "job": job.to_json()}
 
 
 def _job(state: ServiceState, kb: str, job_id: str, scope: Grant) -> Job:
     return readable_job(state.lore, scope, kb, job_id)  # builds: the KB's builders; crawls: their tenant's
 
 
-@router.get("/jobs/{job_id}")
+@router.get("/jobs/{job_id}", response_model=JobInfo)
 async def get_job(kb: str, job_id: str, scope: Caller, state: State) -> dict[str, Any]:
     """A build job's status, and its result once it has finished (admin)."""
     return (await run_in_threadpool(_job, state, kb, job_id, scope)).to_json()
+
+
+@router.post(
+    "/jobs/{job_id}/cancel",
+    response_model=JobInfo,
+    responses={409: {"description": "The job has finished already, or is not a build."}},
+)
+async def cancel_job(
+    kb: str, job_id: str, scope: Caller, state: State, body: ReasonBody | None = None
+) -> dict[str, Any]:
+    """Cancel a build (whoever may start it): a queued one at once, a running one before its next file
+    (its staged version fails; the active version is unchanged)."""
+    reason = body.reason if body else ""
+    return (await run_in_threadpool(cancel_build, state.lore, scope, kb, job_id, reason)).to_json()
 
 
 def _live_job(state: ServiceState, request: Request, scope: Grant, kb: str, job_id: str) -> Watch:

@@ -13,10 +13,11 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import check_file_writes, require_kb
 from lore.api.deps import Caller, State
-from lore.api.limits import MAX_ITEMS, Name, Note, PositiveInt
 from lore.api.routers.ingest import report_json, uploaded
+from lore.app.access import check_file_writes, require_kb
+from lore.app.content_results import ChunksCommitted
+from lore.app.fields import MAX_ITEMS, Name, Note, PositiveInt
 from lore.catalog import KnowledgeBase
 from lore.ingest.chunk_factory import ChunkSource, edited_chunk
 from lore.ingest.files import SourceFile
@@ -93,7 +94,7 @@ def make_chunks(
     ]
 
 
-@router.post("/chunks")
+@router.post("/chunks", response_model=ChunksCommitted)
 async def add_by_chunks(kb: str, body: CommitBody, scope: Caller, state: State) -> dict[str, Any]:
     """Store a previewed file's (edited) chunks in an unversioned KB (admin); 409 for a versioned KB."""
 

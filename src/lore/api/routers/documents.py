@@ -10,7 +10,8 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import (
+from lore.api.deps import Caller, State
+from lore.app.access import (
     audit,
     check_file_writes,
     file_visible,
@@ -19,7 +20,7 @@ from lore.api.access import (
     own_name,
     require_kb,
 )
-from lore.api.deps import Caller, State
+from lore.app.content_results import ChunkEdited, DocumentChunks, DocumentList
 from lore.catalog import KnowledgeBase
 from lore.catalog.models import FileRecord
 from lore.engine import Lore
@@ -52,7 +53,7 @@ def _documents(lore: Lore, kb: KnowledgeBase, scope: Grant) -> list[dict[str, An
     for r in lore.ocr_reviews(kb.name).all():
         reviewed[r.file, r.sha256] = reviewed.get((r.file, r.sha256), 0) + 1
 
-    def owner(f: FileRecord) -> str:
+    def owner(f: FileRecord) -> str | None:
         return owners.get(f.path) or kb.owner_tenant
 
     # Only the caller's tenant's files can be readable: only their chunks are fetched.
@@ -97,7 +98,7 @@ def _document_json(
     }
 
 
-@router.get("")
+@router.get("", response_model=DocumentList)
 async def list_documents(kb: str, scope: Caller, state: State) -> dict[str, Any]:
     """Every catalogued file the caller may see, failed ones with their reason (404 for a hidden KB)."""
 
@@ -110,7 +111,7 @@ async def list_documents(kb: str, scope: Caller, state: State) -> dict[str, Any]
     return await run_in_threadpool(run)
 
 
-@router.get("/{name:path}/chunks")
+@router.get("/{name:path}/chunks", response_model=DocumentChunks)
 async def document_chunks(kb: str, name: str, scope: Caller, state: State) -> dict[str, Any]:
     """A document's chunks in order, with location, parent passage and metadata (only what the caller
     reads)."""
@@ -171,7 +172,7 @@ class ChunkEditBody(BaseModel):
         return value.strip() if value is not None else None
 
 
-@router.put("/{name:path}/chunks/{index}")
+@router.put("/{name:path}/chunks/{index}", response_model=ChunkEdited)
 async def edit_chunk(
     kb: str, name: str, index: int, body: ChunkEditBody, scope: Caller, state: State
 ) -> dict[str, Any]:

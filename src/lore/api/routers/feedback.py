@@ -10,10 +10,11 @@ from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import readable_chunk_ids, trace_resource
 from lore.api.deps import Caller, State
-from lore.api.limits import Name, Note
-from lore.catalog.service import Feedback
+from lore.app.access import readable_chunk_ids, trace_resource
+from lore.app.fields import Name, Note
+from lore.app.results import FeedbackRow, FeedbackSaved
+from lore.catalog.service_records import Feedback
 from lore.grant import Grant
 from lore.policy import Action, Kind, Resource, check
 
@@ -30,7 +31,7 @@ class FeedbackBody(BaseModel):
     note: Note = ""
 
 
-@router.post("/api/feedback", status_code=201)
+@router.post("/api/feedback", status_code=201, response_model=FeedbackSaved)
 async def feedback(body: FeedbackBody, scope: Caller, state: State) -> dict[str, Any]:
     """Record feedback; thumbs-down answers become the bad-case eval set (`lore badcases export`)."""
 
@@ -74,7 +75,7 @@ def _redacted(f: Feedback, readable: set[str]) -> dict[str, Any]:
     }
 
 
-@router.get("/api/feedback")
+@router.get("/api/feedback", response_model=list[FeedbackRow])
 async def list_feedback(
     scope: Caller,
     state: State,

@@ -11,7 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import FileResponse
 
-from lore.api.access import (
+from lore.api.deps import Caller, State
+from lore.api.security import original_response
+from lore.api.uploads import MultipartUpload, commit, safe_name, within_roots
+from lore.app.access import (
     audit,
     check_file_writes,
     file_visible,
@@ -21,10 +24,8 @@ from lore.api.access import (
     require_file,
     require_kb,
 )
-from lore.api.deps import Caller, State
-from lore.api.limits import MAX_ITEMS, NAME_CHARS, Name, Note, PathText
-from lore.api.security import original_response
-from lore.api.uploads import MultipartUpload, commit, safe_name, within_roots
+from lore.app.content_results import FileDeleted, FileList, IngestResult, Preview, Uploaded
+from lore.app.fields import MAX_ITEMS, NAME_CHARS, Name, Note, PathText
 from lore.catalog import KnowledgeBase
 from lore.engine import Lore
 from lore.errors import LoadError, NotFoundError
@@ -41,7 +42,7 @@ from lore.storage.layout import uploads_key
 router = APIRouter(prefix="/api/kbs/{kb}", tags=["ingest"])
 
 
-@router.post("/files", status_code=201)
+@router.post("/files", status_code=201, response_model=Uploaded)
 async def upload(kb: str, request: Request, scope: Caller, state: State) -> dict[str, Any]:
     """Upload files (multipart `file` parts), streamed to disk; over the size limit is a 413 (admin).
 
@@ -77,7 +78,7 @@ async def upload(kb: str, request: Request, scope: Caller, state: State) -> dict
     return {"kb": kb, "files": saved}
 
 
-@router.get("/files")
+@router.get("/files", response_model=FileList)
 async def list_files(kb: str, scope: Caller, state: State) -> dict[str, Any]:
     """Uploads and indexed files the caller may see: those it can read a chunk of, and, for admins who may
     write to the KB, their tenant's own files (e.g. uploads not indexed yet)."""
@@ -114,7 +115,7 @@ async def original(kb: str, name: str, scope: Caller, state: State) -> FileRespo
     return original_response(path)
 
 
-@router.delete("/files/{name}")
+@router.delete("/files/{name}", response_model=FileDeleted)
 async def delete_file(kb: str, name: str, scope: Caller, state: State) -> dict[str, Any]:
     """Delete one of the caller's tenant's files (admin): its upload and, in an unversioned KB, its indexed
     file; in a versioned KB the upload goes and the next build drops the file (`note` says so). Another
@@ -139,7 +140,7 @@ class PreviewBody(BaseModel):
     limit: int = Field(default=50, ge=1, le=1000)
 
 
-@router.post("/preview")
+@router.post("/preview", response_model=Preview)
 async def preview(kb: str, body: PreviewBody, scope: Caller, state: State) -> dict[str, Any]:
     """Load and chunk an uploaded file as a build would (file-to-chunk); nothing is stored (admin)."""
 
@@ -289,7 +290,7 @@ def report_json(report: IngestReport) -> dict[str, Any]:
     return {"files": files, "chunks": report.chunks, "counts": {s: report.count(s) for s in sorted(statuses)}}
 
 
-@router.post("/ingest")
+@router.post("/ingest", response_model=IngestResult)
 async def ingest(kb: str, body: SourcesBody, scope: Caller, state: State) -> dict[str, Any]:
     """Index sources straight into an unversioned knowledge base (admin); bad files are reported.
 

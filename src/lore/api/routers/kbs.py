@@ -8,9 +8,10 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import audit, own_counts, require_kb, visible_kbs
 from lore.api.deps import Caller, State
-from lore.api.limits import NAME_CHARS, Note
+from lore.app.access import audit, own_counts, require_kb, visible_kbs
+from lore.app.fields import NAME_CHARS, Note
+from lore.app.results import KbShares, KnowledgeBaseInfo
 from lore.catalog import KnowledgeBase
 from lore.engine import Lore
 from lore.grant import Grant
@@ -49,7 +50,7 @@ def kb_json(lore: Lore, kb: KnowledgeBase, grant: Grant) -> dict[str, Any]:
     }
 
 
-@router.get("")
+@router.get("", response_model=list[KnowledgeBaseInfo])
 async def list_kbs(scope: Caller, state: State) -> list[dict[str, Any]]:
     """The knowledge bases the caller's tenant owns or that are shared with it."""
 
@@ -59,7 +60,7 @@ async def list_kbs(scope: Caller, state: State) -> list[dict[str, Any]]:
     return await run_in_threadpool(run)
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, response_model=KnowledgeBaseInfo)
 async def create_kb(body: KbBody, scope: Caller, state: State) -> dict[str, Any]:
     """Create a knowledge base owned by the key's tenant, bound to the configured embedder and store
     (admin)."""
@@ -73,7 +74,7 @@ async def create_kb(body: KbBody, scope: Caller, state: State) -> dict[str, Any]
     return await run_in_threadpool(run)
 
 
-@router.get("/{kb}")
+@router.get("/{kb}", response_model=KnowledgeBaseInfo)
 async def get_kb(kb: str, scope: Caller, state: State) -> dict[str, Any]:
     """One knowledge base (404 for one the caller may not see)."""
 
@@ -103,7 +104,7 @@ class ShareBody(BaseModel):
     tenant: str = Field(min_length=1, max_length=128)
 
 
-@router.post("/{kb}/shares", status_code=201)
+@router.post("/{kb}/shares", status_code=201, response_model=KbShares)
 async def share(kb: str, body: ShareBody, scope: Caller, state: State) -> dict[str, Any]:
     """Let another tenant read the KB and add its own files (admin of the owner tenant)."""
 

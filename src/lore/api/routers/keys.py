@@ -3,16 +3,18 @@ caller's own key is and may do (`GET /api/me`, for the console to show only what
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import audit
 from lore.api.deps import Caller, State
-from lore.api.limits import Name
-from lore.catalog.service import ApiKey
+from lore.app.access import audit
+from lore.app.fields import Name
+from lore.app.results import ApiKeyInfo, Me, NewApiKey
+from lore.catalog.service_records import ApiKey
 from lore.config import Settings
 from lore.grant import ADMIN_ROLE, PLATFORM_ADMIN_ROLE, Grant
 from lore.policy import Action, Kind, Resource, can, check
@@ -38,6 +40,11 @@ class KeyBody(BaseModel):
     roles: list[Name] = Field(default_factory=list, max_length=20)
     datasets: list[Name] | None = Field(default=None, max_length=50)
     name: str = Field(default="", max_length=200)
+    expires_in_days: int | None = Field(default=None, ge=1, le=3650, description="None: never expires")
+
+
+def _stamp(at: datetime | None) -> str | None:
+    return at.isoformat() if at else None
 
 
 def key_json(key: ApiKey) -> dict[str, Any]:
@@ -50,7 +57,9 @@ def key_json(key: ApiKey) -> dict[str, Any]:
         "roles": key.roles,
         "datasets": key.datasets,
         "created_at": key.created_at.isoformat(),
-        "revoked_at": key.revoked_at.isoformat() if key.revoked_at else None,
+        "revoked_at": _stamp(key.revoked_at),
+        "expires_at": _stamp(key.expires_at),
+        "last_used_at": _stamp(key.last_used_at),
     }
 
 
@@ -67,7 +76,7 @@ def allowed_actions(scope: Grant) -> list[str]:
     return [a.value for a in Action if can(scope, a, tenant_wide.get(a, kb))]
 
 
-@router.get("/api/me")
+@router.get("/api/me", response_model=Me)
 async def me(scope: Caller, state: State) -> dict[str, Any]:
     """The caller's key (tenant, name, roles, datasets) and the actions it may take."""
 
@@ -85,7 +94,7 @@ async def me(scope: Caller, state: State) -> dict[str, Any]:
     }
 
 
-@router.get("/api/keys")
+@router.get("/api/keys", response_model=list[ApiKeyInfo])
 async def list_keys(scope: Caller, state: State) -> list[dict[str, Any]]:
     """The tenant's keys, oldest first (secrets are never shown again)."""
     _manage(scope)
@@ -93,7 +102,7 @@ async def list_keys(scope: Caller, state: State) -> list[dict[str, Any]]:
     return [key_json(k) for k in keys if k.tenant_id == scope.tenant]
 
 
-@router.post("/api/keys", status_code=201)
+@router.post("/api/keys", status_code=201, response_model=NewApiKey)
 async def create_key(body: KeyBody, scope: Caller, state: State) -> dict[str, Any]:
     """A new key of the caller's tenant; the secret is in this response only. A role the server does
     not know (`api.key_roles`, admin, platform-admin) is a 422."""
@@ -105,8 +114,18 @@ async def create_key(body: KeyBody, scope: Caller, state: State) -> dict[str, An
     def run() -> tuple[ApiKey, str]:
         catalog = state.lore.catalog
         with catalog.transaction():
-            key, secret = catalog.create_api_key(scope.tenant, body.roles, body.datasets, body.name)
-            audit(state.lore, scope, "key_create", target=key.id, roles=key.roles, datasets=key.datasets)
+            days = body.expires_in_days
+            expires = None if days is None else datetime.now(UTC) + timedelta(days=days)
+            key, secret = catalog.create_api_key(scope.tenant, body.roles, body.datasets, body.name, expires)
+            audit(
+                state.lore,
+                scope,
+                "key_create",
+                target=key.id,
+                roles=key.roles,
+                datasets=key.datasets,
+                expires_at=_stamp(key.expires_at),
+            )
         return key, secret
 
     key, secret = await run_in_threadpool(run)

@@ -18,13 +18,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response
 
 from lore.answer.generators.openai_chat import USAGE, UsageMeter
-from lore.api.access import visible_kbs
 from lore.api.deps import Caller, State, bearer
-from lore.api.limits import MAX_ITEMS, NAME_CHARS
 from lore.api.live import LiveResponse, Watch, guarded, open_slot
-from lore.api.questions import AskBody
 from lore.api.routers.ask import ask_result, start_stream
-from lore.api.scenarios import MODEL_PREFIX, visible_scenarios
+from lore.app.access import visible_kbs
+from lore.app.fields import MAX_ITEMS, NAME_CHARS
+from lore.app.requests import AskRequest
+from lore.app.scenarios import MODEL_PREFIX, visible_scenarios
 from lore.text.units import estimate_tokens
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
@@ -112,9 +112,11 @@ async def chat_completions(body: ChatRequest, request: Request, scope: Caller, s
     if not users:
         raise HTTPException(400, "messages: no user message to answer")
     if body.model.startswith(MODEL_PREFIX):
-        ask = AskBody(scenario=body.model.removeprefix(MODEL_PREFIX), question=users[-1], new_session=False)
+        ask = AskRequest(
+            scenario=body.model.removeprefix(MODEL_PREFIX), question=users[-1], new_session=False
+        )
     else:
-        ask = AskBody(kb=body.model, question=users[-1], new_session=False)
+        ask = AskRequest(kb=body.model, question=users[-1], new_session=False)
     created, model = int(time.time()), body.model
     meter = UsageMeter()
     USAGE.set(meter)  # the LLM calls made for this request (standalone rewrite, answer) add to it

@@ -9,11 +9,12 @@ from pydantic import BaseModel, ConfigDict
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from lore.api.access import audit, check_file_writes, require_file, require_kb
 from lore.api.deps import Caller, State
-from lore.api.limits import PositiveInt
 from lore.api.routers.ingest import uploaded
 from lore.api.routers.passages import readable
+from lore.app.access import audit, check_file_writes, require_file, require_kb
+from lore.app.content_results import PageReviewed
+from lore.app.fields import PositiveInt
 from lore.errors import NotFoundError
 from lore.ingest.pages import passage_region, render_page, scanned_pages
 from lore.policy import Action
@@ -73,7 +74,7 @@ class ReviewBody(BaseModel):
     reviewed: bool = True
 
 
-@router.put("/{name:path}/pages/{page}/review")
+@router.put("/{name:path}/pages/{page}/review", response_model=PageReviewed)
 async def review_page(
     kb: str, name: str, page: PositiveInt, body: ReviewBody, scope: Caller, state: State
 ) -> dict[str, Any]:

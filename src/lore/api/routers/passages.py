@@ -12,8 +12,10 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import require_kb
-from lore.api.deps import Caller, State, search_options
+from lore.api.deps import Caller, State
+from lore.app.access import require_kb
+from lore.app.options import search_options
+from lore.app.results import DocumentText, Passage
 from lore.catalog import KnowledgeBase
 from lore.engine import Lore
 from lore.grant import Grant
@@ -53,7 +55,7 @@ def _chunks_at(lore: Lore, kb: KnowledgeBase, file: str, seq: int) -> list[Chunk
     return [c for c in store.get(ids) if c.file_path == file and at.matches(c)] if ids else []
 
 
-@router.get("/passages/{chunk_id}")
+@router.get("/passages/{chunk_id}", response_model=Passage)
 async def get_passage(
     kb: str, chunk_id: str, scope: Caller, state: State, version: int | None = None
 ) -> dict[str, Any]:
@@ -81,7 +83,7 @@ async def get_passage(
     return await run_in_threadpool(run)
 
 
-@router.get("/document")
+@router.get("/document", response_model=DocumentText)
 async def get_document(
     kb: str, file: str, scope: Caller, state: State, version: int | None = None
 ) -> dict[str, Any]:

@@ -8,12 +8,13 @@ from typing import Any, Literal
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
-from starlette.responses import JSONResponse
 
-from lore.api.access import audit, kb_resource, require_kb
 from lore.api.deps import Caller, ServiceState, State
-from lore.api.limits import Name, PositiveInt, check_text
-from lore.api.scenarios import faq_reader, require_scenario, visible_scenarios
+from lore.api.limits import check_text
+from lore.app.access import audit, kb_resource, require_kb
+from lore.app.fields import Name, PositiveInt
+from lore.app.scenario_results import FaqList, FaqRowInfo, RouteTest, ScenarioDetail, ScenarioSummary
+from lore.app.scenarios import faq_reader, require_scenario, visible_scenarios
 from lore.errors import NotFoundError
 from lore.grant import Grant
 from lore.policy import Action, can
@@ -27,7 +28,7 @@ from lore.scenario.routing import Router
 router = APIRouter(prefix="/api/scenarios", tags=["scenarios"])
 
 
-@router.get("")
+@router.get("", response_model=list[ScenarioSummary])
 async def list_scenarios(scope: Caller, state: State) -> list[dict[str, Any]]:
     """The scenarios serving the key's tenant, with their knowledge base and business sources."""
     found = await run_in_threadpool(visible_scenarios, state.lore, scope)
@@ -52,7 +53,7 @@ def _writable(state: ServiceState, sc: Scenario, scope: Grant) -> bool:
     return can(scope, Action.UPLOAD, kb_resource(lore, lore.catalog.get_kb(sc.kb_name)))
 
 
-@router.get("/{scenario_id}")
+@router.get("/{scenario_id}", response_model=ScenarioDetail)
 async def get_scenario(scenario_id: str, scope: Caller, state: State) -> dict[str, Any]:
     """A scenario's configuration: sources, defaults, access and routing lists, risk words, prompt profile
     overrides and variables (404 for one the key may not ask)."""
@@ -91,7 +92,7 @@ def _row_json(e: FaqEntry) -> dict[str, Any]:
     }
 
 
-@router.get("/{scenario_id}/faq")
+@router.get("/{scenario_id}/faq", response_model=FaqList)
 async def list_faq(scenario_id: str, scope: Caller, state: State) -> dict[str, Any]:
     """The rows of the scenario's faq.csv that the key reads (each as the chunk it becomes), with their
     status: ok, duplicate, conflict, disabled, or invalid (malformed rows: to those who may edit)."""
@@ -173,14 +174,14 @@ def _save(state: ServiceState, scope: Grant, scenario_id: str, index: int | None
     return saved
 
 
-@router.post("/{scenario_id}/faq", status_code=201)
-async def add_faq(scenario_id: str, body: FaqRowIn, scope: Caller, state: State) -> JSONResponse:
+@router.post("/{scenario_id}/faq", status_code=201, response_model=FaqRowInfo)
+async def add_faq(scenario_id: str, body: FaqRowIn, scope: Caller, state: State) -> dict[str, Any]:
     """Append a row to faq.csv (admin who may add to the scenario's KB); indexed at the next build."""
     saved = await run_in_threadpool(_save, state, scope, scenario_id, None, body)
-    return JSONResponse(_row_json(saved), 201)
+    return _row_json(saved)
 
 
-@router.put("/{scenario_id}/faq/{index}")
+@router.put("/{scenario_id}/faq/{index}", response_model=FaqRowInfo)
 async def edit_faq(
     scenario_id: str, index: int, body: FaqRowIn, scope: Caller, state: State
 ) -> dict[str, Any]:
@@ -199,7 +200,7 @@ class RouteBody(BaseModel):
     top_k: PositiveInt | None = Field(default=None, le=200, description="Default: retrieve.top_k.")
 
 
-@router.post("/{scenario_id}/route")
+@router.post("/{scenario_id}/route", response_model=RouteTest, response_model_exclude_unset=True)
 async def route_test(scenario_id: str, body: RouteBody, scope: Caller, state: State) -> dict[str, Any]:
     """Where the scenario sends a question and how it would answer: route and the rule that matched, risk,
     intent, prompt profile and retrieval plan (nothing is searched or generated)."""

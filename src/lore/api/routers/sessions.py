@@ -7,9 +7,10 @@ from typing import Any
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import own_session, redact_end, trace_resource, unreadable_citations
 from lore.api.deps import Caller, State
-from lore.catalog.service import ChatSession
+from lore.app.access import own_session, redact_end, trace_resource, unreadable_citations
+from lore.app.results import SessionDetail, SessionInfo
+from lore.catalog.service_records import ChatSession
 from lore.errors import NotFoundError
 from lore.grant import Grant
 from lore.policy import Action, check
@@ -28,14 +29,14 @@ def _json(s: ChatSession) -> dict[str, Any]:
     }
 
 
-@router.get("")
+@router.get("", response_model=list[SessionInfo])
 async def list_sessions(scope: Caller, state: State, kb: str | None = None) -> list[dict[str, Any]]:
     """The caller's sessions (an admin: its tenant's), most recent first."""
     rows = await run_in_threadpool(state.lore.catalog.list_sessions, scope.tenant, kb, 50, scope.owner_key)
     return [_json(s) for s in rows]
 
 
-@router.get("/{session_id}")
+@router.get("/{session_id}", response_model=SessionDetail)
 async def get_session(session_id: str, scope: Caller, state: State) -> dict[str, Any]:
     """A session with its messages."""
 

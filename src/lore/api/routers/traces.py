@@ -7,14 +7,15 @@ from typing import Any
 from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import redact_trace, trace_resource
 from lore.api.deps import Caller, State
+from lore.app.access import redact_trace, trace_resource
+from lore.app.results import TraceDetail, TraceSummary
 from lore.policy import Action, check
 
 router = APIRouter(prefix="/api/traces", tags=["traces"])
 
 
-@router.get("")
+@router.get("", response_model=list[TraceSummary])
 async def list_traces(
     scope: Caller, state: State, kb: str | None = None, limit: int = Query(default=50, ge=1, le=500)
 ) -> list[dict[str, Any]]:
@@ -23,7 +24,7 @@ async def list_traces(
     return [{k: v for k, v in t.to_json().items() if k != "data"} for t in rows]
 
 
-@router.get("/{trace_id}")
+@router.get("/{trace_id}", response_model=TraceDetail)
 async def get_trace(trace_id: str, scope: Caller, state: State) -> dict[str, Any]:
     """One of the caller's traces in full (an admin: any of its tenant's, without passages its grant cannot
     read)."""

@@ -11,9 +11,10 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from lore.api.access import audit, require_kb
 from lore.api.deps import Caller, State
-from lore.api.limits import NOTE_CHARS, Note, Seq
+from lore.app.access import audit, require_kb
+from lore.app.content_results import EvalSets, QualityReport, VersionDiff, VersionInfo, VersionList
+from lore.app.fields import NOTE_CHARS, Note, Seq
 from lore.catalog import Version
 from lore.engine import Lore
 from lore.errors import LoreError, NotFoundError
@@ -48,7 +49,7 @@ def version_json(lore: Lore, kb: str, seq: int) -> dict[str, Any]:
     return _json(lore.catalog.get_version(record.id, seq), active.seq if active else None)
 
 
-@router.get("/versions")
+@router.get("/versions", response_model=VersionList)
 async def list_versions(kb: str, scope: Caller, state: State) -> dict[str, Any]:
     """Every version, oldest first, and the activation log."""
 
@@ -83,7 +84,7 @@ class ReasonBody(BaseModel):
     reason: Note = ""
 
 
-@router.post("/versions/{seq}/activate")
+@router.post("/versions/{seq}/activate", response_model=VersionInfo)
 async def activate(
     kb: str, seq: Seq, scope: Caller, state: State, body: ReasonBody | None = None
 ) -> dict[str, Any]:
@@ -100,7 +101,7 @@ async def activate(
     return await run_in_threadpool(run)
 
 
-@router.post("/rollback")
+@router.post("/rollback", response_model=VersionInfo)
 async def rollback(kb: str, scope: Caller, state: State, body: ReasonBody | None = None) -> dict[str, Any]:
     """Serve the newest retired version older than the active one (admin of the tenant owning all of it)."""
 
@@ -115,7 +116,7 @@ async def rollback(kb: str, scope: Caller, state: State, body: ReasonBody | None
     return await run_in_threadpool(run)
 
 
-@router.get("/versions/{seq}/report")
+@router.get("/versions/{seq}/report", response_model=QualityReport, response_model_exclude_unset=True)
 async def report(kb: str, seq: Seq, scope: Caller, state: State) -> dict[str, Any]:
     """A version's quality report (it names every file: admins who may change the KB)."""
 
@@ -130,7 +131,7 @@ async def report(kb: str, seq: Seq, scope: Caller, state: State) -> dict[str, An
     return await run_in_threadpool(run)
 
 
-@router.get("/diff")
+@router.get("/diff", response_model=VersionDiff, response_model_exclude_unset=True)
 async def diff(kb: str, base: Seq, candidate: Seq, scope: Caller, state: State) -> dict[str, Any]:
     """Files added, changed and removed from version `base` to `candidate` (with the configured eval set:
     retrieval quality of both); admins who may change the KB."""
@@ -151,7 +152,7 @@ def _configured(lore: Lore) -> Path | None:
     return None if path is None else Path(path)
 
 
-@router.get("/eval-sets")
+@router.get("/eval-sets", response_model=EvalSets)
 async def list_eval_sets(kb: str, scope: Caller, state: State) -> dict[str, Any]:
     """The eval sets a diff can score versions on (admins who may read reports): the KB's saved ones and
     the configured gate set (`configured`)."""
@@ -229,7 +230,7 @@ def check_eval_set(text: str, max_questions: int, max_chars: int) -> None:
                 )
 
 
-@router.post("/diff")
+@router.post("/diff", response_model=VersionDiff, response_model_exclude_unset=True)
 async def diff_with_eval(kb: str, body: DiffBody, scope: Caller, state: State) -> dict[str, Any]:
     """`GET .../diff` with a chosen eval set: Recall@k and MRR of both versions side by side (admins who
     may read reports)."""

@@ -23,10 +23,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse
 
-from lore.api.access import audit, check_file_writes, own_name, require_kb
 from lore.api.deps import Caller, State
-from lore.api.limits import NAME_CHARS
 from lore.api.routers.ingest import report_json
+from lore.app.access import audit, check_file_writes, own_name, require_kb
+from lore.app.content_results import CrawlQueued, CrawlResult, JobInfo
+from lore.app.fields import NAME_CHARS
 from lore.catalog import Job, JobStatus, KnowledgeBase
 from lore.catalog.jobs import JobCapError
 from lore.engine import Lore
@@ -127,8 +128,12 @@ def _queue(lore: Lore, kb: str, body: WebSourceBody, scope: Grant) -> Job:
 @router.post(
     "/sources",
     status_code=202,
+    response_model=CrawlQueued,
     responses={
-        200: {"description": "With `wait`: the crawl's result (pages, refused URLs, per-file outcomes)."},
+        200: {
+            "model": CrawlResult,
+            "description": "With `wait`: the crawl's result (pages, refused URLs, per-file outcomes).",
+        },
         202: {"description": "The crawl is queued: `job` (poll `GET .../jobs/{id}` or stream its events)."},
         429: {"description": "The tenant already has `api.web_crawls_per_tenant` crawls queued or running."},
     },
@@ -161,8 +166,8 @@ async def add_web_source(
             return JSONResponse(job.result, 200, headers=headers)
         if job.status is JobStatus.FAILED:
             raise HTTPException(job.error_status or 500, job.error, headers=headers)
-    reply = {"kb": kb, "job": job.to_json(), "events": f"/api/kbs/{kb}/jobs/{job.id}/events"}
-    return JSONResponse(reply, 202, headers=headers)
+    reply = CrawlQueued(kb=kb, job=JobInfo(**job.to_json()), events=f"/api/kbs/{kb}/jobs/{job.id}/events")
+    return JSONResponse(reply.model_dump(mode="json"), 202, headers=headers)
 
 
 async def _ended(lore: Lore, job_id: str, seconds: float) -> Job:

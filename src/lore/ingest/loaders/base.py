@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Protocol
 
 from lore.errors import LoadError, LoadErrorKind
@@ -62,7 +62,7 @@ def loader_for(path: Path) -> Loader:
     return loader
 
 
-def reader_version(path: Path) -> str:
+def reader_version(path: PurePath) -> str:
     """The `version` the loader for `path`'s suffix declares, or "" (none, or no loader)."""
     return str(getattr(LOADERS.find(path.suffix.lower()), "version", "") or "")
 

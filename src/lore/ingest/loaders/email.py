@@ -15,6 +15,7 @@ from email import policy
 from email.header import Header, decode_header
 from email.message import Message
 from pathlib import Path
+from typing import cast
 
 from lore.errors import LoadError, LoadErrorKind
 from lore.ingest.loaders.base import LoadOptions, load_file
@@ -60,9 +61,7 @@ def load_eml(path: Path, options: LoadOptions) -> list[LoadedDocument]:
         elif part.get_content_type() == "text/html":
             html.append(part)
     for part in plain or html:
-        text, _ = decode_bytes(
-            part.get_payload(decode=True) or b"", str(path), part.get_content_charset() or hint
-        )
+        text, _ = decode_bytes(_payload(part), str(path), part.get_content_charset() or hint)
         if part.get_content_type() == "text/html":
             main.sections.extend(html_document(text, str(path)).sections)
         elif text.strip():
@@ -76,12 +75,17 @@ def load_eml(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     return [main, *children]
 
 
+def _payload(part: Message) -> bytes:
+    """The decoded body of a part that is not multipart (so bytes, or None when it has none)."""
+    return cast("bytes | None", part.get_payload(decode=True)) or b""
+
+
 def _attachment(
     part: Message, index: int, main: LoadedDocument, digest: str, hint: str | None, options: LoadOptions
 ) -> list[LoadedDocument]:
     """An attachment loaded by the loader for its file name, as documents of its own."""
     name = _file_name(part, index, hint, main.path)
-    payload = part.get_payload(decode=True) or b""
+    payload = _payload(part)
     with tempfile.TemporaryDirectory(prefix="lore-eml-") as tmp:
         file = Path(tmp) / name
         file.write_bytes(payload)

@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bs4 import BeautifulSoup, Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
+from bs4 import BeautifulSoup, Comment, Declaration, Doctype, ProcessingInstruction, Tag
+from bs4.element import NavigableString
 
 from lore.ingest.loaders.base import LoadOptions
 from lore.ingest.loaders.encoding import decode_bytes

@@ -77,7 +77,7 @@ def _check_pdf(path: Path, limits: FileLimits) -> None:
     import pymupdf
 
     try:
-        with pymupdf.open(path, filetype="pdf") as doc:
+        with pymupdf.open(path, filetype="pdf") as doc:  # type: ignore[no-untyped-call]
             pages = doc.page_count
     except (pymupdf.FileDataError, RuntimeError, ValueError):
         return  # the PDF loader reports a broken file with its own reason

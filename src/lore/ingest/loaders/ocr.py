@@ -44,7 +44,7 @@ def ocr_region(page: pymupdf.Page, clip: pymupdf.Rect | None = None) -> str:
     """Render `page` (or the `clip` part of it) and return the recognised text in reading order."""
     rect = clip if clip is not None else page.rect
     zoom = min(OCR_DPI / 72, MAX_SIDE_PX / max(rect.width, rect.height, 1.0))
-    pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), clip=clip, colorspace=pymupdf.csRGB, alpha=False)
+    pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), clip=clip, colorspace=pymupdf.csRGB, alpha=False)  # type: ignore[no-untyped-call]
     if pix.width < 8 or pix.height < 8:
         return ""
     rgb = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width, 3)
@@ -87,13 +87,13 @@ def ocr_image_bytes(data: bytes, min_side: int = MIN_IMAGE_SIDE_PX) -> str:
     if width * height > MAX_IMAGE_PIXELS:
         raise ImageTooLarge(f"image of {width}x{height} pixels is over the {MAX_IMAGE_PIXELS:,}-pixel limit")
     try:
-        pix = pymupdf.Pixmap(data)
+        pix = pymupdf.Pixmap(data)  # type: ignore[no-untyped-call]
     except Exception as exc:
         raise ValueError("not a decodable image") from exc
     if pix.alpha:
-        pix = pymupdf.Pixmap(pix, 0)
+        pix = pymupdf.Pixmap(pix, 0)  # type: ignore[no-untyped-call]
     if pix.colorspace is None or pix.colorspace.n != 3:
-        pix = pymupdf.Pixmap(pymupdf.csRGB, pix)
+        pix = pymupdf.Pixmap(pymupdf.csRGB, pix)  # type: ignore[no-untyped-call]
     rgb = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width, pix.n)[:, :, :3]
     return ocr_image(np.ascontiguousarray(rgb[:, :, ::-1]))
 
@@ -113,7 +113,7 @@ def ocr_image(bgr: np.ndarray) -> str:
     if result.boxes is None or not result.txts:
         return ""
     boxes: list[Box] = []
-    for quad, text in zip(result.boxes, result.txts):
+    for quad, text in zip(result.boxes, result.txts, strict=True):
         xs, ys = quad[:, 0], quad[:, 1]
         if text.strip():
             boxes.append((float(xs.min()), float(ys.min()), float(xs.max()), float(ys.max()), text.strip()))
@@ -175,7 +175,7 @@ def _horizontal_strips(boxes: list[Box]) -> list[list[Box]]:
         return [items]
     widest = max(g for _, g in gaps)
     cuts = [i for i, g in gaps if g >= widest / 2]
-    return [items[a:b] for a, b in zip([0, *cuts], [*cuts, len(items)])]
+    return [items[a:b] for a, b in zip([0, *cuts], [*cuts, len(items)], strict=True)]
 
 
 def _line_sort(boxes: list[Box]) -> list[Box]:

@@ -28,7 +28,7 @@ _TEXT_FLAGS = (pymupdf.TEXTFLAGS_TEXT & ~pymupdf.TEXT_PRESERVE_LIGATURES) | pymu
 def load_pdf(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     """Read a PDF; `options.ocr=False` skips OCR and records a warning for each image-only page."""
     try:
-        doc = pymupdf.open(path, filetype="pdf")
+        doc = pymupdf.open(path, filetype="pdf")  # type: ignore[no-untyped-call]
     except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:
         raise LoadError(str(path), f"not a valid PDF ({exc})") from exc
     with doc:
@@ -39,7 +39,7 @@ def load_pdf(path: Path, options: LoadOptions) -> list[LoadedDocument]:
         loaded = LoadedDocument(path=str(path), sections=[], title=(doc.metadata or {}).get("title") or None)
         outline = _Outline(doc)
         image_only = 0
-        for page in doc:
+        for page in doc:  # type: ignore[attr-defined]
             number = page.number + 1
             text, regions = _text_and_image_regions(page)
             if regions:
@@ -74,13 +74,13 @@ load_pdf.version = "pdf2"  # type: ignore[attr-defined]
 
 def _text_and_image_regions(page: pymupdf.Page) -> tuple[str, list[pymupdf.Rect]]:
     """The page's text layer, and the image areas to OCR if the page is image-only (else [])."""
-    text = _CONTROL.sub("", page.get_text("text", flags=_TEXT_FLAGS)).strip()
+    text = _CONTROL.sub("", page.get_text("text", flags=_TEXT_FLAGS)).strip()  # type: ignore[no-untyped-call]
     if sum(not ch.isspace() for ch in text) >= SHORT_TEXT:
         return text, []
     area = abs(page.rect)
     regions = []
     for info in page.get_image_info():
-        rect = pymupdf.Rect(info["bbox"]) & page.rect
+        rect = pymupdf.Rect(info["bbox"]) & page.rect  # type: ignore[no-untyped-call]
         if not rect.is_empty and abs(rect) >= MIN_IMAGE_SHARE * area:
             regions.append(rect)
     return text, regions
@@ -93,14 +93,14 @@ def reads_by_ocr(page: pymupdf.Page) -> bool:
 
 def _ocr_page(page: pymupdf.Page, regions: list[pymupdf.Rect]) -> str:
     """OCR the page, or only its image regions merged with the text layer outside them."""
-    union = pymupdf.Rect(regions[0])
+    union = pymupdf.Rect(regions[0])  # type: ignore[no-untyped-call]
     for rect in regions[1:]:
         union |= rect
     if abs(union) >= FULL_PAGE_SHARE * abs(page.rect):
         return ocr_mod.ocr_region(page)  # the rendering includes the text layer too
     pieces: list[tuple[float, float, str]] = []
-    for x0, y0, x1, y1, block_text, _no, block_type in page.get_text("blocks", flags=_TEXT_FLAGS):
-        block = pymupdf.Rect(x0, y0, x1, y1)
+    for x0, y0, x1, y1, block_text, _no, block_type in page.get_text("blocks", flags=_TEXT_FLAGS):  # type: ignore[no-untyped-call]
+        block = pymupdf.Rect(x0, y0, x1, y1)  # type: ignore[no-untyped-call]
         # Text drawn over an image is read by OCR from the rendering; keep it only once.
         inside = any(abs(block & rect) > 0.5 * abs(block) for rect in regions)
         block_text = _CONTROL.sub("", block_text).strip()

@@ -101,7 +101,8 @@ def table_sections(grid: Grid, sheet: str) -> list[Section]:
         else:
             n_header = 0
         for offset, cells in enumerate(rows[n_header:], start=r0 + n_header + 1):
-            text = "; ".join(f"{name}: {cell}" for name, cell in zip(names, cells) if cell)
+            pairs = zip(names, cells, strict=False)  # a short row has fewer cells
+            text = "; ".join(f"{name}: {cell}" for name, cell in pairs if cell)
             sections.append(
                 Section(text=text, sheet=sheet, row=offset, kind="table_row", header=" | ".join(names))
             )
@@ -195,7 +196,7 @@ def _header_rows(rows: Grid) -> int:
 
 def _header_names(header_rows: Grid, c0: int) -> list[str]:
     names = []
-    for col, parts in enumerate(zip(*header_rows), start=c0 + 1):
+    for col, parts in enumerate(zip(*header_rows, strict=False), start=c0 + 1):
         names.append(" ".join(p for p in parts if p) or f"col {col}")
     return names
 

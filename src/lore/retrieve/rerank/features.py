@@ -123,8 +123,9 @@ def _span(positions: dict[str, list[int]]) -> float:
     if len(positions) < 2:
         return 1.0 if positions else math.nan
     events = sorted((p, t) for t, ps in positions.items() for p in ps)
-    need, count, best, left = len(positions), {}, math.inf, 0
-    for right, (pos, term) in enumerate(events):
+    need, best, left = len(positions), math.inf, 0
+    count: dict[str, int] = {}
+    for pos, term in events:
         count[term] = count.get(term, 0) + 1
         while len(count) == need:
             best = min(best, pos - events[left][0] + 1)

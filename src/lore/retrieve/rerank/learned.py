@@ -135,7 +135,7 @@ class LearnedReranker:
         order = guarded_order(raw[known], [hits[i].chunk.parent_id for i in known], model.guard)
         # Scores stay monotone in the final order (later stages may sort by them): the k-th place gets
         # the k-th best calibrated score of the reordered hits.
-        best = sorted(unit[known].tolist(), reverse=True)
+        best: list[float] = sorted(unit[known].tolist(), reverse=True)
         ranked = iter(
             [replace(hits[known[j]], score=s, rerank_score=s) for j, s in zip(order, best, strict=True)]
         )
@@ -148,6 +148,7 @@ class LearnedReranker:
                 # Kinds the model never saw (table rows, FAQ entries when it was trained on prose) keep
                 # their first-stage slot and score as the hit above them (the best score at the top).
                 above = out[-1].rerank_score if out else (best[0] if best else 1.0)
+                assert above is not None  # every hit in `out` was given a rerank score
                 out.append(replace(h, score=above, rerank_score=above))
         return out
 

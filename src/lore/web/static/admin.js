@@ -1,10 +1,12 @@
 // The knowledge-base admin tab: uploads and their chunk preview (committed on an unversioned KB), builds
 // and ingests with progress, the versions with their reports, activation and rollback.
 import {t} from "./i18n.js";
-import {$, api, errorText, esc, fail, fetchOk, headers, loadKbs, renderValue, sseEvents, toast, where} from "./common.js";
+import {$, api, busy, errorText, esc, fail, fetchOk, headers, loadKbs, renderValue, sseEvents, toast, where} from "./common.js";
 import {askReason, compareVersions, renderDiff, versionTools} from "./versions.js";
+import {endJob, fileState, follow, jobEvent, onProgress, resume, runningJob, startJob, stateHtml} from "./progress.js";
 
 let kbInfo = null;  // the admin tab's knowledge base (versioned or not decides if chunks can be committed)
+let files = {uploads: [], indexed: []};  // its uploads and catalogued files, each upload shown with its state
 const kbUrl = (kb) => `/api/kbs/${encodeURIComponent(kb)}`;
 
 export async function loadAdmin() {
@@ -14,12 +16,9 @@ export async function loadAdmin() {
   kbInfo = info;
   $("#kb-info").textContent = `${info.files} ${t("files").split(" ")[0]} · ${info.chunks} ${t("chunks")} · ` +
     `${info.embedding_model} · ${info.versioned ? `${t("versions")}: ${info.active_version ?? "-"}` : "unversioned"}`;
-  const files = await api(`${kbUrl(kb)}/files`);
-  $("#uploads tbody").innerHTML = files.uploads.map((f) =>
-    `<tr><td>${esc(f.name)}</td><td>${f.size}</td><td><button class="preview-btn" data-name="${esc(f.name)}">${esc(t("preview"))}</button>
-      <button class="delete-file" data-name="${esc(f.name)}">${esc(t("deleteFile"))}</button></td></tr>`).join("");
-  document.querySelectorAll(".preview-btn").forEach((b) => b.addEventListener("click", () => preview(kb, b.dataset.name)));
-  document.querySelectorAll(".delete-file").forEach((b) => b.addEventListener("click", () => deleteFile(kb, b.dataset.name)));
+  files = await api(`${kbUrl(kb)}/files`);
+  renderUploads(kb);
+  resume(kb);
   const v = await api(`${kbUrl(kb)}/versions`);
   $("#versions tbody").innerHTML = v.versions.map((x) => `<tr class="${x.active ? "active" : ""}"><td>${x.seq}</td><td>${esc(x.status)}</td>
     <td>${x.files_added}/${x.files_changed}/${x.files_removed}/${x.files_reused}</td><td>${x.chunks_embedded}/${x.chunks_reused}</td>
@@ -30,20 +29,51 @@ export async function loadAdmin() {
   const show = (html) => { const el = $("#report"); el.innerHTML = html; el.classList.remove("hidden"); };
   document.querySelectorAll(".act").forEach((b) => b.addEventListener("click", () => {
     const reason = askReason("confirmActivate", b.dataset.seq);
-    if (reason !== null) run(() => api(`${kbUrl(kb)}/versions/${b.dataset.seq}/activate`, {method: "POST", body: JSON.stringify({reason})}));
+    if (reason !== null) run(() => api(`${kbUrl(kb)}/versions/${b.dataset.seq}/activate`, {method: "POST", body: JSON.stringify({reason})}), true, b);
   }));
   document.querySelectorAll(".rep").forEach((b) => b.addEventListener("click", () => run(async () => {
     show(renderValue(await api(`${kbUrl(kb)}/versions/${b.dataset.seq}/report`)));
-  }, false)));
+  }, false, b)));
   document.querySelectorAll(".dif").forEach((b) => b.addEventListener("click", () => run(async () => {
     show(renderDiff(await api(`${kbUrl(kb)}/diff?base=${b.dataset.seq - 1}&candidate=${b.dataset.seq}`)));
-  }, false)));
+  }, false, b)));
   await versionTools(kb, v);
 }
 
-// An admin action: its failure as a toast, and (unless told not to) the tab reloaded after it.
-async function run(fn, reload = true) {
-  try { await fn(); if (reload) await loadAdmin(); } catch (e) { fail(e); }
+// The uploads with each one's state (a re-uploaded file of another size waits for the next build).
+function renderUploads(kb) {
+  const indexed = Object.fromEntries(files.indexed.map((f) => [f.path, f]));
+  $("#uploads tbody").innerHTML = files.uploads.map((f) => {
+    const rec = indexed[f.name];
+    const state = fileState(kb, f.name, rec && {status: rec.status, reason: rec.error, chunks: rec.chunks}, rec && rec.size !== f.size);
+    return `<tr><td>${esc(f.name)}</td><td>${f.size}</td><td>${stateHtml(state)}</td>
+      <td><button class="preview-btn" data-name="${esc(f.name)}">${esc(t("preview"))}</button>
+      ${kbInfo?.versioned && rec ? `<button class="reparse" data-name="${esc(f.name)}">${esc(t("reparse"))}</button>` : ""}
+      <button class="delete-file" data-name="${esc(f.name)}">${esc(t("deleteFile"))}</button></td></tr>`;
+  }).join("");
+  document.querySelectorAll(".preview-btn").forEach((b) => b.addEventListener("click", () => busy(b, () => preview(kb, b.dataset.name)).catch(fail)));
+  document.querySelectorAll(".delete-file").forEach((b) => b.addEventListener("click", () => deleteFile(kb, b.dataset.name)));
+  document.querySelectorAll(".reparse").forEach((b) => b.addEventListener("click", () => reparse(kb, b.dataset.name, b)));
+}
+
+// Parse and embed one document again as a new version (the KB's other files are carried over as they are).
+function reparse(kb, name, button) {
+  if (!confirm(t("confirmReparse").replace("{file}", name))) return;
+  run(async () => {
+    const body = {files: [name], mode: "add", force: true, activate: $("#activate").checked,
+      description: `re-parse ${name}`.slice(0, 200)};
+    const r = await api(`${kbUrl(kb)}/builds`, {method: "POST", body: JSON.stringify(body)});
+    toast(t("reparseQueued"));
+    const last = await follow(kb, r.job.id);
+    if (last?.event === "error") toast(last.data.cancelled_by ? t("cancelled") : last.data.message, !last.data.cancelled_by);
+    else $("#build-status").textContent = t("done");
+  }, true, button);
+}
+
+// An admin action (its button, if given, disabled meanwhile): its failure as a toast, and (unless told not to)
+// the tab reloaded after it.
+async function run(fn, reload = true, button = null) {
+  try { await busy(button, async () => { await fn(); if (reload) await loadAdmin(); }); } catch (e) { fail(e); }
 }
 
 // Delete one upload (confirmed): in a versioned KB the next build drops the file, which the toast says.
@@ -79,29 +109,33 @@ async function preview(kb, name) {
   }));
 }
 
+// Upload the chosen files with a progress bar (XMLHttpRequest: fetch reports no upload progress).
 function upload() {
   const kb = $("#admin-kb").value;
-  const files = $("#files").files;
-  if (!kb || !files.length) return;
+  const chosen = $("#files").files;
+  if (!kb || !chosen.length) return Promise.resolve();
   const form = new FormData();
-  for (const f of files) form.append("file", f, f.name);
+  for (const f of chosen) form.append("file", f, f.name);
   const xhr = new XMLHttpRequest();
   const bar = $("#upload-progress");
   bar.classList.remove("hidden");
   bar.value = 0;
   xhr.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = (100 * e.loaded) / e.total; };
-  xhr.onload = () => {
-    bar.classList.add("hidden");
-    if (xhr.status >= 300) {
-      let body = null;
-      try { body = JSON.parse(xhr.responseText); } catch (e) { /* not JSON: the status says it */ }
-      toast(errorText(body, xhr.status), true);
-    } else { $("#files").value = ""; toast(t("done")); loadAdmin(); }
-  };
-  xhr.onerror = () => toast("upload failed", true);
-  xhr.open("POST", `${kbUrl(kb)}/files`);
-  xhr.setRequestHeader("Authorization", headers().Authorization);
-  xhr.send(form);
+  return new Promise((resolve) => {
+    xhr.onload = () => {
+      bar.classList.add("hidden");
+      if (xhr.status >= 300) {
+        let body = null;
+        try { body = JSON.parse(xhr.responseText); } catch (e) { /* not JSON: the status says it */ }
+        toast(errorText(body, xhr.status), true);
+        resolve();
+      } else { $("#files").value = ""; toast(t("done")); loadAdmin().catch(fail).finally(resolve); }
+    };
+    xhr.onerror = () => { bar.classList.add("hidden"); toast(t("uploadFailed"), true); resolve(); };
+    xhr.open("POST", `${kbUrl(kb)}/files`);
+    xhr.setRequestHeader("Authorization", headers().Authorization);
+    xhr.send(form);
+  });
 }
 
 async function build(unversioned) {
@@ -109,33 +143,42 @@ async function build(unversioned) {
   const status = $("#build-status");
   const bar = $("#build-progress");
   status.textContent = t("building");
+  let started = false, cancelled = false;
   try {
     let r;
     if (unversioned) {
+      startJob(kb, null, "parsing");  // one request: its files are in work until its report comes back
+      started = true;
       r = await api(`${kbUrl(kb)}/ingest`, {method: "POST", body: "{}"});
+      endJob(kb, r);
     } else {
       const body = {activate: $("#activate").checked, quality_gate: $("#gate").checked};
       const resp = await fetchOk(`${kbUrl(kb)}/builds/stream`, {method: "POST",
         headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+      startJob(kb, resp.headers.get("X-Lore-Job"));
+      started = true;
       const total = Math.max(1, $("#uploads tbody").children.length);
       let done = 0;
       bar.value = 0;
       bar.classList.remove("hidden");
       for await (const ev of sseEvents(resp)) {
+        jobEvent(kb, ev);
         if (ev.event === "status" && ev.data.stage === "file") status.textContent = `${t("building")} ${ev.data.file}`;
         if (ev.event === "status" && ev.data.stage === "file_done") bar.value = (100 * ++done) / total;
         if (ev.event === "end") r = ev.data;
-        if (ev.event === "error") throw new Error(ev.data.message);
+        if (ev.event === "error" && ev.data.cancelled_by) cancelled = true;
+        else if (ev.event === "error") throw new Error(ev.data.message);
       }
     }
     const el = $("#build-result");
+    if (cancelled) { status.textContent = t("cancelled"); toast(t("cancelled")); await loadAdmin(); return; }
     el.innerHTML = renderValue({version: r.version?.seq, status: r.version?.status, counts: r.counts,
       gate_reasons: r.gate_reasons, removed: r.removed, files: r.files.map((f) => ({file: f.name, status: f.status, reason: f.error}))});
     el.classList.remove("hidden");
     status.textContent = t("done");
     await loadAdmin();
   } catch (e) { status.textContent = ""; fail(e); }
-  finally { bar.classList.add("hidden"); }
+  finally { if (started) endJob(kb); bar.classList.add("hidden"); }
 }
 
 export function initAdmin() {
@@ -146,18 +189,44 @@ export function initAdmin() {
       await loadKbs();
       $("#admin-kb").value = $("#new-kb").value.trim();
       $("#new-kb").value = "";
-    });
+    }, true, $("#create-kb button"));
   });
   $("#admin-kb").addEventListener("change", () => loadAdmin().catch(fail));
-  $("#upload").addEventListener("click", upload);
-  $("#build").addEventListener("click", () => build(false));
-  $("#ingest").addEventListener("click", () => build(true));
+  $("#upload").addEventListener("click", () => busy($("#upload"), upload));
+  // One build or ingest at a time: both buttons wait for the one running.
+  $("#build").addEventListener("click", () => busy([$("#build"), $("#ingest")], () => build(false)));
+  $("#ingest").addEventListener("click", () => busy([$("#build"), $("#ingest")], () => build(true)));
+  onProgress((kb) => { if (kb === $("#admin-kb").value) { renderUploads(kb); showCancel(kb); } });
+  $("#cancel-build").addEventListener("click", cancelBuild);
   $("#rollback").addEventListener("click", () => {
     const reason = askReason("confirmRollback");
-    if (reason !== null) run(() => api(`${kbUrl($("#admin-kb").value)}/rollback`, {method: "POST", body: JSON.stringify({reason})}));
+    if (reason !== null) run(() => api(`${kbUrl($("#admin-kb").value)}/rollback`, {method: "POST", body: JSON.stringify({reason})}), true, $("#rollback"));
   });
-  $("#diff-run").addEventListener("click", () => compareVersions().then(() => loadAdmin()).catch(fail));
+  $("#diff-run").addEventListener("click", () => run(compareVersions, true, $("#diff-run")));
   $("#delete-kb").addEventListener("click", deleteKb);
+}
+
+// The Cancel button shows while a build of the chosen KB runs (and stays disabled once asked).
+function showCancel(kb) {
+  const button = $("#cancel-build");
+  const id = runningJob(kb);
+  button.classList.toggle("hidden", !id);
+  if (!id || button.dataset.job !== id) { button.disabled = false; button.textContent = t("cancelBuild"); }
+  button.dataset.job = id || "";
+}
+
+// Cancel the running build, confirmed with a reason (kept in the audit log); it stops before its next file.
+async function cancelBuild() {
+  const button = $("#cancel-build");
+  const kb = $("#admin-kb").value;
+  const id = runningJob(kb);
+  const reason = id ? askReason("confirmCancelBuild") : null;
+  if (reason === null) return;
+  button.disabled = true;
+  button.textContent = t("cancelling");
+  try {
+    await api(`${kbUrl(kb)}/jobs/${encodeURIComponent(id)}/cancel`, {method: "POST", body: JSON.stringify({reason})});
+  } catch (e) { button.disabled = false; button.textContent = t("cancelBuild"); fail(e); }
 }
 
 // Delete the chosen knowledge base, confirmed with a reason (kept in the audit log).
@@ -169,5 +238,5 @@ function deleteKb() {
     await api(`${kbUrl(kb)}?reason=${encodeURIComponent(reason)}`, {method: "DELETE"});
     toast(t("kbDeleted"));
     await loadKbs();
-  });
+  }, true, $("#delete-kb"));
 }

@@ -1,7 +1,8 @@
 // The chat: streamed, cited answers (fast or deep mode), the source panel, feedback, and the key's history.
 import {routeName, t} from "./i18n.js";
-import {$, ICONS, api, esc, fail, fetchOk, headers, sseEvents, toast, when, where} from "./common.js";
+import {$, ICONS, api, busy, esc, fail, fetchOk, headers, sseEvents, toast, when, where} from "./common.js";
 import {showCitedPage} from "./pages.js";
+import {renderMarkdown} from "./markdown.js";
 
 let sessionId = null;
 
@@ -64,20 +65,20 @@ function quoteHtml(c) {
   return `<div class="muted quote">${esc(q.slice(0, a))}<mark>${esc(q.slice(a, b))}</mark>${esc(q.slice(b))}</div>`;
 }
 
+// An answer (streamed now, or reopened from the history) with its citations, badges, sources and feedback.
 function renderAnswer(box, end, kb) {
-  const cites = Object.fromEntries(end.citations.map((c) => [c.n, c]));
-  const html = esc(end.answer).replace(/\[(\d+)\]/g, (m, n) => cites[n] ? `<button class="cite" data-n="${n}">[${n}]</button>` : m);
-  box.querySelector(".text").innerHTML = html;
-  box.querySelectorAll(".cite").forEach((b) => b.addEventListener("click", () => openPassage(cites[b.dataset.n], kb)));
+  const cites = Object.fromEntries(end.citations.map((c) => [String(c.n), c]));
+  renderMarkdown(box.querySelector(".text"), end.answer, new Set(Object.keys(cites)), (n) => openPassage(cites[n], kb));
   const meta = box.querySelector(".meta");
-  const conf = `${t("confidence")} ${(end.answer_confidence * 100).toFixed(0)}%`;
   meta.innerHTML = "";
   if (end.refused) meta.insertAdjacentHTML("beforeend", `<span class="badge refused">${esc(t("refused"))}</span>`);
-  else meta.insertAdjacentHTML("beforeend", `<span class="badge">${esc(conf)}</span>`);
+  else if (typeof end.answer_confidence === "number") {
+    meta.insertAdjacentHTML("beforeend", `<span class="badge">${esc(t("confidence"))} ${(end.answer_confidence * 100).toFixed(0)}%</span>`);
+  }
   if (end.route) meta.insertAdjacentHTML("beforeend", `<span class="badge route" data-route="${esc(end.route)}">${esc(t("route"))}: ${esc(routeName(end.route))}</span>`);
   if (end.profile && end.profile.name) meta.insertAdjacentHTML("beforeend", `<span class="badge profile" title="${esc(end.profile.reason || "")}">${esc(t("profile"))}: ${esc(end.profile.name)}</span>`);
   if (end.low_confidence) meta.insertAdjacentHTML("beforeend", `<span class="warning">${esc(t("lowConfidence"))}</span>`);
-  if (end.mode === "deep" && end.sub_questions.length > 1) box.appendChild(planPanel(end));
+  if (end.mode === "deep" && end.sub_questions?.length > 1) box.appendChild(planPanel(end));
   const list = document.createElement("ol");
   list.className = "sources";
   end.citations.forEach((c) => {
@@ -112,7 +113,7 @@ async function ask(question) {
         const round = ev.data.round ? `${t("round")} ${ev.data.round} · ` : "";
         status.textContent = `${round}${ev.data.stage}${ev.data.query ? `: ${ev.data.query}` : ""}…`;
       }
-      else if (ev.event === "token") { text += ev.data.text; box.querySelector(".text").textContent = text; }
+      else if (ev.event === "token") { text += ev.data.text; renderMarkdown(box.querySelector(".text"), text); }
       else if (ev.event === "end") renderAnswer(box, ev.data, kb);
       else if (ev.event === "error") {
         box.classList.add("error");
@@ -162,15 +163,35 @@ async function openSession(id) {
   newChat();
   sessionId = s.id;
   if ([...$("#chat-kb").options].some((o) => o.value === s.kb)) $("#chat-kb").value = s.kb;
-  $("#messages").innerHTML = s.messages.map((m) => `<div class="msg ${m.role === "user" ? "user" : "assistant"}">${esc(m.content)}</div>`).join("");
+  const msgs = $("#messages");
+  const ends = await Promise.all(s.messages.map((m) => (m.role !== "user" && m.trace_id ? traceEnd(m.trace_id) : null)));
+  s.messages.forEach((m, i) => {
+    const box = document.createElement("div");
+    box.className = `msg ${m.role === "user" ? "user" : "assistant"}`;
+    if (m.role === "user") box.textContent = m.content;
+    else {
+      box.innerHTML = `<div class="text"></div><div class="meta"></div>`;
+      if (ends[i]) renderAnswer(box, {...ends[i], answer: m.content}, s.kb);
+      else renderMarkdown(box.querySelector(".text"), m.content);
+    }
+    msgs.appendChild(box);
+  });
   $("#history").value = id;
+}
+
+// A past answer's end (its citations) from its trace; null when the trace is gone or not the key's to read.
+async function traceEnd(traceId) {
+  try {
+    const end = (await api(`/api/traces/${encodeURIComponent(traceId)}`)).data?.end;
+    return end && Array.isArray(end.citations) ? end : null;
+  } catch (e) { return null; }
 }
 
 export function initChat() {
   $("#ask-form").addEventListener("submit", (e) => {
     e.preventDefault();
     const q = $("#question").value.trim();
-    if (q) { $("#question").value = ""; ask(q); }
+    if (q && !$("#ask-form button").disabled) { $("#question").value = ""; busy($("#ask-form button"), () => ask(q)); }
   });
   $("#new-chat").addEventListener("click", newChat);
   // A session belongs to one knowledge base: changing what is asked starts a new chat.

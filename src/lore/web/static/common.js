@@ -18,6 +18,14 @@ export function toast(msg, bad = false) {
 // A failed load's message as a red toast: the `.catch` of every button and picker.
 export const fail = (e) => toast(e.message, true);
 
+// Runs `fn` with the buttons disabled (and marked busy) until it settles: a second click cannot start it twice.
+export async function busy(buttons, fn) {
+  const list = [buttons].flat().filter(Boolean);
+  if (list.some((b) => b.disabled)) return undefined;
+  list.forEach((b) => { b.disabled = true; b.setAttribute("aria-busy", "true"); });
+  try { return await fn(); } finally { list.forEach((b) => { b.disabled = false; b.removeAttribute("aria-busy"); }); }
+}
+
 export function headers(extra = {}) {
   const key = $("#key").value.trim();
   if (!key) throw new Error(t("needKey"));

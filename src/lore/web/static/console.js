@@ -1,7 +1,7 @@
 // The console's retrieval test (scores per stage, query terms marked), feedback review and its export as an
 // eval set, and the API keys.
 import {t} from "./i18n.js";
-import {$, ICONS, api, esc, fail, fetchOk, guarded, loadKbs, may, session, toast, when, where} from "./common.js";
+import {$, ICONS, api, busy, esc, fail, fetchOk, guarded, loadKbs, may, session, toast, when, where} from "./common.js";
 
 // ---- retrieval test ----------------------------------------------------------------------------
 
@@ -67,7 +67,9 @@ async function loadKeys() {
   const rows = await api("/api/keys");
   $("#keys tbody").innerHTML = rows.map((k) => `<tr class="${k.revoked_at ? "revoked" : ""}"><td><code>${esc(k.prefix)}…</code></td>
     <td>${esc(k.name)}</td><td>${esc(k.roles.join(", "))}</td><td>${esc((k.datasets || []).join(", "))}</td>
-    <td>${esc(when(k.created_at))}</td>
+    <td>${esc(when(k.created_at))}</td><td>${k.expires_at ? esc(when(k.expires_at, 16)) +
+      (new Date(k.expires_at) <= new Date() ? ` (${esc(t("expired"))})` : "") : esc(t("never"))}</td>
+    <td>${k.last_used_at ? esc(when(k.last_used_at, 16)) : "-"}</td>
     <td>${k.revoked_at ? esc(t("revoked")) : `<button class="revoke" data-id="${esc(k.id)}">${esc(t("revoke"))}</button>`}</td></tr>`).join("");
   document.querySelectorAll(".revoke").forEach((b) => b.addEventListener("click", () => {
     if (!confirm(`${t("revoke")} ${b.dataset.id}?`)) return;
@@ -79,6 +81,7 @@ async function createKey() {
   const list = (id) => $(id).value.split(",").map((s) => s.trim()).filter(Boolean);
   const body = {roles: [...$("#key-roles").selectedOptions].map((o) => o.value), name: $("#key-name").value.trim()};
   if (list("#key-datasets").length) body.datasets = list("#key-datasets");
+  if ($("#key-days").value) body.expires_in_days = Number($("#key-days").value);
   const r = await api("/api/keys", {method: "POST", body: JSON.stringify(body)});
   $("#key-secret").textContent = `${t("newSecret")} ${r.secret}`;
   $("#key-secret").dataset.secret = r.secret;
@@ -94,8 +97,8 @@ export const loadKeysPanel = guarded("tab-keys", loadKeys);
 export function initConsole() {
   $("#rt-form").addEventListener("submit", (e) => { e.preventDefault(); guarded("tab-retrieval", retrievalTest)(); });
   $("#fb-rating").addEventListener("change", loadFeedbackPanel);
-  $("#fb-export").addEventListener("click", () => exportFeedback().catch(fail));
-  $("#key-form").addEventListener("submit", (e) => { e.preventDefault(); createKey().catch(fail); });
+  $("#fb-export").addEventListener("click", () => busy($("#fb-export"), exportFeedback).catch(fail));
+  $("#key-form").addEventListener("submit", (e) => { e.preventDefault(); busy($("#key-form button"), createKey).catch(fail); });
   $("#copy-secret").addEventListener("click", () => navigator.clipboard.writeText($("#key-secret").dataset.secret)
     .then(() => toast(t("copied"))).catch(fail));
 }

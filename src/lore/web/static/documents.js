@@ -1,12 +1,14 @@
 // The documents tab: a knowledge base's files with their state, and a file's chunks to edit, switch off,
 // or (scanned PDF pages) review beside the page image.
 import {t} from "./i18n.js";
-import {$, api, esc, fail, guarded, loadKbs, toast, when, where} from "./common.js";
+import {$, api, busy, esc, fail, guarded, loadKbs, toast, when, where} from "./common.js";
 import {showPageIn} from "./pages.js";
+import {fileState, onProgress, resume, stateHtml} from "./progress.js";
 
 const kbPath = () => `/api/kbs/${encodeURIComponent($("#docs-kb").value)}`;
 let docRows = [];
 let docWritable = false;
+let docKb = "";  // the knowledge base docRows are of
 let docSort = {key: "name", dir: 1};
 
 function shape(d) {
@@ -18,6 +20,9 @@ function shape(d) {
   return parts.join(" · ");
 }
 
+// A row's state: a running build's word first, then the catalog's (uploads never indexed are queued).
+const stateOf = (d) => fileState(docKb, d.name, d.upload ? null : {status: d.status, reason: d.reason, chunks: d.chunks}, d.changed);
+
 function renderDocs() {
   const q = $("#docs-filter").value.trim().toLowerCase();
   const status = $("#docs-status").value;
@@ -28,22 +33,31 @@ function renderDocs() {
     });
   $("#docs tbody").innerHTML = rows.map((d) => `<tr class="st-${esc(d.status)}">
     <td>${esc(d.name)}</td><td>${esc(d.type)}</td><td>${d.size}</td><td>${esc(shape(d))}</td><td>${d.chunks}</td>
-    <td>${esc(d.status)}${d.reason ? `<div class="reason" title="${esc(t("reasonFor"))}">${esc(d.reason)}</div>` : ""}</td>
+    <td>${stateHtml(stateOf(d))}</td>
     <td>${d.ocr_pages || ""}${d.ocr_unreviewed ? ` <span class="badge pending ocr-unreviewed">${d.ocr_unreviewed} ${esc(t("unreviewed"))}</span>` : ""}</td><td>${esc(d.tenant ?? "")}</td><td>${esc(d.dataset ?? "")}</td>
     <td>${esc(d.visibility ?? "")}</td><td>${esc((d.roles || []).join(", "))}</td><td>${esc(d.versions.join(", "))}</td>
     <td>${esc(when(d.updated_at))}</td>
     <td>${d.chunks ? `<button class="chunks-btn" data-name="${esc(d.name)}">${esc(t("showChunks"))}</button>` : ""}</td></tr>`).join("")
     || `<tr><td colspan="14" class="muted">${esc(t("noDocs"))}</td></tr>`;
   document.querySelectorAll(".chunks-btn").forEach((b) => b.addEventListener("click", () =>
-    showChunks(b.dataset.name).catch(fail)));
+    busy(b, () => showChunks(b.dataset.name)).catch(fail)));
 }
 
+// The catalogued files and, for a key that may upload, the uploads not indexed yet (or changed since).
 async function loadDocs() {
-  if (!$("#docs-kb").value) return;
+  const kb = $("#docs-kb").value;
+  if (!kb) return;
   const r = await api(`${kbPath()}/documents`);
-  docRows = r.documents;
+  const uploads = r.writable ? (await api(`${kbPath()}/files`)).uploads : [];
+  const known = Object.fromEntries(r.documents.map((d) => [d.name, d]));
+  for (const u of uploads) if (known[u.name] && known[u.name].size !== u.size) known[u.name].changed = true;
+  const waiting = uploads.filter((u) => !known[u.name]).map((u) => ({name: u.name, upload: true, size: u.size,
+    type: u.name.includes(".") ? u.name.split(".").pop().toLowerCase() : "?", status: "queued", chunks: 0, versions: [], updated_at: ""}));
+  docRows = [...r.documents, ...waiting];
   docWritable = r.writable;
+  docKb = kb;
   renderDocs();
+  resume(kb);
 }
 
 async function showChunks(name) {
@@ -94,9 +108,9 @@ async function showChunks(name) {
   });
   el.querySelectorAll(".ocr-review .review-btn").forEach((b) => b.addEventListener("click", () => {
     const box = b.closest(".ocr-review");
-    api(`${kbPath()}/documents/${encodeURIComponent(name)}/pages/${box.dataset.page}/review`,
+    busy(b, () => api(`${kbPath()}/documents/${encodeURIComponent(name)}/pages/${box.dataset.page}/review`,
       {method: "PUT", body: JSON.stringify({reviewed: box.dataset.done !== "1"})})
-      .then(() => loadDocs()).then(() => showChunks(name)).catch(fail);
+      .then(() => loadDocs()).then(() => showChunks(name))).catch(fail);
   }));
   el.querySelectorAll(".chunk-tools").forEach((box) => {
     const i = Number(box.dataset.index);
@@ -106,8 +120,9 @@ async function showChunks(name) {
       pre.focus();
       box.querySelector(".chunk-save").classList.remove("hidden");
     });
-    box.querySelector(".chunk-save")?.addEventListener("click", () => send(i, {text: pre.innerText}));
-    box.querySelector(".chunk-off").addEventListener("click", () => send(i, edits[i]?.off ? {} : {off: true}));
+    const save = box.querySelector(".chunk-save"), off = box.querySelector(".chunk-off");
+    save?.addEventListener("click", () => busy([save, off], () => send(i, {text: pre.innerText})));
+    off.addEventListener("click", () => busy([save, off], () => send(i, edits[i]?.off ? {} : {off: true})));
   });
 }
 
@@ -118,6 +133,8 @@ export function initDocuments() {
   $("#docs-kb").addEventListener("change", loadDocsPanel);
   $("#docs-filter").addEventListener("input", renderDocs);
   $("#docs-status").addEventListener("change", renderDocs);
+  // A build's progress redraws the rows as it comes; its end reloads them from the catalog.
+  onProgress((kb, ended) => { if (kb === docKb) (ended ? loadDocs().catch(fail) : renderDocs()); });
   document.querySelectorAll("#docs th[data-sort]").forEach((th) => th.addEventListener("click", () => {
     docSort = {key: th.dataset.sort, dir: docSort.key === th.dataset.sort ? -docSort.dir : 1};
     renderDocs();

@@ -16,12 +16,14 @@ export const t = (k) => (I18N[ui.lang] && I18N[ui.lang][k]) || I18N.en[k] || k;
 export const routeName = (r) => (I18N[ui.lang].routes || {})[r] || I18N.en.routes[r] || r;
 export const auditName = (a) => (I18N[ui.lang].auditActions || {})[a] || I18N.en.auditActions[a] || a;
 
-// Writes the shown language's words into every element that names one (data-i18n, data-i18n-placeholder).
+// Writes the shown language's words into every element that names one (data-i18n, data-i18n-placeholder,
+// data-i18n-title, and data-i18n-aria: the accessible name of a control without a visible label).
 export function applyLang() {
   document.documentElement.lang = ui.lang === "zh" ? "zh-CN" : "en";
   document.querySelectorAll("[data-i18n]").forEach((el) => { el.textContent = t(el.dataset.i18n); });
   document.querySelectorAll("[data-i18n-placeholder]").forEach((el) => { el.placeholder = t(el.dataset.i18nPlaceholder); });
   document.querySelectorAll("[data-i18n-title]").forEach((el) => { el.title = t(el.dataset.i18nTitle); });
+  document.querySelectorAll("[data-i18n-aria]").forEach((el) => el.setAttribute("aria-label", t(el.dataset.i18nAria)));
   document.querySelector("#lang").textContent = ui.lang === "zh" ? "English" : "中文";
 }
 
@@ -84,6 +86,15 @@ strings({
   redacted: ["redacted: your key may not read a cited passage", "已隐去：你的密钥无权阅读被引用的段落"],
   createKey: ["Create key", "创建密钥"], revoke: ["Revoke", "吊销"], created: ["Created", "创建时间"],
   revoked: ["Revoked", "已吊销"], newSecret: ["New key (shown once):", "新密钥（只显示一次）："],
+  expires: ["Expires", "到期"], lastUsed: ["Last used", "最近使用"], never: ["never", "从不"],
+  expired: ["expired", "已过期"], expiresInDays: ["expires in days (optional)", "有效天数（可选）"],
+  cancelBuild: ["Cancel build", "取消构建"], cancelling: ["Cancelling…", "正在取消…"],
+  cancelled: ["Build cancelled", "构建已取消"], reparse: ["Re-parse", "重新解析"],
+  confirmReparse: ["Parse and embed {file} again as a new version? The other files stay as they are.",
+    "将 {file} 重新解析并嵌入为新版本？其他文件保持不变。"],
+  reparseQueued: ["Re-parse queued as a new build", "重新解析已作为新构建排队"],
+  confirmCancelBuild: ["Cancel this build? It stops before its next file and the active version stays. Give a reason (kept in the audit log):",
+    "取消此次构建？它会在下一个文件前停止，当前生效版本不变。请填写原因（记入审计日志）："],
   noDocs: ["No documents yet: upload files and ingest or build.", "还没有文档：请上传文件并入库或构建。"],
   reasonFor: ["Why it failed", "失败原因"], forbidden: ["Your key may not do this", "你的密钥无权执行此操作"],
   cites: ["Citations", "引用"], history: ["History", "历史对话"], deleteChat: ["Delete chat", "删除对话"],
@@ -101,6 +112,11 @@ strings({
     "扫描页：页面图像与 OCR 识别出的文字并排显示，识别有误的分块可点“编辑”修正，然后将该页标记为已审核。"],
   markReviewed: ["Mark page reviewed", "标记本页已审核"], reviewedBy: ["OCR reviewed by", "OCR 审核人"],
   unmark: ["Undo review", "撤销审核"], unreviewed: ["unreviewed", "未审核"],
+  stQueued: ["queued", "排队中"], stParsing: ["parsing", "解析中"], stReady: ["ready", "就绪"], stFailed: ["failed", "失败"],
+  chunksN: ["chunks", "个分块"], embeddedN: ["embedded", "已向量化"], queuedHint: ["Waiting for the next build or ingest", "等待下次构建或入库"],
+  uploadFailed: ["Upload failed", "上传失败"], chooseFiles: ["Files to upload", "要上传的文件"], close: ["Close", "关闭"],
+  newKbName: ["Name of a new knowledge base", "新知识库名称"], statusFilter: ["Status filter", "状态筛选"],
+  ratingFilter: ["Rating filter", "评价筛选"], faqVisibility: ["Visibility", "可见性"], faqRoles: ["Roles", "角色"],
 });
 
 // Scenarios: configuration, FAQ rows, routing test.
@@ -156,6 +172,6 @@ strings({
     delete: ["delete knowledge base", "删除知识库"], delete_file: ["delete file", "删除文件"], share: ["share", "共享"],
     unshare: ["unshare", "取消共享"], key_create: ["create key", "创建密钥"], key_revoke: ["revoke key", "吊销密钥"],
     chunk_edit: ["edit chunk", "编辑分块"], ocr_review: ["OCR review", "OCR 审核"], crawl: ["crawl", "抓取"],
-    owner: ["set owner", "设置所有者"],
+    owner: ["set owner", "设置所有者"], cancel: ["cancel build", "取消构建"],
   },
 });

@@ -8,6 +8,7 @@ Create Date: 2026-11-30
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 import sqlalchemy as sa
 from alembic import op
@@ -21,7 +22,7 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 
-def _at(name: str, nullable: bool = False) -> sa.Column:
+def _at(name: str, nullable: bool = False) -> sa.Column[datetime]:
     return sa.Column(name, timestamp_type(), nullable=nullable)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from lore.api.access import kb_resource
+from lore.app.access import kb_resource
 from lore.engine import Lore
 from lore.errors import ForbiddenError, LoreError, NotFoundError
 from lore.grant import Grant, ScopeError

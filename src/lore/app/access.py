@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from lore.catalog import Catalog, KnowledgeBase
-from lore.catalog.service import ChatSession, Trace
+from lore.catalog.service_records import ChatSession, Trace
 from lore.engine import Lore
 from lore.errors import LoreError, NotFoundError
 from lore.grant import Grant
@@ -191,7 +191,7 @@ def redact_trace(lore: Lore, grant: Grant, trace: Trace) -> dict[str, Any]:
 
 def redact_end(end: dict[str, Any], hidden: set[str]) -> dict[str, Any]:
     """An `end` payload without the text of hidden passages, nor the answer and checks built from them."""
-    keep = {
+    keep: dict[str, Any] = {
         k: end[k]
         for k in (
             "route",

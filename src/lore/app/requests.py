@@ -6,13 +6,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from lore.api.limits import Name, Seq
+from lore.app.fields import Name, Seq
+
+AskMode = Literal["fast", "deep"]
+QueryRewrite = Literal["off", "on", "hyde"]
 
 
-class AskBody(BaseModel):
+class AskRequest(BaseModel):
     """A question to a knowledge base or a scenario; the caller's scope comes from its key, not from here."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kb: Name | None = Field(default=None, description="Knowledge base name (or give `scenario`).")
     scenario: Name | None = Field(
@@ -28,7 +31,7 @@ class AskBody(BaseModel):
     new_session: bool = Field(default=True, description="Open a session when no session_id is given.")
     version: Seq | None = Field(default=None, description="Answer from this version (admin keys only).")
     top_k: int | None = Field(default=None, ge=1, le=50, description="Hits handed to context building.")
-    mode: Literal["fast", "deep"] = Field(
+    mode: AskMode = Field(
         default="fast",
         description="deep: plan sub-questions, retrieve, "
         "grade and retry (at most 3 rounds); status events show each round.",
@@ -38,14 +41,40 @@ class AskBody(BaseModel):
         description="false: no reranking; true/absent: the configured "
         "reranker where the retrieval plan uses it.",
     )
-    rewrite: Literal["off", "on", "hyde"] = Field(
+    rewrite: QueryRewrite = Field(
         default="off",
         description="Search query variants (fast mode); "
         "LLM steps are skipped with a note when no LLM is configured.",
     )
 
     @model_validator(mode="after")
-    def _one_target(self) -> AskBody:
+    def _one_target(self) -> AskRequest:
         if (self.kb is None) == (self.scenario is None):
             raise ValueError("give exactly one of 'kb' and 'scenario'")
         return self
+
+
+class SearchRequest(BaseModel):
+    """A search; tenant, datasets and roles come from the API key."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kb: Name
+    query: str = Field(min_length=1, description="At most `answer.max_question_chars` characters.")
+    top_k: int = Field(default=10, ge=1, le=100)
+    mode: Literal["dense", "bm25", "hybrid"] | None = None
+    version: Seq | None = Field(default=None, description="Search this version (admin keys only).")
+    rerank: bool | None = Field(
+        default=None,
+        description="Re-score the candidates with the configured "
+        "reranker (default: as configured; false: first-stage order).",
+    )
+    recall_k: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="Candidates recalled before rerank/cut (default: configured).",
+    )
+    rerank_k: int | None = Field(
+        default=None, ge=1, le=1000, description="Candidates re-scored (default: [rerank] rerank_k)."
+    )

@@ -1,0 +1,94 @@
+// Each uploaded file's state, for the upload list and the documents tab: queued (uploaded, waiting for a build
+// or ingest), parsing (with its chunks and how many are embedded), ready, or failed with its reason. A running
+// build's job events say it as they come; the catalog says it otherwise.
+import {t} from "./i18n.js";
+import {esc, fetchOk, sseEvents} from "./common.js";
+
+const jobs = new Map();  // kb -> {id, running, files: Map(name -> {state, chunks, embedded, reason})}
+const listeners = new Set();
+const FAILED = new Set(["failed", "unsupported", "empty", "too_large"]);
+const stored = (kb) => `lore.job.${kb}`;
+
+// Calls fn(kb, ended) whenever a followed job of knowledge base `kb` moves (ended: it has just finished).
+export const onProgress = (fn) => listeners.add(fn);
+const changed = (kb, ended = false) => listeners.forEach((fn) => fn(kb, ended));
+export const inFlight = (kb) => Boolean(jobs.get(kb)?.running);
+// The id of the build of `kb` running now (an ingest has none), else null.
+export const runningJob = (kb) => (jobs.get(kb)?.running && jobs.get(kb).id) || null;
+
+// A build or ingest of `kb` has started (`id`: its job, kept for this tab so a reload follows it again;
+// `waiting`: the state of its files it has not reported on yet).
+export function startJob(kb, id, waiting = "queued") {
+  jobs.set(kb, {id, running: true, files: new Map(), current: null, waiting});
+  if (id) sessionStorage.setItem(stored(kb), id);
+  changed(kb);
+}
+
+// One event of the job's stream (`status` per file, then `end` or `error`).
+export function jobEvent(kb, ev) {
+  const job = jobs.get(kb);
+  if (!job) return;
+  const d = ev.data || {};
+  if (ev.event === "status" && d.stage === "file") {
+    job.files.set(d.file, {state: "parsing", chunks: d.chunks, embedded: 0});
+    job.current = d.file;
+  } else if (ev.event === "status" && d.stage === "embedded" && job.files.has(job.current)) {
+    job.files.get(job.current).embedded = d.chunks;
+  } else if (ev.event === "status" && d.stage === "file_done") {
+    job.files.set(d.file, {state: FAILED.has(d.status) ? "failed" : "ready", chunks: d.chunks, reason: d.error});
+  } else if (ev.event === "end" || ev.event === "error") return endJob(kb, ev.event === "end" ? ev.data : null);
+  changed(kb);
+}
+
+// The job is over: with an ingest's report (`result.files`) the files it reached get their outcome.
+export function endJob(kb, result = null) {
+  const job = jobs.get(kb);
+  if (!job || !job.running) return;
+  for (const f of result?.files || []) {
+    job.files.set(f.name, {state: FAILED.has(f.status) ? "failed" : "ready", chunks: f.chunks, reason: f.error});
+  }
+  job.running = false;
+  sessionStorage.removeItem(stored(kb));
+  changed(kb, true);
+}
+
+// Follows a build this tab started before a reload (its events replay from the start), once.
+export async function resume(kb) {
+  const id = sessionStorage.getItem(stored(kb));
+  if (!id || jobs.has(kb)) return;
+  await follow(kb, id);
+}
+
+// Follows job `id` of `kb` to its end (its events from the start); returns its last event.
+export async function follow(kb, id) {
+  startJob(kb, id);
+  let last = null;
+  try {
+    const r = await fetchOk(`/api/kbs/${encodeURIComponent(kb)}/jobs/${encodeURIComponent(id)}/events`);
+    for await (const ev of sseEvents(r)) { jobEvent(kb, ev); last = ev; }
+  } catch (e) { /* gone or not this key's: the catalog says the rest */ }
+  endJob(kb);
+  return last;
+}
+
+// A file's state: the running job's word on it first, then the catalog's (`record`: {status, reason,
+// chunks}, or none for an upload never indexed); a re-uploaded file (`changed`) waits for the next build.
+export function fileState(kb, name, record = null, changedSince = false) {
+  const job = jobs.get(kb);
+  const live = job?.files.get(name);
+  if (live && (job.running || !record)) return live;
+  if (job?.running) return {state: job.waiting};
+  if (!record || changedSince) return {state: "queued"};
+  return FAILED.has(record.status) ? {state: "failed", reason: record.reason, raw: record.status}
+    : {state: "ready", chunks: record.chunks};
+}
+
+// A file's state as the status cell shows it (its reason below a failure).
+export function stateHtml(s) {
+  const label = {queued: t("stQueued"), parsing: t("stParsing"), ready: t("stReady"), failed: t("stFailed")}[s.state];
+  const counts = s.state === "parsing" && s.chunks ? ` · ${s.chunks} ${t("chunksN")}` +
+    (s.embedded ? ` · ${s.embedded}/${s.chunks} ${t("embeddedN")}` : "") : "";
+  const raw = s.raw && s.raw !== "failed" ? ` (${s.raw})` : "";
+  return `<span class="file-state st-${s.state}"${s.state === "queued" ? ` title="${esc(t("queuedHint"))}"` : ""}>` +
+    `${esc(label + counts + raw)}</span>${s.reason ? `<div class="reason" title="${esc(t("reasonFor"))}">${esc(s.reason)}</div>` : ""}`;
+}
