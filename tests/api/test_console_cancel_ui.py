@@ -40,7 +40,10 @@ def test_a_running_build_is_cancelled_from_the_admin_tab(site, page, monkeypatch
         assert reached.wait(120), "the build never finished its first file"
         expect(cancel).to_be_visible(timeout=60_000)
         page.once("dialog", lambda d: d.accept("uploaded the wrong folder"))
-        cancel.click()
+        # The button turns "Cancelling…" at once; the catalog is read once the server has answered.
+        with page.expect_response(lambda r: r.url.endswith("/cancel"), timeout=60_000) as answered:
+            cancel.click()
+        assert answered.value.status == 200
         expect(cancel).to_be_disabled(timeout=60_000)
         expect(cancel).to_have_text("Cancelling…")
         kb = lore.catalog.get_kb("docs")
