@@ -5,6 +5,7 @@ package declares its plug-ins, so adding a backend is adding one module and one 
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Generic, TypeVar
 
@@ -12,6 +13,13 @@ from lore.errors import ConfigError
 
 F = TypeVar("F")
 DISTRIBUTION = "lore-kb"  # whose entry points are the built-ins
+KINDS = {  # kind of backend -> its entry-point group
+    "stores": "lore.stores",
+    "embedders": "lore.embedders",
+    "generators": "lore.generators",
+    "rerankers": "lore.rerankers",
+    "loaders": "lore.loaders",
+}
 
 
 def _is_builtin(ep: EntryPoint) -> bool:
@@ -69,3 +77,29 @@ class Registry(Generic[F]):
                     f"is {DISTRIBUTION} installed (`pip install -e .`)?"
                 )
         return self._targets
+
+
+@dataclass(frozen=True)
+class Installed:
+    """One installed backend: its name, where it comes from, and whether it is the one used for its name."""
+
+    kind: str
+    name: str
+    target: str  # "module:attr"
+    distribution: str
+    builtin: bool
+    used: bool  # False: a plug-in that names a built-in is ignored
+
+
+def installed() -> list[Installed]:
+    """Every backend the installed distributions declare, kind by kind (read from metadata: nothing is
+    imported)."""
+    out: list[Installed] = []
+    for kind, group in KINDS.items():
+        found = sorted(entry_points(group=group), key=lambda ep: (ep.name, not _is_builtin(ep)))
+        builtin_names = {ep.name for ep in found if _is_builtin(ep)}
+        for ep in found:
+            own = _is_builtin(ep)
+            dist = ep.dist.name if ep.dist is not None else "?"
+            out.append(Installed(kind, ep.name, ep.value, dist, own, own or ep.name not in builtin_names))
+    return out

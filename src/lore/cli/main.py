@@ -34,6 +34,7 @@ _COMMANDS = {
     "mcp": "lore.cli.mcp:mcp",
     "demo": "lore.cli.demo:demo",
     "info": "lore.cli.info:info",
+    "plugins": "lore.cli.plugins:plugins",
     "backup": "lore.cli.backup:backup",
     "restore": "lore.cli.backup:restore",
     "audit": "lore.cli.access:audit",
