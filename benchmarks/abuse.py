@@ -35,11 +35,11 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from load import EXAMPLES, QUESTIONS, start_server, wait_up  # noqa: E402
+from load import EXAMPLES, QUESTIONS, start_server, wait_up
 
-from lore.config import load_settings  # noqa: E402
-from lore.engine import Lore  # noqa: E402
-from lore.eval.metrics import percentile  # noqa: E402
+from lore.config import load_settings
+from lore.engine import Lore
+from lore.eval.metrics import percentile
 
 console = Console()
 PAGE_TIMEOUT_S = 10.0  # the server's [ingest] web_page_timeout_s in this run
@@ -56,7 +56,7 @@ class Site(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         kind = self.path.split("/")[1]
         with self.lock:
             self.hits[kind] = self.hits.get(kind, 0) + 1

@@ -20,11 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from load import EXAMPLES, question  # noqa: E402  (benchmarks/load.py beside this file)
+from load import EXAMPLES, question
 
-import lore  # noqa: E402
-from lore.config import load_settings  # noqa: E402
-from lore.engine import Lore  # noqa: E402
+import lore
+from lore.config import load_settings
+from lore.engine import Lore
 
 
 def main() -> None:

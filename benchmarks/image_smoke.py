@@ -26,9 +26,9 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from procs import MilvusServer  # noqa: E402  (puts the repo on sys.path for the tests' server helpers)
+from procs import MilvusServer
 
-from tests.servers import REDIS_URL, free_port, postgres_database  # noqa: E402
+from tests.servers import REDIS_URL, free_port, postgres_database
 
 HANDBOOK = Path(__file__).resolve().parents[1] / "examples" / "handbook" / "employee_handbook.md"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo: its tests' server helpers
 
-from tests.servers import MilvusServer as TestMilvusServer  # noqa: E402
+from tests.servers import MilvusServer as TestMilvusServer
 
 
 def rss_mb(pid: int | None = None) -> float:

@@ -4,6 +4,6 @@ uvicorn); with LORE_CLIENT_TEST_URL set, an external server's instead (tests/cli
 import os
 
 if os.environ.get("LORE_CLIENT_TEST_URL"):  # a client-only install: nothing of the engine is imported
-    from tests.client.remote import keys, live  # noqa: F401  (pytest fixtures)
+    from tests.client.remote import keys, live
 else:
     from tests.api.conftest import api_home, app, keys, live, lore  # noqa: F401  (pytest fixtures)
