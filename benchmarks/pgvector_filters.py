@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -55,6 +56,7 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=100)
     p.add_argument("--batch", type=int, default=5000)
     p.add_argument("--json-out", default="")
+    p.add_argument("--ef-sweep", default="", help="hnsw.ef_search values to time unfiltered, e.g. 40,100,400")
     a = p.parse_args()
     corpus = make_corpus(a.n, 0)
     qs = make_queries(corpus, a.n, a.queries + 5, 0)
@@ -84,6 +86,7 @@ def main() -> None:
             flush=True,
         )
         report["unfiltered"] = _unfiltered(store, corpus, qs, warm)
+        report["ef_sweep"] = _ef_sweep(store, corpus, qs, warm, [int(v) for v in a.ef_sweep.split(",") if v])
         for name, flt in {"grant (tenant, roles, version)": FILTER, **filters(a.n)}.items():
             report[name] = _filtered(store, corpus, qs, warm, flt)
             r = report[name]
@@ -94,7 +97,7 @@ def main() -> None:
                 f"recall@10 {r['recall@10']:.3f}",
                 flush=True,
             )
-        store.close()
+        report["reopen"] = _reopen(store, folder, server.get_uri(), warm)
     finally:
         server.cleanup()
         shutil.rmtree(folder, ignore_errors=True)
@@ -118,6 +121,52 @@ def _unfiltered(store: object, corpus: object, qs: list, warm: list) -> dict:
         print(f"unfiltered {name}: p50/p95 {out[name]['p50']:.1f}/{out[name]['p95']:.1f} ms", flush=True)
     print(f"unfiltered dense recall@10 {out['dense_recall@10']:.3f}", flush=True)
     return out
+
+
+def _ef_sweep(store: Any, corpus: Any, qs: list, warm: list, values: list[int]) -> dict:
+    """Dense and hybrid latency and dense recall@10 at each `hnsw.ef_search`; the default is restored."""
+    default, out = store.settings, {}
+    exact = [_exact_dense(corpus.vectors, None, q, 10) for q in qs]
+    for ef in values:
+        store.settings = default.model_copy(update={"pg_ef_search": ef})
+        dense, hits = _timed(lambda q: store.search(StoreQuery("dense", 10, vector=q.vector)), qs, warm)
+        hybrid, _ = _timed(lambda q: store.search(StoreQuery("hybrid", 50, q.vector, q.tokens)), qs, warm)
+        recall = _recall([_positions(h) for h in hits], exact)
+        out[ef] = {"dense_k10": dense, "hybrid_k50": hybrid, "dense_recall@10": recall}
+        print(
+            f"ef_search {ef}: dense k10 p50/p95 {dense['p50']:.1f}/{dense['p95']:.1f} ms, hybrid k50 "
+            f"{hybrid['p50']:.1f}/{hybrid['p95']:.1f} ms, dense recall@10 {recall:.3f}",
+            flush=True,
+        )
+    store.settings = default
+    return out
+
+
+def _reopen(store: Any, folder: Path, uri: str, warm: list) -> dict:
+    """Seconds to open the store again and answer a first hybrid query; the server's memory (PSS)."""
+    store.close()
+    t0 = time.perf_counter()
+    again = open_store("pgvector", "bench", folder, DIM, uri)
+    q = warm[1]
+    again.search(StoreQuery("hybrid", 50, q.vector, q.tokens))
+    out = {"first_query_s": time.perf_counter() - t0, "server_pss_mb": _server_pss_mb()}
+    print(f"reopen + first hybrid {out['first_query_s']:.2f} s, server PSS {out['server_pss_mb']:.0f} MB")
+    again.close()
+    return out
+
+
+def _server_pss_mb() -> float:
+    """Proportional set size of every postgres process (shared buffers counted once)."""
+    total = 0
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and (proc / "comm").read_text().strip().startswith("postgres"):
+                for line in (proc / "smaps_rollup").read_text().splitlines():
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
 
 
 def _filtered(store: object, corpus: object, qs: list, warm: list, flt: SearchFilter) -> dict:

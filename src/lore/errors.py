@@ -61,6 +61,12 @@ class InvalidRequestError(LoreError):
     """A request's field breaks a limit (too long, out of range): HTTP 422, nothing of it echoed back."""
 
 
+def check_length(field: str, value: str, limit: int) -> None:
+    """Refuse `value` over `limit` characters (HTTP 422), naming the field and limit, never echoing it."""
+    if len(value) > limit:
+        raise InvalidRequestError(f"{field}: {len(value)} characters, limit {limit}")
+
+
 UNAVAILABLE = "a service Lore depends on is unavailable; try again shortly"
 
 

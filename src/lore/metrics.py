@@ -20,6 +20,8 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 
+from lore.events import StageEvent
+
 
 class JobStats(Protocol):
     """What the catalog reports of its jobs (`lore.catalog.jobs.JobStats`; metrics sit below the catalog)."""
@@ -53,6 +55,13 @@ BUILDS = Counter("lore_build_jobs_total", "Versioned builds by outcome", ["outco
 BUILD_SECONDS = Histogram(
     "lore_build_seconds", "Duration of versioned builds", buckets=(1, 5, 15, 60, 300, 900, 3600)
 )
+
+
+def observe(event: StageEvent) -> None:
+    """The metrics a request's event stream feeds (a subscriber): stage latencies from an answer's `end`."""
+    if event.kind == "end":
+        for stage, ms in (event.data.get("timings_ms") or {}).items():
+            STAGE_SECONDS.labels(stage).observe(float(ms) / 1000)
 
 
 JOB_STATUSES = ("queued", "running", "succeeded", "failed")

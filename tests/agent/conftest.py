@@ -10,17 +10,13 @@ import pytest
 from lore.answer.pipeline import Event
 from lore.config import load_settings
 from lore.engine import Lore
-from tests.conftest import EXAMPLES
+from tests.kb_homes import handbook_home
 
 
 @pytest.fixture(scope="session")
 def hb_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("agent_home")
-    lore = Lore(load_settings(home=home))
-    lore.create_kb("hb")
-    assert lore.ingest("hb", [EXAMPLES]).count("ingested") == 5
-    lore.close()
-    return home
+    """A copy of the run's handbook home (built once per run) for this worker."""
+    return handbook_home(tmp_path_factory)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -22,7 +23,7 @@ from playwright import sync_api
 from lore.api import create_app
 from lore.config import load_settings
 from lore.engine import Lore
-from tests.conftest import EXAMPLES
+from tests.kb_homes import build_handbook, cached_home
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SECRET_B = "# Project Nightingale\n\nProject Nightingale uses launch code NG-7731 and ships on 12 March.\n"
@@ -45,17 +46,23 @@ def ingest_for_tenant(lore: Lore, kb: str, files: list[Path], tenant: str) -> No
     assert report.count("ingested") == len(files)
 
 
+def build_api_home(home: Path) -> None:
+    """The sample handbook as KB "hb" with tenant-b's document in it (shared with tenant-b)."""
+    build_handbook(home, "hb", "sample handbook")
+    lore = Lore(load_settings(home=home))
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            secret = Path(folder) / "nightingale.md"
+            secret.write_text(SECRET_B, encoding="utf-8")
+            ingest_for_tenant(lore, "hb", [secret], "tenant-b")
+    finally:
+        lore.close()
+
+
 @pytest.fixture(scope="module")
 def api_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("api_home")
-    lore = Lore(load_settings(home=home))
-    lore.create_kb("hb", "sample handbook")
-    assert lore.ingest("hb", [EXAMPLES]).count("ingested") == 5
-    secret = tmp_path_factory.mktemp("tenant_b") / "nightingale.md"
-    secret.write_text(SECRET_B, encoding="utf-8")
-    ingest_for_tenant(lore, "hb", [secret], "tenant-b")
-    lore.close()
-    return home
+    """A copy of its own for each module (built once per run)."""
+    return cached_home(tmp_path_factory, "api_home", build_api_home)
 
 
 @pytest.fixture(scope="module")

@@ -269,11 +269,11 @@ def test_documents_follow_each_upload_from_queued_to_ready_or_failed(site, page,
     page.click("button[data-tab=documents]")
     expect(handbook.locator(".file-state")).to_have_text("ready", timeout=120_000)
     failed = page.locator("#docs tbody tr", has_text="broken.pdf")
-    expect(failed.locator(".file-state")).to_have_text("failed")
+    expect(failed.locator(".file-state")).to_have_text("failed", timeout=60_000)
     assert failed.locator(".reason").inner_text().strip()
     assert page.evaluate("window.__samePage") is True  # the same page all along: never reloaded
     assert page.evaluate("window.__buildDisabled") is True  # #build was off while its build ran
-    expect(page.locator("#build")).to_be_enabled()
+    expect(page.locator("#build")).to_be_enabled(timeout=60_000)  # once the build's job has ended
     seen = [
         s.split(": ", 1)[1] for s in page.evaluate("window.__states") if s.startswith("employee_handbook")
     ]
@@ -281,8 +281,8 @@ def test_documents_follow_each_upload_from_queued_to_ready_or_failed(site, page,
     assert parsing and re.search(r"parsing · \d+ chunks", parsing[0]), seen  # with its chunk count
     assert seen.index(parsing[0]) < seen.index("ready"), seen
     page.click("button[data-tab=admin]")  # the upload list says the same
-    expect(uploads.locator(".file-state")).to_have_text("ready")
+    expect(uploads.locator(".file-state")).to_have_text("ready", timeout=60_000)
     expect(page.locator("#uploads tbody tr", has_text="broken.pdf").locator(".file-state")).to_have_text(
-        "failed"
+        "failed", timeout=60_000
     )
     assert not errors, errors

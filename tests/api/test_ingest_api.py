@@ -42,7 +42,7 @@ def admin_client(
             home=home, api={"max_upload_mb": 0.05, "ingest_roots": [roots], "rate_limit_per_minute": 0}
         )
     )
-    _, secret = lore.catalog.create_api_key("default", ["admin"])
+    _, secret = lore.catalog.create_api_key("default", ["admin"], name="ops-admin")
     with TestClient(create_app(lore), headers=auth(secret)) as client:
         yield client, lore
     lore.close()
@@ -177,6 +177,7 @@ def test_build_activate_rollback_report(admin_client: tuple[TestClient, Lore], r
     assert "three days" in _ask(client, "v", "How many days of remote work per week?")["answer"]
     versions = client.get("/api/kbs/v/versions").json()
     assert versions["active"] == 2 and [a["reason"] for a in versions["activations"]][-1] == "new policy"
+    assert versions["activations"][-1]["key_name"] == "ops-admin"  # who, by the key's name
     changes = client.get("/api/kbs/v/diff", params={"base": 1, "candidate": 2}).json()
     assert "policy.md" in json.dumps(changes["files"])
     report = client.get("/api/kbs/v/versions/2/report").json()

@@ -86,7 +86,7 @@ def test_files_are_discovered_once(home: Path, tmp_path: Path, monkeypatch: pyte
             walks.append(list(inputs))
         return files.discover(inputs)
 
-    for name in ("lore.cli.main", "lore.cli.versions", "lore.engine.builds"):
+    for name in ("lore.cli.backend_local", "lore.engine.builds"):
         monkeypatch.setattr(importlib.import_module(name), "discover", counting)
     docs = tmp_path / "docs"
     docs.mkdir()

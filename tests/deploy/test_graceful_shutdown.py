@@ -75,12 +75,13 @@ def test_sigterm_lets_the_open_stream_finish(tmp_path: Path) -> None:
         client.start()
         assert started.wait(120), (tmp_path / "serve.log").read_text(errors="replace")[-2000:]
         proc.send_signal(signal.SIGTERM)  # mid-answer: the LLM holds its stream until the gate opens
-        time.sleep(1.0)
-        refused = False
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2)
-        except httpx.TransportError:
-            refused = True
+        refused, deadline = False, time.monotonic() + 60
+        while not refused and time.monotonic() < deadline:  # until the listener is closed
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2)
+                time.sleep(0.05)
+            except httpx.TransportError:
+                refused = True
         assert refused and proc.poll() is None, " ".join(
             events
         )  # no new connections, still finishing the stream

@@ -12,7 +12,8 @@ import pytest
 
 from lore.config import load_settings
 from lore.engine import Lore
-from lore.retrieve.rerank import RERANK_EVENTS, RerankInfo
+from lore.events import collecting
+from lore.retrieve.rerank import RERANK
 from lore.retrieve.rerank.http import HttpReranker, endpoint_url
 from lore.retrieve.search import Retriever, SearchOptions
 from tests.retrieve.rerank_server import RerankServer, overlap, serve
@@ -65,12 +66,9 @@ def test_endpoint_urls() -> None:
 def test_cohere_shape_through_the_engine_reorders_by_the_servers_scores(
     lore: Lore, server: RerankServer
 ) -> None:
-    events: list[RerankInfo] = []
-    token = RERANK_EVENTS.set(events)
-    try:
+    with collecting(RERANK) as reported:
         hits = lore.search("hb", QUERY, lore.search_options(top_k=8))
-    finally:
-        RERANK_EVENTS.reset(token)
+    events = [e.data for e in reported]
     path, body = server.requests[-1]
     assert (
         path == "/v1/rerank"
@@ -80,8 +78,8 @@ def test_cohere_shape_through_the_engine_reorders_by_the_servers_scores(
     expected = sorted(overlap(QUERY, d) for d in body["documents"])[::-1]
     assert [h.rerank_score for h in hits] == expected[: len(hits)]
     assert {h.chunk.chunk_id for h in hits} == set(first_stage(lore))
-    assert events and events[0].provider == "http" and events[0].candidates == len(body["documents"])
-    assert events[0].note == "" and events[0].ms > 0
+    assert events and events[0]["provider"] == "http" and events[0]["candidates"] == len(body["documents"])
+    assert "note" not in events[0] and events[0]["ms"] > 0
 
 
 def test_tei_shape_with_raw_logits_is_calibrated_to_unit_interval(lore: Lore, server: RerankServer) -> None:

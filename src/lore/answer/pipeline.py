@@ -37,7 +37,7 @@ from lore.answer.verify import SentenceCheck, answer_confidence, verify
 from lore.config import AnswerSettings
 from lore.embed.base import Embedder
 from lore.embed.cache import EmbeddingCache
-from lore.errors import LoreError
+from lore.errors import LoreError, check_length
 from lore.lexical import is_chinese, tokenize
 from lore.retrieve.search import Retrieval, SearchOptions
 from lore.schema import Hit
@@ -323,8 +323,7 @@ def check_question(question: str, settings: AnswerSettings) -> None:
     """An empty or over-long question is an error (fast and deep mode alike)."""
     if not question:
         raise LoreError("question: empty")
-    if len(question) > settings.max_question_chars:
-        raise LoreError(f"question: {len(question)} characters, limit {settings.max_question_chars}")
+    check_length("question", question, settings.max_question_chars)
 
 
 def cite(ctx: AskContext) -> None:

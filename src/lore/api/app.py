@@ -30,6 +30,7 @@ from lore.api.routers import (
     ask,
     audit,
     builds,
+    chunking,
     chunks,
     documents,
     feedback,
@@ -151,6 +152,7 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
         passages,
         audit,
         web_sources,
+        chunking,
     ):
         app.include_router(module.router)
 

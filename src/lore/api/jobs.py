@@ -88,11 +88,11 @@ def readable_job(lore: Lore, scope: Grant, kb: str, job_id: str) -> Job:
 
 
 def cancel_job(lore: Lore, scope: Grant, kb: str, job_id: str, reason: str) -> Job:
-    """Cancel a build of the KB for a caller who may start one (404/403 as for reading it; 409 for a crawl
-    or a finished job); audited with the caller's reason."""
-    job = readable_job(lore, scope, kb, job_id)  # a build's: Action.BUILD, whoever may start it may stop it
-    if job.kind != "build":
-        raise ConflictError(f"job {job_id} is a {job.kind}; only a build can be cancelled")
+    """Cancel a build or a crawl of the KB for a caller who may read it (a build: whoever may start one; a
+    crawl: its tenant's and the KB owner's admins; else 404/403; 409 once it has ended); audited."""
+    job = readable_job(lore, scope, kb, job_id)
+    if job.kind not in KINDS:
+        raise ConflictError(f"job {job_id} is a {job.kind}; only a build or a crawl can be cancelled")
     with lore.catalog.transaction():
         cancelled = lore.catalog.cancel_job(job_id, scope.actor[:255])
         audit(lore, scope, "cancel", kb=kb, target=job_id, reason=reason, was=job.status.value)
@@ -139,7 +139,7 @@ class JobProgress(Progress):
         self.put({"stage": "embedded", "chunks": n})
 
     def stop_requested(self) -> bool:
-        """Whether someone cancelled the job (the build stops before its next file)."""
+        """Whether someone cancelled the job (a build stops before its next file, a crawl its next page)."""
         try:
             return self.catalog.job_cancelled_by(self.job_id) is not None
         except Exception:  # a database hiccup: go on, the next check asks again

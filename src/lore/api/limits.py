@@ -18,12 +18,6 @@ _SUSPECT_ESCAPE = re.compile(rb"\\u(?:[dD][89a-fA-F][0-9a-fA-F]{2}|0000)")  # su
 _BAD_CHAR = re.compile("[\ud800-\udfff\x00]")
 
 
-def check_text(field: str, value: str, limit: int) -> None:
-    """422 when `value` is longer than `limit` characters (nothing of it is echoed back)."""
-    if len(value) > limit:
-        raise HTTPException(422, f"{field}: {len(value)} characters, limit {limit}")
-
-
 def bad_characters(data: Any) -> bool:
     """Does any string (key or value) in decoded JSON hold a lone UTF-16 surrogate (not encodable as UTF-8)
     or a NUL character (which no catalog column may hold)?"""

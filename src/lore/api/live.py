@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 from fastapi import HTTPException
+from sse_starlette import ServerSentEvent
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
@@ -201,9 +202,15 @@ async def _pump(
             await events.aclose()  # type: ignore[attr-defined]
 
 
+def sse_frame(kind: str, data: str) -> str:
+    """One server-sent event, framed by sse-starlette's encoder: `event: <kind>`, a `data:` line per line
+    of `data`, a blank line; lines end in LF (the console's reader splits events on a blank line)."""
+    return ServerSentEvent(data, event=kind, sep="\n").encode().decode("utf-8")
+
+
 def sse(event: dict[str, Any]) -> str:
-    """One Server-Sent Event: `event: <type>` and a JSON `data:` line."""
-    return f"event: {event['event']}\ndata: {json.dumps(event['data'], ensure_ascii=False)}\n\n"
+    """An `{"event": type, "data": {...}}` dict as a server-sent event, its data as JSON."""
+    return sse_frame(event["event"], json.dumps(event["data"], ensure_ascii=False))
 
 
 async def _sse_lines(events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:

@@ -7,11 +7,9 @@ import json
 import logging
 import re
 import sys
-from contextvars import ContextVar
 from datetime import UTC, datetime
 
-TRACE_ID: ContextVar[str | None] = ContextVar("lore_trace_id", default=None)
-"""The trace id of the request being handled (set by the service middleware, then by the ask stream)."""
+from lore.events import trace_id
 
 _TOKEN = re.compile(r"(access_token=)[^&\s\"']+")
 REDACTED = "[redacted]"
@@ -55,7 +53,7 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname,
             "logger": record.name,
             "message": redact(record.getMessage()),
-            "trace_id": getattr(record, "trace_id", None) or TRACE_ID.get(),
+            "trace_id": getattr(record, "trace_id", None) or trace_id(),
         }
         if record.exc_info:
             out["exc_info"] = self.formatException(record.exc_info)
@@ -67,7 +65,7 @@ class TraceIdFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not getattr(record, "trace_id", None):
-            record.trace_id = TRACE_ID.get()
+            record.trace_id = trace_id()
         return True
 
 

@@ -17,9 +17,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import Message, Receive, Scope, Send
 
 from lore.api.deps import State
-from lore.api.logs import TRACE_ID
 from lore.api.security import HttpMiddleware
 from lore.engine import Lore
+from lore.events import EventStream
 from lore.metrics import REQUEST_SECONDS, REQUESTS, render
 
 router = APIRouter(tags=["service"])
@@ -189,7 +189,6 @@ class ServiceMiddleware(HttpMiddleware):
 
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         rid = _header(scope, b"x-request-id") or uuid.uuid4().hex
-        token = TRACE_ID.set(rid[:64])
         started, status = time.perf_counter(), [500]
 
         async def sending(message: Message) -> None:
@@ -200,14 +199,14 @@ class ServiceMiddleware(HttpMiddleware):
             await send(message)
 
         try:
-            await self.app(scope, receive, sending)
+            with EventStream(rid[:64]).bound():  # the request's event stream: log lines carry its id
+                await self.app(scope, receive, sending)
         finally:
             route = getattr(scope.get("route"), "path", None) or (
                 "static" if scope["path"] == "/" or "." in scope["path"] else "unmatched"
             )
             REQUESTS.labels(scope["method"], route, str(status[0])).inc()
             REQUEST_SECONDS.labels(scope["method"], route).observe(time.perf_counter() - started)
-            TRACE_ID.reset(token)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

@@ -1,5 +1,6 @@
 """The one answer stream behind SSE, WebSocket and the OpenAI-compatible endpoint: the application
-layer's ask (`lore.app.conversation`) stepped in the threadpool, counted among the service's streams."""
+layer's ask (`lore.app.conversation`) stepped in the threadpool over the request's event stream, counted
+among the service's streams."""
 
 from __future__ import annotations
 
@@ -10,17 +11,18 @@ import anyio
 from starlette.concurrency import run_in_threadpool
 
 from lore.api.deps import ServiceState
-from lore.api.logs import TRACE_ID
 from lore.app.conversation import answer_events
 from lore.app.plan import AskPlan
+from lore.events import EventStream
 
 
 async def ask_events(state: ServiceState, plan: AskPlan) -> AsyncIterator[dict[str, Any]]:
     """`{"event": type, "data": {...}}` dicts for one question; the trace is saved when it finishes."""
-    run = answer_events(state.lore, plan)
+    events = EventStream(plan.trace_id)
+    run = answer_events(state.lore, plan, events)
     token = object()
     state.streams.add(token)
-    TRACE_ID.set(plan.trace_id)  # this stream's log lines carry the trace id the client sees
+    events.bind()  # the current stream here and in each step: log lines carry the trace id the client sees
     try:
         # A step is never abandoned mid-call (the threadpool call waits for it), so closing is safe.
         while (event := await run_in_threadpool(next, run, None)) is not None:

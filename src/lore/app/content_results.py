@@ -272,6 +272,7 @@ class Activation(Result):
     from_seq: int | None
     to_seq: int
     actor: str
+    key_name: str | None = None  # the acting key's name, for a key of the caller's own tenant
     reason: str
     at: str
 

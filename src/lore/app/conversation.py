@@ -24,14 +24,16 @@ from lore.app.scenarios import ScenarioCall, resolve
 from lore.app.traces import TraceBuilder, save_trace
 from lore.catalog.service_records import ChatSession
 from lore.engine import Lore
-from lore.errors import UNAVAILABLE, InvalidRequestError, LoreError, error_status, internal_message
+from lore.errors import UNAVAILABLE, LoreError, check_length, error_status, internal_message
+from lore.events import EventStream
 from lore.grant import Grant
+from lore.metrics import observe
 from lore.policy import Action
-from lore.retrieve.cache import CACHE_EVENTS
 from lore.retrieve.search import SearchOptions
 from lore.scenario.request import resolved_ask, scenario_ask, scenario_runtime, scenarios
 from lore.scenario.scope import check_scope, scenario_scope
 from lore.schema import SearchFilter
+from lore.telemetry import exporter
 
 log = logging.getLogger("lore.app")
 OPERATOR_TENANT = "default"  # the local operator's sessions and traces of a KB without an owner
@@ -41,8 +43,7 @@ def check_question(lore: Lore, question: str, history: Sequence[str] = ()) -> No
     """A question (and each history turn) over `answer.max_question_chars` is refused, never echoed."""
     limit = lore.settings.answer.max_question_chars
     for name, text in (("question", question), *(("history", turn) for turn in history)):
-        if len(text) > limit:
-            raise InvalidRequestError(f"{name}: {len(text)} characters, limit {limit}")
+        check_length(name, text, limit)
 
 
 def prepare_ask(
@@ -147,44 +148,68 @@ def _converse(
     )
 
 
-def answer_events(lore: Lore, plan: AskPlan) -> Generator[dict[str, Any], None, None]:
+CALLER_KINDS = ("start", "status", "token", "end", "error")  # what the stream sent to the caller carries
+
+
+def answer_events(
+    lore: Lore, plan: AskPlan, stream: EventStream | None = None
+) -> Generator[dict[str, Any], None, None]:
     """`{"event": type, "data": {...}}` dicts for one question; the trace (and a session's two turns) is
-    saved when the iterator ends or is closed."""
+    saved when the iterator ends or is closed. Every event goes through the request's `stream`."""
+    stream = stream or EventStream(plan.trace_id)
     trace = TraceBuilder(plan, time.perf_counter())
+    outbox: list[dict[str, Any]] = []
+    stream.subscribe(trace)
+    stream.subscribe(observe)
+    if (otlp := exporter(lore.settings.telemetry.endpoint, lore.settings.telemetry.service_name)) is not None:
+        stream.subscribe(otlp.subscriber("lore.ask"))
+    stream.subscribe(
+        lambda e: outbox.append({"event": e.kind, "data": e.data}) if e.kind in CALLER_KINDS else None
+    )
     events: Iterator[Event] | None = None
+    status = "cancelled"
     try:
-        yield trace.event(
-            "start",
-            {
-                "trace_id": plan.trace_id,
-                **plan.asked(),
-                "scenario": plan.scenario_id,
-                "rewrite": plan.rewrite.method if plan.rewrite else "none",
-                "mode": plan.mode,
-                "query_rewrite": plan.query_rewrite,
-            },
-        )
+        start = {
+            "trace_id": plan.trace_id,
+            **plan.asked(),
+            "scenario": plan.scenario_id,
+            "rewrite": plan.rewrite.method if plan.rewrite else "none",
+            "mode": plan.mode,
+            "query_rewrite": plan.query_rewrite,
+        }
+        yield from _relay(stream, outbox, "start", start)
         try:
             events = _pipeline(lore, plan)
-            while (event := _step(events, trace.cache)) is not None:
-                yield trace.event(event.type, _shown(plan, event))
+            while (event := _step(events, stream)) is not None:
+                yield from _relay(stream, outbox, event.type, _shown(plan, event))
         except LoreError as exc:
-            yield trace.event("error", error_data(plan, str(exc), error_status(exc)))
+            data = error_data(plan, str(exc), error_status(exc))
+            yield from _relay(stream, outbox, "error", _ended(plan, data))
         except Exception:  # a fault mid-request is an error event with the trace id, never a hang
             log.exception("trace %s failed", plan.trace_id)  # the details stay in the server log
             data = {"message": internal_message(plan.trace_id), "kind": "internal", "status": 500}
-            yield trace.event("error", data)
+            yield from _relay(stream, outbox, "error", _ended(plan, data))
     finally:
         if (close := getattr(events, "close", None)) is not None:
             close()  # the pipeline is suspended between steps, so closing it here is safe
         try:
             save_trace(lore, plan, trace)
             record = trace.record()
-            log.info(
-                "ask kb=%s mode=%s status=%s ms=%s", plan.kb, plan.mode, record["status"], record["total_ms"]
-            )
+            status = record["status"]
+            log.info("ask kb=%s mode=%s status=%s ms=%s", plan.kb, plan.mode, status, record["total_ms"])
         except Exception:  # the answer was delivered; a lost trace is logged
             log.exception("trace %s could not be saved", plan.trace_id)
+        finally:
+            stream.emit("done", {"status": status})  # the request's last event: exporters close its span
+
+
+def _relay(
+    stream: EventStream, outbox: list[dict[str, Any]], kind: str, data: dict[str, Any]
+) -> Iterator[dict[str, Any]]:
+    """Emit one event on the request's stream, then what the caller's subscriber took of it."""
+    stream.emit(kind, data)
+    while outbox:
+        yield outbox.pop(0)
 
 
 def _pipeline(lore: Lore, plan: AskPlan) -> Iterator[Event]:
@@ -216,18 +241,16 @@ def _pipeline(lore: Lore, plan: AskPlan) -> Iterator[Event]:
     )
 
 
-def _step(events: Iterator[Event], cache_events: list[dict[str, Any]]) -> Event | None:
-    """The next event, with the scenario search cache's lookups made meanwhile collected for the trace."""
-    token = CACHE_EVENTS.set(cache_events)
-    try:
+def _step(events: Iterator[Event], stream: EventStream) -> Event | None:
+    """The next event, with the request's stream current: stages run meanwhile (search cache lookups,
+    reranks) report to it."""
+    with stream.bound():
         return next(events, None)
-    finally:
-        CACHE_EVENTS.reset(token)
 
 
 def _shown(plan: AskPlan, event: Event) -> dict[str, Any]:
     """An event's data as the caller may see it: BM25 scores hidden where they count other tenants'
-    chunks; an error with its status."""
+    chunks; an error with its status; the end or error with the trace and session ids."""
     data = event.data
     if event.type == "end" and plan.hide_bm25:
         data["citations"] = [
@@ -236,7 +259,11 @@ def _shown(plan: AskPlan, event: Event) -> dict[str, Any]:
     if event.type == "error":
         status = 502 if data.get("stage") == "generate" else 400
         data.update(error_data(plan, str(data.get("message")), status))
-    return data
+    return _ended(plan, data) if event.type in ("end", "error") else data
+
+
+def _ended(plan: AskPlan, data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "trace_id": plan.trace_id, "session_id": plan.session_id}
 
 
 def error_data(plan: AskPlan, message: str, status: int) -> dict[str, Any]:
@@ -259,6 +286,11 @@ class AskResult:
     end: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
 
+    def record(self, event: dict[str, Any]) -> None:
+        """Keep the data of a `start`, `end` or `error` event (the streamed pieces are in `end`)."""
+        if event["event"] in ("start", "end", "error"):
+            setattr(self, event["event"], event["data"])
+
 
 def answer(lore: Lore, plan: AskPlan) -> AskResult:
     """The answer as one result, for callers that do not stream."""
@@ -266,8 +298,7 @@ def answer(lore: Lore, plan: AskPlan) -> AskResult:
     run = answer_events(lore, plan)
     try:
         for event in run:
-            if event["event"] in ("start", "end", "error"):
-                setattr(result, event["event"], event["data"])
+            result.record(event)
     finally:
         run.close()
     return result

@@ -78,3 +78,11 @@ class SearchRequest(BaseModel):
     rerank_k: int | None = Field(
         default=None, ge=1, le=1000, description="Candidates re-scored (default: [rerank] rerank_k)."
     )
+    rrf_k: int | None = Field(
+        default=None, ge=1, le=1000, description="Hybrid fusion's RRF constant (default: [retrieve] rrf_k)."
+    )
+    explain: bool = Field(
+        default=False,
+        description="Also judge the hits as an answer would (`evidence`: P(the KB answers), the KB's "
+        "refusal threshold).",
+    )

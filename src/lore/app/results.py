@@ -216,3 +216,4 @@ class SearchHit(Where):
     dense_rank: int | None
     bm25_rank: int | None
     rerank_score: float | None
+    fused_score: float | None = None  # hybrid: the RRF of the dense and BM25 ranks (`score` once reranked)

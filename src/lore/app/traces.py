@@ -1,4 +1,5 @@
-"""What one question's trace keeps, collected while its events pass, and saved with the session's turns."""
+"""What one question's trace keeps, taken from the request's event stream, and saved with the session's
+turns."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ from typing import Any
 
 from lore.app.plan import AskPlan
 from lore.engine import Lore
-from lore.metrics import STAGE_SECONDS
+from lore.events import StageEvent
+from lore.retrieve.cache import CACHE
 
 
 class TraceBuilder:
-    """Collects what the trace keeps while events pass through."""
+    """A subscriber of the request's event stream: keeps the stages, timings, cache lookups and outcome."""
 
     def __init__(self, plan: AskPlan, started: float) -> None:
         self.plan, self.started = plan, started
@@ -25,8 +27,14 @@ class TraceBuilder:
     def _ms(self) -> float:
         return round((time.perf_counter() - self.started) * 1000, 1)
 
-    def event(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
-        now = self._ms()
+    def __call__(self, event: StageEvent) -> None:
+        kind, data = event.kind, event.data
+        if kind == CACHE:
+            self.cache.append(dict(data))
+            return
+        if kind not in ("start", "status", "token", "end", "error"):
+            return
+        now = round((event.at - self.started) * 1000, 1)
         if self.first_event_ms is None:
             self.first_event_ms = now
         if kind == "status":
@@ -57,18 +65,10 @@ class TraceBuilder:
         elif kind in ("end", "error"):
             if self.stages and "ms" not in self.stages[-1]:
                 self.stages[-1]["ms"] = round(now - self.stages[-1]["at_ms"], 1)
-            data = {
-                **data,
-                "trace_id": self.plan.trace_id,
-                "session_id": self.plan.session_id,
-            }
             if kind == "end":
                 self.end = data
-                for stage, ms in (data.get("timings_ms") or {}).items():
-                    STAGE_SECONDS.labels(stage).observe(float(ms) / 1000)
             else:
                 self.error = str(data.get("message"))
-        return {"event": kind, "data": data}
 
     def record(self) -> dict[str, Any]:
         end = self.end or {}

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from lore.catalog.access import AccessMixin, FileOwnerRow, KbShareRow
 from lore.catalog.console import ChunkEditRow, ConsoleMixin, EvalSetRow, PageReviewRow
 from lore.catalog.jobs import JobEventRow, JobRow, JobsMixin
+from lore.catalog.kb_settings import KbChunkSettingsRow, KbSettingsMixin
 from lore.catalog.manifests import ManifestsMixin
 from lore.catalog.migrate import check_schema, upgrade
 from lore.catalog.models import (
@@ -149,7 +150,9 @@ def _with_retries(cls: type[R]) -> type[R]:
 
 
 @_with_retries
-class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin, AccessMixin, ConsoleMixin):
+class Catalog(
+    VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin, AccessMixin, ConsoleMixin, KbSettingsMixin
+):
     """Knowledge bases, files, chunk ids, versions and jobs in a database at this code's schema revision.
 
     Opening it checks the revision; an embedded SQLite catalog is migrated on open (`auto_upgrade`),
@@ -273,13 +276,13 @@ class Catalog(VersionsMixin, ManifestsMixin, ServiceMixin, JobsMixin, AccessMixi
 
     def delete_kb(self, name: str) -> None:
         """Remove a knowledge base with every row it owns (files, chunks, versions, shares, file owners,
-        jobs, chunk edits, OCR reviews, eval sets); NotFoundError if there is none."""
+        jobs, chunk edits, OCR reviews, eval sets, chunk settings); NotFoundError if there is none."""
         with self.transaction() as s:
             kb_id = self._kb_row(s, name).id
             jobs = select(JobRow.id).where(JobRow.kb_id == kb_id).scalar_subquery()
             s.execute(delete(JobEventRow).where(JobEventRow.job_id.in_(jobs)))
             s.execute(delete(JobRow).where(JobRow.kb_id == kb_id))
-            for table in (ChunkEditRow, PageReviewRow, EvalSetRow):
+            for table in (ChunkEditRow, PageReviewRow, EvalSetRow, KbChunkSettingsRow):
                 s.execute(delete(table).where(table.kb_id == kb_id))
             s.execute(delete(ActivationRow).where(ActivationRow.kb_id == kb_id))
             s.execute(delete(KbShareRow).where(KbShareRow.kb_id == kb_id))

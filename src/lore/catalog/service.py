@@ -262,6 +262,26 @@ class ServiceMixin:
         with self.transaction() as s:
             return [Feedback.from_row(r) for r in s.scalars(query)]
 
+    def get_feedback(self, feedback_id: int, tenant_id: str) -> Feedback:
+        """One of the tenant's ratings; NotFoundError for any other."""
+        with self.transaction() as s:
+            row = s.get(FeedbackRow, feedback_id)
+            if row is None or row.tenant_id != tenant_id:
+                raise NotFoundError(f"feedback {feedback_id} not found")
+            return Feedback.from_row(row)
+
+    def mark_feedback_handled(
+        self, feedback_id: int, tenant_id: str, *, by: str, handled_as: str
+    ) -> Feedback:
+        """Record that an administrator handled one of the tenant's ratings (`handled_as`: what it became)."""
+        with self.transaction() as s:
+            row = s.get(FeedbackRow, feedback_id)
+            if row is None or row.tenant_id != tenant_id:
+                raise NotFoundError(f"feedback {feedback_id} not found")
+            row.handled_at, row.handled_by, row.handled_as = _now(), by[:255], handled_as[:255]
+            s.flush()
+            return Feedback.from_row(row)
+
     # -- traces --------------------------------------------------------------------------------
 
     def save_trace(self, *, id: str, data: dict[str, Any], **columns: Any) -> Trace:

@@ -81,6 +81,10 @@ class FeedbackRow(Base):
     answer: Mapped[str] = mapped_column(LongText, default="")
     citations: Mapped[str] = mapped_column(LongText, default="[]")  # JSON: chunk ids and files cited
     created_at: Mapped[datetime]
+    # Set when an administrator handled it (e.g. made it a FAQ row: `handled_as` "faq:<scenario>:<row>").
+    handled_at: Mapped[datetime | None]
+    handled_by: Mapped[str | None] = mapped_column(String(255))
+    handled_as: Mapped[str | None] = mapped_column(String(255))
 
 
 class TraceRow(Base):

@@ -76,6 +76,9 @@ class Feedback(RowRecord):
     answer: str
     citations: list[dict[str, Any]]
     created_at: datetime
+    handled_at: datetime | None = None
+    handled_by: str | None = None
+    handled_as: str | None = None
 
     def as_badcase(self) -> dict[str, Any]:
         """This answer as one line of the bad-case eval set (`lore badcases export`, the console's export)."""

@@ -1,8 +1,11 @@
-"""`lore kb share/unshare` and `lore audit`: who may see a knowledge base, and who changed what."""
+"""`lore kb share/unshare` and `lore audit`: who may see a knowledge base, and who changed what; when an API
+key expires (`lore keys create --expires`)."""
 
 from __future__ import annotations
 
 import json
+import re
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Annotated
 
 import typer
@@ -60,3 +63,34 @@ def audit(
             e.at.strftime("%Y-%m-%d %H:%M:%S"), e.action, e.kb or "", e.target, e.tenant_id, e.key_id or "cli"
         )
     console.print(table)
+
+
+MAX_KEY_DAYS = 3650  # as the API's `expires_in_days`
+_DURATION = re.compile(r"(?P<n>\d+)\s*(?P<unit>[hdw])", re.IGNORECASE)
+_UNIT_HOURS = {"h": 1, "d": 24, "w": 24 * 7}
+
+
+def key_expiry(value: str, now: datetime | None = None) -> datetime:
+    """When a key given `--expires VALUE` stops working (UTC): a duration ("12h", "30d", "8w") from now, a
+    date (valid through that day, UTC) or an ISO date and time (UTC unless it names its offset)."""
+    now = now or datetime.now(UTC)
+    text = value.strip()
+    if m := _DURATION.fullmatch(text):
+        at = now + timedelta(hours=int(m["n"]) * _UNIT_HOURS[m["unit"].lower()])
+    else:
+        try:
+            at = (
+                datetime.combine(date.fromisoformat(text) + timedelta(days=1), time(), UTC)
+                if len(text) == 10
+                else datetime.fromisoformat(text)
+            )
+        except ValueError:
+            raise typer.BadParameter(
+                f"{value!r}: give a duration (12h, 30d, 8w), a date (2026-12-31) or an ISO date and time"
+            ) from None
+        at = at if at.tzinfo else at.replace(tzinfo=UTC)
+    if at <= now:
+        raise typer.BadParameter(f"{value!r}: {at:%Y-%m-%d %H:%M} UTC has passed")
+    if at > now + timedelta(days=MAX_KEY_DAYS):
+        raise typer.BadParameter(f"{value!r}: at most {MAX_KEY_DAYS} days from now")
+    return at.astimezone(UTC)

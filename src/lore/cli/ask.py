@@ -5,19 +5,16 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from lore.cli import remote
+from lore.cli.backend import AskOptions
+from lore.cli.backends import running
 from lore.cli.render import fail, source_quote, split_list, where
 from lore.errors import LoreError
-
-if TYPE_CHECKING:  # the engine loads when a question is asked, not for `lore ask --help`
-    from lore.engine import Lore
-    from lore.scenario.scope import Scope
 
 console = Console()
 err = Console(stderr=True)
@@ -54,90 +51,35 @@ def ask(
     ] = None,
 ) -> None:
     """Answer a question from a knowledge base, with numbered citations."""
-    try:
-        if (c := remote.client()) is not None:
-            if tenant is not None or roles is not None or datasets is not None:
-                raise remote.local_only("--tenant/--roles/--datasets")
-            if kb is None and scenario is None:
-                raise LoreError("--kb: required unless --scenario is given")
-            events = remote.ask_events(
-                c,
-                question,
-                kb=kb,
-                scenario=scenario,
-                top_k=k,
-                version=version,
-                source=source,
-                mode=mode,
-                rewrite=rewrite,
-                session_id=session,
-            )
-        else:
-            events = _local_events(
-                question, kb, k, version, scenario, tenant, roles, datasets, source, mode, rewrite, session
-            )
-        end = _show(events, as_json, mode)
-    except LoreError as exc:
-        fail(exc)
-    assert end is not None
+    asked = AskOptions(
+        question,
+        kb,
+        scenario,
+        k,
+        version,
+        source,
+        mode,
+        rewrite,
+        session,
+        tenant,
+        split_list(roles),
+        split_list(datasets),
+    )
+    with running() as backend:
+        if kb is None and scenario is None:
+            raise LoreError("--kb: required unless --scenario is given")
+        events = backend.ask(asked)
+        try:
+            end = _show(events, as_json, mode)
+        finally:
+            events.close()  # a stream left early (an error event) ends here, not when collected
+    if end is None:
+        fail(LoreError("the answer ended without its last event"))
     if as_json:
         print(json.dumps(end, ensure_ascii=False, indent=2))
         return
     console.print()
     _print_footer(end)
-
-
-def _local_events(
-    question: str,
-    kb: str | None,
-    k: int,
-    version: int | None,
-    scenario: str | None,
-    tenant: str | None,
-    roles: str | None,
-    datasets: str | None,
-    source: str | None,
-    mode: str,
-    rewrite: str,
-    session: str | None,
-) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The application layer's ask as the operator: a session (new unless `--session`) and a trace, as the
-    API keeps them."""
-    from pydantic import ValidationError
-
-    from lore.app.conversation import answer_events, operator_plan
-    from lore.app.requests import AskRequest
-    from lore.engine import Lore
-
-    if kb is None and scenario is None:
-        raise LoreError("--kb: required unless --scenario is given")
-    try:
-        request = AskRequest(
-            kb=None if scenario else kb,
-            scenario=scenario,
-            question=question,
-            top_k=k,
-            version=version,
-            source=source,
-            mode=mode,  # type: ignore[arg-type]
-            rewrite=rewrite,  # type: ignore[arg-type]
-            session_id=session,
-        )
-    except ValidationError as exc:
-        problems = "; ".join(f"--{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise LoreError(problems.replace("--top_k", "-k")) from None
-    lore = Lore()
-    scope = _scope(lore, scenario, tenant, split_list(roles), split_list(datasets), version)
-    plan = operator_plan(lore, request, scope)
-    if kb is not None and plan.kb != kb:
-        raise LoreError(f"scenario {scenario!r} answers from knowledge base {plan.kb!r}, not {kb!r}")
-    run = answer_events(lore, plan)
-    try:
-        for e in run:
-            if e["event"] != "start":
-                yield e["event"], e["data"]
-    finally:
-        run.close()
 
 
 def _show(events: Iterator[tuple[str, dict[str, Any]]], as_json: bool, mode: str) -> dict[str, Any] | None:
@@ -176,41 +118,6 @@ def _print_round(data: dict[str, Any], status: object) -> None:
         console.print(f"[dim]{prefix}{stage}: {text}[/]", markup=True, highlight=False)
     if status is not None:
         status.update(f"[dim]{prefix}{stage}…[/]")  # type: ignore[attr-defined]
-
-
-def _scope(
-    lore: Lore,
-    scenario: str | None,
-    tenant: str | None,
-    roles: list[str] | None,
-    datasets: list[str] | None,
-    version: int | None,
-) -> Scope | None:
-    """The CLI caller's scope: the scenario's access lists narrowed by the flags (wider is an error)."""
-    from lore.scenario.request import scenarios
-    from lore.scenario.scope import Scope, scenario_scope
-
-    if scenario is not None:
-        sc = scenarios(lore).get(scenario)
-        return scenario_scope(
-            sc,
-            tenant=tenant,
-            roles=roles,
-            datasets=datasets,
-            version=version,
-            time_travel=version is not None,
-        )
-    if tenant is None:
-        if roles is not None or datasets is not None:
-            raise LoreError("--roles/--datasets: give --tenant (or --scenario) too")
-        return None
-    return Scope(
-        tenant,
-        tuple(datasets) if datasets is not None else None,
-        roles=tuple(roles or ()),
-        version=version,
-        time_travel=version is not None,
-    )
 
 
 def _print_footer(end: dict[str, Any]) -> None:

@@ -1,17 +1,43 @@
-"""`lore files delete`: remove one file of a knowledge base (its upload and, unversioned, its index)."""
+"""`lore files list / delete`: the files of a knowledge base (uploads and indexed files)."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
-from lore.cli import remote
-from lore.cli.common import KbOption, failing, new_lore
+from lore.cli.backends import running
+from lore.cli.common import JsonOption, KbOption
 
 console = Console()
 files_app = typer.Typer(help="Files of a knowledge base.", no_args_is_help=True)
+
+
+@files_app.command("list")
+def files_list(kb: KbOption, as_json: JsonOption = False) -> None:
+    """List a knowledge base's uploads and indexed files (against a server: those the key may see)."""
+    with running() as backend:
+        listed = backend.list_files(kb)
+    if as_json:
+        print(json.dumps(asdict(listed), ensure_ascii=False, indent=2))
+        return
+    table = Table("file", "upload", "indexed", "chunks", "error")
+    uploads = {u["name"]: u for u in listed.uploads}
+    indexed = {f["path"]: f for f in listed.indexed}
+    for name in sorted({*uploads, *indexed}):
+        up, ix = uploads.get(name), indexed.get(name)
+        table.add_row(
+            name,
+            "-" if up is None else f"{up['size']} B",
+            "-" if ix is None else str(ix["status"]),
+            "" if ix is None else str(ix["chunks"]),
+            "" if ix is None else ix.get("error") or "",
+        )
+    console.print(table)
 
 
 @files_app.command("delete")
@@ -24,17 +50,9 @@ def files_delete(
     drops it at its next build). Against a server: one of the key's tenant's files."""
     if not yes and not typer.confirm(f"Delete file {name!r} of knowledge base {kb!r}?"):
         raise typer.Exit(1)
-    with failing():
-        if (c := remote.client()) is not None:
-            with c:
-                done = c.delete_file(kb, name)
-        else:
-            lore = new_lore()
-            try:
-                done = lore.delete_file(lore.catalog.get_kb(kb), name, key_id=None)
-            finally:
-                lore.close()
-    what = [w for w, gone in (("upload", done["upload"]), ("indexed file", done["indexed"])) if gone]
-    console.print(f"{kb}: deleted {done['file']} ({' and '.join(what)})")
-    if done.get("note"):
-        console.print(done["note"])
+    with running() as backend:
+        done = backend.delete_file(kb, name)
+    what = [w for w, gone in (("upload", done.upload), ("indexed file", done.indexed)) if gone]
+    console.print(f"{kb}: deleted {done.file} ({' and '.join(what)})")
+    if done.note:
+        console.print(done.note)

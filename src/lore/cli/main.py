@@ -3,26 +3,22 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
+from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from lore.cli import remote
-from lore.cli.common import catalog_missing, new_lore, no_kbs_yet, require_catalog
+from lore.cli.backend import IngestOptions, SearchOptions
+from lore.cli.backends import running
+from lore.cli.common import require_catalog
 from lore.cli.lazy import SERVER_HINT, lazy_group, server_missing, subcommand_args
 from lore.cli.render import fail, print_report, where
 from lore.errors import LoreError
-from lore.ingest.files import discover
-
-if TYPE_CHECKING:
-    from lore.app.searching import SearchResult
-    from lore.engine import Lore
-    from lore.ingest.pipeline import IngestReport
 
 # Commands whose modules load the engine (PyMuPDF, ONNX Runtime, LightGBM, LangGraph…) are imported only
 # when they run; `lore --help` reads their help from the source.
@@ -38,20 +34,8 @@ _COMMANDS = {
     "backup": "lore.cli.backup:backup",
     "restore": "lore.cli.backup:restore",
     "audit": "lore.cli.access:audit",
-    **{
-        name: f"lore.cli.versions:{name}"
-        for name in (
-            "build",
-            "versions",
-            "diff",
-            "activate",
-            "rollback",
-            "report",
-            "gc",
-            "unlock",
-            "calibrate",
-        )
-    },
+    **{name: f"lore.cli.releases:{name}" for name in ("build", "versions", "activate", "rollback")},
+    **{name: f"lore.cli.versions:{name}" for name in ("diff", "report", "gc", "unlock", "calibrate")},
     "scenario": "lore.cli.scenario:scenario_app",
     "keys": "lore.cli.service:keys_app",
     "db": "lore.cli.db:db_app",
@@ -132,6 +116,9 @@ def _connection(
 @kb_app.callback()
 def _kb(ctx: typer.Context) -> None:
     """Create, list and delete knowledge bases."""
+    if remote.connection.server and ctx.invoked_subcommand in _KB_COMMANDS and _runs(ctx):
+        name = f"lore kb {ctx.invoked_subcommand}"
+        fail(LoreError(f"{name}: runs locally only; drop --server (or unset LORE_SERVER)"))
     if remote.connection.server or ctx.invoked_subcommand in ("create", "list") or not _runs(ctx):
         return
     require_catalog()
@@ -142,82 +129,50 @@ def _runs(ctx: typer.Context) -> bool:
     return not ctx.resilient_parsing and not {"--help", "-h"} & set(subcommand_args(ctx))
 
 
-def _lore() -> Lore:
-    return new_lore()
-
-
 @kb_app.command("create")
 def kb_create(
     name: str,
     description: Annotated[str, typer.Option(help="What the KB holds.")] = "",
     tenant: Annotated[
-        str, typer.Option(help="Tenant that owns the KB (others see it only when shared: lore kb share).")
-    ] = "default",
+        str | None,
+        typer.Option(
+            help="Tenant that owns the KB (others see it only when shared: lore kb share); default: "
+            "'default' (against a server: the key's tenant)."
+        ),
+    ] = None,
 ) -> None:
     """Create a knowledge base owned by a tenant, bound to the configured embedder and store."""
-    try:
-        if (c := remote.client()) is not None:
-            kb_remote = c.create_kb(name, description)
-            console.print(f"created [bold]{kb_remote.name}[/] ({kb_remote.embedding_model}) on {c.base_url}")
-            return
-        kb = _lore().create_kb(name, description, owner_tenant=tenant)
-    except LoreError as exc:
-        fail(exc)
+    with running() as backend:
+        kb = backend.create_kb(name, description, tenant)
     console.print(
         f"created [bold]{kb.name}[/] ({kb.embedding_model}, {kb.embedding_dim}-d, {kb.store_backend}), "
-        f"owned by tenant {kb.owner_tenant!r}"
+        f"owned by tenant {kb.owner!r}{backend.where}"
     )
 
 
 @kb_app.command("list")
 def kb_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """List knowledge bases."""
-    if (c := remote.client()) is not None:
-        try:
-            return remote.kb_list(c, as_json)
-        except LoreError as exc:
-            fail(exc)
-    from lore.config import load_settings
-
-    try:
-        settings = load_settings()
-    except LoreError as exc:
-        fail(exc)
-    if catalog_missing(settings):  # nothing to list, and listing creates nothing
-        if as_json:
-            print("[]")
-        err.print(no_kbs_yet(settings), soft_wrap=True)
-        return
-    lore = _lore()
-    kbs = lore.catalog.list_kbs()
+    with running() as backend:
+        kbs, note = backend.list_kbs()
     if as_json:
-        rows = [
-            {
-                "name": k.name,
-                "owner": k.owner_tenant,
-                "embedding_model": k.embedding_model,
-                "embedding_dim": k.embedding_dim,
-                "store_backend": k.store_backend,
-                "chunks": lore.catalog.count_chunks(k.id),
-                "created_at": k.created_at.isoformat(),
-            }
-            for k in kbs
-        ]
-        print(json.dumps(rows, ensure_ascii=False, indent=2))
-        return
-    table = Table("name", "owner", "embedding model", "store", "files", "chunks", "created")
-    for k in kbs:
-        files = len(lore.catalog.list_files(k.id, "ingested"))
-        table.add_row(
-            k.name,
-            k.owner_tenant or "(none: lore kb owner)",
-            k.embedding_model,
-            k.store_backend,
-            str(files),
-            str(lore.catalog.count_chunks(k.id)),
-            k.created_at.strftime("%Y-%m-%d %H:%M"),
-        )
-    console.print(table)
+        print(json.dumps([asdict(k) for k in kbs], ensure_ascii=False, indent=2))
+    elif kbs or not note:
+        table = Table("name", "owner", "embedding model", "store", "files", "chunks", "active", "created")
+        for k in kbs:
+            table.add_row(
+                k.name,
+                k.owner or "(none: lore kb owner)",
+                k.embedding_model,
+                k.store_backend,
+                str(k.files),
+                str(k.chunks),
+                "-" if k.active_version is None else str(k.active_version),
+                k.created_at[:16].replace("T", " "),
+            )
+        console.print(table)
+    if note:
+        err.print(note, soft_wrap=True)
 
 
 @kb_app.command("delete")
@@ -225,14 +180,14 @@ def kb_delete(name: str, yes: Annotated[bool, typer.Option("--yes", help="Do not
     """Delete a knowledge base with everything it holds: index, uploads, reports, edits, jobs."""
     if not yes and not typer.confirm(f"Delete knowledge base {name!r} and its index?"):
         raise typer.Exit(1)
-    try:
-        if (c := remote.client()) is not None:
-            c.delete_kb(name)
-        else:
-            _lore().delete_kb(name, via="cli")  # everything it holds, audited as its owner tenant
-    except LoreError as exc:
-        fail(exc)
+    with running() as backend:
+        backend.delete_kb(name)
     console.print(f"deleted {name}")
+
+
+def is_url(value: str) -> bool:
+    """Whether a command-line input names a web page rather than a path."""
+    return value.startswith(("http://", "https://"))
 
 
 @app.command()
@@ -246,57 +201,23 @@ def ingest(
     max_pages: Annotated[int, typer.Option(help="Stop a crawl after this many pages.")] = 100,
 ) -> None:
     """Ingest files, folders and web pages into a knowledge base (bad ones are reported, the rest go in)."""
-    from lore.cli.web import fetch_sources, is_url
-    from lore.ingest.pipeline import IngestReport
-
     inputs = paths or []
+    if not inputs and not sitemap:
+        fail(LoreError("give files, folders or URLs to ingest, or --sitemap URL"))
     files = [Path(p) for p in inputs if not is_url(p)]
-    try:
-        if not inputs and not sitemap:
-            raise LoreError("give files, folders or URLs to ingest, or --sitemap URL")
-        if (
-            c := remote.client()
-        ) is not None:  # files uploaded, then indexed; web pages crawled by the server
-            report = remote.ingest(c, kb, files) if files else IngestReport()
-            urls = [p for p in inputs if is_url(p)]
-            report.files += remote.ingest_web(c, kb, urls, sitemap, prefix, max_pages).files
-        else:
-            from lore.cli.progress import ingest_progress, stop_on_signals
-
-            lore = _lore()
-            lore.catalog.get_kb(kb)
-            urls = [p for p in inputs if is_url(p)]
-            sources = (
-                fetch_sources(lore, kb, urls, sitemap, prefix, max_pages, console) if urls or sitemap else []
-            )
-            found = [*discover(files), *sources]
-            with stop_on_signals() as stop, ingest_progress(console, len(found), stop) as progress:
-                try:
-                    report = lore.ingest(kb, [], progress, sources=found)
-                finally:
-                    lore.close()  # every finished file is committed; a Milvus Lite store flushes
-            if report.stopped:
-                _stopped(report, stop.code)
-    except LoreError as exc:
-        fail(exc)
-    print_report(report)
-    if report.count("failed"):
+    urls = [p for p in inputs if is_url(p)]
+    with running() as backend:
+        done = backend.ingest(IngestOptions(kb, files, urls, sitemap, prefix, max_pages))
+    if done.refused:
+        table = Table("URL not fetched", "reason", title="web")
+        for url, reason in done.refused:
+            table.add_row(url, reason)
+        console.print(table)
+    if done.web:
+        console.print(f"web: {done.web}")
+    print_report(done)
+    if done.count("failed"):
         raise typer.Exit(1)
-
-
-def _stopped(report: IngestReport, code: int) -> NoReturn:
-    """Say what a stopped ingest kept and how to resume, then exit at once with `code` (130 on Ctrl-C)."""
-    print_report(report)
-    kept = report.count("ingested") + report.count("skipped")
-    console.print(
-        f"[yellow]interrupted[/]: {kept} files are in the knowledge base ({report.chunks} chunks, searchable "
-        f"now); {len(report.unfinished)} not ingested, {report.unfinished[0]!r} was in progress and is "
-        "redone next time.\nTo resume, run the same `lore ingest` again: files already ingested and "
-        "unchanged are skipped."
-    )
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)  # not waiting for the abandoned worker threads (a batch inside the embedding engine)
 
 
 @app.command()
@@ -328,47 +249,24 @@ def search(
     """Search a knowledge base (dense, BM25 or hybrid), then rerank the top candidates."""
     if mode not in (None, "dense", "bm25", "hybrid"):
         fail(LoreError(f"--mode: must be dense, bm25 or hybrid, not {mode!r}"))
-    asked: dict[str, Any] = {"mode": mode, "top_k": k, "version": version, "rerank": rerank}
-    asked["recall_k"] = recall_k
-    asked["rerank_k"] = rerank_k
-    try:
-        if (c := remote.client()) is not None:
-            found = c.search(kb, query, **asked)
-            shown: dict[str, Any] = {"version": found.version, "mode": found.mode, "rerank": found.rerank}
-            hits = [h.raw for h in found.hits]
-        else:
-            result = _search_locally(kb, query, asked)
-            shown = {"version": result.version, "mode": result.mode, "rerank": result.rerank}
-            hits = [h.model_dump() for h in result.hits]
-    except LoreError as exc:
-        fail(exc)
+    asked = SearchOptions(kb, query, k, mode, version, rerank, recall_k, rerank_k)
+    with running() as backend:
+        found = backend.search(asked)
     if as_json:
-        print(json.dumps({"query": query, "kb": kb, **shown, "hits": hits}, ensure_ascii=False, indent=2))
+        shown = {"version": found.version, "mode": found.mode, "rerank": found.rerank}
+        print(
+            json.dumps({"query": query, "kb": kb, **shown, "hits": found.hits}, ensure_ascii=False, indent=2)
+        )
         return
     table = Table("#", "score", "where", "text")
-    for i, h in enumerate(hits, 1):
+    for i, h in enumerate(found.hits, 1):
         table.add_row(str(i), f"{h['score']:.4f}", where(h), str(h["text"])[:160].replace("\n", " "))
     console.print(table)
-    if info := shown["rerank"]:
+    if info := found.rerank:
         console.print(
             f"rerank: {info['provider']}, {info['candidates']} candidates, {info['ms']} ms"
             + (f" ({info['note']})" if info.get("note") else "")
         )
-
-
-def _search_locally(kb: str, query: str, asked: dict[str, Any]) -> SearchResult:
-    """The application layer's search as the local operator (options are checked as the API checks them)."""
-    from pydantic import ValidationError
-
-    from lore.app import searching
-    from lore.app.requests import SearchRequest
-
-    try:
-        request = SearchRequest(kb=kb, query=query, **asked)
-    except ValidationError as exc:
-        problems = "; ".join(f"--{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise LoreError(problems.replace("_", "-").replace("--top-k", "-k")) from None
-    return searching.search(_lore(), None, request)
 
 
 def main() -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Sequence
+from typing import Any, NoReturn, Protocol
 
 import typer
 from rich.console import Console
@@ -14,11 +15,37 @@ from rich.text import Text
 
 from lore.errors import LoreError, NotFoundError
 
-if TYPE_CHECKING:
-    from lore.ingest.pipeline import IngestReport
-
 err = Console(stderr=True)
 console = Console()
+
+
+class FileLine(Protocol):
+    """One file's line in an ingest or build report."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def documents(self) -> int: ...
+    @property
+    def chunks(self) -> int: ...
+    @property
+    def ocr_pages(self) -> int: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def note(self) -> str | None: ...
+
+
+class Report(Protocol):
+    """Per-file outcomes (the engine's `IngestReport` or the CLI's `Outcome`)."""
+
+    @property
+    def files(self) -> Sequence[FileLine]: ...
+    @property
+    def chunks(self) -> int: ...
+    def count(self, status: str) -> int: ...
 
 
 def fail(exc: LoreError) -> NoReturn:
@@ -87,7 +114,7 @@ def source_quote(citation: dict[str, Any], limit: int = 200) -> Text:
     return text
 
 
-def print_report(report: IngestReport) -> None:
+def print_report(report: Report) -> None:
     """Per-file table of status, documents, chunks and errors, then a summary line."""
     table = Table("status", "docs", "chunks", "OCR pages", "reason")
     table.columns.insert(0, Column("file", overflow="fold"))

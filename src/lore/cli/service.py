@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from lore.cli.common import new_lore
+from lore.cli.common import JsonOption, new_lore
 from lore.cli.render import fail, split_list
 from lore.errors import LoreError
+
+if TYPE_CHECKING:
+    from lore.catalog.service_records import ApiKey
 
 console = Console()
 keys_app = typer.Typer(help="Create, list and revoke API keys.", no_args_is_help=True)
@@ -143,12 +147,24 @@ def keys_create(
         ),
     ] = None,
     name: Annotated[str, typer.Option(help="A label to recognise the key by.")] = "",
+    expires: Annotated[
+        str | None,
+        typer.Option(
+            help="When the key stops working: a duration (12h, 30d, 8w), a date (valid through it, UTC) "
+            "or an ISO date and time (default: never)."
+        ),
+    ] = None,
 ) -> None:
     """Create an API key; the key itself is printed alone on the last line (it is stored hashed)."""
+    from lore.cli.access import key_expiry
+
+    until = None if expires is None else key_expiry(expires)
     try:
         catalog = new_lore().catalog
         with catalog.transaction():
-            key, secret = catalog.create_api_key(tenant, split_list(roles) or [], split_list(datasets), name)
+            key, secret = catalog.create_api_key(
+                tenant, split_list(roles) or [], split_list(datasets), name, until
+            )
             catalog.audit(
                 "key_create",
                 tenant=key.tenant_id,
@@ -156,13 +172,15 @@ def keys_create(
                 target=key.id,
                 roles=key.roles,
                 datasets=key.datasets,
+                expires_at=key.expires_at.isoformat() if key.expires_at else None,
                 via="cli",
             )
     except LoreError as exc:
         fail(exc)
     console.print(
         f"created key {key.id} for tenant {key.tenant_id!r}, roles {key.roles}, "
-        f"datasets {key.datasets or 'all'}; store it now, it is not shown again:"
+        f"datasets {key.datasets or 'all'}, expires {_stamp(key.expires_at) or 'never'}; "
+        "store it now, it is not shown again:"
     )
     print(secret)
 
@@ -181,20 +199,52 @@ def keys_revoke(key: Annotated[str, typer.Argument(help="Key id, prefix or the k
 
 
 @keys_app.command("list")
-def keys_list() -> None:
-    """List API keys (never the keys themselves)."""
-    table = Table("id", "prefix", "tenant", "roles", "datasets", "created", "revoked")
-    for k in new_lore().catalog.list_api_keys():
+def keys_list(as_json: JsonOption = False) -> None:
+    """List API keys (never the keys themselves) with when each expires and was last used (UTC)."""
+    keys = new_lore().catalog.list_api_keys()
+    if as_json:
+        print(json.dumps([_key_json(k) for k in keys], ensure_ascii=False, indent=2))
+        return
+    table = Table("id", "prefix", "tenant", "roles", "datasets", "created", "expires", "last used", "revoked")
+    now = datetime.now(UTC)
+    for k in keys:
+        expired = " (expired)" if k.expired(now) else ""
         table.add_row(
             k.id,
             k.prefix + "…",
             k.tenant_id,
             ",".join(k.roles),
             ",".join(k.datasets or ["*"]),
-            k.created_at.strftime("%Y-%m-%d %H:%M"),
-            k.revoked_at.strftime("%Y-%m-%d %H:%M") if k.revoked_at else "",
+            _stamp(k.created_at),
+            (_stamp(k.expires_at) + expired) if k.expires_at else "never",
+            _stamp(k.last_used_at) or "-",
+            _stamp(k.revoked_at),
         )
     console.print(table)
+
+
+def _key_json(key: ApiKey) -> dict[str, Any]:
+    """A key without its secret, its times in ISO 8601 (None: never, or not yet)."""
+    times = {
+        "created_at": key.created_at,
+        "expires_at": key.expires_at,
+        "last_used_at": key.last_used_at,
+        "revoked_at": key.revoked_at,
+    }
+    return {
+        "id": key.id,
+        "prefix": key.prefix,
+        "name": key.name,
+        "tenant": key.tenant_id,
+        "roles": key.roles,
+        "datasets": key.datasets,
+        **{k: at.isoformat() if at else None for k, at in times.items()},
+    }
+
+
+def _stamp(at: datetime | None) -> str:
+    """A time as "YYYY-MM-DD hh:mm" UTC ("" for none)."""
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if at else ""
 
 
 @badcases_app.command("export")

@@ -10,7 +10,7 @@ import httpx
 
 from lore.client.base import BaseClient
 from lore.client.models import AskEvent
-from lore.client.wire import Call, Flow, SseParser, Steps, raise_for, sending
+from lore.client.wire import Call, Flow, Steps, ask_event, event_source, raise_for, sending
 
 T = TypeVar("T")
 
@@ -59,7 +59,7 @@ class AsyncLoreClient(BaseClient[httpx.AsyncClient, httpx.AsyncBaseTransport]):
         with sending(call, self.base_url) as request:
             async with self._http.stream(**request) as response:
                 raise_for(response, None if response.is_success else await response.aread())
-                parser = SseParser()
-                async for line in response.aiter_lines():
-                    if (event := parser.feed(line)) is not None:
-                        yield event
+                async with aclosing(event_source(response).aiter_sse()) as events:
+                    async for sse in events:
+                        if (event := ask_event(sse)) is not None:
+                            yield event

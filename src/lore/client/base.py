@@ -135,6 +135,7 @@ class BaseClient(Generic[H, X]):
 
     # --- knowledge bases and files ------------------------------------------------------------
 
+    me = Method(calls.me)
     list_kbs = Method(calls.list_kbs)
     get_kb = Method(calls.get_kb)
     create_kb = Method(calls.create_kb)

@@ -80,6 +80,11 @@ def list_kbs() -> Call[list[models.KnowledgeBase]]:
     return Call("GET", "/api/kbs", lambda d: [models.KnowledgeBase.from_json(k) for k in d])
 
 
+def me() -> Call[dict[str, Any]]:
+    """The caller's key: its tenant, name, roles, datasets and the actions it may take."""
+    return Call("GET", "/api/me", _raw)
+
+
 def get_kb(kb: str) -> Call[models.KnowledgeBase]:
     return Call("GET", kb_path(kb), models.KnowledgeBase.from_json)
 

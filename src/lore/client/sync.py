@@ -10,7 +10,7 @@ import httpx
 
 from lore.client.base import BaseClient
 from lore.client.models import AskEvent
-from lore.client.wire import Call, Flow, SseParser, Steps, raise_for, sending
+from lore.client.wire import Call, Flow, Steps, ask_event, event_source, raise_for, sending
 
 T = TypeVar("T")
 
@@ -58,7 +58,6 @@ class LoreClient(BaseClient[httpx.Client, httpx.BaseTransport]):
     def _events(self, call: Call[Any]) -> Generator[AskEvent, None, None]:
         with sending(call, self.base_url) as request, self._http.stream(**request) as response:
             raise_for(response, None if response.is_success else response.read())
-            parser = SseParser()
-            for line in response.iter_lines():
-                if (event := parser.feed(line)) is not None:
+            for sse in event_source(response).iter_sse():
+                if (event := ask_event(sse)) is not None:
                     yield event

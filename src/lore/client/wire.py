@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import httpx
+from httpx_sse import EventSource, ServerSentEvent
 
 from lore.client.models import AskEvent, LoreAPIError
 
@@ -121,20 +122,24 @@ def raise_for(response: httpx.Response, body: bytes | None = None) -> None:
     )
 
 
-class SseParser:
-    """Server-sent events from lines as they arrive: `event:` then `data:` (JSON)."""
+def event_source(response: httpx.Response) -> EventSource:
+    """The reply's server-sent events (httpx-sse: multi-line `data:`, comments and CR/LF line ends as the
+    spec has them); a reply that is not an event stream is a LoreAPIError."""
+    kind = response.headers.get("content-type", "").partition(";")[0].strip()
+    if kind != "text/event-stream":
+        raise LoreAPIError(
+            response.status_code,
+            f"expected server-sent events (text/event-stream), got {kind or 'no content type'!r}",
+            method=response.request.method,
+            url=str(response.request.url),
+        )
+    return EventSource(response)
 
-    def __init__(self) -> None:
-        self.kind = "message"
 
-    def feed(self, line: str) -> AskEvent | None:
-        if line.startswith("event:"):
-            self.kind = line[6:].strip()
-        elif line.startswith("data:"):
-            event = AskEvent(self.kind, json.loads(line[5:].strip()))
-            self.kind = "message"
-            return event
-        return None
+def ask_event(sse: ServerSentEvent) -> AskEvent | None:
+    """A server-sent event as an `AskEvent`, its data (every `data:` line, joined) read as JSON; None for
+    an event without data."""
+    return AskEvent(sse.event, json.loads(sse.data)) if sse.data else None
 
 
 class Steps(Generic[T]):

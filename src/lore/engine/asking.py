@@ -12,9 +12,10 @@ from lore.answer.pipeline import AskPipeline, Event, ScenarioStages
 from lore.config import AnswerSettings
 from lore.engine.quality import Quality
 from lore.errors import LoreError
+from lore.events import collecting
 from lore.grant import Grant, ScopeError
 from lore.retrieve.cache import CachingRetriever, SearchCache
-from lore.retrieve.rerank import RERANK_EVENTS, RerankInfo
+from lore.retrieve.rerank import RERANK
 from lore.retrieve.search import Retrieval, SearchOptions
 
 
@@ -130,14 +131,10 @@ def _with_rerank(events: Iterator[Event]) -> Iterator[Event]:
     made: list[dict[str, Any]] = []
     try:
         while True:
-            sink: list[RerankInfo] = []
-            token = RERANK_EVENTS.set(sink)
-            try:
+            with collecting(RERANK) as reranks:  # the request's stream, or a private one
                 event = next(events, None)
-            finally:
-                RERANK_EVENTS.reset(token)
-            for info in sink:
-                made.append(info.to_json())
+            for info in reranks:
+                made.append(dict(info.data))
                 yield Event("status", {"stage": "rerank", **made[-1]})
             if event is None:
                 return

@@ -111,14 +111,14 @@ class Builds(Quality):
                 description=description,
                 base_seq=base.seq if base else None,
                 embedding_model=self.embedder(kb).model_id,
-                chunk_schema=self.chunk_params.schema,
+                chunk_schema=self.kb_chunk_params(kb).schema,
             )
             pipeline = self._pipeline(
                 kb,
                 progress,
                 seq=version.seq,
                 force=force,
-                params=self.chunk_params,
+                params=self.kb_chunk_params(kb),
                 chunk_metadata=chunk_metadata,
                 custom_chunks=custom_chunks,
             )

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lore.agent.llm import ChatLLM, llm_from_settings
-from lore.answer.generators import Generator, get_generator
+from lore.answer.generators import Generator
+from lore.answer.generators.base import GENERATORS
 from lore.catalog import Catalog, KnowledgeBase
 from lore.catalog.catalog import check_kb_name
 from lore.config import Settings, load_settings
@@ -149,6 +150,11 @@ class Wiring:
     def chunk_params(self) -> ChunkParams:
         c = self.settings.chunk
         return ChunkParams(c.child_size, c.child_overlap, c.parent_size)
+
+    def kb_chunk_params(self, kb: KnowledgeBase) -> ChunkParams:
+        """The chunk sizes of the KB's next build: its own (set in the console) or the configured ones."""
+        own = self.catalog.get_chunk_settings(kb.id)
+        return self.chunk_params if own is None else ChunkParams(*own.sizes)
 
     # --- knowledge bases ----------------------------------------------------------------------
 
@@ -377,14 +383,17 @@ class Wiring:
         return self.retriever(kb).search(query, self.scoped(kb, opts, version))
 
     def generator(self, name: str | KnowledgeBase) -> Generator:
-        """The configured answer generator for a KB (extractive uses the KB's embedder)."""
+        """The configured answer generator for a KB: `extractive` uses the KB's embedder, `openai` and a
+        plug-in the chat endpoint; an uninstalled name is a ConfigError listing the installed ones."""
         a = self.settings.answer
+        make = GENERATORS.get(a.generator)
         if a.generator == "extractive":
-            return get_generator("extractive", embedder=self.embedder(self._kb(name)), cache=self.cache)
+            return make(embedder=self.embedder(self._kb(name)), cache=self.cache)
         endpoint = a.llm_endpoint()
-        if endpoint is None:
+        if endpoint is None and a.generator == "openai":
             raise ConfigError("answer.generator = 'openai' needs answer.llm_base_url and answer.llm_model")
-        return get_generator("openai", model=endpoint[1], base_url=endpoint[0], timeout_s=a.llm_timeout_s)
+        base_url, model = endpoint or (a.llm_base_url, a.llm_model)  # a plug-in: as far as configured
+        return make(model=model, base_url=base_url, timeout_s=a.llm_timeout_s)
 
     def close(self) -> None:
         """Close every open store and the LLM client."""

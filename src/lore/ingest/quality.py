@@ -33,6 +33,16 @@ def quality_report(report: IngestReport, removed: list[str], gate: GateSettings)
             "removed": len(removed),
         },
         "problems": [{"file": f.name, "status": f.status, "reason": f.error} for f in files if f.error],
+        "per_file": [
+            {
+                "file": f.name,
+                "status": f.status,
+                "chunks": f.chunks,
+                "ocr_pages": f.ocr_pages,
+                "reason": f.error,
+            }
+            for f in files
+        ],
         "ocr": {"files": sum(f.ocr_pages > 0 for f in files), "pages": sum(f.ocr_pages for f in files)},
         "chunks": {
             "new": len(units),

@@ -14,6 +14,7 @@ import json
 import mimetypes
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
@@ -35,6 +36,9 @@ USER_AGENT = "LoreBot/0.1 (+knowledge-base ingest)"
 _HTML = ("text/html", "application/xhtml+xml")
 _SITEMAP_NS = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
 _ROBOTS_BYTES = 500_000
+
+
+CANCELLED = "the crawl was cancelled"  # why the pages a stopped crawl did not reach were not fetched
 
 
 class PageState(TypedDict, total=False):
@@ -68,6 +72,7 @@ class WebCrawler:
         user_agent: str = USER_AGENT,
         guard: WebGuard | None = None,
         budget: WebBudget | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> None:
         self.cache_dir, self.max_pages, self.max_bytes, self.user_agent = (
             cache_dir,
@@ -78,6 +83,7 @@ class WebCrawler:
         self.guard = guard  # with one, every request (redirects too) must be inside its allow-list
         self.budget, self.timeout_s = budget or WebBudget(), timeout_s
         self.deadline = time.monotonic() + self.budget.crawl_s  # a crawler is one crawl
+        self.stop, self.stopped = stop, False  # asked before each page: True stops the crawl (`stopped`)
         self.client = httpx.Client(
             timeout=timeout_s,
             follow_redirects=True,
@@ -125,6 +131,9 @@ class WebCrawler:
         queue, seen = deque(queue_start), set(queue_start)
         try:
             while queue and len(crawl.sources) < self.max_pages and time.monotonic() < self.deadline:
+                if self.stop is not None and self.stop():
+                    self.stopped = True
+                    break
                 url = queue.popleft()
                 if self.guard is not None and (reason := self.guard.refusal(url)):
                     crawl.refused.append((url, reason))
@@ -144,7 +153,13 @@ class WebCrawler:
             self._state_file.write_text(json.dumps(self._state, indent=1), encoding="utf-8")
         if queue:
             full = len(crawl.sources) >= self.max_pages
-            reason = f"page limit of {self.max_pages} reached" if full else self.crawl_over
+            reason = (
+                CANCELLED
+                if self.stopped
+                else f"page limit of {self.max_pages} reached"
+                if full
+                else self.crawl_over
+            )
             crawl.refused.extend((u, reason) for u in queue)
         return crawl
 

@@ -11,25 +11,21 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import asdict
-from typing import Any
 
 import numpy as np
 
+from lore.events import emit
 from lore.lexical import TOKENIZER_VERSION
 from lore.retrieve.search import Retrieval, RetrieverWrapper, SearchOptions
 from lore.schema import Hit, hit_from_record, hit_record
 from lore.state.cache import Cache, CacheFront, LocalCache
 
-CACHE_EVENTS: ContextVar[list[dict[str, Any]] | None] = ContextVar("lore_cache_events", default=None)
-"""Set to a list to collect this context's cache lookups (`{"hit", "key", "hits"}`), e.g. for a trace."""
+CACHE = "cache"  # the event a lookup reports to the request's stream: `{"hit", "key", "hits"}`
 
 
 def _note(key: str, hit: bool, found: list[Hit]) -> None:
-    sink = CACHE_EVENTS.get()
-    if sink is not None:
-        sink.append({"hit": hit, "key": key[:16], "hits": len(found)})
+    emit(CACHE, hit=hit, key=key[:16], hits=len(found))
 
 
 def cache_key(kb_id: str, epoch: int, options: SearchOptions, query: str) -> str:

@@ -13,6 +13,7 @@ from lore.config import RerankSettings, RetrieveSettings
 from lore.embed.base import Embedder
 from lore.embed.cache import EmbeddingCache, embed_texts
 from lore.errors import LoreError
+from lore.events import collecting
 from lore.lexical import tokenize
 from lore.lexical.bilingual import other_language_share, translate_terms
 from lore.retrieve.rerank.base import RERANK_NOTE, RerankInfo, report
@@ -169,16 +170,15 @@ class Retriever:
         assert self.reranker is not None
         head, tail = list(hits[:rerank_k]), list(hits[rerank_k:])
         started, cpu = time.perf_counter(), time.thread_time()
-        notes: list[str] = []
-        token = RERANK_NOTE.set(notes)
-        try:
-            ranked = self.reranker.rerank(query, head)
-            if sorted(h.chunk.chunk_id for h in ranked) != sorted(h.chunk.chunk_id for h in head):
-                raise LoreError("the reranker returned other candidates than it was given")
-        except LoreError as exc:
-            ranked, notes = head, [*notes, f"rerank failed, first-stage order kept: {exc}"]
-        finally:
-            RERANK_NOTE.reset(token)
+        failed: list[str] = []
+        with collecting(RERANK_NOTE) as noted:
+            try:
+                ranked = self.reranker.rerank(query, head)
+                if sorted(h.chunk.chunk_id for h in ranked) != sorted(h.chunk.chunk_id for h in head):
+                    raise LoreError("the reranker returned other candidates than it was given")
+            except LoreError as exc:
+                ranked, failed = head, [f"rerank failed, first-stage order kept: {exc}"]
+        notes = [str(e.data["text"]) for e in noted] + failed
         note = "; ".join(notes)
         info = RerankInfo(
             getattr(self.reranker, "name", type(self.reranker).__name__),

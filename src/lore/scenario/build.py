@@ -113,7 +113,7 @@ def build_scenario(
             file_name=source.name,
             file_sha256=sha256,
             embedding_model=lore.embedder(kb).model_id,
-            chunk_schema=lore.chunk_params.schema,
+            chunk_schema=lore.kb_chunk_params(kb).schema,
             seq=seq,
         )
 

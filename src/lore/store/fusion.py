@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import TypeVar
 
 from lore.schema import Hit
@@ -13,6 +13,11 @@ Ranking = Sequence[K]
 
 RRF_K = 60
 """The reciprocal-rank fusion constant every store and stage fuses with unless configured."""
+
+
+def rrf_score(ranks: Iterable[int], k: int = RRF_K) -> float:
+    """A document's fused score from its rank (from 1) in each ranking that holds it."""
+    return sum(1.0 / (k + rank) for rank in ranks)
 
 
 def rrf(rankings: Sequence[Ranking[K]], k: int = RRF_K) -> list[tuple[K, float]]:

@@ -24,6 +24,7 @@ from lore.store.milvus_conn import (
     acquire_lite,
     connection_kwargs,
     import_pymilvus,
+    is_not_found,
     release_lite,
 )
 from lore.store.milvus_expr import encode_tokens, filter_expr, str_list
@@ -367,8 +368,12 @@ class MilvusStore:
 
     def drop(self) -> None:
         """Delete the whole collection."""
-        if self._client.has_collection(self.name):
-            self._client.drop_collection(self.name)
+        try:
+            if self._client.has_collection(self.name):
+                self._client.drop_collection(self.name)
+        except self._pm.MilvusException as exc:
+            if not is_not_found(exc):  # another process dropped it meanwhile: done too
+                raise
         self._dirty = False
 
     def close(self) -> None:

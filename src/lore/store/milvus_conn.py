@@ -1,6 +1,6 @@
 """Milvus connections that survive a server restart: credentials, database and TLS from `[store]`,
-and a client that reconnects and reloads a `released` collection, then retries the call once; and the
-count of stores sharing one Milvus Lite file."""
+and a client that reconnects and reloads a `released` collection, then retries the call (tenacity); and
+the count of stores sharing one Milvus Lite file. Failures are told apart by type and error code."""
 
 from __future__ import annotations
 
@@ -8,9 +8,18 @@ import contextlib
 import logging
 import os
 import threading
-import time
+from collections.abc import Iterator
 from types import ModuleType
-from typing import Any, cast
+from typing import Any, NoReturn, cast
+
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_exponential,
+)
 
 from lore.errors import MissingDependencyError, UnavailableError
 
@@ -22,23 +31,15 @@ _lite_users: dict[str, int] = {}
 # What a caller is told (no address, no exception text: those go to the log).
 UNAVAILABLE = "the vector store (Milvus) is unavailable; try again shortly"
 
-# Messages of failures a reconnect or a reload cures (lost channel, server restarted, collection released).
-_TRANSIENT = (
-    "connect",
-    "unavailable",
-    "released",
-    "not loaded",
-    "not load",
-    "deadline",
-    "channel",
-    "socket",
-    "closed",
-    "reset",
-    "refused",
-    "timeout",
-    "server is not ready",
-    "broken pipe",
-)
+# Milvus error codes (pkg/util/merr) a reconnect or a reload cures: 2 service unavailable (also pymilvus's
+# own CONNECT_FAILED), 101/103 collection not (fully) loaded (a restarted server brings it back
+# `released`), 106 collection recovering, 201/202 partition not (fully) loaded, 401 replica, 503 channel,
+# 902/903/905 query node offline, lacking or not available.
+TRANSIENT_CODES = frozenset({2, 101, 103, 106, 201, 202, 401, 503, 902, 903, 905})
+# gRPC statuses of a lost, reset or stalled channel (raised as such, or as the code of a MilvusException).
+_TRANSIENT_GRPC = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED", "ABORTED"})
+# "Not found": 100 collection, 700 index, 800 database (Milvus); pymilvus's ErrorCode has the first two.
+NOT_FOUND_CODES = frozenset({100, 700, 800})
 
 
 def import_pymilvus() -> ModuleType:
@@ -71,16 +72,71 @@ def connection_kwargs(settings: Any) -> dict[str, Any]:
     return out
 
 
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and what it was raised from (pymilvus wraps a gRPC error once its own retries run out)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__
+
+
+def _grpc_status(exc: BaseException) -> str | None:
+    """The gRPC status name of a `grpc.RpcError`, or None for any other exception."""
+    try:
+        import grpc
+    except ImportError:
+        return None
+    if not isinstance(exc, grpc.RpcError) or not callable(getattr(exc, "code", None)):
+        return None
+    code = exc.code()
+    return str(code.name) if isinstance(code, grpc.StatusCode) else None
+
+
+def _milvus_code(exc: BaseException) -> int | str | None:
+    """A MilvusException's code: a Milvus error number, or a gRPC status name; None for other errors."""
+    pm = import_pymilvus()
+    if not isinstance(exc, pm.MilvusException):
+        return None
+    code = exc.code
+    if isinstance(code, int):  # a Milvus error number (pymilvus's ErrorCode is an IntEnum)
+        return int(code)
+    name = getattr(code, "name", None)  # a grpc.StatusCode, once pymilvus's own retries ran out
+    return name if isinstance(name, str) else None
+
+
 def is_transient(exc: BaseException) -> bool:
-    """Whether a failed call may work after reconnecting or reloading the collection."""
-    text = f"{type(exc).__name__} {exc}".lower()
-    return any(word in text for word in _TRANSIENT)
+    """Whether a failed call may work after reconnecting or reloading the collection: a lost connection
+    (gRPC status, pymilvus's connection errors, OS-level resets and timeouts) or a Milvus error code that
+    a reconnect or reload cures, or one the server marks retriable."""
+    pm = import_pymilvus()
+    lost = (
+        pm.exceptions.ConnectError,
+        pm.exceptions.MilvusUnavailableException,
+        ConnectionError,
+        TimeoutError,
+    )
+    for cause in _causes(exc):
+        if isinstance(cause, lost) or _grpc_status(cause) in _TRANSIENT_GRPC:
+            return True
+        code = _milvus_code(cause)
+        if code in TRANSIENT_CODES or code in _TRANSIENT_GRPC or getattr(cause, "retriable", False) is True:
+            return True
+    return False
+
+
+def is_not_found(exc: BaseException) -> bool:
+    """Whether Milvus said the collection, index or database does not exist."""
+    pm = import_pymilvus()
+    missing = (pm.exceptions.CollectionNotExistException, pm.exceptions.IndexNotExistException)
+    return isinstance(exc, missing) or _milvus_code(exc) in NOT_FOUND_CODES
 
 
 class ResilientClient:
     """A MilvusClient stand-in: each call that fails transiently reconnects (once per outage, whichever
-    thread sees it first), reloads the collection and is retried, for up to `patience_s` seconds; then
-    `UnavailableError` (503)."""
+    thread sees it first), reloads the collection and is retried with backoff, for up to `patience_s`
+    seconds (always once on a fresh connection); then `UnavailableError` (503)."""
 
     def __init__(
         self,
@@ -106,27 +162,38 @@ class ResilientClient:
             return method
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            deadline = time.monotonic() + self.patience_s
-            delay, retried = 0.2, False
-            while True:
-                generation = self._generation
-                try:
-                    return getattr(self.client, name)(*args, **kwargs)
-                except Exception as exc:
-                    if not is_transient(exc):
-                        raise
-                    if retried and time.monotonic() >= deadline:  # always one retry on a fresh connection
-                        log.error(
-                            "milvus at %s: %s failed for %.0f s: %s", self.target, name, self.patience_s, exc
-                        )
-                        raise UnavailableError(UNAVAILABLE) from exc
-                    log.warning("milvus %s: %s failed (%s); reconnecting", self.collection, name, exc)
-                    self._recover(generation)
-                    retried = True
-                    time.sleep(delay)
-                    delay = min(delay * 2, 2.0)
+            return self._call(name, args, kwargs)
 
         return call
+
+    def _call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """`client.<name>(*args, **kwargs)` on the current connection, retried while the failure is
+        transient (or the connection it ran on was replaced meanwhile by another thread)."""
+        seen = self._generation
+
+        def attempt() -> Any:
+            nonlocal seen
+            seen = self._generation
+            return getattr(self.client, name)(*args, **kwargs)
+
+        def recover(state: RetryCallState) -> None:
+            log.warning("milvus %s: %s failed (%s); reconnecting", self.collection, name, _failure(state))
+            self._recover(seen)
+
+        def give_up(state: RetryCallState) -> NoReturn:
+            exc = _failure(state)
+            log.error("milvus at %s: %s failed for %.0f s: %s", self.target, name, self.patience_s, exc)
+            raise UnavailableError(UNAVAILABLE) from exc
+
+        retrying = Retrying(
+            retry=retry_if_exception(lambda exc: is_transient(exc) or seen != self._generation),
+            # At least one retry on a fresh connection, then until `patience_s` has passed.
+            stop=stop_after_attempt(2) & stop_after_delay(self.patience_s),
+            wait=wait_exponential(multiplier=0.2, max=2.0),
+            before_sleep=recover,
+            retry_error_callback=give_up,
+        )
+        return retrying(attempt)
 
     def _recover(self, seen: int) -> None:
         """Reopen the connection and load the collection, unless another thread already did."""
@@ -145,6 +212,13 @@ class ResilientClient:
             with contextlib.suppress(Exception):  # the old channel is dead anyway
                 old.close()
             log.info("milvus %s: reconnected and collection loaded", self.collection)
+
+
+def _failure(state: RetryCallState) -> BaseException:
+    """The exception the last attempt raised."""
+    exc = state.outcome.exception() if state.outcome is not None else None
+    assert exc is not None  # tenacity retries and gives up on failed attempts only
+    return exc
 
 
 def acquire_lite(path: str) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -42,7 +42,13 @@ class Generator(Protocol):
         """Yield the answer text in pieces; it cites passages as `[n]`. Raises GenerationError."""
 
 
-GeneratorFactory = Callable[..., Generator]
+class GeneratorFactory(Protocol):
+    """Makes a generator from keyword options: `extractive` gets `embedder` and `cache`; `openai` and
+    plug-ins get the chat endpoint's `model`, `base_url` and `timeout_s`."""
+
+    def __call__(self, *args: Any, **options: Any) -> Generator: ...
+
+
 GENERATORS: Registry[GeneratorFactory] = Registry("answer.generator", "lore.generators")
 
 

@@ -48,8 +48,7 @@ async def ask_result(
     result = AskResult()
     try:
         async for event in events:
-            if event["event"] in ("start", "end", "error"):
-                setattr(result, event["event"], event["data"])
+            result.record(event)
     finally:
         await events.aclose()  # type: ignore[attr-defined]
     return result

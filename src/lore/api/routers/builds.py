@@ -79,13 +79,14 @@ async def get_job(kb: str, job_id: str, scope: Caller, state: State) -> dict[str
 @router.post(
     "/jobs/{job_id}/cancel",
     response_model=JobInfo,
-    responses={409: {"description": "The job has finished already, or is not a build."}},
+    responses={409: {"description": "The job has finished already."}},
 )
 async def cancel_job(
     kb: str, job_id: str, scope: Caller, state: State, body: ReasonBody | None = None
 ) -> dict[str, Any]:
-    """Cancel a build (whoever may start it): a queued one at once, a running one before its next file
-    (its staged version fails; the active version is unchanged)."""
+    """Cancel a build (whoever may start it) or a web crawl (its tenant's and the KB owner's admins): a
+    queued one at once; a running build before its next file (its staged version fails; the active version
+    is unchanged), a running crawl before its next page (pages it had indexed stay)."""
     reason = body.reason if body else ""
     return (await run_in_threadpool(cancel_build, state.lore, scope, kb, job_id, reason)).to_json()
 

@@ -154,7 +154,7 @@ async def preview(kb: str, body: PreviewBody, scope: Caller, state: State) -> di
             )
         except LoadError as exc:
             raise HTTPException(422, f"{body.file}: {exc.reason}") from exc
-        chunker = Chunker(lore.chunk_params)
+        chunker = Chunker(lore.kb_chunk_params(record))  # as the KB's next build chunks
         chunks = [
             c
             for d in docs

@@ -10,12 +10,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from lore.api.deps import Caller, ServiceState, State
-from lore.api.limits import check_text
 from lore.app.access import audit, kb_resource, require_kb
 from lore.app.fields import Name, PositiveInt
 from lore.app.scenario_results import FaqList, FaqRowInfo, RouteTest, ScenarioDetail, ScenarioSummary
 from lore.app.scenarios import faq_reader, require_scenario, visible_scenarios
-from lore.errors import NotFoundError
+from lore.errors import NotFoundError, check_length
 from lore.grant import Grant
 from lore.policy import Action, can
 from lore.scenario import faq_edit
@@ -205,7 +204,7 @@ async def route_test(scenario_id: str, body: RouteBody, scope: Caller, state: St
     """Where the scenario sends a question and how it would answer: route and the rule that matched, risk,
     intent, prompt profile and retrieval plan (nothing is searched or generated)."""
     lore = state.lore
-    check_text("question", body.question, lore.settings.answer.max_question_chars)
+    check_length("question", body.question, lore.settings.answer.max_question_chars)
 
     def run() -> dict[str, Any]:
         sc = require_scenario(lore, scope, scenario_id)

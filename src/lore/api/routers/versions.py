@@ -57,6 +57,12 @@ async def list_versions(kb: str, scope: Caller, state: State) -> dict[str, Any]:
         record = require_kb(state.lore, scope, kb)
         active = state.lore.catalog.active_version(record.id)
         seq = active.seq if active else None
+        # Key names of the caller's own tenant only: another tenant's keys stay ids.
+        names = {
+            f"key:{k.id}@{k.tenant_id}": k.name
+            for k in state.lore.catalog.list_api_keys()
+            if k.tenant_id == scope.tenant
+        }
         return {
             "kb": kb,
             "active": seq,
@@ -66,6 +72,7 @@ async def list_versions(kb: str, scope: Caller, state: State) -> dict[str, Any]:
                     "from_seq": a.from_seq,
                     "to_seq": a.to_seq,
                     "actor": a.actor,
+                    "key_name": names.get(a.actor),
                     "reason": a.reason,
                     "at": a.at.isoformat(),
                 }

@@ -29,7 +29,7 @@ from lore.app.access import audit, check_file_writes, own_name, require_kb
 from lore.app.content_results import CrawlQueued, CrawlResult, JobInfo
 from lore.app.fields import NAME_CHARS
 from lore.catalog import Job, JobStatus, KnowledgeBase
-from lore.catalog.jobs import JobCapError
+from lore.catalog.jobs import CANCELLED_STATUS, JobCapError
 from lore.engine import Lore
 from lore.errors import ConflictError, LoreError, NotFoundError
 from lore.grant import Grant
@@ -203,6 +203,7 @@ def run_crawl(lore: Lore, job: Job, progress: Progress, note: Note) -> dict[str,
             max_bytes=int(lore.settings.ingest.max_file_mb * 1e6),
             guard=guard,
             budget=WebBudget.from_settings(lore.settings.ingest),
+            stop=progress.stop_requested,  # a cancelled crawl stops before its next page
         )
         try:
             crawl = fetch_pages(
@@ -212,6 +213,8 @@ def run_crawl(lore: Lore, job: Job, progress: Progress, note: Note) -> dict[str,
             raise CrawlFailed(422, str(exc)) from exc
         finally:
             crawler.close()
+        if crawler.stopped:
+            raise _cancelled(lore, job, f"after {len(crawl.sources)} page(s); nothing indexed")
         sources = _own_pages(lore, record, scope, crawl)
         refused = [{"url": u, "reason": r} for u, r in crawl.refused]
         if not sources:
@@ -221,6 +224,9 @@ def run_crawl(lore: Lore, job: Job, progress: Progress, note: Note) -> dict[str,
             {"stage": "crawled", "pages": len(sources), "unchanged": crawl.unchanged, "refused": len(refused)}
         )
         report = lore.ingest(p["kb"], [], progress, sources=sources, chunk_metadata=lambda _source: stamp)
+    if report.stopped:  # cancelled while indexing: the pages indexed so far stay (an unversioned KB)
+        done = report.count("ingested")
+        raise _cancelled(lore, job, f"while indexing: {done} of {len(sources)} page(s) indexed")
     return {
         "kb": p["kb"],
         "pages": len(sources),
@@ -228,6 +234,12 @@ def run_crawl(lore: Lore, job: Job, progress: Progress, note: Note) -> dict[str,
         "refused": refused,
         **report_json(report),
     }
+
+
+def _cancelled(lore: Lore, job: Job, when: str) -> CrawlFailed:
+    """The end of a crawl someone cancelled (the job fails with the cancel status, as a cancelled build)."""
+    by = lore.catalog.job_cancelled_by(job.id) or "someone"
+    return CrawlFailed(CANCELLED_STATUS, f"cancelled by {by} {when}")
 
 
 class NotingCrawler(WebCrawler):

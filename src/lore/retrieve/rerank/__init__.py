@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from lore.retrieve.rerank.base import (
-    RERANK_EVENTS,
+    RERANK,
     RERANKERS,
     RerankError,
     RerankInfo,
     register_reranker,
 )
 
-__all__ = ["RERANKERS", "RERANK_EVENTS", "RerankError", "RerankInfo", "make_reranker", "register_reranker"]
+__all__ = ["RERANK", "RERANKERS", "RerankError", "RerankInfo", "make_reranker", "register_reranker"]
 
 
 def make_reranker(settings: Any, **deps: Any) -> Any:

@@ -1,15 +1,15 @@
 """What every reranker shares: the plug-in registry, the calibrated score, the report of one rerank
-(provider, candidates, ms, note) and where reports are collected for traces and status events."""
+(provider, candidates, ms, note), reported to the request's event stream (`lore.events`) as `rerank`."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
 
 from lore.errors import LoreError
+from lore.events import emit
 from lore.registry import Registry
 from lore.schema import Hit
 
@@ -41,25 +41,18 @@ class RerankInfo:
         return out
 
 
-RERANK_EVENTS: ContextVar[list[RerankInfo] | None] = ContextVar("lore_rerank_events", default=None)
-"""Set to a list to collect this context's reranks (the engine turns them into `status` events)."""
-
-
-RERANK_NOTE: ContextVar[list[str] | None] = ContextVar("lore_rerank_note", default=None)
+RERANK = "rerank"  # the event a finished rerank reports: `RerankInfo.to_json()`
+RERANK_NOTE = "rerank_note"  # a reranker's remark on the rerank in progress: `{"text"}`
 
 
 def note(text: str) -> None:
     """A reranker's remark on the rerank in progress (e.g. a budget cut); it lands in the report."""
-    sink = RERANK_NOTE.get()
-    if sink is not None:
-        sink.append(text)
+    emit(RERANK_NOTE, text=text)
 
 
 def report(info: RerankInfo) -> None:
-    """Hand one rerank's report to whoever collects them in this context."""
-    sink = RERANK_EVENTS.get()
-    if sink is not None:
-        sink.append(info)
+    """Report one rerank to the request's event stream (status events, traces, search results take it)."""
+    emit(RERANK, **info.to_json())
 
 
 def sigmoid(x: float) -> float:

@@ -1,8 +1,10 @@
 // The knowledge-base admin tab: uploads and their chunk preview (committed on an unversioned KB), builds
-// and ingests with progress, the versions with their reports, activation and rollback.
+// and ingests with progress, web crawls (crawls.js), the versions with their reports, activation and rollback.
 import {t} from "./i18n.js";
 import {$, api, busy, errorText, esc, fail, fetchOk, headers, loadKbs, renderValue, sseEvents, toast, where} from "./common.js";
 import {askReason, compareVersions, renderDiff, versionTools} from "./versions.js";
+import {renderReport} from "./report.js";
+import {cancelCrawl, crawl, showCrawl} from "./crawls.js";
 import {endJob, fileState, follow, jobEvent, onProgress, resume, runningJob, startJob, stateHtml} from "./progress.js";
 
 let kbInfo = null;  // the admin tab's knowledge base (versioned or not decides if chunks can be committed)
@@ -16,6 +18,7 @@ export async function loadAdmin() {
   kbInfo = info;
   $("#kb-info").textContent = `${info.files} ${t("files").split(" ")[0]} · ${info.chunks} ${t("chunks")} · ` +
     `${info.embedding_model} · ${info.versioned ? `${t("versions")}: ${info.active_version ?? "-"}` : "unversioned"}`;
+  showCrawl(kb, info.versioned);
   files = await api(`${kbUrl(kb)}/files`);
   renderUploads(kb);
   resume(kb);
@@ -32,7 +35,7 @@ export async function loadAdmin() {
     if (reason !== null) run(() => api(`${kbUrl(kb)}/versions/${b.dataset.seq}/activate`, {method: "POST", body: JSON.stringify({reason})}), true, b);
   }));
   document.querySelectorAll(".rep").forEach((b) => b.addEventListener("click", () => run(async () => {
-    show(renderValue(await api(`${kbUrl(kb)}/versions/${b.dataset.seq}/report`)));
+    show(renderReport(await api(`${kbUrl(kb)}/versions/${b.dataset.seq}/report`), kb, b.dataset.seq));
   }, false, b)));
   document.querySelectorAll(".dif").forEach((b) => b.addEventListener("click", () => run(async () => {
     show(renderDiff(await api(`${kbUrl(kb)}/diff?base=${b.dataset.seq - 1}&candidate=${b.dataset.seq}`)));
@@ -198,6 +201,8 @@ export function initAdmin() {
   $("#ingest").addEventListener("click", () => busy([$("#build"), $("#ingest")], () => build(true)));
   onProgress((kb) => { if (kb === $("#admin-kb").value) { renderUploads(kb); showCancel(kb); } });
   $("#cancel-build").addEventListener("click", cancelBuild);
+  $("#crawl-form").addEventListener("submit", (e) => { e.preventDefault(); busy($("#crawl"), () => crawl(loadAdmin)).catch(fail); });
+  $("#cancel-crawl").addEventListener("click", cancelCrawl);
   $("#rollback").addEventListener("click", () => {
     const reason = askReason("confirmRollback");
     if (reason !== null) run(() => api(`${kbUrl($("#admin-kb").value)}/rollback`, {method: "POST", body: JSON.stringify({reason})}), true, $("#rollback"));

@@ -124,7 +124,7 @@ export async function loadKbs() {
 export function guarded(panel, fn) {
   return () => fn().then(() => $(`#${panel} .denied`)?.classList.add("hidden")).catch((e) => {
     const note = $(`#${panel} .denied`);
-    if (note && /403|may not|needs an API key/.test(e.message)) {
+    if (note && (e.denied || /403|may not|needs an API key/.test(e.message))) {
       note.textContent = `${t("forbidden")}: ${e.message}`;
       note.classList.remove("hidden");
     } else toast(e.message, true);

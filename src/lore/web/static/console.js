@@ -1,35 +1,8 @@
-// The console's retrieval test (scores per stage, query terms marked), feedback review and its export as an
-// eval set, and the API keys.
+// The console's feedback review and its export as an eval set, and the API keys (the retrieval test is in
+// retrieval.js).
 import {t} from "./i18n.js";
-import {$, ICONS, api, busy, esc, fail, fetchOk, guarded, loadKbs, may, session, toast, when, where} from "./common.js";
-
-// ---- retrieval test ----------------------------------------------------------------------------
-
-function highlight(text, terms) {
-  const words = [...new Set(terms.filter((w) => w.trim().length > 0))].sort((a, b) => b.length - a.length);
-  if (!words.length) return esc(text);
-  const re = new RegExp(words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "gi");
-  let out = "", last = 0;
-  for (const m of text.matchAll(re)) {
-    out += esc(text.slice(last, m.index)) + `<mark>${esc(m[0])}</mark>`;
-    last = m.index + m[0].length;
-  }
-  return out + esc(text.slice(last));
-}
-
-async function retrievalTest() {
-  const body = {kb: $("#rt-kb").value, query: $("#rt-query").value.trim(), mode: $("#rt-mode").value,
-    top_k: Number($("#rt-k").value) || 10};
-  if ($("#rt-version").value) body.version = Number($("#rt-version").value);
-  if (!body.query) return;
-  const r = await api("/api/search", {method: "POST", body: JSON.stringify(body)});
-  const fmt = (x) => (x === null || x === undefined ? "" : Number(x).toFixed(4));
-  $("#rt-meta").textContent = `${t("terms")}: ${(r.terms || []).join(" ")} · ${t("applied")}: ${JSON.stringify(r.filter || {})}`;
-  $("#rt-hits tbody").innerHTML = r.hits.map((h, i) => `<tr><td>${i + 1}</td>
-    <td>${fmt(h.score)}</td><td>${fmt(h.dense_score)} ${h.dense_rank ? `(#${h.dense_rank})` : ""}</td>
-    <td>${fmt(h.bm25_score)} ${h.bm25_rank ? `(#${h.bm25_rank})` : ""}</td>
-    <td><div class="muted">${esc(where(h))}</div><div class="hit-text">${highlight(h.text, r.terms || [])}</div></td></tr>`).join("");
-}
+import {$, ICONS, api, busy, esc, fail, fetchOk, guarded, may, session, toast, when, where} from "./common.js";
+import {faqCell, initFeedbackFaq, wireFaq} from "./feedback.js";
 
 // ---- feedback ----------------------------------------------------------------------------------
 
@@ -39,7 +12,8 @@ async function loadFeedback() {
   $("#fb tbody").innerHTML = rows.map((f) => `<tr><td>${esc(when(f.created_at))}</td>
     <td>${esc(f.kb)}</td><td title="${esc(t(f.rating > 0 ? "helpful" : "notHelpful"))}">${f.rating > 0 ? ICONS.up : ICONS.down}</td><td>${esc(f.question)}</td>
     <td>${f.redacted ? `<span class="warning">${esc(t("redacted"))}</span>` : esc(f.answer)}</td>
-    <td>${f.citations.map((c) => `<div class="muted">[${c.n}] ${esc(where(c))}</div>`).join("")}</td><td>${esc(f.note)}</td></tr>`).join("");
+    <td>${f.citations.map((c) => `<div class="muted">[${c.n}] ${esc(where(c))}</div>`).join("")}</td><td>${esc(f.note)}</td><td>${faqCell(f)}</td></tr>`).join("");
+  wireFaq(rows, loadFeedbackPanel);
 }
 
 async function exportFeedback() {
@@ -64,6 +38,10 @@ function fillRoles() {
 async function loadKeys() {
   $("#key-form").classList.toggle("hidden", !may("manage_keys"));
   fillRoles();
+  if (!may("manage_keys")) {  // not asked for: the server would refuse (and the browser log the 403)
+    $("#keys tbody").innerHTML = "";
+    throw Object.assign(new Error(t("keysNeedAdmin")), {denied: true});
+  }
   const rows = await api("/api/keys");
   $("#keys tbody").innerHTML = rows.map((k) => `<tr class="${k.revoked_at ? "revoked" : ""}"><td><code>${esc(k.prefix)}…</code></td>
     <td>${esc(k.name)}</td><td>${esc(k.roles.join(", "))}</td><td>${esc((k.datasets || []).join(", "))}</td>
@@ -90,13 +68,12 @@ async function createKey() {
   await loadKeys();
 }
 
-export const loadRetrievalPanel = guarded("tab-retrieval", () => loadKbs());
 export const loadFeedbackPanel = guarded("tab-feedback", loadFeedback);
 export const loadKeysPanel = guarded("tab-keys", loadKeys);
 
 export function initConsole() {
-  $("#rt-form").addEventListener("submit", (e) => { e.preventDefault(); guarded("tab-retrieval", retrievalTest)(); });
   $("#fb-rating").addEventListener("change", loadFeedbackPanel);
+  initFeedbackFaq();
   $("#fb-export").addEventListener("click", () => busy($("#fb-export"), exportFeedback).catch(fail));
   $("#key-form").addEventListener("submit", (e) => { e.preventDefault(); busy($("#key-form button"), createKey).catch(fail); });
   $("#copy-secret").addEventListener("click", () => navigator.clipboard.writeText($("#key-secret").dataset.secret)

@@ -25,7 +25,7 @@ export async function versionTools(kb, v) {
   $("#diff-form").classList.toggle("hidden", seqs.length < 1);
   $("#activations tbody").innerHTML = v.activations.slice().reverse().map((a) => `<tr>
     <td>${esc(when(a.at))}</td><td>${a.from_seq ?? "–"} → ${a.to_seq}</td>
-    <td><code>${esc(a.actor)}</code></td><td>${esc(a.reason)}</td></tr>`).join("");
+    <td>${a.key_name ? esc(a.key_name) : `<code>${esc(a.actor)}</code>`}</td><td>${esc(a.reason)}</td></tr>`).join("");
   try {
     const r = await api(`/api/kbs/${encodeURIComponent(kb)}/eval-sets`);
     const sel = $("#diff-eval");
