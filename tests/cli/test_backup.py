@@ -36,11 +36,11 @@ class Writer(Progress):
         self.changed = threading.Condition()
         self.snapshot_taken = threading.Event()
 
-    def file_started(self, name: str, chunks: int) -> None:
+    def file_started(self, name: str, chunks: int, pages: int | None = None) -> None:
         if self.done >= 1:
             assert self.snapshot_taken.wait(120)
 
-    def file_done(self, result: FileResult) -> None:
+    def file_done(self, result: FileResult, eta_s: float | None = None) -> None:
         with self.changed:
             self.done += 1
             self.changed.notify_all()

@@ -84,33 +84,34 @@ def test_ingest_off_a_terminal_prints_progress_lines_and_no_web_line(home: Path,
     assert "web:" not in result.output  # no page was crawled
 
 
-def test_plain_progress_says_files_chunks_elapsed_and_time_left() -> None:
+def test_plain_progress_says_files_pages_chunks_elapsed_and_time_left() -> None:
     now = [0.0]
     out = io.StringIO()
     progress = PlainIngestProgress(4, every_s=10, out=out, clock=lambda: now[0])
 
-    def at(second: float, *steps: tuple[str, str, int]) -> None:
+    def at(second: float, *steps: tuple[str, str, int, float | None]) -> None:
         now[0] = second
-        for step, name, n in steps:
+        for step, name, n, extra in steps:  # extra: the file's pages, else the run's time left
             if step == "start":
-                progress.file_started(name, n)
+                progress.file_started(name, n, pages=None if extra is None else int(extra))
             elif step == "embedded":
-                progress.embedded(n)
+                progress.embedded(n, eta_s=extra)
             else:
-                progress.file_done(FileResult(name, "ingested", chunks=n))
+                progress.file_done(FileResult(name, "ingested", chunks=n), eta_s=extra)
 
     with progress:
         at(
-            5, ("start", "a.pdf", 1200), ("embedded", "", 1200), ("done", "a.pdf", 1200)
+            5, ("start", "a.pdf", 1200, 30), ("embedded", "", 1200, None), ("done", "a.pdf", 1200, 95.0)
         )  # too soon for a line
-        at(30, ("start", "big.pdf", 2200), ("embedded", "", 1000))  # a long file says where it is
-        at(35, ("embedded", "", 2200), ("done", "big.pdf", 2200))
-        at(80, ("start", "c.md", 10), ("done", "c.md", 10))
-        at(81, ("start", "d.md", 5), ("done", "d.md", 5))  # the last file always gets its line
+        at(30, ("start", "big.pdf", 2200, 80), ("embedded", "", 1000, 90.0))  # a long file says where it is
+        at(35, ("embedded", "", 2200, 20.0), ("done", "big.pdf", 2200, 20.0))
+        at(80, ("start", "c.md", 10, None), ("done", "c.md", 10, 3600.0 + 5 * 60))
+        at(81, ("start", "d.md", 5, None), ("done", "d.md", 5, None))  # the last file always gets its line
     assert out.getvalue().splitlines() == [
-        "ingest: 1/4 files, 1,200 chunks, embedding big.pdf 1,000/2,200 chunks, 30s elapsed, ~1m30s left",
-        "ingest: 3/4 files, 3,410 chunks, 1m20s elapsed, ~26s left",
-        "ingest: 4/4 files, 3,415 chunks, 1m21s elapsed",
+        "ingest: 1/4 files, 30 pages, 1,200 chunks, embedding big.pdf (80 pages) 1,000/2,200 chunks, "
+        "30s elapsed, about 2 min left",
+        "ingest: 3/4 files, 110 pages, 3,410 chunks, 1m20s elapsed, about 1 h 05 min left",
+        "ingest: 4/4 files, 110 pages, 3,415 chunks, 1m21s elapsed",
     ]
 
 

@@ -139,7 +139,7 @@ class _StopAfterFirstFile(Progress):
     def __init__(self) -> None:
         self.done = 0
 
-    def file_done(self, result: FileResult) -> None:
+    def file_done(self, result: FileResult, eta_s: float | None = None) -> None:
         self.done += 1
 
     def stop_requested(self) -> bool:

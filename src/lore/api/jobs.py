@@ -132,11 +132,11 @@ class JobProgress(Progress):
         except Exception:  # progress is best effort; the build itself goes on
             log.warning("could not record progress of job %s", self.job_id, exc_info=True)
 
-    def file_started(self, name: str, chunks: int) -> None:
-        self.put({"stage": "file", "file": name, "chunks": chunks})
+    def file_started(self, name: str, chunks: int, pages: int | None = None) -> None:
+        self.put(_known({"stage": "file", "file": name, "chunks": chunks, "pages": pages}))
 
-    def embedded(self, n: int) -> None:
-        self.put({"stage": "embedded", "chunks": n})
+    def embedded(self, n: int, eta_s: float | None = None) -> None:
+        self.put(_known({"stage": "embedded", "chunks": n, "eta_s": eta_s}))
 
     def stop_requested(self) -> bool:
         """Whether someone cancelled the job (a build stops before its next file, a crawl its next page)."""
@@ -146,16 +146,14 @@ class JobProgress(Progress):
             log.warning("could not check job %s for a cancel", self.job_id, exc_info=True)
             return False
 
-    def file_done(self, result: FileResult) -> None:
-        self.put(
-            {
-                "stage": "file_done",
-                "file": result.name,
-                "status": result.status,
-                "chunks": result.chunks,
-                "error": result.error,
-            }
-        )
+    def file_done(self, result: FileResult, eta_s: float | None = None) -> None:
+        done = {"stage": "file_done", "file": result.name, "status": result.status, "chunks": result.chunks}
+        self.put({**done, "error": result.error, **_known({"eta_s": eta_s})})
+
+
+def _known(data: dict[str, Any]) -> dict[str, Any]:
+    """The event without its optional fields that are unknown (`pages` of a file without pages, `eta_s`)."""
+    return {k: v for k, v in data.items() if v is not None or k not in ("pages", "eta_s")}
 
 
 _STORED = "storage:"  # an input in the shared storage (an upload), by key: any worker can fetch it

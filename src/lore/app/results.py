@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from lore.catalog.service_records import ApiKey
+
 
 class Result(BaseModel):
     """A reply's model: a key the use case returns but the model does not declare is an error, not dropped."""
@@ -64,6 +66,24 @@ class ApiKeyInfo(Result):
     revoked_at: str | None
     expires_at: str | None = None  # never, when None
     last_used_at: str | None = None  # to within a minute
+
+    @classmethod
+    def of(cls, key: ApiKey) -> ApiKeyInfo:
+        """The catalog's key without its secret, its times in ISO 8601 (None: never, or not yet)."""
+        at = {
+            name: (getattr(key, name).isoformat() if getattr(key, name) else None)
+            for name in ("revoked_at", "expires_at", "last_used_at")
+        }
+        return cls(
+            id=key.id,
+            prefix=key.prefix,
+            name=key.name,
+            tenant=key.tenant_id,
+            roles=list(key.roles),
+            datasets=None if key.datasets is None else list(key.datasets),
+            created_at=key.created_at.isoformat(),
+            **at,
+        )
 
 
 class NewApiKey(ApiKeyInfo):

@@ -27,6 +27,7 @@ from lore.cli.backend import (
     VersionRow,
     not_on_server,
 )
+from lore.cli.texts import pages_text, time_left
 from lore.errors import LoreError
 
 if TYPE_CHECKING:
@@ -147,12 +148,16 @@ class HttpBackend:
         """The sources uploaded, then built on the server (a job, followed to its end)."""
         names = self._upload(options.kb, options.sources)
         with console.status("building…") as status:
+            now = {"file": "building…"}
 
             def progress(event: AskEvent) -> None:
                 d = event.data
                 if d.get("stage") == "file":
-                    status.update(f"embedding {d['file'][-40:]} ({d['chunks']} chunks)")
-                elif d.get("stage") == "file_done":
+                    of = f"{pages_text(d['pages'])}, " if d.get("pages") else ""
+                    now["file"] = f"embedding {d['file'][-40:]} ({of}{d['chunks']} chunks)"
+                if d.get("stage") in ("file", "embedded", "file_done"):  # the server's time left, when known
+                    status.update(now["file"] + (f", {time_left(d['eta_s'])}" if d.get("eta_s") else ""))
+                if d.get("stage") == "file_done":
                     console.print(f"[dim]{d['file']}: {d['status']}[/]")
 
             built = self.client.build(

@@ -19,9 +19,9 @@ from rich.progress import (
     Progress,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 
+from lore.cli.texts import pages_text, time_left
 from lore.ingest.pipeline import FileResult
 from lore.ingest.pipeline import Progress as IngestProgress
 
@@ -59,7 +59,8 @@ def stop_on_signals() -> Iterator[StopFlag]:
 
 
 class RichIngestProgress(IngestProgress):
-    """Two bars: files done, and chunks embedded in the current file; `stop` ends the run early."""
+    """Two bars: files done (with the run's time left), and chunks embedded in the current file (with its
+    pages); `stop` ends the run early."""
 
     def __init__(self, console: Console, total_files: int, stop: threading.Event | None = None) -> None:
         self.bars = Progress(
@@ -67,7 +68,6 @@ class RichIngestProgress(IngestProgress):
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            TimeRemainingColumn(),
             console=console,
             transient=False,
         )
@@ -82,14 +82,20 @@ class RichIngestProgress(IngestProgress):
     def __exit__(self, *exc: object) -> None:
         self.bars.stop()
 
-    def file_started(self, name: str, chunks: int) -> None:
-        self.bars.reset(self.chunks, total=chunks, visible=True, description=f"embedding {name[-40:]}")
+    def file_started(self, name: str, chunks: int, pages: int | None = None) -> None:
+        of = f" ({pages_text(pages)})" if pages else ""
+        self.bars.reset(self.chunks, total=chunks, visible=True, description=f"embedding {name[-40:]}{of}")
 
-    def embedded(self, n: int) -> None:
+    def embedded(self, n: int, eta_s: float | None = None) -> None:
         self.bars.update(self.chunks, completed=n)
+        self._eta(eta_s)
 
-    def file_done(self, result: FileResult) -> None:
+    def file_done(self, result: FileResult, eta_s: float | None = None) -> None:
         self.bars.advance(self.files)
+        self._eta(eta_s)
+
+    def _eta(self, eta_s: float | None) -> None:
+        self.bars.update(self.files, description=f"files, {time_left(eta_s)}" if eta_s else "files")
 
     def stop_requested(self) -> bool:
         return self.stop is not None and self.stop.is_set()
@@ -105,8 +111,8 @@ def ingest_progress(
 
 
 class PlainIngestProgress(IngestProgress):
-    """ "ingest: 12/200 files, 3,400 chunks, 1m20s elapsed, ~4m left" at most every `every_s` seconds (and
-    when the last file is done), so a long run off a terminal is not silent until its final table."""
+    """ "ingest: 12/200 files, 30 pages, 3,400 chunks, 1m20s elapsed, about 4 min left" at most every
+    `every_s` seconds (and when the last file is done), so a long run off a terminal is not silent."""
 
     def __init__(
         self,
@@ -119,8 +125,10 @@ class PlainIngestProgress(IngestProgress):
         self.total, self.stop, self.every_s = total_files, stop, every_s
         self.out = out
         self.clock = clock
-        self.done = self.chunks = 0
+        self.done = self.chunks = self.pages = 0
         self.current, self.embedding, self.current_chunks = "", 0, 0
+        self.current_pages: int | None = None
+        self.eta_s: float | None = None
         self.started = self.last = self.clock()
 
     def __enter__(self) -> Self:
@@ -130,17 +138,23 @@ class PlainIngestProgress(IngestProgress):
     def __exit__(self, *exc: object) -> None:
         return None
 
-    def file_started(self, name: str, chunks: int) -> None:
-        self.current, self.current_chunks, self.embedding = name, chunks, 0
+    def file_started(self, name: str, chunks: int, pages: int | None = None) -> None:
+        self.current, self.current_chunks, self.current_pages, self.embedding = name, chunks, pages, 0
 
-    def embedded(self, n: int) -> None:
-        self.embedding = n
+    def embedded(self, n: int, eta_s: float | None = None) -> None:
+        self.embedding, self.eta_s = n, eta_s
         if self.clock() - self.last >= self.every_s:  # one big file: say where its embedding is
-            self._line(f", embedding {self.current[-40:]} {self.embedding:,}/{self.current_chunks:,} chunks")
+            of = f" ({pages_text(self.current_pages)})" if self.current_pages else ""
+            self._line(
+                f", embedding {self.current[-40:]}{of} {self.embedding:,}/{self.current_chunks:,} chunks"
+            )
 
-    def file_done(self, result: FileResult) -> None:
+    def file_done(self, result: FileResult, eta_s: float | None = None) -> None:
         self.done += 1
         self.chunks += result.chunks
+        self.eta_s = eta_s
+        if result.name == self.current and result.status == "ingested":
+            self.pages += self.current_pages or 0
         if self.done == self.total or self.clock() - self.last >= self.every_s:
             self._line()
 
@@ -150,12 +164,11 @@ class PlainIngestProgress(IngestProgress):
     def _line(self, detail: str = "") -> None:
         now = self.clock()
         self.last, elapsed = now, now - self.started
-        left = ""
-        if 0 < self.done < self.total:
-            left = f", ~{duration(elapsed / self.done * (self.total - self.done))} left"
+        left = f", {time_left(self.eta_s)}" if self.eta_s and self.done < self.total else ""
+        pages = f", {pages_text(self.pages)}" if self.pages else ""
         out = self.out or sys.stderr
         print(
-            f"ingest: {self.done}/{self.total} files, {self.chunks:,} chunks{detail}, "
+            f"ingest: {self.done}/{self.total} files{pages}, {self.chunks:,} chunks{detail}, "
             f"{duration(elapsed)} elapsed{left}",
             file=out,
             flush=True,

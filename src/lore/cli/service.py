@@ -16,7 +16,7 @@ from lore.cli.render import fail, split_list
 from lore.errors import LoreError
 
 if TYPE_CHECKING:
-    from lore.catalog.service_records import ApiKey
+    pass
 
 console = Console()
 keys_app = typer.Typer(help="Create, list and revoke API keys.", no_args_is_help=True)
@@ -203,7 +203,9 @@ def keys_list(as_json: JsonOption = False) -> None:
     """List API keys (never the keys themselves) with when each expires and was last used (UTC)."""
     keys = new_lore().catalog.list_api_keys()
     if as_json:
-        print(json.dumps([_key_json(k) for k in keys], ensure_ascii=False, indent=2))
+        from lore.app.results import ApiKeyInfo
+
+        print(json.dumps([ApiKeyInfo.of(k).model_dump() for k in keys], ensure_ascii=False, indent=2))
         return
     table = Table("id", "prefix", "tenant", "roles", "datasets", "created", "expires", "last used", "revoked")
     now = datetime.now(UTC)
@@ -221,25 +223,6 @@ def keys_list(as_json: JsonOption = False) -> None:
             _stamp(k.revoked_at),
         )
     console.print(table)
-
-
-def _key_json(key: ApiKey) -> dict[str, Any]:
-    """A key without its secret, its times in ISO 8601 (None: never, or not yet)."""
-    times = {
-        "created_at": key.created_at,
-        "expires_at": key.expires_at,
-        "last_used_at": key.last_used_at,
-        "revoked_at": key.revoked_at,
-    }
-    return {
-        "id": key.id,
-        "prefix": key.prefix,
-        "name": key.name,
-        "tenant": key.tenant_id,
-        "roles": key.roles,
-        "datasets": key.datasets,
-        **{k: at.isoformat() if at else None for k, at in times.items()},
-    }
 
 
 def _stamp(at: datetime | None) -> str:

@@ -25,6 +25,7 @@ from lore.errors import LoadError, LoadErrorKind, LoreError
 from lore.ingest.chunk_factory import chunk_document
 from lore.ingest.chunking import Chunker
 from lore.ingest.edits import ChunkEdits
+from lore.ingest.eta import EtaClock, file_sizes, page_count
 from lore.ingest.files import SourceFile, sha256_file
 from lore.ingest.loaders import load_file, reader_version
 from lore.ingest.loaders.limits import FileLimits
@@ -85,9 +86,10 @@ class _Prepared:
 class Progress:
     """Callbacks for long work; the CLI draws Rich bars from them, the API sends status events."""
 
-    def file_started(self, name: str, chunks: int) -> None: ...
-    def embedded(self, n: int) -> None: ...
-    def file_done(self, result: FileResult) -> None: ...
+    # `pages`: the pages, slides or sheets of the file (None: none); `eta_s`: the time left, once known.
+    def file_started(self, name: str, chunks: int, pages: int | None = None) -> None: ...
+    def embedded(self, n: int, eta_s: float | None = None) -> None: ...
+    def file_done(self, result: FileResult, eta_s: float | None = None) -> None: ...
 
     def stop_requested(self) -> bool:
         """True once the caller wants the run to stop (checked between files and embedding batches)."""
@@ -144,6 +146,7 @@ class IngestPipeline:
         self.chunker, self.cache, self.max_file_bytes = chunker, cache, max_file_bytes
         self.ocr, self.limits, self.seq, self.force = ocr, limits, seq, force
         self.progress = progress or Progress()
+        self.eta = EtaClock([])
 
     def run(self, files: list[SourceFile]) -> IngestReport:
         """Ingest every file; a bad file is reported and the rest go on.
@@ -151,15 +154,16 @@ class IngestPipeline:
         When `progress.stop_requested()`, the run returns at once with the files finished so far
         (`report.stopped`); a versioned build raises `Interrupted` instead.
         """
-        report = IngestReport()
+        report, self.eta = IngestReport(), EtaClock(file_sizes(files))
         stopping = self.progress.stop_requested
         try:
             for prepared in _prefetch(self._prepare, files, stopping):
                 if prepared.result is None and stopping():
                     raise _Stopped
+                self.eta.reached(prepared.size, 0 if prepared.result else len(prepared.chunks))
                 result = prepared.result or self._write(prepared)
                 report.files.append(result)
-                self.progress.file_done(result)
+                self.progress.file_done(result, eta_s=self.eta.done())
         except _Stopped:
             done = {f.name for f in report.files}
             report.stopped, report.unfinished = True, [f.name for f in files if f.name not in done]
@@ -253,7 +257,7 @@ class IngestPipeline:
         stopping = self.progress.stop_requested
 
         def on_batch(n: int) -> None:
-            self.progress.embedded(n)
+            self.progress.embedded(n, eta_s=self.eta.embedded(n))
             if stopping():  # the worker ends here; the batches done are in the embedding cache
                 raise _Stopped
 
@@ -264,7 +268,7 @@ class IngestPipeline:
         return _Job(work).wait(stopping)
 
     def _write(self, p: _Prepared) -> FileResult:
-        self.progress.file_started(p.source.name, len(p.chunks))
+        self.progress.file_started(p.source.name, len(p.chunks), pages=page_count(p.documents))
         vectors, tokens = self._embed(p)
         # From here on no stop is checked: the store, then the catalog, get the whole file.
         known = self.catalog.get_file(self.kb.id, p.source.name)

@@ -43,24 +43,9 @@ class KeyBody(BaseModel):
     expires_in_days: int | None = Field(default=None, ge=1, le=3650, description="None: never expires")
 
 
-def _stamp(at: datetime | None) -> str | None:
-    return at.isoformat() if at else None
-
-
 def key_json(key: ApiKey) -> dict[str, Any]:
     """A key without its secret."""
-    return {
-        "id": key.id,
-        "prefix": key.prefix,
-        "name": key.name,
-        "tenant": key.tenant_id,
-        "roles": key.roles,
-        "datasets": key.datasets,
-        "created_at": key.created_at.isoformat(),
-        "revoked_at": _stamp(key.revoked_at),
-        "expires_at": _stamp(key.expires_at),
-        "last_used_at": _stamp(key.last_used_at),
-    }
+    return ApiKeyInfo.of(key).model_dump()
 
 
 def allowed_actions(scope: Grant) -> list[str]:
@@ -124,7 +109,7 @@ async def create_key(body: KeyBody, scope: Caller, state: State) -> dict[str, An
                 target=key.id,
                 roles=key.roles,
                 datasets=key.datasets,
-                expires_at=_stamp(key.expires_at),
+                expires_at=key.expires_at.isoformat() if key.expires_at else None,
             )
         return key, secret
 

@@ -5,7 +5,7 @@ import {$, api, busy, errorText, esc, fail, fetchOk, headers, loadKbs, renderVal
 import {askReason, compareVersions, renderDiff, versionTools} from "./versions.js";
 import {renderReport} from "./report.js";
 import {cancelCrawl, crawl, showCrawl} from "./crawls.js";
-import {endJob, fileState, follow, jobEvent, onProgress, resume, runningJob, startJob, stateHtml} from "./progress.js";
+import {buildingText, endJob, fileState, follow, jobEvent, onProgress, resume, runningJob, startJob, stateHtml} from "./progress.js";
 
 let kbInfo = null;  // the admin tab's knowledge base (versioned or not decides if chunks can be committed)
 let files = {uploads: [], indexed: []};  // its uploads and catalogued files, each upload shown with its state
@@ -166,7 +166,7 @@ async function build(unversioned) {
       bar.classList.remove("hidden");
       for await (const ev of sseEvents(resp)) {
         jobEvent(kb, ev);
-        if (ev.event === "status" && ev.data.stage === "file") status.textContent = `${t("building")} ${ev.data.file}`;
+        if (ev.event === "status" && ["file", "embedded", "file_done"].includes(ev.data.stage)) status.textContent = buildingText(kb);
         if (ev.event === "status" && ev.data.stage === "file_done") bar.value = (100 * ++done) / total;
         if (ev.event === "end") r = ev.data;
         if (ev.event === "error" && ev.data.cancelled_by) cancelled = true;

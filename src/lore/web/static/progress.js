@@ -1,10 +1,11 @@
 // Each uploaded file's state, for the upload list and the documents tab: queued (uploaded, waiting for a build
-// or ingest), parsing (with its chunks and how many are embedded), ready, or failed with its reason. A running
-// build's job events say it as they come; the catalog says it otherwise.
+// or ingest), parsing (with its pages, chunks and how many are embedded), ready, or failed with its reason. A
+// running build's job events say it as they come (and the build's time left, `eta_s`, computed by the server);
+// the catalog says it otherwise.
 import {t} from "./i18n.js";
 import {esc, fetchOk, sseEvents} from "./common.js";
 
-const jobs = new Map();  // kb -> {id, running, files: Map(name -> {state, chunks, embedded, reason})}
+const jobs = new Map();  // kb -> {id, running, eta, files: Map(name -> {state, pages, chunks, embedded, reason})}
 const listeners = new Set();
 const FAILED = new Set(["failed", "unsupported", "empty", "too_large"]);
 const stored = (kb) => `lore.job.${kb}`;
@@ -19,7 +20,7 @@ export const runningJob = (kb) => (jobs.get(kb)?.running && jobs.get(kb).id) || 
 // A build or ingest of `kb` has started (`id`: its job, kept for this tab so a reload follows it again;
 // `waiting`: the state of its files it has not reported on yet).
 export function startJob(kb, id, waiting = "queued") {
-  jobs.set(kb, {id, running: true, files: new Map(), current: null, waiting});
+  jobs.set(kb, {id, running: true, files: new Map(), current: null, waiting, eta: null});
   if (id) sessionStorage.setItem(stored(kb), id);
   changed(kb);
 }
@@ -30,12 +31,14 @@ export function jobEvent(kb, ev) {
   if (!job) return;
   const d = ev.data || {};
   if (ev.event === "status" && d.stage === "file") {
-    job.files.set(d.file, {state: "parsing", chunks: d.chunks, embedded: 0});
+    job.files.set(d.file, {state: "parsing", pages: d.pages, chunks: d.chunks, embedded: 0});
     job.current = d.file;
   } else if (ev.event === "status" && d.stage === "embedded" && job.files.has(job.current)) {
     job.files.get(job.current).embedded = d.chunks;
+    job.eta = d.eta_s ?? null;
   } else if (ev.event === "status" && d.stage === "file_done") {
     job.files.set(d.file, {state: FAILED.has(d.status) ? "failed" : "ready", chunks: d.chunks, reason: d.error});
+    job.eta = d.eta_s ?? null;
   } else if (ev.event === "end" || ev.event === "error") return endJob(kb, ev.event === "end" ? ev.data : null);
   changed(kb);
 }
@@ -83,11 +86,24 @@ export function fileState(kb, name, record = null, changedSince = false) {
     : {state: "ready", chunks: record.chunks};
 }
 
+// The running build's time left as the server estimated it ("about 2 min left"), else "".
+export function etaText(kb) {
+  const eta = jobs.get(kb)?.running ? jobs.get(kb).eta : null;
+  if (!eta) return "";
+  const s = Math.round(eta);
+  if (s < 60) return t("etaS").replace("{n}", Math.max(s, 1));
+  if (s < 3600) return t("etaMin").replace("{n}", Math.round(s / 60));
+  return t("etaH").replace("{h}", Math.floor(s / 3600)).replace("{m}", String(Math.floor((s % 3600) / 60)).padStart(2, "0"));
+}
+
+// The build's line while it runs: the file in work and the time left.
+export const buildingText = (kb) => [`${t("building")} ${jobs.get(kb)?.current || ""}`.trim(), etaText(kb)].filter(Boolean).join(" · ");
+
 // A file's state as the status cell shows it (its reason below a failure).
 export function stateHtml(s) {
   const label = {queued: t("stQueued"), parsing: t("stParsing"), ready: t("stReady"), failed: t("stFailed")}[s.state];
-  const counts = s.state === "parsing" && s.chunks ? ` · ${s.chunks} ${t("chunksN")}` +
-    (s.embedded ? ` · ${s.embedded}/${s.chunks} ${t("embeddedN")}` : "") : "";
+  const counts = s.state === "parsing" && s.chunks ? (s.pages ? ` · ${s.pages} ${t("pagesN")}` : "") +
+    ` · ${s.chunks} ${t("chunksN")}` + (s.embedded ? ` · ${s.embedded}/${s.chunks} ${t("embeddedN")}` : "") : "";
   const raw = s.raw && s.raw !== "failed" ? ` (${s.raw})` : "";
   return `<span class="file-state st-${s.state}"${s.state === "queued" ? ` title="${esc(t("queuedHint"))}"` : ""}>` +
     `${esc(label + counts + raw)}</span>${s.reason ? `<div class="reason" title="${esc(t("reasonFor"))}">${esc(s.reason)}</div>` : ""}`;
