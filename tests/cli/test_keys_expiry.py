@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from rich.console import Console
 from typer.testing import CliRunner
 
 from lore.catalog import Catalog
@@ -55,7 +56,9 @@ def test_a_bad_or_past_expiry_is_refused(value: str, why: str) -> None:
         key_expiry(value, NOW)
 
 
-def test_keys_are_made_with_an_expiry_and_listed_with_it_and_their_last_use(home: Path) -> None:
+def test_keys_are_made_with_an_expiry_and_listed_with_it_and_their_last_use(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     made = runner.invoke(
         app, ["keys", "create", "--tenant", "acme", "--name", "contractor", "--expires", "30d"]
     )
@@ -87,7 +90,9 @@ def test_keys_are_made_with_an_expiry_and_listed_with_it_and_their_last_use(home
     assert rows["contractor"]["last_used_at"] is not None and rows["service"]["last_used_at"] is None
     assert rows["service"]["expires_at"] is None and "secret" not in rows["service"]
 
-    table = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["keys", "list"])
+    # A console of fixed width: the module's own was sized when it was imported (80 columns without a tty).
+    monkeypatch.setattr("lore.cli.service.console", Console(width=240))
+    table = CliRunner().invoke(app, ["keys", "list"])
     assert table.exit_code == 0, table.output
     line = next(x for x in table.output.splitlines() if keys["contractor"].id in x)
     assert expires.strftime("%Y-%m-%d %H:%M") in line and "never" not in line
