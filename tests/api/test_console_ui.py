@@ -296,6 +296,7 @@ def test_console_scanned_pdf_page_beside_its_text_and_cited_page(site, page) -> 
     page.locator("#passage-page img.page-img").scroll_into_view_if_needed()
     shot(page, "citation-region")
     # A citation of the scanned PDF: no text layer, so the whole page, and the panel says why.
+    expect(page.locator("#ask-form button")).to_be_enabled()  # the first answer's stream has closed
     page.fill("#question", "What fold change and significance level were used for glycoprotein expression?")
     page.press("#question", "Enter")
     page.wait_for_selector(".msg.assistant >> nth=1 >> .sources a")

@@ -140,6 +140,7 @@ def test_scenario_faq_answer_with_route_profile_and_cache_trace(hr_site: tuple[s
     assert page.inner_text("#passage-where").startswith("faq.csv · row 2")
 
     page.click("#lang")  # the footer labels follow the language
+    expect(page.locator("#ask-form button")).to_be_enabled()  # the first answer's stream has closed
     page.fill("#question", "你好")
     page.press("#question", "Enter")
     page.wait_for_selector(".msg.assistant:nth-of-type(4) .badge.route")
