@@ -64,6 +64,14 @@ def observe(event: StageEvent) -> None:
             STAGE_SECONDS.labels(stage).observe(float(ms) / 1000)
 
 
+def observe_request(event: StageEvent) -> None:
+    """The HTTP metrics (a subscriber of the service middleware's stream): its closing `done` event."""
+    if event.kind == "done" and "route" in event.data:
+        d = event.data
+        REQUESTS.labels(d["method"], d["route"], str(d["status"])).inc()
+        REQUEST_SECONDS.labels(d["method"], d["route"]).observe(d["seconds"])
+
+
 JOB_STATUSES = ("queued", "running", "succeeded", "failed")
 JOB_BUCKETS = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0)
 

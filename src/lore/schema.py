@@ -125,6 +125,7 @@ class Hit:
     bm25_rank: int | None = None
     # the reranker's score calibrated to [0, 1], when one re-scored this hit
     rerank_score: float | None = None
+    fused_score: float | None = None  # a hybrid hit's RRF score, kept when a reranker replaces `score`
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready view with location fields flattened for the CLI and API."""
@@ -146,6 +147,7 @@ class Hit:
             "dense_rank": self.dense_rank,
             "bm25_rank": self.bm25_rank,
             "rerank_score": self.rerank_score,
+            "fused_score": self.fused_score,
         }
 
 

@@ -61,12 +61,11 @@ class OtlpReceiver:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def of_trace(self, trace_id: str, timeout: float = 30) -> list[Any]:
-        """The spans of `trace_id` once its request span has arrived."""
+    def of_trace(self, trace_id: str, name: str = "lore.ask", timeout: float = 30) -> list[Any]:
+        """The spans of `trace_id` once its span called `name` has arrived."""
         with self.arrived:
             self.arrived.wait_for(
-                lambda: any(s.trace_id.hex() == trace_id and s.name == "lore.ask" for s in self.spans),
-                timeout,
+                lambda: any(s.trace_id.hex() == trace_id and s.name == name for s in self.spans), timeout
             )
             return [s for s in self.spans if s.trace_id.hex() == trace_id]
 
@@ -116,6 +115,38 @@ def test_an_ask_is_exported_as_a_span_with_its_stages(
     rerank = _attributes(next(s for s in children if s.name == "rerank"))
     assert rerank["lore.provider"] == "ltr" and rerank["lore.candidates"] > 0
     assert question not in str([_attributes(s) for s in spans])  # the user's words stay out of the spans
+
+
+def test_a_search_request_is_exported_as_an_http_span_with_its_rerank(
+    api_home: Path, keys: Keys, receiver: OtlpReceiver
+) -> None:
+    settings = load_settings(
+        home=api_home, api={"rate_limit_per_minute": 0}, telemetry={"otlp_endpoint": receiver.url}
+    )
+    lore = Lore(settings)
+    rid = "5" * 32  # the caller's X-Request-ID becomes the span's trace id
+    try:
+        with TestClient(create_app(lore, run_preflight=False)) as client:
+            r = client.post(
+                "/api/search",
+                headers={**auth(keys.staff), "X-Request-ID": rid},
+                json={"kb": "hb", "query": "报销需要什么材料？", "rerank": True},
+            )
+            assert r.status_code == 200 and r.json()["hits"]
+            missing = client.get("/api/kbs/nope", headers=auth(keys.staff))
+            assert missing.status_code == 404
+        made = exporter(settings.telemetry.endpoint)
+        assert made is not None and made.flush()
+    finally:
+        lore.close()
+    [span] = receiver.of_trace(rid, "lore.http")
+    attrs = _attributes(span)
+    assert attrs["lore.done.route"] == "/api/search" and attrs["lore.done.method"] == "POST"
+    assert attrs["lore.done.status"] == 200 and attrs["lore.done.seconds"] > 0
+    assert "rerank" in [e.name for e in span.events]  # what the route did, as events of its span
+    statuses = {_attributes(s).get("lore.done.status") for s in receiver.spans if s.name == "lore.http"}
+    assert 404 in statuses  # every request, refused ones too
+    assert "报销" not in str([_attributes(s) for s in receiver.spans if s.name == "lore.http"])
 
 
 def test_no_endpoint_imports_no_opentelemetry_sdk(tmp_path: Path) -> None:

@@ -228,6 +228,8 @@ def test_hybrid_fuses_both_lists(shared: VectorStore, rrf_k: int) -> None:
     assert {ids(dense)[0], ids(bm25)[0]} <= set(ids(hits))
     for hit in hits:
         assert hit.score == pytest.approx(fused[hit.chunk.chunk_id], rel=1e-5)
+        assert hit.fused_score == hit.score  # kept apart for when a reranker replaces `score`
+    assert all(h.fused_score is None for h in (*dense, *bm25))
     best = sorted(fused.values(), reverse=True)[:k]
     assert [h.score for h in hits] == pytest.approx(best, rel=1e-5)
     # Each fused hit keeps its components' scores and ranks (the evidence judgement and reranker read them).

@@ -51,6 +51,7 @@ from lore.api.security import Hardening, error_response, validation_errors
 from lore.engine import Lore
 from lore.errors import LoreError, error_status
 from lore.state.ratelimit import make_rate_limiter
+from lore.telemetry import exporter
 
 log = logging.getLogger("lore.api")
 WEB_DIR = Path(__file__).resolve().parents[1] / "web" / "static"
@@ -131,7 +132,8 @@ def create_app(lore: Lore | None = None, *, run_preflight: bool = True) -> FastA
             request, exc.status_code, exc.detail, None if exc.headers is None else dict(exc.headers)
         )
 
-    app.add_middleware(ServiceMiddleware)
+    telemetry = engine.settings.telemetry
+    app.add_middleware(ServiceMiddleware, otlp=exporter(telemetry.endpoint, telemetry.service_name))
     for module in (
         ops,
         kbs,

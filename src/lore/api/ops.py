@@ -14,13 +14,14 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lore.api.deps import State
 from lore.api.security import HttpMiddleware
 from lore.engine import Lore
 from lore.events import EventStream
-from lore.metrics import REQUEST_SECONDS, REQUESTS, render
+from lore.metrics import observe_request, render
+from lore.telemetry import Exporter
 
 router = APIRouter(tags=["service"])
 log = logging.getLogger("lore.api")
@@ -185,7 +186,12 @@ def migrations_status(lore: Lore) -> str:
 
 class ServiceMiddleware(HttpMiddleware):
     """Per request: a trace id (the `X-Request-ID` header, or a new one) for the logs, echoed back in
-    `X-Request-ID`; Prometheus counts by route template and status, and latency to the response's end."""
+    `X-Request-ID`, and the request's event stream; its closing `done` event (route template, status,
+    seconds to the response's end) feeds the Prometheus metrics and, when configured, an OTLP span."""
+
+    def __init__(self, app: ASGIApp, otlp: Exporter | None = None) -> None:
+        super().__init__(app)
+        self.otlp = otlp
 
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         rid = _header(scope, b"x-request-id") or uuid.uuid4().hex
@@ -198,15 +204,21 @@ class ServiceMiddleware(HttpMiddleware):
                 message["headers"] = [*message["headers"], (b"x-request-id", rid[:64].encode("latin-1"))]
             await send(message)
 
+        stream = EventStream(rid[:64])  # the request's event stream: log lines carry its id
+        stream.subscribe(observe_request)
+        if self.otlp is not None:
+            stream.subscribe(self.otlp.subscriber("lore.http"))
+        stream.emit("start", {"method": scope["method"]})
         try:
-            with EventStream(rid[:64]).bound():  # the request's event stream: log lines carry its id
+            with stream.bound():
                 await self.app(scope, receive, sending)
         finally:
             route = getattr(scope.get("route"), "path", None) or (
                 "static" if scope["path"] == "/" or "." in scope["path"] else "unmatched"
             )
-            REQUESTS.labels(scope["method"], route, str(status[0])).inc()
-            REQUEST_SECONDS.labels(scope["method"], route).observe(time.perf_counter() - started)
+            seconds = time.perf_counter() - started
+            done = {"method": scope["method"], "route": route, "status": status[0], "seconds": seconds}
+            stream.emit("done", done)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

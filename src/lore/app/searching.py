@@ -23,7 +23,6 @@ from lore.policy import Action
 from lore.retrieve.rerank import RERANK
 from lore.retrieve.search import SearchOptions
 from lore.schema import Hit
-from lore.store.fusion import rrf_score
 
 
 class SearchEvidence(BaseModel):
@@ -68,7 +67,7 @@ def search(lore: Lore, caller: Grant | None, request: SearchRequest) -> SearchRe
     with collecting(RERANK) as reranks:
         hits = lore.search(request.kb, request.query, options, request.version)
     read = lore.scoped(request.kb, options, request.version)  # the version searched
-    rows = [{**h.to_json(), "fused_score": _fused(h, options)} for h in hits]
+    rows = [h.to_json() for h in hits]
     if caller is not None and not bm25_scores_are_scoped(kb.store_backend):
         for row in rows:
             row["bm25_score"] = None
@@ -83,12 +82,6 @@ def search(lore: Lore, caller: Grant | None, request: SearchRequest) -> SearchRe
         rerank=dict(reranks[-1].data) if reranks else None,
         evidence=_evidence(lore, kb, request.query, hits, read) if request.explain else None,
     )
-
-
-def _fused(hit: Hit, options: SearchOptions) -> float | None:
-    """A hybrid hit's RRF score from its dense and BM25 ranks (what `score` is until a reranker runs)."""
-    ranks = [r for r in (hit.dense_rank, hit.bm25_rank) if r]
-    return rrf_score(ranks, options.rrf_k) if options.mode == "hybrid" and ranks else None
 
 
 def _evidence(

@@ -217,7 +217,8 @@ class EmbeddedStore:
         for pos, score in fused:
             dr, ds = d_rank.get(pos, (None, None))
             br, bs = b_rank.get(pos, (None, None))
-            hits.append(Hit(chunks[int(index.rids[pos])], score, ds, bs, dr, br))
+            fused_score = score if query.mode == "hybrid" else None
+            hits.append(Hit(chunks[int(index.rids[pos])], score, ds, bs, dr, br, fused_score=fused_score))
         return hits
 
     # --- internals --------------------------------------------------------------------------

@@ -41,5 +41,5 @@ def fuse_hits(dense: Sequence[Hit], bm25: Sequence[Hit], k: int, rrf_k: int = RR
     for cid, score in fused:
         dr, ds = d.get(cid, (None, None))
         br, bs = b.get(cid, (None, None))
-        hits.append(Hit(by_id[cid].chunk, score, ds, bs, dr, br))
+        hits.append(Hit(by_id[cid].chunk, score, ds, bs, dr, br, fused_score=score))
     return hits

@@ -43,11 +43,6 @@ class KeyBody(BaseModel):
     expires_in_days: int | None = Field(default=None, ge=1, le=3650, description="None: never expires")
 
 
-def key_json(key: ApiKey) -> dict[str, Any]:
-    """A key without its secret."""
-    return ApiKeyInfo.of(key).model_dump()
-
-
 def allowed_actions(scope: Grant) -> list[str]:
     """What the key may do to a knowledge base of its own tenant, and to its tenant's keys, audit log and
     feedback, as `lore.policy` decides it (per KB the server still checks each request)."""
@@ -80,15 +75,15 @@ async def me(scope: Caller, state: State) -> dict[str, Any]:
 
 
 @router.get("/api/keys", response_model=list[ApiKeyInfo])
-async def list_keys(scope: Caller, state: State) -> list[dict[str, Any]]:
+async def list_keys(scope: Caller, state: State) -> list[ApiKeyInfo]:
     """The tenant's keys, oldest first (secrets are never shown again)."""
     _manage(scope)
     keys = await run_in_threadpool(state.lore.catalog.list_api_keys)
-    return [key_json(k) for k in keys if k.tenant_id == scope.tenant]
+    return [ApiKeyInfo.of(k) for k in keys if k.tenant_id == scope.tenant]
 
 
 @router.post("/api/keys", status_code=201, response_model=NewApiKey)
-async def create_key(body: KeyBody, scope: Caller, state: State) -> dict[str, Any]:
+async def create_key(body: KeyBody, scope: Caller, state: State) -> NewApiKey:
     """A new key of the caller's tenant; the secret is in this response only. A role the server does
     not know (`api.key_roles`, admin, platform-admin) is a 422."""
     _manage(scope)
@@ -114,7 +109,7 @@ async def create_key(body: KeyBody, scope: Caller, state: State) -> dict[str, An
         return key, secret
 
     key, secret = await run_in_threadpool(run)
-    return {**key_json(key), "secret": secret}
+    return NewApiKey(**ApiKeyInfo.of(key).model_dump(), secret=secret)
 
 
 @router.delete("/api/keys/{key_id}", status_code=204)
