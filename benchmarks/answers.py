@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import enterprise_dev
 from common import ingest_with_progress, open_benchmark_kb
-from fit_evidence import dev_split
+from evidence_rows import dev_split
 
 from lore.answer import calibration
 from lore.answer.qtypes import question_type

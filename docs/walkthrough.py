@@ -2,7 +2,8 @@
 administrator and as an employee; one viewport PNG per flow, role and size (390×844, 1600×1000) in
 docs/screenshots/. Fails (exit 1) if a panel scrolls sideways at 390 px or the browser logs an error.
 
-A documentation script, not a test: `.venv/bin/python docs/walkthrough.py [--out DIR]` (`make browser` first).
+`.venv/bin/python docs/walkthrough.py [--out DIR] [--no-screenshots]` (`make browser` first); the suite runs
+it too (tests/api/test_walkthrough.py), into a temporary folder.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ STATUS = "#docs th[data-sort=status]"
 class Walk:
     """The screenshots taken and every problem seen (sideways scroll at 390 px, browser console errors)."""
 
-    def __init__(self, out: Path) -> None:
-        self.out = out
+    def __init__(self, out: Path, screenshots: bool = True) -> None:
+        self.out, self.screenshots = out, screenshots
         self.shots: list[Path] = []
         self.problems: list[str] = []
 
@@ -70,8 +71,9 @@ class Walk:
         block: str = "start",
         reveal: str = "",
     ) -> None:
-        """A viewport PNG per size, `focus` scrolled to `block` (on the phone also `reveal`, a column of a
-        table that scrolls in its own box), then back to the wide size."""
+        """A viewport PNG per size (unless `screenshots` is off: the sizes and checks only), `focus` scrolled
+        to `block` (on the phone also `reveal`, a column of a table that scrolls in its own box), then back to
+        the wide size."""
         for width, height in SIZES:
             page.set_viewport_size({"width": width, "height": height})
             settle(page)
@@ -84,10 +86,11 @@ class Walk:
                     "e => e.scrollIntoView({block: 'nearest', inline: 'center'})"
                 )
             settle(page)
-            path = self.out / f"{role}-{flow}-{width}.png"
-            page.screenshot(path=str(path))
-            shrink(path)
-            self.shots.append(path)
+            if self.screenshots:
+                path = self.out / f"{role}-{flow}-{width}.png"
+                page.screenshot(path=str(path))
+                shrink(path)
+                self.shots.append(path)
         page.set_viewport_size({"width": SIZES[0][0], "height": SIZES[0][1]})
 
     def every_panel_fits(self, page: Page, role: str) -> None:
@@ -212,10 +215,11 @@ def admin_builds(page: Page, walk: Walk, hold: Hold, broken: Path) -> None:
     if not hold.reached.wait(600):
         raise RuntimeError("the build never reached its second file")
     expect(page.locator("#cancel-build")).to_be_visible()
-    expect(page.locator("#uploads tbody tr .file-state", has_text="parsing")).to_have_count(1)
+    # The second file held before its embedding, the third read ahead meanwhile: both in work.
+    expect(page.locator("#uploads tbody tr .file-state", has_text="parsing")).to_have_count(2)
     walk.shot(page, "admin", "04-build-progress", "#uploads")
     tab(page, "documents")
-    expect(page.locator("#docs tbody tr .file-state", has_text="parsing")).to_have_count(1)
+    expect(page.locator("#docs tbody tr .file-state", has_text="parsing")).to_have_count(2)
     walk.shot(page, "admin", "05-documents-parsing", "#tab-documents", reveal=STATUS)
     tab(page, "admin")
     answer_prompt(page, "uploaded before the docx was approved", lambda: page.click("#cancel-build"))
@@ -345,13 +349,12 @@ def admin_reviews(page: Page, walk: Walk) -> None:
     walk.every_panel_fits(page, "admin")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots")
-    out = parser.parse_args().out
+def walk_through(out: Path, screenshots: bool = True) -> Walk:
+    """Every flow as admin and employee on a fresh service; the screenshots written to `out` and the
+    problems seen."""
     out.mkdir(parents=True, exist_ok=True)
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    walk = Walk(out)
+    walk = Walk(out, screenshots)
     expect.set_options(timeout=120_000)
     with tempfile.TemporaryDirectory(prefix="lore-walk-") as tmp:
         root = Path(tmp)
@@ -378,6 +381,15 @@ def main() -> int:
                 browser.close()
         finally:
             lore.close()
+    return walk
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots")
+    parser.add_argument("--no-screenshots", action="store_true", help="walk and check only, write no PNG")
+    args = parser.parse_args(argv)
+    walk = walk_through(args.out, screenshots=not args.no_screenshots)
     for path in walk.shots:
         shown = path.relative_to(REPO) if path.is_relative_to(REPO) else path
         print(f"{shown}  {path.stat().st_size // 1000} KB")

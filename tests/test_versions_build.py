@@ -61,12 +61,12 @@ def test_build_activate_change_rollback_and_time_travel(tmp_path: Path, db_url: 
 
     kb_id = lore.catalog.get_kb("kb").id
     epoch = lore.catalog.cache_epoch(kb_id)
-    lore.catalog.activate(kb_id, 2)
+    lore.catalog.activate(kb_id, 2, actor="test")
     assert lore.catalog.cache_epoch(kb_id) == epoch + 1
     assert any("12 days" in t for t in texts(lore, "annual leave days"))
     assert not any("Parking" in t for t in texts(lore, "parking permit cost"))
 
-    lore.catalog.rollback(kb_id)
+    lore.catalog.rollback(kb_id, actor="test")
     assert any("5 days" in t for t in texts(lore, "annual leave days"))
     assert any("Parking permits" in t for t in texts(lore, "parking permit cost"))
 

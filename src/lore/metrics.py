@@ -24,7 +24,7 @@ from lore.events import StageEvent
 
 
 class JobStats(Protocol):
-    """What the catalog reports of its jobs (`lore.catalog.jobs.JobStats`; metrics sit below the catalog)."""
+    """What the catalog reports of its jobs (`lore.catalog.job_records.JobStats`; metrics sit below it)."""
 
     @property
     def counts(self) -> dict[tuple[str, str], int]: ...

@@ -6,6 +6,7 @@ import json
 import socket
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from lore.answer.generators.base import GenerationError, Passage, get_generator
 from lore.answer.generators.openai_chat import USAGE, OpenAIChatGenerator, UsageMeter
 from lore.answer.prompt import NOT_COVERED
-from tests.answer.chat_server import FakeServer, _chunk, answer, events, reply, serve
+from tests.answer.chat_server import Action, FakeServer, _chunk, answer, events, reply, serve
 
 PASSAGES = [Passage(1, "Refunds are accepted within 30 days."), Passage(2, "Shipping takes 5 days.")]
 QUESTION = "How long do I have to return an item?"
@@ -96,6 +97,35 @@ def test_invalid_json_chunk(server: FakeServer, make: Callable[..., OpenAIChatGe
 def test_error_event_in_stream(server: FakeServer, make: Callable[..., OpenAIChatGenerator]) -> None:
     server.script = [events(_chunk("Re"), json.dumps({"error": {"message": "engine crashed"}}))]
     with pytest.raises(GenerationError, match="engine crashed"):
+        list(make().stream(QUESTION, PASSAGES))
+
+
+def _raw(content_type: str, body: str) -> Action:
+    """A 200 reply of `body` as it is, under `content_type`."""
+
+    def act(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", content_type)
+        h.end_headers()
+        h.wfile.write(body.encode())
+
+    return act
+
+
+def test_sse_framing_as_the_spec_has_it(server: FakeServer, make: Callable[..., OpenAIChatGenerator]) -> None:
+    split = _chunk("30 days [1].").replace('"delta": ', '"delta":\r\ndata: ')  # one chunk on two data: lines
+    body = (
+        f": keep-alive\r\n\r\nevent: ping\r\n\r\ndata: {split}\r\n\r\ndata: {_chunk(finish='stop')}\r\n\r\n"
+    )
+    server.script = [_raw("text/event-stream; charset=utf-8", body + "data: [DONE]\r\n\r\n")]
+    assert list(make().stream(QUESTION, PASSAGES)) == ["30 days [1]."]
+
+
+def test_a_reply_that_is_not_an_event_stream(
+    server: FakeServer, make: Callable[..., OpenAIChatGenerator]
+) -> None:
+    server.script = [_raw("text/plain", f"data: {_chunk('Yes.')}\n\ndata: [DONE]\n\n")]
+    with pytest.raises(GenerationError, match="text/event-stream.*'text/plain'"):
         list(make().stream(QUESTION, PASSAGES))
 
 

@@ -37,6 +37,8 @@ def test_a_build_streams_pages_per_file_and_its_time_left(tmp_path: Path) -> Non
     started = {d["file"]: d for d in status if d["stage"] == "file"}
     assert started["paper.pdf"]["pages"] == 2 and started["paper.pdf"]["chunks"] > 0
     assert "pages" not in started["a-notes.md"]  # a file without pages
+    # Each file says when its reading begins (before it is chunked), so a long parse is seen to start.
+    assert [d["file"] for d in status if d["stage"] == "reading"] == ["a-notes.md", "paper.pdf"]
     done = [d for d in status if d["stage"] == "file_done"]
     assert [d["file"] for d in done] == ["a-notes.md", "paper.pdf"]
     # After the first file the PDF's bytes are left: an estimate; after the last nothing is left.

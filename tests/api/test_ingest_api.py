@@ -192,6 +192,26 @@ def test_build_activate_rollback_report(admin_client: tuple[TestClient, Lore], r
     assert client.get("/api/kbs/v").status_code == 404
 
 
+def test_build_activated_over_http_is_logged_as_its_key(admin_client: tuple[TestClient, Lore]) -> None:
+    client, lore = admin_client
+    client.post("/api/kbs", json={"name": "act"})
+    _upload(client, "act", ("policy.md", b"# Policy\n\nRemote work is allowed two days per week.\n"))
+    job = build_and_wait(client, "act", {"activate": True, "description": "console build"})
+    assert job["status"] == "succeeded" and job["result"]["version"]["active"], job
+    key = next(k for k in lore.catalog.list_api_keys() if k.name == "ops-admin")
+    (moved,) = client.get("/api/kbs/act/versions").json()["activations"]
+    assert (moved["to_seq"], moved["actor"], moved["key_name"]) == (1, f"key:{key.id}@default", "ops-admin")
+    assert moved["reason"] == "console build"
+    entries = client.get("/api/audit", params={"kb": "act"}).json()
+    (activated,) = [e for e in entries if e["action"] == "activate"]
+    assert (activated["key_id"], activated["key_name"], activated["target"]) == (key.id, "ops-admin", "1")
+    assert activated["detail"] == {"via": "build", "job": job["id"], "reason": "console build"}
+    staged = build_and_wait(client, "act", {"force": True})  # not asked to activate: no activation at all
+    assert staged["status"] == "succeeded" and not staged["result"]["version"]["active"]
+    assert len(client.get("/api/kbs/act/versions").json()["activations"]) == 1
+    assert [e["action"] for e in client.get("/api/audit", params={"kb": "act"}).json()].count("activate") == 1
+
+
 def test_build_stamps_the_builders_tenant(admin_client: tuple[TestClient, Lore]) -> None:
     client, lore = admin_client
     _, acme_admin = lore.catalog.create_api_key("acme", ["admin"])

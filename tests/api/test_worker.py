@@ -17,6 +17,7 @@ from lore.api.jobs import queue_build
 from lore.catalog import BuildLockedError, JobStatus, VersionStatus
 from lore.config import load_settings
 from lore.engine import Lore
+from lore.grant import Grant
 from tests.conftest import fresh_database, migrated, server_absent
 
 LEASE_S = 6.0
@@ -29,6 +30,7 @@ OPTIONS = {
     "force": False,
 }
 STAMP = {"tenant_id": "default"}
+CALLER = Grant("default")  # who queues the builds (the local operator)
 
 
 @pytest.fixture
@@ -71,7 +73,7 @@ def test_killed_worker_loses_its_lease_and_the_next_build_runs(pg_url: str, tmp_
     lore = Lore(load_settings(home=home, catalog_url=pg_url, worker={"lease_s": LEASE_S}))
     try:
         lore.create_kb("notes")
-        first = queue_build(lore, "notes", [docs], OPTIONS, STAMP)
+        first = queue_build(lore, "notes", [docs], OPTIONS, STAMP, by=CALLER)
         worker = _worker(env)
         try:
 
@@ -93,11 +95,11 @@ def test_killed_worker_loses_its_lease_and_the_next_build_runs(pg_url: str, tmp_
         with pytest.raises(
             BuildLockedError, match="already has a build job running"
         ):  # 409 while the lease runs
-            queue_build(lore, "notes", [docs], OPTIONS, STAMP)
+            queue_build(lore, "notes", [docs], OPTIONS, STAMP, by=CALLER)
 
         def queued() -> bool:
             try:
-                queue_build(lore, "notes", [docs], OPTIONS, STAMP)
+                queue_build(lore, "notes", [docs], OPTIONS, STAMP, by=CALLER)
             except BuildLockedError:
                 return False
             return True

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from lore.catalog import BuildLockedError, Catalog, JobStatus
-from lore.catalog.jobs import CRAWL, JobCapError
+from lore.catalog.job_records import CRAWL, JobCapError
 from tests.catalog.rows import KB
 from tests.conftest import migrated
 

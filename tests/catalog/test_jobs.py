@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import insert, update
 
 from lore.catalog import BuildLockedError, Catalog, JobStatus, KnowledgeBase
-from lore.catalog.jobs import JobRow
+from lore.catalog.job_records import JobRow
 from lore.catalog.models import BuildLockRow
 from lore.errors import ConflictError, NotFoundError
 from tests.catalog.rows import KB

@@ -16,7 +16,7 @@ from sqlalchemy import column, create_engine, insert, inspect, select, table, te
 from sqlalchemy.pool import NullPool
 
 from lore.catalog import Catalog, ManifestEntry, SchemaError, alembic_config, head_revision
-from lore.catalog.jobs import JobRow
+from lore.catalog.job_records import JobRow
 from lore.catalog.models import Base
 from lore.config import CatalogSettings
 from lore.errors import ConflictError, NotFoundError

@@ -100,7 +100,7 @@ def test_upgrade_from_0001_keeps_data(tmp_path: Path) -> None:
         assert {"kb_versions", "kb_activations"} <= set(inspect(cat.engine).get_table_names())
         v = _built(cat, "kb1")
         assert cat.has_versions("kb1")
-        assert cat.activate("kb1", v.seq).seq == 1
+        assert cat.activate("kb1", v.seq, actor="test").seq == 1
 
 
 def test_downgrade_keeps_0001_rows_even_with_foreign_keys_on(tmp_path: Path) -> None:
@@ -109,7 +109,7 @@ def test_downgrade_keeps_0001_rows_even_with_foreign_keys_on(tmp_path: Path) -> 
         kb = cat.create_kb("docs", **KB_SETTINGS)  # type: ignore[arg-type]
         f = cat.upsert_file(kb.id, "a.md", sha256="a", size=1, mtime=1, status="ingested")
         cat.set_file_chunks(f.id, [("c0", 0, None, None)])
-        cat.activate(kb.id, _built(cat, kb.id).seq)
+        cat.activate(kb.id, _built(cat, kb.id).seq, actor="test")
     engine = create_engine(url)
     event.listen(engine, "connect", _sqlite_pragmas)  # foreign_keys=ON, as the catalog runs
     try:
@@ -218,53 +218,53 @@ def test_activate_and_rollback_flow(catalog: Catalog, kb: KnowledgeBase) -> None
     active = catalog.activate(kb.id, v1.seq, actor="ci", reason="first build")
     assert active.status == VersionStatus.ACTIVE and active.activated_at is not None
     assert catalog.active_version(kb.id) == active and catalog.cache_epoch(kb.id) == 1
-    catalog.activate(kb.id, v2.seq)
-    catalog.activate(kb.id, v3.seq)
+    catalog.activate(kb.id, v2.seq, actor="test")
+    catalog.activate(kb.id, v3.seq, actor="test")
     assert _statuses(catalog, kb.id) == ["retired", "retired", "active"]
     assert catalog.cache_epoch(kb.id) == 3
 
     back = catalog.rollback(kb.id, actor="ops", reason="bad answers")
     assert back.seq == 2 and catalog.active_version(kb.id) == back
     assert _statuses(catalog, kb.id) == ["retired", "active", "retired"]
-    assert catalog.rollback(kb.id).seq == 1
+    assert catalog.rollback(kb.id, actor="test").seq == 1
     with pytest.raises(LoreError, match="no retired version older than the active version 1"):
-        catalog.rollback(kb.id)
-    assert catalog.activate(kb.id, v3.seq).seq == 3  # roll forward to a retired newer version
+        catalog.rollback(kb.id, actor="test")
+    assert catalog.activate(kb.id, v3.seq, actor="test").seq == 3  # roll forward to a retired newer version
     assert catalog.cache_epoch(kb.id) == 6
 
     log = catalog.activation_log(kb.id)
     assert [(a.from_seq, a.to_seq) for a in log] == [(None, 1), (1, 2), (2, 3), (3, 2), (2, 1), (1, 3)]
     assert (log[0].actor, log[0].reason) == ("ci", "first build")
     assert (log[3].actor, log[3].reason) == ("ops", "bad answers")
-    assert log[1].actor == "cli" and all(a.at.tzinfo == UTC for a in log)
+    assert log[1].actor == "test" and all(a.at.tzinfo == UTC for a in log)
     assert [a.id for a in log] == sorted(a.id for a in log)
 
 
 def test_activation_refusals(catalog: Catalog, kb: KnowledgeBase) -> None:
     with pytest.raises(LoreError, match="no version is active"):
-        catalog.rollback(kb.id)
+        catalog.rollback(kb.id, actor="test")
     gated = _built(catalog, kb.id, gate=False)
     with pytest.raises(
         LoreError,
         match=f"cannot activate version {gated.seq} of knowledge base 'docs': it failed its quality gate",
     ):
-        catalog.activate(kb.id, gated.seq)
+        catalog.activate(kb.id, gated.seq, actor="test")
     broken = _built(catalog, kb.id, gate=None, failed=True)
     with pytest.raises(LoreError, match="failed to build"):
-        catalog.activate(kb.id, broken.seq)
+        catalog.activate(kb.id, broken.seq, actor="test")
     building = catalog.create_version(kb.id, embedding_model="e5", chunk_schema="v1")
     with pytest.raises(LoreError, match="has not finished"):
-        catalog.activate(kb.id, building.seq)
+        catalog.activate(kb.id, building.seq, actor="test")
     good = _built(catalog, kb.id)
-    catalog.activate(kb.id, good.seq)
+    catalog.activate(kb.id, good.seq, actor="test")
     with pytest.raises(LoreError, match="already active"):
-        catalog.activate(kb.id, good.seq)
+        catalog.activate(kb.id, good.seq, actor="test")
     with pytest.raises(LoreError, match="no retired version older"):
-        catalog.rollback(kb.id)  # older versions exist but none was ever active
+        catalog.rollback(kb.id, actor="test")  # older versions exist but none was ever active
     with pytest.raises(NotFoundError, match="has no version 99"):
-        catalog.activate(kb.id, 99)
+        catalog.activate(kb.id, 99, actor="test")
     with pytest.raises(NotFoundError, match="knowledge base id 'nope' not found"):
-        catalog.activate("nope", 1)
+        catalog.activate("nope", 1, actor="test")
     with pytest.raises(NotFoundError):
         catalog.cache_epoch("nope")
     with pytest.raises(NotFoundError):
@@ -275,8 +275,8 @@ def test_activation_refusals(catalog: Catalog, kb: KnowledgeBase) -> None:
 
 def test_activation_is_atomic(catalog: Catalog, kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     v1, v2, v3 = (_built(catalog, kb.id) for _ in range(3))
-    catalog.activate(kb.id, v1.seq)
-    catalog.activate(kb.id, v2.seq)
+    catalog.activate(kb.id, v1.seq, actor="test")
+    catalog.activate(kb.id, v2.seq, actor="test")
     before = (catalog.list_versions(kb.id), catalog.cache_epoch(kb.id), catalog.get_kb("docs"))
 
     def broken_log(*_args: Any, **_kwargs: Any) -> None:
@@ -284,21 +284,21 @@ def test_activation_is_atomic(catalog: Catalog, kb: KnowledgeBase, monkeypatch: 
 
     monkeypatch.setattr(VersionsMixin, "_log_activation", staticmethod(broken_log))
     with pytest.raises(RuntimeError, match="disk full"):
-        catalog.activate(kb.id, v3.seq)
+        catalog.activate(kb.id, v3.seq, actor="test")
     with pytest.raises(RuntimeError, match="disk full"):
-        catalog.rollback(kb.id)
+        catalog.rollback(kb.id, actor="test")
     after = (catalog.list_versions(kb.id), catalog.cache_epoch(kb.id), catalog.get_kb("docs"))
     assert after == before
     assert _statuses(catalog, kb.id) == ["retired", "active", "staged"]
     assert catalog.active_version(kb.id) == before[0][1]
     assert [a.to_seq for a in catalog.activation_log(kb.id)] == [1, 2]
     monkeypatch.undo()
-    assert catalog.activate(kb.id, v3.seq).status == VersionStatus.ACTIVE
+    assert catalog.activate(kb.id, v3.seq, actor="test").status == VersionStatus.ACTIVE
     assert catalog.cache_epoch(kb.id) == 3
 
 
 def test_delete_kb_removes_versions(catalog: Catalog, kb: KnowledgeBase) -> None:
-    catalog.activate(kb.id, _built(catalog, kb.id).seq)
+    catalog.activate(kb.id, _built(catalog, kb.id).seq, actor="test")
     catalog.delete_kb("docs")
     with catalog.engine.connect() as conn:
         for table in ("kb_versions", "kb_activations"):

@@ -191,7 +191,7 @@ def test_gc_deletes_what_no_readable_version_sees_and_keeps_history(tmp_path: Pa
     assert store.count() == total and store.get([orphan.chunk_id]) == []
     # vpn.md is still readable in version 1 (retired), so its chunks stay.
     assert any("VPN" in h.chunk.text for h in lore.search("kb", "reset VPN password", version=1))
-    lore.catalog.rollback(kb.id)
+    lore.catalog.rollback(kb.id, actor="test")
     assert lore.gc("kb").deleted_chunks == 0
     lore.close()
 

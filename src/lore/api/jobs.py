@@ -20,8 +20,8 @@ from lore.api.routers.ingest import report_json
 from lore.api.routers.versions import version_json
 from lore.api.routers.web_sources import CRAWL_QUEUED, CrawlFailed, run_crawl
 from lore.app.access import audit, require_kb
-from lore.catalog import BuildLockedError, Job
-from lore.catalog.jobs import CANCELLED_STATUS, CRAWL
+from lore.catalog import BuildLockedError, Job, VersionStatus
+from lore.catalog.job_records import CANCELLED_STATUS, CRAWL
 from lore.engine import Lore
 from lore.errors import (
     ConflictError,
@@ -44,10 +44,10 @@ KINDS = ("build", CRAWL)
 
 
 def queue_build(
-    lore: Lore, kb: str, inputs: list[Path], options: dict[str, Any], stamp: dict[str, str]
+    lore: Lore, kb: str, inputs: list[Path], options: dict[str, Any], stamp: dict[str, str], *, by: Grant
 ) -> Job:
-    """Queue a build of exactly `inputs`; `BuildLockedError` (409) while another build holds or awaits the
-    KB."""
+    """Queue a build of exactly `inputs` for the caller `by` (who activates it, if asked); `BuildLockedError`
+    (409) while another build holds or awaits the KB."""
     record = lore.catalog.get_kb(kb)
     holder = lore.catalog.build_lock_holder(record.id)
     if holder is not None and not (holder.lease_expired() or holder.held_by_dead_local_process()):
@@ -59,6 +59,9 @@ def queue_build(
         "kb": kb,
         "inputs": [_input_ref(lore, p) for p in inputs],
         "chunk_stamp": stamp,
+        "actor": by.actor[:64],
+        "tenant": by.tenant,
+        "key_id": by.key_id,
         **{name: options[name] for name in BUILD_OPTIONS + REMOVAL_OPTIONS if name in options},
     }
     return lore.catalog.enqueue_job(
@@ -132,6 +135,9 @@ class JobProgress(Progress):
         except Exception:  # progress is best effort; the build itself goes on
             log.warning("could not record progress of job %s", self.job_id, exc_info=True)
 
+    def file_reading(self, name: str) -> None:
+        self.put({"stage": "reading", "file": name})
+
     def file_started(self, name: str, chunks: int, pages: int | None = None) -> None:
         self.put(_known({"stage": "file", "file": name, "chunks": chunks, "pages": pages}))
 
@@ -189,8 +195,20 @@ def run_build(lore: Lore, job: Job) -> dict[str, Any]:
             named=frozenset(p.get("remove", ())),
             allowed=p.get("allow_removal", True),
         ),
+        actor=_build_actor(p),
         **{name: p[name] for name in BUILD_OPTIONS},
     )
+    if p["activate"] and result.version.status is VersionStatus.ACTIVE and "tenant" in p:
+        lore.catalog.audit(
+            "activate",
+            tenant=p["tenant"],
+            key_id=p.get("key_id"),
+            kb=p["kb"],
+            target=str(result.version.seq),
+            via="build",
+            job=job.id,
+            **({"reason": p["description"]} if p["description"] else {}),
+        )
     return {
         "kb": p["kb"],
         "version": version_json(lore, p["kb"], result.version.seq),
@@ -198,6 +216,11 @@ def run_build(lore: Lore, job: Job) -> dict[str, Any]:
         "gate_reasons": result.gate_reasons,
         **report_json(result.report),
     }
+
+
+def _build_actor(payload: dict[str, Any]) -> str:
+    """Who queued the build (`key:<id>@<tenant>`); a job queued before jobs carried it: its tenant's API."""
+    return str(payload.get("actor") or f"api@{payload['chunk_stamp'].get('tenant_id', '')}"[:64])
 
 
 class Worker:

@@ -1,7 +1,7 @@
 """The catalog: knowledge bases, their files, chunk ids and versions, in SQL with Alembic migrations."""
 
 from lore.catalog.catalog import Catalog, ChunkRef, mask_url
-from lore.catalog.jobs import Job, JobStatus
+from lore.catalog.job_records import Job, JobStatus
 from lore.catalog.manifests import BuildLock, BuildLockedError, ManifestEntry
 from lore.catalog.migrate import MIGRATIONS_DIR, SchemaError, alembic_config, current_revision, head_revision
 from lore.catalog.models import FILE_STATUSES, VERSION_COUNTS, FileRecord, FileStatus, KnowledgeBase

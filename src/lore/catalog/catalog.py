@@ -23,7 +23,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from lore.catalog.access import AccessMixin, FileOwnerRow, KbShareRow
 from lore.catalog.console import ChunkEditRow, ConsoleMixin, EvalSetRow, PageReviewRow
-from lore.catalog.jobs import JobEventRow, JobRow, JobsMixin
+from lore.catalog.job_records import JobEventRow, JobRow
+from lore.catalog.jobs import JobsMixin
 from lore.catalog.kb_settings import KbChunkSettingsRow, KbSettingsMixin
 from lore.catalog.manifests import ManifestsMixin
 from lore.catalog.migrate import check_schema, upgrade

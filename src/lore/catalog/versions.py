@@ -195,8 +195,9 @@ class VersionsMixin:
             s.flush()
             return Version.from_row(row)
 
-    def activate(self, kb_id: str, seq: int, *, actor: str = "cli", reason: str = "") -> Version:
-        """Serve a finished STAGED or a RETIRED version, retiring the current one, in one transaction."""
+    def activate(self, kb_id: str, seq: int, *, actor: str, reason: str = "") -> Version:
+        """Serve a finished STAGED or a RETIRED version, retiring the current one, in one transaction;
+        `actor` (who moved the pointer: `key:<id>@<tenant>`, `cli@<tenant>`) goes to the activation log."""
         with self.transaction() as s:
             kb = _lock_kb(s, kb_id)
             row = _version_row(s, kb_id, seq)
@@ -218,7 +219,7 @@ class VersionsMixin:
             self._log_activation(s, kb_id, previous, seq, actor=actor, reason=reason, at=now)
             return Version.from_row(row)
 
-    def rollback(self, kb_id: str, *, actor: str = "cli", reason: str = "") -> Version:
+    def rollback(self, kb_id: str, *, actor: str, reason: str = "") -> Version:
         """Reactivate the newest RETIRED version older than the active one."""
         with self.transaction() as s:
             kb = _lock_kb(s, kb_id)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lore.errors import LoreError
+from lore.ingest.tally import FileTally
 
 Events = Generator[tuple[str, dict[str, Any]], None, None]  # an answer's (event, data) pairs, no `start`
 
@@ -104,19 +105,12 @@ class FileOutcome:
 
 
 @dataclass
-class Outcome:
+class Outcome(FileTally[FileOutcome]):
     """Per-file outcomes of an ingest or a build; `refused`: web pages not fetched (URL, reason)."""
 
     files: list[FileOutcome] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)
     web: str | None = None  # what a crawl fetched: "N pages fetched (M not modified…)"
-
-    @property
-    def chunks(self) -> int:
-        return sum(f.chunks for f in self.files)
-
-    def count(self, status: str) -> int:
-        return sum(1 for f in self.files if f.status == status)
 
 
 @dataclass

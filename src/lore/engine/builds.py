@@ -70,6 +70,7 @@ class Builds(Quality):
         *,
         description: str = "",
         activate: bool = False,
+        actor: str | None = None,
         quality_gate: bool = False,
         incremental_from: str = "latest",
         force: bool = False,
@@ -87,7 +88,9 @@ class Builds(Quality):
         ("latest" or "active") is recorded as the version's base. `chunk_metadata` and
         `custom_chunks` let a caller (scenario builds) set chunk fields or make a file's chunks;
         `files` are `discover(inputs)` when the caller has found them already (files discovered once);
-        `removal` carries unlisted files over or names those to drop (`ingest.build.Removal`).
+        `removal` carries unlisted files over or names those to drop (`ingest.build.Removal`). `actor` is
+        who activates, for the activation log: the API key's `Grant.actor` for a build queued through the
+        service; None only for the local operator in this process (`cli@<the KB's owner tenant>`).
         """
         if incremental_from not in ("latest", "active"):
             raise LoreError(f"--incremental-from: 'latest' or 'active', not {incremental_from!r}")
@@ -143,6 +146,7 @@ class Builds(Quality):
                         reports_dir=self.reports_dir(name),
                         quality_gate=quality_gate,
                         activate=activate,
+                        actor=actor or f"cli@{kb.owner_tenant or ''}"[:64],
                         compare=compare,
                         extra_quality=extra_quality,
                         ocr_review=lambda files: unreviewed(self.ocr_reviews(name), files),

@@ -59,6 +59,7 @@ def build_version(
     reports_dir: Path,
     quality_gate: bool = False,
     activate: bool = False,
+    actor: str,
     compare: Callable[[Version], dict[str, Any]] | None = None,
     extra_quality: dict[str, Any] | None = None,
     ocr_review: Callable[[list[tuple[str, Path, str]]], dict[str, Any]] | None = None,
@@ -66,10 +67,10 @@ def build_version(
 ) -> BuildResult:
     """Run `pipeline` (created with `seq=version.seq`) over `files`, record the manifest, write the
     quality report, apply the gate if asked (a failing version is FAILED and never activated), maybe
-    activate. `compare(version)` returns the eval comparison against the active version, if configured;
-    `extra_quality` adds sections (e.g. the FAQ's) before the gate sees the report; `ocr_review` counts
-    the OCR'd files' (name, path, sha256) pages not reviewed yet; `removal` says which files the
-    version may drop (default: every file not among `files`, as asked)."""
+    activate it as `actor` (the activation log's who). `compare(version)` returns the eval comparison
+    against the active version, if configured; `extra_quality` adds sections (e.g. the FAQ's) before the
+    gate sees the report; `ocr_review` counts the OCR'd files' (name, path, sha256) pages not reviewed
+    yet; `removal` says which files the version may drop (default: every file not among `files`)."""
     removal = removal or Removal()
     before = {f.path: f for f in catalog.list_files(kb.id, "ingested")}
     report = pipeline.run(files)
@@ -141,7 +142,7 @@ def build_version(
         kb.id, version.seq, counts=counts, gate_passed=passed, gate_report=quality.get("gate")
     )
     if activate and passed is not False:
-        version = catalog.activate(kb.id, version.seq, reason=version.description)
+        version = catalog.activate(kb.id, version.seq, actor=actor, reason=version.description)
     return BuildResult(version, report, removed, quality, reasons)
 
 

@@ -29,6 +29,7 @@ from lore.ingest.eta import EtaClock, file_sizes, page_count
 from lore.ingest.files import SourceFile, sha256_file
 from lore.ingest.loaders import load_file, reader_version
 from lore.ingest.loaders.limits import FileLimits
+from lore.ingest.tally import FileTally
 from lore.lexical import tokenize
 from lore.schema import Chunk, LoadedDocument, index_text
 from lore.store.base import VectorStore
@@ -55,19 +56,12 @@ class FileResult:
 
 
 @dataclass
-class IngestReport:
+class IngestReport(FileTally[FileResult]):
     """The outcome of one ingest call."""
 
     files: list[FileResult] = field(default_factory=list)
     stopped: bool = False  # the caller asked to stop: `files` are the finished ones, all committed
     unfinished: list[str] = field(default_factory=list)  # not ingested, the one in progress first
-
-    @property
-    def chunks(self) -> int:
-        return sum(f.chunks for f in self.files)
-
-    def count(self, status: str) -> int:
-        return sum(1 for f in self.files if f.status == status)
 
 
 @dataclass
@@ -86,7 +80,10 @@ class _Prepared:
 class Progress:
     """Callbacks for long work; the CLI draws Rich bars from them, the API sends status events."""
 
-    # `pages`: the pages, slides or sheets of the file (None: none); `eta_s`: the time left, once known.
+    # `file_reading`: loading (and any OCR) of a file begins, in a read-ahead thread; `file_started`: it is
+    # chunked and its embedding begins. `pages`: the pages, slides or sheets of the file (None: none);
+    # `eta_s`: the time left, once known.
+    def file_reading(self, name: str) -> None: ...
     def file_started(self, name: str, chunks: int, pages: int | None = None) -> None: ...
     def embedded(self, n: int, eta_s: float | None = None) -> None: ...
     def file_done(self, result: FileResult, eta_s: float | None = None) -> None: ...
@@ -206,6 +203,7 @@ class IngestPipeline:
             if custom is not None:
                 prepared.chunks, prepared.index_texts = custom, [index_text(c) for c in custom]
                 return prepared if custom else self._fail(prepared, "empty", "no entries to index")
+        self.progress.file_reading(source.name)
         try:
             prepared.documents = load_file(source.path, ocr=self.ocr, limits=self.limits)
         except LoadError as exc:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from httpx_sse import EventSource, SSEError
 
 from lore.answer.generators.base import GenerationError, Passage
 from lore.answer.prompt import build_messages
@@ -197,15 +198,20 @@ class OpenAIChatGenerator(EndpointClient):
         """Content deltas from the Server-Sent Events stream, checked for a proper ending; a chunk's usage
         (the last one, with `include_usage`) is appended to `usage`."""
         got_text = finished = False
-        for data in _sse_data(response.iter_lines()):
-            if data.strip() == "[DONE]":
-                finished = True
-                break
-            delta, finish_reason = self._parse_chunk(data, usage)
-            finished = finished or finish_reason is not None
-            if delta:
-                got_text = got_text or bool(delta.strip())
-                yield delta
+        try:
+            for sse in EventSource(response).iter_sse():
+                if not sse.data:  # comments, keep-alives and events without data carry nothing we need
+                    continue
+                if sse.data.strip() == "[DONE]":
+                    finished = True
+                    break
+                delta, finish_reason = self._parse_chunk(sse.data, usage)
+                finished = finished or finish_reason is not None
+                if delta:
+                    got_text = got_text or bool(delta.strip())
+                    yield delta
+        except SSEError as exc:  # neither JSON nor an event stream
+            raise GenerationError(f"{self._where}: {exc}") from exc
         if not finished:
             raise GenerationError(f"{self._where}: the stream ended early (no [DONE] and no finish_reason)")
         if not got_text:
@@ -238,18 +244,3 @@ class OpenAIChatGenerator(EndpointClient):
         if not isinstance(content, str):
             raise GenerationError(f"{self._where}: non-text content in a stream chunk: {data[:SNIPPET]!r}")
         return content, finish_reason
-
-
-def _sse_data(lines: Iterator[str]) -> Iterator[str]:
-    """The data of each Server-Sent Event: `data:` lines joined, dispatched at a blank line."""
-    buffer: list[str] = []
-    for line in lines:
-        if not line:
-            if buffer:
-                yield "\n".join(buffer)
-                buffer = []
-        elif line.startswith("data:"):
-            buffer.append(line[5:].removeprefix(" "))
-        # Comments (":" keep-alives) and event/id/retry fields carry nothing we need.
-    if buffer:
-        yield "\n".join(buffer)

@@ -41,7 +41,7 @@ def _queue(state: ServiceState, kb: str, body: BuildBody, scope: Grant) -> Job:
     inputs = _sources(lore, kb, body, scope, allow_empty=body.mode == "add" and bool(remove))
     check_sources_write(lore, kb, inputs, scope, replaces_all=True)
     stamp = scope.chunk_stamp(body.dataset)
-    job = queue_build(lore, kb, inputs, {**body.model_dump(), "remove": remove}, stamp)
+    job = queue_build(lore, kb, inputs, {**body.model_dump(), "remove": remove}, stamp, by=scope)
     audit(lore, scope, "build", kb=kb, target=job.id, activate=body.activate)
     return job
 

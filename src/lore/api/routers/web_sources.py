@@ -29,7 +29,7 @@ from lore.app.access import audit, check_file_writes, own_name, require_kb
 from lore.app.content_results import CrawlQueued, CrawlResult, JobInfo
 from lore.app.fields import NAME_CHARS
 from lore.catalog import Job, JobStatus, KnowledgeBase
-from lore.catalog.jobs import CANCELLED_STATUS, JobCapError
+from lore.catalog.job_records import CANCELLED_STATUS, JobCapError
 from lore.engine import Lore
 from lore.errors import ConflictError, LoreError, NotFoundError
 from lore.grant import Grant

@@ -2,7 +2,7 @@
 // and ingests with progress, web crawls (crawls.js), the versions with their reports, activation and rollback.
 import {t} from "./i18n.js";
 import {$, api, busy, errorText, esc, fail, fetchOk, headers, loadKbs, renderValue, sseEvents, toast, where} from "./common.js";
-import {askReason, compareVersions, renderDiff, versionTools} from "./versions.js";
+import {askReason, compareVersions, diffable, renderDiff, versionTools} from "./versions.js";
 import {renderReport} from "./report.js";
 import {cancelCrawl, crawl, showCrawl} from "./crawls.js";
 import {buildingText, endJob, fileState, follow, jobEvent, onProgress, resume, runningJob, startJob, stateHtml} from "./progress.js";
@@ -11,7 +11,15 @@ let kbInfo = null;  // the admin tab's knowledge base (versioned or not decides 
 let files = {uploads: [], indexed: []};  // its uploads and catalogued files, each upload shown with its state
 const kbUrl = (kb) => `/api/kbs/${encodeURIComponent(kb)}`;
 
-export async function loadAdmin() {
+// Reloads the tab; calls while a reload runs share it and get one more reload after it (not one each).
+let loading = null, again = false;
+export function loadAdmin() {
+  if (loading) { again = true; return loading; }
+  loading = (async () => { do { again = false; await reloadAdmin(); } while (again); })().finally(() => { loading = null; });
+  return loading;
+}
+
+async function reloadAdmin() {
   const kb = $("#admin-kb").value;
   if (!kb) return;
   const info = await api(kbUrl(kb));
@@ -23,12 +31,14 @@ export async function loadAdmin() {
   renderUploads(kb);
   resume(kb);
   const v = await api(`${kbUrl(kb)}/versions`);
+  const seqs = diffable(v);
+  const before = (seq) => seqs.filter((s) => s < seq).at(-1);  // the diffable version a row is compared with
   $("#versions tbody").innerHTML = v.versions.map((x) => `<tr class="${x.active ? "active" : ""}"><td>${x.seq}</td><td>${esc(x.status)}</td>
     <td>${x.files_added}/${x.files_changed}/${x.files_removed}/${x.files_reused}</td><td>${x.chunks_embedded}/${x.chunks_reused}</td>
     <td>${x.gate_passed === null ? "-" : x.gate_passed ? "pass" : "FAIL"}</td>
     <td>${x.active || x.status === "failed" ? "" : `<button class="act" data-seq="${x.seq}">${esc(t("activate"))}</button>`}
     <button class="rep" data-seq="${x.seq}">${esc(t("report"))}</button>
-    ${x.seq > 1 ? `<button class="dif" data-seq="${x.seq}">${esc(t("diff"))}</button>` : ""}</td></tr>`).join("");
+    ${x.status !== "failed" && before(x.seq) ? `<button class="dif" data-base="${before(x.seq)}" data-seq="${x.seq}">${esc(t("diff"))}</button>` : ""}</td></tr>`).join("");
   const show = (html) => { const el = $("#report"); el.innerHTML = html; el.classList.remove("hidden"); };
   document.querySelectorAll(".act").forEach((b) => b.addEventListener("click", () => {
     const reason = askReason("confirmActivate", b.dataset.seq);
@@ -38,7 +48,7 @@ export async function loadAdmin() {
     show(renderReport(await api(`${kbUrl(kb)}/versions/${b.dataset.seq}/report`), kb, b.dataset.seq));
   }, false, b)));
   document.querySelectorAll(".dif").forEach((b) => b.addEventListener("click", () => run(async () => {
-    show(renderDiff(await api(`${kbUrl(kb)}/diff?base=${b.dataset.seq - 1}&candidate=${b.dataset.seq}`)));
+    show(renderDiff(await api(`${kbUrl(kb)}/diff?base=${b.dataset.base}&candidate=${b.dataset.seq}`)));
   }, false, b)));
   await versionTools(kb, v);
 }
@@ -49,7 +59,7 @@ function renderUploads(kb) {
   $("#uploads tbody").innerHTML = files.uploads.map((f) => {
     const rec = indexed[f.name];
     const state = fileState(kb, f.name, rec && {status: rec.status, reason: rec.error, chunks: rec.chunks}, rec && rec.size !== f.size);
-    return `<tr><td>${esc(f.name)}</td><td>${f.size}</td><td>${stateHtml(state)}</td>
+    return `<tr><td>${esc(f.name)}</td><td>${f.size}</td><td>${stateHtml(state, kb, f.name)}</td>
       <td><button class="preview-btn" data-name="${esc(f.name)}">${esc(t("preview"))}</button>
       ${kbInfo?.versioned && rec ? `<button class="reparse" data-name="${esc(f.name)}">${esc(t("reparse"))}</button>` : ""}
       <button class="delete-file" data-name="${esc(f.name)}">${esc(t("deleteFile"))}</button></td></tr>`;
@@ -166,7 +176,7 @@ async function build(unversioned) {
       bar.classList.remove("hidden");
       for await (const ev of sseEvents(resp)) {
         jobEvent(kb, ev);
-        if (ev.event === "status" && ["file", "embedded", "file_done"].includes(ev.data.stage)) status.textContent = buildingText(kb);
+        if (ev.event === "status" && ["reading", "file", "embedded", "file_done"].includes(ev.data.stage)) status.textContent = buildingText(kb);
         if (ev.event === "status" && ev.data.stage === "file_done") bar.value = (100 * ++done) / total;
         if (ev.event === "end") r = ev.data;
         if (ev.event === "error" && ev.data.cancelled_by) cancelled = true;
@@ -199,7 +209,13 @@ export function initAdmin() {
   // One build or ingest at a time: both buttons wait for the one running.
   $("#build").addEventListener("click", () => busy([$("#build"), $("#ingest")], () => build(false)));
   $("#ingest").addEventListener("click", () => busy([$("#build"), $("#ingest")], () => build(true)));
-  onProgress((kb) => { if (kb === $("#admin-kb").value) { renderUploads(kb); showCancel(kb); } });
+  // A job this tab follows (a build resumed after a reload too): its end refreshes versions and diff pickers.
+  onProgress((kb, ended) => {
+    if (kb !== $("#admin-kb").value) return;
+    renderUploads(kb);
+    showCancel(kb);
+    if (ended) loadAdmin().catch(fail);
+  });
   $("#cancel-build").addEventListener("click", cancelBuild);
   $("#crawl-form").addEventListener("submit", (e) => { e.preventDefault(); busy($("#crawl"), () => crawl(loadAdmin)).catch(fail); });
   $("#cancel-crawl").addEventListener("click", cancelCrawl);

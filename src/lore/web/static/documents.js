@@ -33,7 +33,7 @@ function renderDocs() {
     });
   $("#docs tbody").innerHTML = rows.map((d) => `<tr class="st-${esc(d.status)}">
     <td>${esc(d.name)}</td><td>${esc(d.type)}</td><td>${d.size}</td><td>${esc(shape(d))}</td><td>${d.chunks}</td>
-    <td>${stateHtml(stateOf(d))}</td>
+    <td>${stateHtml(stateOf(d), docKb, d.name)}</td>
     <td>${d.ocr_pages || ""}${d.ocr_unreviewed ? ` <span class="badge pending ocr-unreviewed">${d.ocr_unreviewed} ${esc(t("unreviewed"))}</span>` : ""}</td><td>${esc(d.tenant ?? "")}</td><td>${esc(d.dataset ?? "")}</td>
     <td>${esc(d.visibility ?? "")}</td><td>${esc((d.roles || []).join(", "))}</td><td>${esc(d.versions.join(", "))}</td>
     <td>${esc(when(d.updated_at))}</td>

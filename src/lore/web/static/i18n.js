@@ -117,7 +117,7 @@ strings({
   stQueued: ["queued", "排队中"], stParsing: ["parsing", "解析中"], stReady: ["ready", "就绪"], stFailed: ["failed", "失败"],
   chunksN: ["chunks", "个分块"], embeddedN: ["embedded", "已向量化"], queuedHint: ["Waiting for the next build or ingest", "等待下次构建或入库"],
   pagesN: ["pages", "页"], etaS: ["about {n} s left", "约剩 {n} 秒"], etaMin: ["about {n} min left", "约剩 {n} 分钟"],
-  etaH: ["about {h} h {m} min left", "约剩 {h} 小时 {m} 分钟"],
+  etaH: ["about {h} h {m} min left", "约剩 {h} 小时 {m} 分钟"], lastedFor: ["for {t}", "已持续 {t}"],
   uploadFailed: ["Upload failed", "上传失败"], chooseFiles: ["Files to upload", "要上传的文件"], close: ["Close", "关闭"],
   newKbName: ["Name of a new knowledge base", "新知识库名称"], statusFilter: ["Status filter", "状态筛选"],
   ratingFilter: ["Rating filter", "评价筛选"], faqVisibility: ["Visibility", "可见性"], faqRoles: ["Roles", "角色"],

@@ -14,15 +14,30 @@ export function askReason(key, seq) {
   }
 }
 
-export async function versionTools(kb, v) {
-  const seqs = v.versions.filter((x) => x.status !== "failed").map((x) => x.seq);
-  for (const [id, pick] of [["#diff-base", v.active && v.active !== seqs.at(-1) ? v.active : seqs.at(-2)], ["#diff-cand", seqs.at(-1)]]) {
-    const sel = $(id);
-    const keep = sel.value;
+// The versions a diff can compare (a failed build has no index to compare).
+export const diffable = (v) => v.versions.filter((x) => x.status !== "failed").map((x) => x.seq);
+
+// The diff pickers, refilled from `v` (GET .../versions): the user's pair is kept only while it is still of
+// this knowledge base, still diffable and nothing new was built or activated since; otherwise (and at first)
+// the newest version against the active one (or the one before it), and an older diff's result is hidden.
+function fillPickers(kb, v) {
+  const seqs = diffable(v);
+  const stamp = `${kb}\n${seqs.at(-1) ?? ""}\n${v.active ?? ""}`;
+  const base = $("#diff-base"), cand = $("#diff-cand");
+  const kept = [base.value, cand.value].map(Number);
+  const stale = base.dataset.stamp !== stamp || !kept.every((s) => seqs.includes(s));
+  const pick = stale ? [v.active && v.active !== seqs.at(-1) ? v.active : seqs.at(-2) ?? seqs[0], seqs.at(-1)] : kept;
+  for (const [sel, seq] of [[base, pick[0]], [cand, pick[1]]]) {
     sel.innerHTML = seqs.map((s) => `<option>${s}</option>`).join("");
-    sel.value = seqs.includes(Number(keep)) ? keep : String(pick ?? seqs[0] ?? "");
+    sel.value = seq === undefined ? "" : String(seq);
+    sel.dataset.stamp = stamp;
   }
+  if (stale) $("#diff-result").classList.add("hidden");
   $("#diff-form").classList.toggle("hidden", seqs.length < 1);
+}
+
+export async function versionTools(kb, v) {
+  fillPickers(kb, v);
   $("#activations tbody").innerHTML = v.activations.slice().reverse().map((a) => `<tr>
     <td>${esc(when(a.at))}</td><td>${a.from_seq ?? "–"} → ${a.to_seq}</td>
     <td>${a.key_name ? esc(a.key_name) : `<code>${esc(a.actor)}</code>`}</td><td>${esc(a.reason)}</td></tr>`).join("");
