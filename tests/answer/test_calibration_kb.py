@@ -6,13 +6,16 @@ import json
 import re
 import shutil
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from lore.answer.calibration import FILE_NAME, calibrate, scorer
+from lore.answer.calibration import FILE_NAME, Calibration, calibrate, save, scorer
 from lore.answer.evidence import EvidenceModel, default_model
+from lore.app.requests import SearchRequest
+from lore.app.searching import search
 from lore.cli.main import app
 from lore.config import load_settings
 from lore.engine import Lore
@@ -46,11 +49,18 @@ def test_a_build_calibrates_its_version_and_asks_use_it(lore: Lore, built: tuple
     stored = json.loads((lore.reports_dir("hb") / "1" / FILE_NAME).read_text(encoding="utf-8"))
     assert stored["version"] == 1 and stored["source"] == "generated"
     assert stored["answerable"] >= 20 and stored["offtopic"] >= 100
-    assert default_model().threshold <= stored["threshold"] <= default_model().threshold + 0.15 + 1e-9
+    for language, fit in stored["languages"].items():  # one threshold per question language
+        floor = default_model().language_threshold(language)
+        assert fit["model_threshold"] == floor
+        assert (
+            floor <= fit["threshold"] <= floor + 0.15 + 1e-9
+            if fit["calibrated"]
+            else fit["threshold"] == floor
+        )
     # the handbook separates its own questions from generic off-topic ones
     assert stored["false_refusal"] <= 0.1 and stored["offtopic_answered"] <= 0.1
     end = ask(lore, "What is the refund window?")
-    assert end["evidence"]["threshold"] == stored["threshold"] and not end["refused"]
+    assert end["evidence"]["threshold"] == stored["languages"]["en"]["threshold"] and not end["refused"]
     assert ask(lore, "How do I fix a leaking tap?")["refused"]
 
 
@@ -63,10 +73,58 @@ def test_a_pinned_threshold_wins(built: tuple[Path, Path]) -> None:
         lore.close()
 
 
+def test_each_question_is_judged_by_its_own_language_threshold(built: tuple[Path, Path]) -> None:
+    english, chinese = "What is the refund window?", "LF-500的保修期是多久？"
+    opened = Lore(load_settings(home=built[0]))
+    reports = opened.reports_dir("hb") / "1"
+    opened.close()
+    original = (reports / FILE_NAME).read_text(encoding="utf-8")
+    stored = Calibration.from_json(json.loads(original))
+
+    def asked(record: dict) -> dict[str, tuple[float, bool, float]]:
+        """(threshold, refused) of an ask and the threshold the search's explain reports, per question."""
+        (reports / FILE_NAME).write_text(json.dumps(record), encoding="utf-8")
+        lore = Lore(load_settings(home=built[0]))  # a fresh engine: no cached thresholds
+        try:
+            out = {}
+            for q in (english, chinese):
+                end = ask(lore, q)
+                explained = search(lore, None, SearchRequest(kb="hb", query=q, explain=True)).evidence
+                assert explained is not None
+                out[q] = (end["evidence"]["threshold"], end["refused"], explained.threshold)
+            return out
+        finally:
+            lore.close()
+
+    def per_language(en: float, zh: float) -> dict:
+        languages = {"en": replace(stored.languages["en"], threshold=en)}
+        languages["zh"] = replace(stored.languages["zh"], threshold=zh)
+        return replace(stored, languages=languages).to_json()
+
+    try:
+        assert asked(per_language(0.01, 1.0)) == {
+            english: (0.01, False, 0.01),
+            chinese: (1.0, True, 1.0),
+        }
+        assert asked(per_language(1.0, 0.01)) == {
+            english: (1.0, True, 1.0),
+            chinese: (0.01, False, 0.01),
+        }
+        # a record written before thresholds were per language: its one threshold judges both
+        old = {k: v for k, v in json.loads(original).items() if k != "languages"} | {"threshold": 1.0}
+        assert asked(old) == {english: (1.0, True, 1.0), chinese: (1.0, True, 1.0)}
+    finally:
+        save(stored, reports)
+
+
 def test_cli_calibrate_with_an_eval_set_prints_the_rates(
     built: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LORE_HOME", str(built[0]))
+    opened = Lore(load_settings(home=Path(built[0])))
+    record = opened.reports_dir("hb") / "1" / FILE_NAME
+    opened.close()
+    built_calibration = record.read_text(encoding="utf-8")  # put back after: later tests ask with it
     evals = tmp_path / "eval.jsonl"
     evals.write_text(
         "\n".join(
@@ -82,12 +140,18 @@ def test_cli_calibrate_with_an_eval_set_prints_the_rates(
         + "\n",
         encoding="utf-8",
     )
-    result = CliRunner().invoke(app, ["calibrate", "--kb", "hb", "--eval", str(evals)])
+    try:
+        result = CliRunner().invoke(app, ["calibrate", "--kb", "hb", "--eval", str(evals)])
+        stored = json.loads(record.read_text(encoding="utf-8"))
+    finally:
+        record.write_text(built_calibration, encoding="utf-8")
     assert result.exit_code == 0, result.output
     assert "expected false refusals" in result.output and "off-topic refused" in result.output
-    reports = Lore(load_settings(home=Path(built[0]))).reports_dir("hb")
-    stored = json.loads((reports / "1" / FILE_NAME).read_text(encoding="utf-8"))
     assert stored["source"] == "eval set" and stored["answerable"] == 4 and stored["offtopic"] > 100
+    # two answerable questions a language are too few to fit on: each keeps the model's default
+    for language, fit in stored["languages"].items():
+        assert not fit["calibrated"] and fit["threshold"] == default_model().language_threshold(language)
+        assert f"{language} {fit['threshold']:.2f} (model default)" in " ".join(result.output.split())
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{not json\n", encoding="utf-8")
     result = CliRunner().invoke(app, ["calibrate", "--kb", "hb", "--eval", str(bad)])

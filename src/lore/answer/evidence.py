@@ -90,7 +90,7 @@ class EvidenceModel:
 
     def threshold_for(self, question: str) -> float:
         """The default refusal threshold for a question, by its language."""
-        return self.language_threshold("zh" if is_chinese(question) else "en")
+        return self.language_threshold(question_language(question))
 
     def language_threshold(self, language: str) -> float:
         """The default refusal threshold for questions in `language` ("zh" or "en")."""
@@ -113,6 +113,11 @@ class EvidenceModel:
         data = json.loads(path.read_text(encoding="utf-8"))
         thresholds = {k: float(v) for k, v in data.get("thresholds", {}).items()}
         return cls(data["models"], float(data["threshold"]), thresholds)
+
+
+def question_language(question: str) -> str:
+    """ "zh" for a Chinese question, else "en": the language a refusal threshold is chosen by."""
+    return "zh" if is_chinese(question) else "en"
 
 
 @cache

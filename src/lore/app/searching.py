@@ -94,10 +94,10 @@ def _evidence(
     vector = retriever.embed_query(query) if passages and read.mode != "bm25" else None
     asked = EvidenceQuery(query, tokenize(query), vector, retriever.embedder, retriever.cache)
     judged = judge_evidence(asked, passages, threshold=0.0)  # sufficient at 0: the passages hold the question
-    threshold = lore.evidence_threshold(kb, read.filter.version_seq)
+    threshold = lore.evidence_threshold(kb, read.filter.version_seq, query)  # for the query's language
     return SearchEvidence(
         confidence=judged.confidence,
-        threshold=default_model().threshold if threshold is None else threshold,
+        threshold=default_model().threshold_for(query) if threshold is None else threshold,
         held=judged.sufficient,
         reasons=judged.reasons,
     )

@@ -129,6 +129,14 @@ def calibrate(
         f"answerable and {result.offtopic} off-topic questions"
     )
     console.print(
+        "per question language: "
+        + ", ".join(
+            f"{lang} {fit.threshold:.2f} ({'fit on' if fit.calibrated else 'model default'}"
+            + (f" {fit.answerable} answerable)" if fit.calibrated else ")")
+            for lang, fit in result.languages.items()
+        )
+    )
+    console.print(
         f"expected false refusals {result.false_refusal:.1%}, off-topic answered "
         f"{result.offtopic_answered:.1%} (off-topic refused {1 - result.offtopic_answered:.1%})"
     )

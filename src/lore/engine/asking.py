@@ -62,7 +62,7 @@ class Asking(Quality):
         opts = self.scoped(kb, opts, version)
         if answer.evidence_threshold is None:
             answer = answer.model_copy(
-                update={"evidence_threshold": self.evidence_threshold(kb, opts.filter.version_seq)}
+                update={"evidence_threshold": self.evidence_threshold(kb, opts.filter.version_seq, question)}
             )
         epoch = self.catalog.cache_epoch(kb.id) if stages is not None or mode == "deep" else 0
         base = self.retriever(kb)

@@ -12,6 +12,7 @@ from typing import Any
 
 from lore.answer import calibration
 from lore.answer.calibration import Calibration
+from lore.answer.evidence import question_language
 from lore.catalog import KnowledgeBase
 from lore.engine.wiring import Wiring
 from lore.errors import LoreError
@@ -28,7 +29,8 @@ class Quality(Wiring):
 
     @cached_property
     def _thresholds(self) -> LocalCache:
-        """(threshold, expiry) per calibration key: an ask neither reads nor fetches the file each time."""
+        """(language -> threshold or None, expiry) per calibration key: an ask neither reads nor fetches the
+        file each time."""
         return LocalCache("calibration", 256)
 
     def calibrate(
@@ -50,25 +52,30 @@ class Quality(Wiring):
         key = reports_key(kb, seq)
         calibration.save(result, self.storage.path(key))
         self.storage.publish(f"{key}/{calibration.FILE_NAME}")
-        self._thresholds.set(key, (result.threshold, time.monotonic() + CALIBRATION_TTL_S))
+        self._thresholds.set(key, (result.thresholds(), time.monotonic() + CALIBRATION_TTL_S))
         return result
 
-    def evidence_threshold(self, kb: KnowledgeBase, seq: int | None) -> float | None:
-        """The refusal threshold for a KB version: pinned in config, else its calibration, else None
-        (the evidence model's default)."""
+    def evidence_threshold(self, kb: KnowledgeBase, seq: int | None, question: str) -> float | None:
+        """The refusal threshold for `question` on a KB version: pinned in config, else its calibration's
+        for the question's language, else None (the evidence model's default for that language)."""
         pinned = self.settings.answer.evidence_threshold
         if pinned is not None:
             return pinned
+        thresholds = self._calibrated(kb, seq)
+        return thresholds.get(question_language(question)) if thresholds else None
+
+    def _calibrated(self, kb: KnowledgeBase, seq: int | None) -> dict[str, float] | None:
+        """The KB version's calibrated thresholds by question language, or None if it has none."""
         key = reports_key(kb, seq)
-        found: tuple[float | None, float] | None = self._thresholds.get(key)
+        found: tuple[dict[str, float] | None, float] | None = self._thresholds.get(key)
         if found is not None and found[1] > time.monotonic():
             return found[0]
         with contextlib.suppress(LoreError):  # a bucket: refresh the copy; unreachable: the last one serves
             self.storage.fetch(f"{key}/{calibration.FILE_NAME}")
         stored = calibration.load(self.storage.path(key))
-        threshold = stored.threshold if stored else None
-        self._thresholds.set(key, (threshold, time.monotonic() + CALIBRATION_TTL_S))
-        return threshold
+        thresholds = stored.thresholds() if stored else None
+        self._thresholds.set(key, (thresholds, time.monotonic() + CALIBRATION_TTL_S))
+        return thresholds
 
     def diff(self, name: str, base: int, candidate: int, eval_set: Path | None = None) -> dict[str, Any]:
         """Files added/changed/removed from version `base` to `candidate`, and, with an eval set (given
