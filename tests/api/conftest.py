@@ -173,6 +173,16 @@ def build_and_wait(
 
 
 @pytest.fixture()
+def site(tmp_path: Path) -> Iterator[tuple[str, str, Lore]]:
+    """A live service on an empty home, with an admin key: (url, secret, lore); a file may define its own."""
+    lore = Lore(load_settings(home=tmp_path / "home"))
+    _, secret = lore.catalog.create_api_key("default", ["admin"])
+    with LiveServer(create_app(lore)) as server:
+        yield server.url, secret, lore
+    lore.close()
+
+
+@pytest.fixture()
 def page(site: tuple[str, str, Lore]) -> Iterator[object]:
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])

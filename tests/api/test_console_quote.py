@@ -3,28 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from lore.api import create_app
-from lore.config import load_settings
-from lore.engine import Lore
-from tests.api.conftest import LiveServer
 from tests.api.test_web_ui import new_kb_with_files, sign_in
 from tests.conftest import SHARED
 
 LAW = SHARED / "datasets" / "enterprise_dev" / "docs" / "zh" / "劳动合同法.md"
-
-
-@pytest.fixture()
-def site(tmp_path: Path) -> Iterator[tuple[str, str, Lore]]:
-    lore = Lore(load_settings(home=tmp_path / "home"))
-    _, secret = lore.catalog.create_api_key("default", ["admin"])
-    with LiveServer(create_app(lore)) as server:
-        yield server.url, secret, lore
-    lore.close()
 
 
 def test_the_sources_list_quotes_the_cited_sentence(site, page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

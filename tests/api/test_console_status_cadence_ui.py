@@ -8,16 +8,8 @@ assertion depends on how long the real parse takes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 from playwright.sync_api import expect
 
-from lore.api import create_app
-from lore.config import load_settings
-from lore.engine import Lore
-from tests.api.conftest import LiveServer
 from tests.api.test_web_ui import new_kb_with_files, sign_in
 from tests.conftest import EXAMPLES, SHARED
 
@@ -26,16 +18,6 @@ SCAN = (
 )  # 3 pages
 STEP_MS = 2000
 MAX_STEPS = 20_000  # fake-time steps (a bound, not a timing); the loop ends when the file is ready
-
-
-@pytest.fixture()
-def site(tmp_path: Path) -> Iterator[tuple[str, str, Lore]]:
-    """A live service on an empty home, with OCR on (the default)."""
-    lore = Lore(load_settings(home=tmp_path / "home"))
-    _, secret = lore.catalog.create_api_key("default", ["admin"])
-    with LiveServer(create_app(lore)) as server:
-        yield server.url, secret, lore
-    lore.close()
 
 
 def test_documents_status_changes_every_2_s_from_upload_to_ready(site, page) -> None:  # type: ignore[no-untyped-def]

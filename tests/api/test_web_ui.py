@@ -10,7 +10,6 @@ import pytest
 from playwright.sync_api import expect
 
 from lore.api import create_app
-from lore.config import load_settings
 from lore.engine import Lore
 from lore.scenario.build import build_scenario
 from lore.scenario.config import Scenarios
@@ -22,15 +21,6 @@ if CHROMIUM is None:  # `make test` installs it; a missing browser must not pass
     pytest.fail(
         "chromium not found: install it with `apt-get install -y chromium` (make test does)", pytrace=False
     )
-
-
-@pytest.fixture()
-def site(tmp_path: Path) -> Iterator[tuple[str, str, Lore]]:
-    lore = Lore(load_settings(home=tmp_path / "home"))
-    _, secret = lore.catalog.create_api_key("default", ["admin"])
-    with LiveServer(create_app(lore)) as server:
-        yield server.url, secret, lore
-    lore.close()
 
 
 def sign_in(page, url: str, secret: str) -> None:  # type: ignore[no-untyped-def]
