@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -82,22 +83,29 @@ def _attributes(span: Any) -> dict[str, Any]:
     return {a.key: getattr(a.value, a.value.WhichOneof("value")) for a in span.attributes}
 
 
-def test_an_ask_is_exported_as_a_span_with_its_stages(
-    api_home: Path, keys: Keys, receiver: OtlpReceiver
-) -> None:
+@contextmanager
+def exporting_client(api_home: Path, receiver: OtlpReceiver) -> Iterator[TestClient]:
+    """A client of a service that exports to `receiver`; what it queued is flushed when the block ends."""
     settings = load_settings(
         home=api_home, api={"rate_limit_per_minute": 0}, telemetry={"otlp_endpoint": receiver.url}
     )
     lore = Lore(settings)
-    question = "报销需要什么材料？"
     try:
         with TestClient(create_app(lore, run_preflight=False)) as client:
-            r = client.post("/api/ask", headers=auth(keys.staff), json={"kb": "hb", "question": question})
-        events = sse_events(r.text)
+            yield client
         made = exporter(settings.telemetry.endpoint)
         assert made is not None and made.flush()
     finally:
         lore.close()
+
+
+def test_an_ask_is_exported_as_a_span_with_its_stages(
+    api_home: Path, keys: Keys, receiver: OtlpReceiver
+) -> None:
+    question = "报销需要什么材料？"
+    with exporting_client(api_home, receiver) as client:
+        r = client.post("/api/ask", headers=auth(keys.staff), json={"kb": "hb", "question": question})
+    events = sse_events(r.text)
     trace_id = events[0][1]["trace_id"]
     stages = [d["stage"] for k, d in events if k == "status"]
     spans = receiver.of_trace(trace_id)
@@ -120,25 +128,16 @@ def test_an_ask_is_exported_as_a_span_with_its_stages(
 def test_a_search_request_is_exported_as_an_http_span_with_its_rerank(
     api_home: Path, keys: Keys, receiver: OtlpReceiver
 ) -> None:
-    settings = load_settings(
-        home=api_home, api={"rate_limit_per_minute": 0}, telemetry={"otlp_endpoint": receiver.url}
-    )
-    lore = Lore(settings)
     rid = "5" * 32  # the caller's X-Request-ID becomes the span's trace id
-    try:
-        with TestClient(create_app(lore, run_preflight=False)) as client:
-            r = client.post(
-                "/api/search",
-                headers={**auth(keys.staff), "X-Request-ID": rid},
-                json={"kb": "hb", "query": "报销需要什么材料？", "rerank": True},
-            )
-            assert r.status_code == 200 and r.json()["hits"]
-            missing = client.get("/api/kbs/nope", headers=auth(keys.staff))
-            assert missing.status_code == 404
-        made = exporter(settings.telemetry.endpoint)
-        assert made is not None and made.flush()
-    finally:
-        lore.close()
+    with exporting_client(api_home, receiver) as client:
+        r = client.post(
+            "/api/search",
+            headers={**auth(keys.staff), "X-Request-ID": rid},
+            json={"kb": "hb", "query": "报销需要什么材料？", "rerank": True},
+        )
+        assert r.status_code == 200 and r.json()["hits"]
+        missing = client.get("/api/kbs/nope", headers=auth(keys.staff))
+        assert missing.status_code == 404
     [span] = receiver.of_trace(rid, "lore.http")
     attrs = _attributes(span)
     assert attrs["lore.done.route"] == "/api/search" and attrs["lore.done.method"] == "POST"
