@@ -34,7 +34,7 @@ office:
 	    --no-install-recommends libreoffice-writer-nogui libreoffice-impress-nogui; }
 
 test: install browser office lint
-	$(BIN)/pytest -q -n 2 --dist loadfile --no-loadscope-reorder
+	$(BIN)/pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=25
 
 # Format and lint (ruff), the import layers (import-linter) and types (mypy, strict); settings in pyproject.toml.
 lint: install

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -119,3 +120,23 @@ def test_unopenable_path_is_a_lore_error(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("not a dir")
     with pytest.raises(LoreError, match="cannot open embedding cache"):
         EmbeddingCache(tmp_path / "file" / "cache.sqlite")
+
+
+def test_opening_waits_while_another_process_holds_the_write_lock(tmp_path: Path) -> None:
+    """SQLite refuses the WAL switch at once (no busy wait) while another connection holds RESERVED, as
+    when two xdist workers open the run's new memo file together; opening retries until the lock is gone."""
+    path = tmp_path / "cache.sqlite"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE other (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        sqlite3.connect(path, timeout=5.0).execute("PRAGMA journal_mode=WAL")
+    release = threading.Timer(0.3, holder.execute, args=("COMMIT",))
+    release.start()
+    try:
+        with EmbeddingCache(path) as cache:
+            cache.put_many("m", "query", ["a"], np.ones((1, 4), dtype=np.float32))
+            assert cache.count() == 1
+    finally:
+        release.join()
+        holder.close()
