@@ -46,6 +46,7 @@ from lore.catalog.types import digest
 from lore.catalog.versions import VersionsMixin
 from lore.config import CatalogSettings
 from lore.errors import ConflictError, LoreError, MissingDependencyError, NotFoundError
+from lore.sqlite_wal import switch_to_wal
 
 log = logging.getLogger("lore.catalog")
 _KB_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -86,7 +87,7 @@ def _new_id() -> str:
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     try:
-        cursor.execute("PRAGMA journal_mode=WAL")
+        switch_to_wal(cursor)
         cursor.execute("PRAGMA foreign_keys=ON")
     finally:
         cursor.close()

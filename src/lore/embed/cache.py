@@ -6,7 +6,6 @@ import hashlib
 import logging
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Self
@@ -15,6 +14,7 @@ import numpy as np
 
 from lore.embed.base import Embedder, InputKind
 from lore.errors import LoreError
+from lore.sqlite_wal import switch_to_wal
 from lore.state.redis import redis_errors
 
 log = logging.getLogger("lore.embed")
@@ -32,34 +32,6 @@ _CHUNK = 500  # keys per SELECT, below SQLite's bound-parameter limit
 _DTYPE = np.dtype("<f4")
 
 
-_OPEN_TIMEOUT_S = 30.0
-
-
-def _open_with_retry(path: Path, timeout_s: float) -> sqlite3.Connection:
-    """Connect, switch to WAL and create the table, retrying while another process does the same.
-
-    Two processes opening one new file at once can get SQLITE_BUSY from the WAL switch without SQLite's
-    busy handler ever waiting, so the whole sequence is retried until `timeout_s`.
-    """
-    deadline = time.monotonic() + timeout_s
-    delay = 0.01
-    while True:
-        db = sqlite3.connect(path, timeout=timeout_s, check_same_thread=False)
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            with db:
-                db.execute(_SCHEMA)
-            return db
-        except sqlite3.OperationalError as exc:
-            db.close()
-            busy = "locked" in str(exc) or "busy" in str(exc)
-            if not busy or time.monotonic() + delay > deadline:
-                raise
-        time.sleep(delay)
-        delay = min(delay * 2, 0.5)
-
-
 def _digest(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
@@ -71,7 +43,11 @@ class EmbeddingCache:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = _open_with_retry(self.path, _OPEN_TIMEOUT_S)
+            self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
+            switch_to_wal(self._db, timeout_s=30.0)
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            with self._db:
+                self._db.execute(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             raise LoreError(f"{self.path}: cannot open embedding cache: {exc}") from exc
         self._lock = threading.Lock()

@@ -22,6 +22,7 @@ import numpy as np
 
 from lore.config import StoreSettings
 from lore.schema import Chunk, Hit, SearchFilter
+from lore.sqlite_wal import switch_to_wal
 from lore.store.ann_index import AnnIndex, AnnParams
 from lore.store.base import StoreQuery
 from lore.store.fusion import rrf
@@ -64,7 +65,7 @@ class EmbeddedStore:
         self._db: sqlite3.Connection | None = sqlite3.connect(
             self.path, check_same_thread=False, isolation_level=None
         )
-        self._db.execute("PRAGMA journal_mode=WAL")
+        switch_to_wal(self._db)
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
         # A store whose BM25 tokens an older tokenizer wrote is re-tokenised before its first search.
