@@ -38,7 +38,7 @@ from lore.eval.beir import load_beir
 from lore.eval.metrics import ndcg_at_k, unique_in_order
 from lore.lexical import is_chinese
 from lore.retrieve.rerank.features import FEATURES, candidate_features, fused_only, is_question
-from lore.retrieve.rerank.learned import DEFAULT_MODEL, Guard, guarded_order
+from lore.retrieve.rerank.learned import DEFAULT_MODEL, Guard, guarded_order, passage_key
 from lore.retrieve.search import SearchOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -124,7 +124,7 @@ def candidates(dataset_dir: Path, split: str, home: Path, query_filter: str = ""
             np.array([data.qrels[qid].get(h.chunk.document_id, 0) for h in hits], dtype=np.float32)
         )
         out["docs"].append([h.chunk.document_id for h in hits])
-        out["parents"].append([h.chunk.parent_id for h in hits])
+        out["parents"].append([passage_key(h.chunk) for h in hits])
     return out
 
 
@@ -225,7 +225,7 @@ def joined_questions(src: dict, name: str, folds: np.ndarray, offset: int, n: in
                         "needed": needed,
                         "x": candidate_features(text, hits),
                         "docs": [h.chunk.document_id for h in hits],
-                        "parents": [h.chunk.parent_id for h in hits],
+                        "parents": [passage_key(h.chunk) for h in hits],
                     }
                 )
                 made += 1

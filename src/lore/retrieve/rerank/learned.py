@@ -16,7 +16,7 @@ import numpy as np
 from lore.errors import ConfigError
 from lore.lexical import is_chinese
 from lore.retrieve.rerank.features import FEATURES, candidate_features, is_question
-from lore.schema import Hit
+from lore.schema import Chunk, Hit
 
 MODEL_DIR = Path(__file__).parent / "models"
 DEFAULT_MODEL = MODEL_DIR / "ltr.txt"
@@ -29,12 +29,21 @@ FUSE_K = 60
 class Guard:
     """How far the model may move the first-stage list, chosen on training data (`ltr.json` "guard"):
     the final rank fuses the model's rank with weight 1 and the first stage's with `blend`
-    (1 / (60 + rank) each), then at most `per_parent` chunks of one parent fill the first `depth`
+    (1 / (60 + rank) each), then at most `per_parent` chunks of one passage fill the first `depth`
     places (0: no cap), so one passage cannot crowd the other parts of a multi-part question out."""
 
     blend: float = 0.0
     per_parent: int = 0
     depth: int = 10
+
+
+def passage_key(chunk: Chunk) -> str:
+    """The passage a chunk belongs to for the guard's per-parent cap: its parent window and its heading path.
+
+    A parent window of a statute or handbook holds several articles or sections, each its own answer;
+    capping the window would keep all but one of them out of the first places.
+    """
+    return "\x1f".join([chunk.parent_id, *chunk.heading_path])
 
 
 def guarded_order(raw: np.ndarray, parents: Sequence[str], guard: Guard) -> list[int]:
@@ -132,7 +141,7 @@ class LearnedReranker:
         raw = self.raw_scores(query, hits, model)
         unit = 1.0 / (1.0 + np.exp(-(model.a * raw + model.b)))
         known = [i for i, h in enumerate(hits) if h.chunk.source_type in model.kinds]
-        order = guarded_order(raw[known], [hits[i].chunk.parent_id for i in known], model.guard)
+        order = guarded_order(raw[known], [passage_key(hits[i].chunk) for i in known], model.guard)
         # Scores stay monotone in the final order (later stages may sort by them): the k-th place gets
         # the k-th best calibrated score of the reordered hits.
         best: list[float] = sorted(unit[known].tolist(), reverse=True)
