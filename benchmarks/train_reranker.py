@@ -37,8 +37,8 @@ from scipy.optimize import minimize
 from lore.eval.beir import load_beir
 from lore.eval.metrics import ndcg_at_k, unique_in_order
 from lore.lexical import is_chinese
-from lore.retrieve.rerank.features import FEATURES, candidate_features, fused_only, is_question
-from lore.retrieve.rerank.learned import DEFAULT_MODEL, Guard, guarded_order, passage_key
+from lore.retrieve.rerank.features import FEATURES, candidate_features, fused_only, is_question, passage_key
+from lore.retrieve.rerank.learned import DEFAULT_MODEL, Guard, guarded_order
 from lore.retrieve.search import SearchOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

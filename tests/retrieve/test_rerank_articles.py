@@ -8,7 +8,7 @@ from pathlib import Path
 
 from lore.config import load_settings
 from lore.engine import Lore
-from lore.retrieve.rerank.learned import passage_key
+from lore.retrieve.rerank.features import passage_key
 from tests.chunks import make_chunk
 
 STATUTE = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "enterprise_dev" / "docs" / "zh"

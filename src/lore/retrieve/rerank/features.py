@@ -1,9 +1,10 @@
 """Features of first-stage candidates for the learned reranker: dense/BM25 scores and ranks relative to
 the candidate list, query-term coverage (chunk, title, parent), proximity, chunk position,
 document-level aggregation and the chunk's kind (prose, table row, FAQ) with its column-name and cell
-matches. The `doc_*` features aggregate a chunk's siblings under the same parent (in the training sets a
-passage is one parent). Everything is relative to the query's own list, so the model carries over
-between corpora, languages and score scales."""
+matches. The `doc_*` features aggregate a chunk's siblings in the same passage (`passage_key`: in the
+training sets a passage is one parent; in a statute or handbook, one article or section of a parent
+window). Everything is relative to the query's own list, so the model carries over between corpora,
+languages and score scales."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import Stemmer
 
 from lore.lexical import CJK, is_chinese
 from lore.lexical.tokenize import STOP_WORDS
-from lore.schema import Hit
+from lore.schema import Chunk, Hit
 from lore.store.fusion import RRF_K
 
 DEPTH = 50  # first-stage ranks beyond this count as "not in that list" (the default recall depth)
@@ -71,6 +72,15 @@ _WH = re.compile(
     re.IGNORECASE,
 )
 _ZH_ASK = re.compile(r"[吗呢]\s*$|什么|哪|谁|几|多少|怎么|怎样|为什么|为何|如何|是否|何时|多久|多长")
+
+
+def passage_key(chunk: Chunk) -> str:
+    """The passage a chunk belongs to: its parent window and its heading path.
+
+    A parent window of a statute or handbook holds several articles or sections, each its own answer; in
+    the training sets (one heading path per record) a passage is one parent.
+    """
+    return "\x1f".join([chunk.parent_id, *chunk.heading_path])
 
 
 def is_question(query: str) -> bool:
@@ -218,10 +228,11 @@ def candidate_features(query: str, hits: Sequence[Hit]) -> np.ndarray:
     rows[:, col["rrf"]] = rrf * RRF_K
     rows[:, col["fused_rank"]] = np.arange(1, n + 1)
     bigrams = set(itertools.pairwise(q_terms)) if len(q_terms) > 1 else set()
+    docs = [passage_key(h.chunk) for h in hits]
     doc_terms: dict[str, set[str]] = {}
     for i, (h, toks) in enumerate(zip(hits, body, strict=True)):
         tset = body_sets[i] & q_set
-        doc_terms.setdefault(h.chunk.parent_id, set()).update(tset)
+        doc_terms.setdefault(docs[i], set()).update(tset)
         rows[i, col["cover"]] = len(tset) / len(q_set) if q_set else np.nan
         rows[i, col["cover_idf"]] = sum(idf[t] for t in tset) / idf_total
         head = " ".join([h.chunk.title or "", *h.chunk.heading_path])
@@ -244,7 +255,6 @@ def candidate_features(query: str, hits: Sequence[Hit]) -> np.ndarray:
         rows[i, col["chunk_index"]] = h.chunk.chunk_index
         rows[i, col["chunk_len"]] = len(toks)
         rows[i, col["table_row"] : col["cell_cover"] + 1] = _kind_features(h, q_set, idf, idf_total)
-    docs = [h.chunk.parent_id for h in hits]
     for doc in set(docs):
         idx = [i for i, d in enumerate(docs) if d == doc]
         rows[idx, col["doc_chunks"]] = len(idx)

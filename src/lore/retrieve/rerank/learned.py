@@ -15,8 +15,8 @@ import numpy as np
 
 from lore.errors import ConfigError
 from lore.lexical import is_chinese
-from lore.retrieve.rerank.features import FEATURES, candidate_features, is_question
-from lore.schema import Chunk, Hit
+from lore.retrieve.rerank.features import FEATURES, candidate_features, is_question, passage_key
+from lore.schema import Hit
 
 MODEL_DIR = Path(__file__).parent / "models"
 DEFAULT_MODEL = MODEL_DIR / "ltr.txt"
@@ -35,15 +35,6 @@ class Guard:
     blend: float = 0.0
     per_parent: int = 0
     depth: int = 10
-
-
-def passage_key(chunk: Chunk) -> str:
-    """The passage a chunk belongs to for the guard's per-parent cap: its parent window and its heading path.
-
-    A parent window of a statute or handbook holds several articles or sections, each its own answer;
-    capping the window would keep all but one of them out of the first places.
-    """
-    return "\x1f".join([chunk.parent_id, *chunk.heading_path])
 
 
 def guarded_order(raw: np.ndarray, parents: Sequence[str], guard: Guard) -> list[int]:
