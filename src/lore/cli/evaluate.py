@@ -59,7 +59,7 @@ def eval_command(
         bool, typer.Option("--answers", help="Also ask every question and score the answers.")
     ] = False,
     mode: Annotated[
-        str | None, typer.Option(help="dense | bm25 | hybrid (default: [retrieve] mode).")
+        str | None, typer.Option(help="dense | bm25 | hybrid (default: \\[retrieve] mode).")
     ] = None,
     recall_k: Annotated[
         int | None, typer.Option(min=1, help="Candidates recalled before rerank/cut (default: configured).")
@@ -68,11 +68,11 @@ def eval_command(
         bool | None,
         typer.Option(
             "--rerank/--no-rerank",
-            help="Re-score candidates with [rerank] provider (default: as configured).",
+            help="Re-score candidates with \\[rerank] provider (default: as configured).",
         ),
     ] = None,
     rerank_k: Annotated[
-        int | None, typer.Option(min=1, help="Candidates re-scored (default: [rerank] rerank_k).")
+        int | None, typer.Option(min=1, help="Candidates re-scored (default: \\[rerank] rerank_k).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     markdown: Annotated[bool, typer.Option("--markdown", help="Print a Markdown report.")] = False,

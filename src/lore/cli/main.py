@@ -225,11 +225,11 @@ def search(
     query: str,
     kb: KbOption,
     mode: Annotated[
-        str | None, typer.Option(help="dense | bm25 | hybrid (default: [retrieve] mode).")
+        str | None, typer.Option(help="dense | bm25 | hybrid (default: \\[retrieve] mode).")
     ] = None,
     k: Annotated[int, typer.Option("-k", help="Hits to return.")] = 10,
     recall_k: Annotated[
-        int | None, typer.Option(help="Candidates recalled before rerank/cut (default: [retrieve]).")
+        int | None, typer.Option(help="Candidates recalled before rerank/cut (default: \\[retrieve]).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     version: Annotated[
@@ -239,11 +239,11 @@ def search(
         bool | None,
         typer.Option(
             "--rerank/--no-rerank",
-            help="Re-score candidates with [rerank] provider (default: as configured).",
+            help="Re-score candidates with \\[rerank] provider (default: as configured).",
         ),
     ] = None,
     rerank_k: Annotated[
-        int | None, typer.Option(help="Candidates re-scored (default: [rerank] rerank_k).")
+        int | None, typer.Option(help="Candidates re-scored (default: \\[rerank] rerank_k).")
     ] = None,
 ) -> None:
     """Search a knowledge base (dense, BM25 or hybrid), then rerank the top candidates."""

@@ -30,7 +30,7 @@ def serve(
         int | None,
         typer.Option(
             help="Worker processes (default: api.workers). More than one "
-            "needs [redis] url for global rate limits and shared caches."
+            "needs \\[redis] url for global rate limits and shared caches."
         ),
     ] = None,
 ) -> None:
