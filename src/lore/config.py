@@ -112,6 +112,9 @@ class IngestSettings(_Section):
     max_zip_entries: int = Field(default=10_000, gt=0)
     max_zip_ratio: float = Field(default=200.0, gt=1)  # decompressed / compressed size
     max_pdf_pages: int = Field(default=2000, gt=0)
+    # Pictures a Markdown/HTML page links to (files of the same ingest) are read into the page, at most
+    # this many per page; the others keep their alt text.
+    max_page_pictures: int = Field(default=50, ge=0)
     # Web crawls (`lore ingest URL`, `POST .../sources`): one page's whole fetch (connect, headers, body: a
     # server dripping bytes is cut) and one whole crawl end at these; sitemaps are read within the caps.
     web_page_timeout_s: float = Field(default=30.0, gt=0)

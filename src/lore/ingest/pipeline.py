@@ -29,6 +29,7 @@ from lore.ingest.eta import EtaClock, file_sizes, page_count
 from lore.ingest.files import SourceFile, sha256_file
 from lore.ingest.loaders import load_file, reader_version
 from lore.ingest.loaders.limits import FileLimits
+from lore.ingest.pictures import BatchPictures
 from lore.ingest.tally import FileTally
 from lore.lexical import tokenize
 from lore.schema import Chunk, LoadedDocument, index_text
@@ -144,6 +145,7 @@ class IngestPipeline:
         self.ocr, self.limits, self.seq, self.force = ocr, limits, seq, force
         self.progress = progress or Progress()
         self.eta = EtaClock([])
+        self.pictures = BatchPictures([])
 
     def run(self, files: list[SourceFile]) -> IngestReport:
         """Ingest every file; a bad file is reported and the rest go on.
@@ -152,6 +154,9 @@ class IngestPipeline:
         (`report.stopped`); a versioned build raises `Interrupted` instead.
         """
         report, self.eta = IngestReport(), EtaClock(file_sizes(files))
+        self.pictures = BatchPictures(
+            files, self.chunk_metadata or _no_metadata, ocr=self.ocr, limits=self.limits
+        )
         stopping = self.progress.stop_requested
         try:
             for prepared in _prefetch(self._prepare, files, stopping):
@@ -205,7 +210,9 @@ class IngestPipeline:
                 return prepared if custom else self._fail(prepared, "empty", "no entries to index")
         self.progress.file_reading(source.name)
         try:
-            prepared.documents = load_file(source.path, ocr=self.ocr, limits=self.limits)
+            prepared.documents = load_file(
+                source.path, ocr=self.ocr, limits=self.limits, pictures=self.pictures
+            )
         except LoadError as exc:
             return self._fail(prepared, _STATUS.get(exc.kind, "failed"), exc.reason)
         if _changed_since(source, stat.st_size, stat.st_mtime):
@@ -333,6 +340,10 @@ class IngestPipeline:
                 self.catalog.claim_files(self.kb.id, [p.source.name], meta.get("tenant_id", "default"))
         p.result = FileResult(p.source.name, status, error=reason)
         return p
+
+
+def _no_metadata(_source: SourceFile) -> dict[str, Any]:
+    return {}
 
 
 def _changed_since(source: SourceFile, size: int, mtime: float) -> bool:

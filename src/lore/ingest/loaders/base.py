@@ -21,11 +21,19 @@ log = logging.getLogger("lore.ingest")
 _ABS_PATH = re.compile(r"(?<![\w.~])(?:/[^\s/'\"()<>]+){2,}/?|\b[A-Za-z]:\\[^\s'\"()<>]+")
 
 
+class PictureReader(Protocol):
+    """The text of a picture a page links to (`ref` as written in the page), or None."""
+
+    def text(self, page: Path, ref: str, /) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class LoadOptions:
     """What a loader may be told besides the path."""
 
     ocr: bool = True  # read text inside images (scanned pages, pictures in documents, image files)
+    pictures: PictureReader | None = None  # pictures a Markdown/HTML page shows, read into the page
+    max_page_pictures: int = 50  # pictures read into one page; the rest keep their alt text
 
 
 class Loader(Protocol):
@@ -67,14 +75,21 @@ def reader_version(path: PurePath) -> str:
     return str(getattr(LOADERS.find(path.suffix.lower()), "version", "") or "")
 
 
-def load_file(path: Path, *, ocr: bool = True, limits: FileLimits | None = None) -> list[LoadedDocument]:
+def load_file(
+    path: Path,
+    *,
+    ocr: bool = True,
+    limits: FileLimits | None = None,
+    pictures: PictureReader | None = None,
+) -> list[LoadedDocument]:
     """Load one file with its loader; any unexpected failure becomes a `corrupt` `LoadError`. `limits`
     (default: the default limits) are checked before parsing: ZIP-based formats' size and entries, PDF
     pages. A reason never carries a server path or an unexpected exception's text (they go to the log)."""
     loader = loader_for(path)
+    limits = limits or FileLimits()
     try:
-        check_file(path, limits or FileLimits())
-        docs = loader(path, LoadOptions(ocr=ocr))
+        check_file(path, limits)
+        docs = loader(path, LoadOptions(ocr, pictures, limits.max_page_pictures))
     except LoadError as exc:
         raise LoadError(str(path), safe_reason(exc.reason, path), exc.kind) from exc
     except Exception as exc:  # a broken file must not stop the batch

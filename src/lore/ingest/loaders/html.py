@@ -11,6 +11,7 @@ from bs4.element import NavigableString
 
 from lore.ingest.loaders.base import LoadOptions
 from lore.ingest.loaders.encoding import decode_bytes
+from lore.ingest.loaders.page_pictures import PagePictures
 from lore.ingest.loaders.table import MergedCell, merged_table_rows
 from lore.schema import LoadedDocument, Section
 
@@ -30,18 +31,25 @@ def load_html(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     data = path.read_bytes()
     declared = _META_CHARSET.search(data[:4096])
     text, encoding = decode_bytes(data, str(path), declared.group(1).decode("ascii") if declared else None)
-    return [html_document(text, str(path), encoding)]
+    return [html_document(text, str(path), encoding, PagePictures(path, options))]
 
 
-def html_document(text: str, path: str, encoding: str | None = None) -> LoadedDocument:
-    """An HTML text as a document: sections under its headings, tables as rows."""
+# `<img>` read (its picture's text, else its alt text): files read before are re-read.
+load_html.version = "html2"  # type: ignore[attr-defined]
+
+
+def html_document(
+    text: str, path: str, encoding: str | None = None, pictures: PagePictures | None = None
+) -> LoadedDocument:
+    """An HTML text as a document: sections under its headings, tables as rows; with `pictures`, an
+    `<img>` becomes its picture's text (a file of the same ingest) or its alt text."""
     soup = BeautifulSoup(text, "lxml")
     title = soup.title.get_text(" ", strip=True) if soup.title else None
     for tag in soup(_DROP):
         tag.decompose()
     if soup.head is not None:
         soup.head.decompose()
-    walker = _Walker()
+    walker = _Walker(pictures)
     walker.walk(soup.body or soup)
     walker.flush()
     return LoadedDocument(path=path, sections=walker.sections, title=title or None, encoding=encoding)
@@ -50,7 +58,8 @@ def html_document(text: str, path: str, encoding: str | None = None) -> LoadedDo
 class _Walker:
     """Collects text in document order, cutting a new section at every heading and table."""
 
-    def __init__(self) -> None:
+    def __init__(self, pictures: PagePictures | None = None) -> None:
+        self.pictures = pictures
         self.sections: list[Section] = []
         self.stack: list[tuple[int, str]] = []
         self.parts: list[str] = []
@@ -87,6 +96,12 @@ class _Walker:
             self.sections.extend(_table_sections(tag, self.path()))
         elif name == "br":
             self.parts.append("\n")
+        elif name == "img" and self.pictures is not None:
+            alt, src = tag.get("alt"), tag.get("src")
+            shown = self.pictures.replacement(
+                alt if isinstance(alt, str) else "", src if isinstance(src, str) else ""
+            )
+            self.parts.append(f" {shown} " if "\n" not in shown else shown)
         elif name == "pre":
             self.parts.append("\n" + tag.get_text() + "\n")
         else:

@@ -25,6 +25,7 @@ class FileLimits:
     max_zip_entries: int = 10_000
     max_zip_ratio: float = 200.0
     max_pdf_pages: int = 2000
+    max_page_pictures: int = 50
 
     @classmethod
     def from_settings(cls, ingest: IngestSettings) -> FileLimits:
@@ -33,6 +34,7 @@ class FileLimits:
             ingest.max_zip_entries,
             ingest.max_zip_ratio,
             ingest.max_pdf_pages,
+            ingest.max_page_pictures,
         )
 
 

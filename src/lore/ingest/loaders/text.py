@@ -9,6 +9,7 @@ from pathlib import Path
 
 from lore.ingest.loaders.base import LoadOptions
 from lore.ingest.loaders.encoding import read_text
+from lore.ingest.loaders.page_pictures import with_pictures
 from lore.schema import LoadedDocument, Section
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
@@ -31,15 +32,17 @@ def load_txt(path: Path, options: LoadOptions) -> list[LoadedDocument]:
 
 
 def load_markdown(path: Path, options: LoadOptions) -> list[LoadedDocument]:
-    """One section per heading; `heading_path` holds the titles from the root heading down."""
+    """One section per heading; `heading_path` holds the titles from the root heading down. A picture
+    the page shows is replaced by its text when it is a file of the same ingest, else by its alt text."""
     text, encoding = read_text(path)
-    sections = split_markdown(clean_markdown(text))
+    sections = split_markdown(with_pictures(clean_markdown(text), path, options))
     title = next((s.heading_path[0] for s in sections if s.heading_path), None)
     return [LoadedDocument(path=str(path), sections=sections, title=title, encoding=encoding)]
 
 
-# Markdown is read without front-matter and comments, with HTML tables as rows: files read before are re-read.
-load_markdown.version = "md2"  # type: ignore[attr-defined]
+# Markdown is read without front-matter and comments, with HTML tables as rows and the text of its pictures:
+# files read before are re-read.
+load_markdown.version = "md3"  # type: ignore[attr-defined]
 
 
 def clean_markdown(text: str) -> str:
