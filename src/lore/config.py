@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import date
 from pathlib import Path
 from typing import Literal
 
@@ -193,6 +194,9 @@ class AnswerSettings(_Section):
     # extractive (offline) | openai (a chat endpoint) | a plug-in's name (`lore.generators` entry points),
     # checked against the installed ones when a generator is made
     generator: str = "extractive"
+    # The date an LLM's prompt gives as today's, so relative time ("this quarter", 今年) resolves against the
+    # documents; None: the server's date when the question is asked.
+    today: date | None = None
     llm_model: str = ""
     llm_base_url: str = ""  # e.g. http://127.0.0.1:8000/v1 (API key: LORE_LLM_API_KEY)
     llm_timeout_s: float = Field(default=60.0, gt=0)

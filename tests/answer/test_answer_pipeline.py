@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -305,3 +306,34 @@ def test_one_ask_embeds_the_question_once(lore: Lore, monkeypatch: pytest.Monkey
     assert [(h.chunk.chunk_id, h.score) for h in given] == [
         (h.chunk.chunk_id, h.score) for h in retriever.search(question, opts)
     ]
+
+
+def test_the_llm_is_told_todays_date_so_relative_time_resolves(home: Path, llm: FakeServer) -> None:
+    llm.script = [answer("报销须提交发票原件[1]。"), answer("报销须提交发票原件[1]。")]
+    pinned = Lore(
+        load_settings(
+            home=home,
+            answer={
+                "generator": "openai",
+                "llm_base_url": llm.url,
+                "llm_model": "test-llm",
+                "today": "2025-03-15",
+            },
+        )
+    )
+    try:
+        run(pinned, "报销需要什么材料？")
+    finally:
+        pinned.close()
+    system = llm.requests[0]["messages"][0]["content"]
+    assert "Answer ONLY from the numbered passages" in system
+    assert "Today's date is 2025-03-15 (Saturday)." in system
+    before = date.today()
+    lore = _llm_lore(home, llm.url)  # no date configured: the server's, when asked
+    try:
+        run(lore, "报销需要什么材料？")
+    finally:
+        lore.close()
+    after = date.today()
+    shown = re.search(r"Today's date is (\d{4}-\d\d-\d\d)", llm.requests[1]["messages"][0]["content"])
+    assert shown is not None and shown.group(1) in {before.isoformat(), after.isoformat()}

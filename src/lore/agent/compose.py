@@ -5,6 +5,7 @@ an honest list of what the knowledge base does not cover."""
 from __future__ import annotations
 
 import time
+from datetime import date
 from typing import Any
 
 from lore.agent.state import DeepState, RunContext
@@ -14,6 +15,7 @@ from lore.answer.context import build_passages
 from lore.answer.evidence import Evidence
 from lore.answer.generators.base import GenerationError, Passage
 from lore.answer.pipeline import AskContext, Event, check, cite
+from lore.answer.prompt import prompt_options
 from lore.answer.rows import asked_cells, comparison_table, every_cell
 from lore.lexical import is_chinese
 from lore.schema import Hit
@@ -81,7 +83,8 @@ def generate(ctx: RunContext, state: DeepState, covered: list[int]) -> tuple[str
     else:
         parts = "\n".join(f"{k}. {subs[i]}" for k, i in enumerate(covered, start=1))
         prompt = question if len(covered) == 1 else f"{question}\n\nAnswer each part:\n{parts}"
-        for delta in ctx.generator.stream(prompt, passages):
+        dated = prompt_options(ctx.generator, ctx.settings.answer.today or date.today())
+        for delta in ctx.generator.stream(prompt, passages, **dated):
             text += delta
             ctx.emit(Event("token", {"text": delta}))
     ctx.timed("generate", started)

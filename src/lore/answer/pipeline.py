@@ -8,11 +8,11 @@ Every stage is a method that reads and writes `AskContext`; `run` yields `status
 
 from __future__ import annotations
 
-import inspect
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from datetime import date
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -30,7 +30,7 @@ from lore.answer.evidence import (
     unmet,
 )
 from lore.answer.generators.base import GenerationError, Generator, Passage
-from lore.answer.prompt import NOT_COVERED
+from lore.answer.prompt import NOT_COVERED, prompt_options
 from lore.answer.qtypes import question_parts
 from lore.answer.stream_pieces import stream_pieces
 from lore.answer.verify import SentenceCheck, answer_confidence, verify
@@ -307,10 +307,15 @@ class AskPipeline:
         check(ctx, self.retriever.embedder, self.retriever.cache, self.settings.support_contact)
 
     def _profile_kwargs(self, ctx: AskContext) -> dict[str, Any]:
-        """The chosen profile's prompts, for generators whose `stream` takes them."""
-        if ctx.profile is None or "system" not in inspect.signature(self.generator.stream).parameters:
-            return {}
-        return {"system": ctx.profile.system, "user_template": ctx.profile.user_template}
+        """The chosen profile's prompts (else the default rules) with today's date, for generators whose
+        `stream` takes them."""
+        profile = ctx.profile
+        return prompt_options(
+            self.generator,
+            self.settings.today or date.today(),
+            profile.system if profile else None,
+            profile.user_template if profile else None,
+        )
 
     @staticmethod
     def _timed(ctx: AskContext, name: str, stage: Any) -> None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Sequence
+from datetime import date
+from typing import Any
 
-from lore.answer.generators.base import Passage
+from lore.answer.generators.base import Generator, Passage
 
 NOT_COVERED = "The provided documents do not contain the answer to this question."
 
@@ -32,6 +35,28 @@ def system_prompt(assistant_name: str = "Lore", language_hint: str | None = None
     """The rules the model must follow; `language_hint` names the question's language if known."""
     language = f" ({language_hint})" if language_hint else ""
     return _SYSTEM.format(name=assistant_name, not_covered=NOT_COVERED, language=language)
+
+
+def dated(system: str, today: date) -> str:
+    """`system` (the default rules or a profile's) and today's date, so "this quarter" or 今年 resolve
+    against it and the documents' own definitions."""
+    return (
+        f"{system}\nToday's date is {today.isoformat()} ({today:%A}). Resolve relative dates in the question "
+        "(this month, this quarter, 今年, 上个月…) against it and the passages' own definitions."
+    )
+
+
+def prompt_options(
+    generator: Generator,
+    today: date,
+    system: str | None = None,
+    user_template: str | None = None,
+) -> dict[str, Any]:
+    """The `system` (dated) and `user_template` keyword arguments for a generator whose `stream` takes them
+    (an LLM's); {} for one that does not (the extractive generator reads no prompt)."""
+    if "system" not in inspect.signature(generator.stream).parameters:
+        return {}
+    return {"system": dated(system or system_prompt(), today), "user_template": user_template}
 
 
 def user_message(question: str, passages: Sequence[Passage], template: str | None = None) -> str:
