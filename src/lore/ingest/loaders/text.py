@@ -10,6 +10,7 @@ from pathlib import Path
 from lore.ingest.loaders.base import LoadOptions
 from lore.ingest.loaders.encoding import read_text
 from lore.ingest.loaders.page_pictures import with_pictures
+from lore.ingest.structure import ARTICLE, CHAPTER, ITEM, TABLE
 from lore.schema import LoadedDocument, Section
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
@@ -22,6 +23,8 @@ _TABLE = re.compile(r"<table\b[^>]*>(.*?)</table\s*>", re.S | re.I)
 _ROW = re.compile(r"<tr\b[^>]*>(.*?)</tr\s*>", re.S | re.I)
 _CELL = re.compile(r"<t[dh]\b[^>]*>(.*?)</t[dh]\s*>", re.S | re.I)
 _TAG = re.compile(r"<[^>]+>")
+_HARD_BREAK = re.compile(r"(?:  |\\)$")
+_CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
 
 
 def load_txt(path: Path, options: LoadOptions) -> list[LoadedDocument]:
@@ -35,7 +38,7 @@ def load_markdown(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     """One section per heading; `heading_path` holds the titles from the root heading down. A picture
     the page shows is replaced by its text when it is a file of the same ingest, else by its alt text."""
     text, encoding = read_text(path)
-    sections = split_markdown(with_pictures(clean_markdown(text), path, options))
+    sections = split_markdown(unwrap_soft_breaks(with_pictures(clean_markdown(text), path, options)))
     title = next((s.heading_path[0] for s in sections if s.heading_path), None)
     return [LoadedDocument(path=str(path), sections=sections, title=title, encoding=encoding)]
 
@@ -50,6 +53,40 @@ def clean_markdown(text: str) -> str:
     HTML tables turned into one `cell | cell` line per row, so rows can be kept with their header."""
     text = _COMMENT.sub("", _FRONT_MATTER.sub("", text, count=1))
     return _TABLE.sub(_table_rows, text)
+
+
+def unwrap_soft_breaks(text: str) -> str:
+    """Join the lines of a hard-wrapped paragraph, as Markdown renders them: a line break inside a paragraph
+    is a space (none between two CJK characters). Lines that start a block stay on their own: headings,
+    list and clause items, articles, table rows, quotes, HTML, fences and what is inside a fence; a line
+    ending in two spaces or a backslash keeps its (hard) break."""
+    out: list[str] = []
+    fence: str | None = None
+    joinable = False  # the previous line is paragraph text that a continuation may join
+    for line in text.split("\n"):
+        fence_match = _FENCE.match(line)
+        if fence_match or fence is not None:
+            if fence_match:
+                marker = fence_match.group(1)
+                fence = marker if fence is None else (None if marker[0] == fence[0] else fence)
+            out.append(line)
+            joinable = False
+            continue
+        stripped = line.strip()
+        if joinable and stripped and not _starts_block(line):
+            prev = out[-1].rstrip()
+            joint = "" if _CJK.match(prev[-1:]) and _CJK.match(stripped[:1]) else " "
+            out[-1] = prev + joint + line.lstrip()
+        else:
+            out.append(line)
+        joinable = bool(stripped) and not _ATX.match(line) and not _HARD_BREAK.search(line)
+        joinable = joinable and not TABLE.match(line) and not line.lstrip().startswith("<")
+    return "\n".join(out)
+
+
+def _starts_block(line: str) -> bool:
+    starts = (_ATX, ITEM, ARTICLE, CHAPTER, TABLE)
+    return any(p.match(line) for p in starts) or line.lstrip().startswith((">", "<", "|", "    ", "\t"))
 
 
 def _table_rows(match: re.Match[str]) -> str:
