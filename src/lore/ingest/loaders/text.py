@@ -38,7 +38,7 @@ def load_markdown(path: Path, options: LoadOptions) -> list[LoadedDocument]:
     """One section per heading; `heading_path` holds the titles from the root heading down. A picture
     the page shows is replaced by its text when it is a file of the same ingest, else by its alt text."""
     text, encoding = read_text(path)
-    sections = split_markdown(unwrap_soft_breaks(with_pictures(clean_markdown(text), path, options)))
+    sections = split_markdown(with_pictures(unwrap_soft_breaks(clean_markdown(text)), path, options))
     title = next((s.heading_path[0] for s in sections if s.heading_path), None)
     return [LoadedDocument(path=str(path), sections=sections, title=title, encoding=encoding)]
 
