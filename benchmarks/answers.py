@@ -6,10 +6,12 @@ off-topic folder's queries asked of every KB: refusals. Reported per dataset, pe
 question type, with a calibration table (predicted P(answerable) against the observed rate, by bucket)
 and a reliability plot (PNG). `--split eval` keeps only the questions `benchmarks/fit_evidence.py` left
 out of fitting and threshold choice; `--calibrate` first stores the KB's own threshold (`lore calibrate`,
-on generated or `threshold`-split questions), as a built KB has. Extractive default always; an LLM too
-when LORE_LLM_BASE_URL (and LORE_LLM_MODEL) are set. A folder laid out like enterprise_dev (docs/ and
-questions.jsonl, see `enterprise_dev.py`) is one KB of its documents, reported per language and per
-kind (`kind` table; unanswerable questions are its off-topic ones); off-topic folders only when given.
+on generated or `threshold`-split questions), as a built KB has. Extractive default always; with
+`--generator openai --base-url URL [--model M]` (or LORE_LLM_BASE_URL / LORE_LLM_MODEL set) every question is
+answered through that OpenAI-compatible endpoint as well, so a deployment compares its model with the
+default. A folder laid out like enterprise_dev (docs/ and questions.jsonl, see `enterprise_dev.py`) is one KB
+of its documents, reported per language and per kind (`kind` table; unanswerable questions are its off-topic
+ones); off-topic folders only when given.
 
     python benchmarks/answers.py --dataset ../shared/datasets/cmrc2018_dev \\
         --offtopic ../shared/datasets/scifact --max-queries 300 --json-out F
@@ -18,6 +20,8 @@ kind (`kind` table; unanswerable questions are its off-topic ones); off-topic fo
         --offtopic ../shared/datasets/offtopic_zh --offtopic ../shared/datasets/scifact --split eval \\
         --png benchmarks/out/reliability.png --json-out benchmarks/out/answers_eval.json
     python benchmarks/answers.py --dataset ../shared/datasets/enterprise_dev [--lang zh] --rows-out F
+    python benchmarks/answers.py --dataset ../shared/datasets/enterprise_dev --generator openai \\
+        --base-url http://127.0.0.1:8000/v1 --model qwen2.5-7b-instruct
 """
 
 from __future__ import annotations
@@ -82,22 +86,29 @@ def main() -> None:
     )
     p.add_argument("--backend", default="embedded")
     p.add_argument("--home", default="benchmarks/.cache")
+    p.add_argument(
+        "--generator",
+        choices=["extractive", "openai"],
+        default="openai" if os.environ.get("LORE_LLM_BASE_URL") else "extractive",
+        help="openai: also answer through the OpenAI-compatible chat endpoint at --base-url, beside the "
+        "extractive default (default: openai when LORE_LLM_BASE_URL is set)",
+    )
+    p.add_argument(
+        "--base-url", default=os.environ.get("LORE_LLM_BASE_URL", ""), help="e.g. http://host:8000/v1"
+    )
+    p.add_argument(
+        "--model", default=os.environ.get("LORE_LLM_MODEL", "default"), help="the endpoint's model"
+    )
     args = p.parse_args()
+    if args.generator == "openai" and not args.base_url:
+        p.error("--generator openai needs --base-url (or LORE_LLM_BASE_URL); the key: LORE_LLM_API_KEY")
     datasets = [Path(d) for d in args.dataset or ["../shared/datasets/cmrc2018_dev"]]
     beir = not all(enterprise_dev.is_enterprise(d) for d in datasets)
     offtopic = [Path(d) for d in args.offtopic or (["../shared/datasets/scifact"] if beir else [])]
 
-    generators = [("extractive", {})]
-    if os.environ.get("LORE_LLM_BASE_URL"):
-        generators.append(
-            (
-                "openai",
-                {
-                    "llm_base_url": os.environ["LORE_LLM_BASE_URL"],
-                    "llm_model": os.environ.get("LORE_LLM_MODEL", "default"),
-                },
-            )
-        )
+    generators: list[tuple[str, dict[str, str]]] = [("extractive", {})]
+    if args.generator == "openai":
+        generators.append(("openai", {"llm_base_url": args.base_url, "llm_model": args.model}))
     rows: dict[str, list[dict]] = {}
     for name, extra in generators:
         rows[name] = []
