@@ -63,10 +63,42 @@ def image_size(data: bytes) -> tuple[int, int]:
     except mupdf.FzErrorLimit as exc:  # MuPDF's own cap: the decoded size would overflow
         size = _png_size(data)
         shown = f"{size[0]}x{size[1]} pixels" if size else "dimensions over the decoder's limit"
-        raise ImageTooLarge(f"image of {shown} is over the {MAX_IMAGE_PIXELS:,}-pixel limit") from exc
+        raise _too_large(shown) from exc
     except Exception as exc:
         raise ValueError("not a decodable image") from exc
     return int(image.w()), int(image.h())
+
+
+def _too_large(shown: str) -> ImageTooLarge:
+    return ImageTooLarge(f"image of {shown} is over the {MAX_IMAGE_PIXELS:,}-pixel limit")
+
+
+def _check_pixels(width: int, height: int) -> None:
+    if width * height > MAX_IMAGE_PIXELS:
+        raise _too_large(f"{width}x{height} pixels")
+
+
+def _as_png(data: bytes) -> bytes:
+    """An image MuPDF cannot read (WebP, …) re-encoded as PNG by Pillow, its size checked from the header
+    first; ValueError when Pillow cannot read it either."""
+    import io
+    import warnings
+
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with warnings.catch_warnings():  # the pixel limit is checked below, from the header
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data))
+        with image:
+            _check_pixels(*image.size)
+            out = io.BytesIO()
+            image.convert("RGB").save(out, format="PNG")
+    except Image.DecompressionBombError as exc:
+        raise _too_large("dimensions over the decoder's limit") from exc
+    except (UnidentifiedImageError, OSError) as exc:
+        raise ValueError("not a decodable image") from exc
+    return out.getvalue()
 
 
 def _png_size(data: bytes) -> tuple[int, int] | None:
@@ -76,16 +108,22 @@ def _png_size(data: bytes) -> tuple[int, int] | None:
 
 
 def ocr_image_bytes(data: bytes, min_side: int = MIN_IMAGE_SIDE_PX) -> str:
-    """Text of an encoded image (PNG, JPEG, GIF, BMP, TIFF...); "" for icons smaller than `min_side`.
+    """Text of an encoded image (PNG, JPEG, GIF, BMP, TIFF through MuPDF; WebP and others MuPDF cannot read
+    re-encoded by Pillow); "" for icons smaller than `min_side`.
 
-    Raises ValueError for bytes that are not an image PyMuPDF can decode (e.g. EMF/WMF drawings), and
-    `ImageTooLarge` (from the header, before decoding) for more than `MAX_IMAGE_PIXELS` pixels.
+    Raises ValueError for bytes that neither can decode (e.g. EMF/WMF drawings), and `ImageTooLarge` (from
+    the header, before decoding) for more than `MAX_IMAGE_PIXELS` pixels.
     """
-    width, height = image_size(data)
+    try:
+        width, height = image_size(data)
+    except ImageTooLarge:
+        raise
+    except ValueError:
+        data = _as_png(data)
+        width, height = image_size(data)
     if min(width, height) < min_side:
         return ""
-    if width * height > MAX_IMAGE_PIXELS:
-        raise ImageTooLarge(f"image of {width}x{height} pixels is over the {MAX_IMAGE_PIXELS:,}-pixel limit")
+    _check_pixels(width, height)
     try:
         pix = pymupdf.Pixmap(data)  # type: ignore[no-untyped-call]
     except Exception as exc:
