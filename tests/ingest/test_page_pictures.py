@@ -6,16 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from lore.config import load_settings
 from lore.engine import Lore
+from lore.ingest import pictures as pictures_module
 from lore.ingest.files import SourceFile, discover
 from lore.ingest.loaders import load_file
 from lore.ingest.loaders.limits import FileLimits
 from lore.ingest.pictures import BatchPictures
+from lore.schema import LoadedDocument
 
 
 def picture(path: Path, words: str) -> Path:
@@ -114,3 +117,22 @@ def test_source_files_outside_the_batch_are_unknown(tmp_path: Path) -> None:
     page.write_text("![x](x.png)", encoding="utf-8")
     assert batch.text(page, "x.png") is None  # the page itself is not of the batch: no owner to compare
     assert batch.text(page, "data:image/png;base64,AAAA") is None
+
+
+def test_a_picture_shown_by_two_pages_and_ingested_on_its_own_is_read_once(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (site / "pages" / "again.md").write_text("![Supplies](/images/supplies.png)\n", encoding="utf-8")
+    files = discover([site])
+    reads: list[Path] = []
+
+    def counting(path: Path, **options: Any) -> list[LoadedDocument]:
+        reads.append(path.resolve())
+        return load_file(path, **options)
+
+    monkeypatch.setattr(pictures_module, "load_file", counting)
+    batch = BatchPictures(files)
+    for f in files:
+        batch.load(f.path)
+    picture = (site / "images" / "supplies.png").resolve()
+    assert reads.count(picture) == 1 and len(reads) == len(files)

@@ -202,7 +202,7 @@ def test_faults_during_a_build_fail_it_clearly_and_keep_the_active_version(
 ) -> None:
     import sqlite3
 
-    import lore.ingest.pipeline as pipeline_module
+    import lore.ingest.pictures as loading_module  # the pipeline loads every file through here
     from lore.errors import LoreError
 
     docs = tmp_path / "docs"
@@ -219,7 +219,7 @@ def test_faults_during_a_build_fail_it_clearly_and_keep_the_active_version(
         lore.build("kb", [tmp_path / "gone"], activate=True)
 
     # A file rewritten while it is being read fails by name; the rest of the build goes on.
-    real_load = pipeline_module.load_file
+    real_load = loading_module.load_file
 
     def load_and_touch(path: Path, **kw: object) -> object:
         out = real_load(path, **kw)
@@ -228,11 +228,11 @@ def test_faults_during_a_build_fail_it_clearly_and_keep_the_active_version(
         return out
 
     (docs / "vpn.md").write_text(DOCS["vpn.md"] + "\nNew line.\n", encoding="utf-8")
-    monkeypatch.setattr(pipeline_module, "load_file", load_and_touch)
+    monkeypatch.setattr(loading_module, "load_file", load_and_touch)
     result = lore.build("kb", [docs])
     problem = next(f for f in result.report.files if f.name == "docs/vpn.md")
     assert problem.status == "failed" and "changed while it was being read" in problem.error
-    monkeypatch.setattr(pipeline_module, "load_file", real_load)
+    monkeypatch.setattr(loading_module, "load_file", real_load)
 
     # Disk full while writing chunks: the build fails with the reason, the version is FAILED.
     store = lore.store(kb)

@@ -17,13 +17,23 @@ from urllib.parse import unquote, urlsplit
 from lore.errors import LoadError
 from lore.ingest.files import SourceFile
 from lore.ingest.loaders import load_file
+from lore.ingest.loaders.base import LOADERS
 from lore.ingest.loaders.limits import FileLimits
+from lore.schema import LoadedDocument
 
-PICTURE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff", ".webp", ".svg"})
+# The loaders that read a picture, named so that asking does not import them (and PyMuPDF behind them).
+_PICTURE_LOADERS = {"lore.ingest.loaders.image:load_image", "lore.ingest.loaders.svg:load_svg"}
+
+
+def is_picture(path: Path) -> bool:
+    """Whether `path` is read as a picture (by the image or SVG loader, whatever suffix registers them)."""
+    loader = LOADERS.find(path.suffix.lower())
+    return f"{getattr(loader, '__module__', '')}:{getattr(loader, '__qualname__', '')}" in _PICTURE_LOADERS
 
 
 class BatchPictures:
-    """The picture files of one ingest, looked up from the pages that link them; each read once."""
+    """The files of one ingest, loaded through here: a picture is read (OCR'd) once, whether pages show it,
+    it is ingested on its own, or both."""
 
     def __init__(
         self,
@@ -33,16 +43,29 @@ class BatchPictures:
         ocr: bool = True,
         limits: FileLimits | None = None,
     ) -> None:
-        self._pages: dict[Path, SourceFile] = {}
-        self._pictures: dict[Path, SourceFile] = {}
-        for f in files:
-            key = f.path.resolve()
-            self._pages[key] = f
-            if f.path.suffix.lower() in PICTURE_SUFFIXES:
-                self._pictures[key] = f
+        self._pages = {f.path.resolve(): f for f in files}
+        self._pictures = {key: f for key, f in self._pages.items() if is_picture(f.path)}
         self._access, self.ocr, self.limits = access, ocr, limits or FileLimits()
-        self._texts: dict[Path, str] = {}
+        self._read: dict[Path, list[LoadedDocument] | LoadError] = {}
         self._lock = threading.Lock()
+
+    def load(self, path: Path) -> list[LoadedDocument]:
+        """`load_file` for a file of this ingest, its pages' pictures read from here; LoadError as there."""
+        key = path.resolve()
+        if key not in self._pictures:
+            return load_file(path, ocr=self.ocr, limits=self.limits, pictures=self)
+        with self._lock:
+            read = self._read.get(key)
+        if read is None:
+            try:
+                read = load_file(path, ocr=self.ocr, limits=self.limits)
+            except LoadError as exc:
+                read = exc
+            with self._lock:
+                self._read[key] = read
+        if isinstance(read, LoadError):
+            raise LoadError(read.path, read.reason, read.kind)
+        return read
 
     def text(self, page: Path, ref: str) -> str | None:
         """The text of the picture `ref` links to from `page`, or None (not in this batch, another
@@ -55,17 +78,11 @@ class BatchPictures:
         owner = self._pages.get(page.resolve())
         if owner is None or self._access(owner) != self._access(self._pictures[target]):
             return None
-        with self._lock:
-            if target in self._texts:
-                return self._texts[target] or None
         try:
-            docs = load_file(target, ocr=self.ocr, limits=self.limits)
-            text = "\n".join(s.text for d in docs for s in d.sections if s.text.strip())
+            docs = self.load(target)
         except LoadError:
-            text = ""
-        with self._lock:
-            self._texts[target] = text
-        return text or None
+            return None
+        return "\n".join(s.text for d in docs for s in d.sections if s.text.strip()) or None
 
     def _find(self, page: Path, ref: str) -> Path | None:
         parts = urlsplit(ref.strip())

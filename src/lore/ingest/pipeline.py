@@ -27,7 +27,7 @@ from lore.ingest.chunking import Chunker
 from lore.ingest.edits import ChunkEdits
 from lore.ingest.eta import EtaClock, file_sizes, page_count
 from lore.ingest.files import SourceFile, sha256_file
-from lore.ingest.loaders import load_file, reader_version
+from lore.ingest.loaders import reader_version
 from lore.ingest.loaders.limits import FileLimits
 from lore.ingest.pictures import BatchPictures
 from lore.ingest.tally import FileTally
@@ -210,9 +210,7 @@ class IngestPipeline:
                 return prepared if custom else self._fail(prepared, "empty", "no entries to index")
         self.progress.file_reading(source.name)
         try:
-            prepared.documents = load_file(
-                source.path, ocr=self.ocr, limits=self.limits, pictures=self.pictures
-            )
+            prepared.documents = self.pictures.load(source.path)
         except LoadError as exc:
             return self._fail(prepared, _STATUS.get(exc.kind, "failed"), exc.reason)
         if _changed_since(source, stat.st_size, stat.st_mtime):
