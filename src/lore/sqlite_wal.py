@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from typing import Protocol
+
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 
 class _Executes(Protocol):
     def execute(self, sql: str, /) -> object: ...
+
+
+def _busy(exc: BaseException) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return (
+        isinstance(exc, sqlite3.OperationalError)
+        and code is not None
+        and code & 0xFF
+        in (
+            sqlite3.SQLITE_BUSY,
+            sqlite3.SQLITE_LOCKED,
+        )
+    )
 
 
 def switch_to_wal(db: _Executes, timeout_s: float = 30.0) -> None:
@@ -17,15 +31,11 @@ def switch_to_wal(db: _Executes, timeout_s: float = 30.0) -> None:
     SQLite answers the switch with SQLITE_BUSY at once (its busy handler never waits) while another
     connection holds RESERVED — e.g. a server and a worker, or two test workers, creating one file together.
     """
-    deadline = time.monotonic() + timeout_s
-    delay = 0.01
-    while True:
-        try:
+    for attempt in Retrying(
+        retry=retry_if_exception(_busy),
+        wait=wait_exponential(multiplier=0.01, max=0.5),
+        stop=stop_after_delay(timeout_s),
+        reraise=True,
+    ):
+        with attempt:
             db.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            busy = "locked" in str(exc) or "busy" in str(exc)
-            if not busy or time.monotonic() + delay > deadline:
-                raise
-        time.sleep(delay)
-        delay = min(delay * 2, 0.5)
