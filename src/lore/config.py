@@ -18,6 +18,8 @@ from pydantic_settings import (
 
 from lore.errors import ConfigError
 
+ChunkStrategy = Literal["structure", "semantic"]  # how prose is cut into chunks ([chunk] strategy)
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -100,6 +102,9 @@ class ChunkSettings(_Section):
     child_size: int = Field(default=240, ge=50, le=4000)
     child_overlap: int = Field(default=30, ge=0, le=1000)
     parent_size: int = Field(default=1200, ge=100, le=20000)
+    # "structure": articles, clauses, lists and table rows whole, then sizes; "semantic": prose is cut where
+    # the next sentence's meaning moves away (embeddings), within the sizes (`ingest/semantic_chunks.py`).
+    strategy: ChunkStrategy = "structure"
 
 
 class IngestSettings(_Section):

@@ -45,19 +45,29 @@ def admin_entries(
     KBS: tuple[str, ...],
 ) -> dict[tuple[str, str], list[Any]]:
     """(method, path template) -> calls of the routes above."""
-    harmless = {"text": "# Parking\n\nA harmless note about parking.\n", "child_size": 60}
+    harmless = {
+        "text": "# Parking\n\nA harmless note about parking.\n",
+        "child_size": 60,
+        "strategy": "structure",
+    }
     return {
         ("GET", "/api/kbs/{kb}/chunking"): [
             Call(kb, _fixed(f"/api/kbs/{kb}/chunking"), _kb_admin(SEES[kb], OWNERS[kb], 200)) for kb in KBS
         ],
         ("PUT", "/api/kbs/{kb}/chunking"): [
-            Call(
-                kb,
-                _fixed(f"/api/kbs/{kb}/chunking", {"reset": True}),
-                _kb_admin(SEES[kb], OWNERS[kb], 200),
-                "PUT",
-            )
-            for kb in KBS
+            *(  # the KB's own strategy (the configured one, with its sizes), then the reset
+                Call(
+                    f"{kb}/{label}",
+                    _fixed(f"/api/kbs/{kb}/chunking", body),
+                    _kb_admin(SEES[kb], OWNERS[kb], 200),
+                    "PUT",
+                )
+                for label, body in (
+                    ("set", {"strategy": "structure"}),
+                    ("reset", {"reset": True}),
+                )
+                for kb in KBS
+            ),
         ],
         ("POST", "/api/kbs/{kb}/chunking/preview"): [
             *(

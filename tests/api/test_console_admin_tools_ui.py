@@ -41,6 +41,8 @@ def test_chunking_settings_and_preview(site, page, size: tuple[int, int]) -> Non
     page.click("button[data-tab=admin]")  # the section loads with the tab
     expect(page.locator("#ck-child")).to_have_value(str(lore.settings.chunk.child_size), timeout=60_000)
     expect(page.locator("#ck-file option[value='employee_handbook.md']")).to_be_attached()
+    expect(page.locator("#ck-strategy")).to_have_value(lore.settings.chunk.strategy)
+    expect(page.get_by_role("combobox", name="Chunking strategy")).to_have_id("ck-strategy")  # its label
     page.fill("#ck-child", "80")
     page.fill("#ck-overlap", "0")
     page.fill("#ck-parent", "300")
@@ -49,18 +51,32 @@ def test_chunking_settings_and_preview(site, page, size: tuple[int, int]) -> Non
     page.wait_for_selector("#ck-list li.ck-chunk")
     shown = page.locator("#ck-list li.ck-chunk").count()
     assert shown > 3 and "nothing was built" in page.inner_text("#ck-summary")
+    assert page.inner_text("#ck-summary").startswith("structure-aware:")
     assert page.locator("#ck-list .ck-path").count() > 0  # heading paths are shown
     assert lore.catalog.list_versions(lore.catalog.get_kb("docs").id) == []  # a preview builds nothing
     fits(page)
     assert not serious_violations(page)
     shot(page, f"chunking-{size[0]}")
+    page.select_option("#ck-strategy", "semantic")  # previewed, then saved with the sizes
+    page.click("#ck-preview")
+    expect(page.locator("#ck-summary")).to_contain_text("semantic:", timeout=60_000)
+    assert page.locator("#ck-list li.ck-chunk").count() > 0
     page.click("#ck-save")
     expect(page.locator("#ck-state")).to_contain_text("own sizes", timeout=60_000)
-    own = lore.catalog.get_chunk_settings(lore.catalog.get_kb("docs").id)
-    assert own is not None and own.sizes == (80, 0, 300)
+    kb = lore.catalog.get_kb("docs")
+    own = lore.catalog.get_chunk_settings(kb.id)
+    assert own is not None and own.sizes == (80, 0, 300) and own.strategy == "semantic"
+    assert lore.kb_chunk_params(kb).schema.startswith("semantic-v1")
+    page.select_option("#ck-strategy", "structure")  # not saved: the tab loads the KB's own again
+    page.fill("#ck-child", "90")
+    page.click("button[data-tab=documents]")
+    page.click("button[data-tab=admin]")
+    expect(page.locator("#ck-strategy")).to_have_value("semantic", timeout=60_000)
+    expect(page.locator("#ck-child")).to_have_value("80")
     page.click("#ck-reset")
     expect(page.locator("#ck-state")).to_contain_text("configured sizes", timeout=60_000)
-    assert lore.catalog.get_chunk_settings(lore.catalog.get_kb("docs").id) is None
+    expect(page.locator("#ck-strategy")).to_have_value(lore.settings.chunk.strategy)
+    assert lore.catalog.get_chunk_settings(kb.id) is None
     assert not errors, errors
 
 

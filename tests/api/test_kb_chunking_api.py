@@ -1,5 +1,6 @@
-"""A knowledge base's own chunking settings: read, set, reset, refused to employees and other tenants, a
-preview of the chunks an upload or pasted text makes, and the next build recording the KB's sizes."""
+"""A knowledge base's own chunking settings: read, set, reset, refused to employees and other tenants, its
+strategy ("structure" or "semantic"), a preview of the chunks an upload or pasted text makes, and the next
+build recording the KB's sizes."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from fastapi.testclient import TestClient
 from lore.api import create_app
 from lore.config import load_settings
 from lore.engine import Lore
+from lore.ingest.chunking import SCHEMA_NAME, SEMANTIC_SCHEMA
 from tests.api.conftest import auth
 
 ARTICLE = "# Travel policy\n\n## Booking\n\n" + " ".join(
@@ -50,6 +52,7 @@ def test_settings_default_set_refused_and_reset(site: tuple[TestClient, Lore, di
     s = first.json()
     c = lore.settings.chunk
     assert not s["own"] and s["child_size"] == c.child_size and s["defaults"]["parent_size"] == c.parent_size
+    assert s["strategy"] == s["defaults"]["strategy"] == c.strategy == "structure"
     assert client.get("/api/kbs/travel/chunking", headers=auth(keys["employee"])).status_code == 403
     assert client.get("/api/kbs/travel/chunking", headers=auth(keys["outsider"])).status_code == 404
     put = {"child_size": 100, "child_overlap": 10, "parent_size": 400}
@@ -59,13 +62,14 @@ def test_settings_default_set_refused_and_reset(site: tuple[TestClient, Lore, di
         {"child_size": 100, "child_overlap": 100},
         {"child_size": 500, "parent_size": 400},
         {"child_size": 1},
+        {"strategy": "fixed"},
     ):
         r = client.put("/api/kbs/travel/chunking", json=bad, headers=h)
         assert r.status_code == 422, (bad, r.text)
     r = client.put("/api/kbs/travel/chunking", json=put, headers=h)
     assert r.status_code == 200, r.text
     assert r.json()["own"] and r.json()["schema_name"].endswith("c100-o10-p400")
-    assert r.json()["updated_by"]
+    assert r.json()["updated_by"] and r.json()["strategy"] == "structure"  # the configured one, kept
     kb = lore.catalog.get_kb("travel")
     assert lore.kb_chunk_params(kb).schema == r.json()["schema_name"]
     # A size left out keeps the KB's own.
@@ -74,6 +78,74 @@ def test_settings_default_set_refused_and_reset(site: tuple[TestClient, Lore, di
     r = client.put("/api/kbs/travel/chunking", json={"reset": True}, headers=h)
     assert r.status_code == 200 and not r.json()["own"] and r.json()["child_size"] == c.child_size
     assert lore.catalog.get_chunk_settings(kb.id) is None
+
+
+def test_strategy_round_trips_and_falls_back(site: tuple[TestClient, Lore, dict[str, str]]) -> None:
+    client, lore, keys = site
+    h = auth(keys["admin"])
+    kb = lore.catalog.get_kb("travel")
+    r = client.put("/api/kbs/travel/chunking", json={"strategy": "semantic", "child_size": 120}, headers=h)
+    assert r.status_code == 200, r.text
+    s = r.json()
+    assert s["own"] and s["strategy"] == "semantic" and s["defaults"]["strategy"] == "structure"
+    assert s["schema_name"].startswith(f"{SEMANTIC_SCHEMA}:") and s["child_size"] == 120
+    assert client.get("/api/kbs/travel/chunking", headers=h).json() == s
+    own = lore.catalog.get_chunk_settings(kb.id)
+    assert own is not None and own.strategy == "semantic"
+    params = lore.kb_chunk_params(kb)
+    assert (
+        params.strategy == "semantic" and params.schema.startswith("semantic-v1") and params.child_size == 120
+    )
+    assert params.schema == s["schema_name"]
+    # A preview follows the KB's strategy, or the one it is given (as for sizes).
+    pasted = {"text": ARTICLE, "name": "travel.md"}
+    semantic = client.post("/api/kbs/travel/chunking/preview", json=pasted, headers=h)
+    assert semantic.status_code == 200, semantic.text
+    assert semantic.json()["strategy"] == "semantic" and semantic.json()["schema_name"] == params.schema
+    assert semantic.json()["chunks"] >= 1
+    structure = client.post(
+        "/api/kbs/travel/chunking/preview", json={**pasted, "strategy": "structure"}, headers=h
+    )
+    assert structure.status_code == 200, structure.text
+    assert structure.json()["strategy"] == "structure"
+    assert (
+        structure.json()["schema_name"] == f"{SCHEMA_NAME}:c120-o{params.child_overlap}-p{params.parent_size}"
+    )
+    # Sizes alone keep the KB's strategy; the strategy alone keeps its sizes.
+    r = client.put("/api/kbs/travel/chunking", json={"child_overlap": 12}, headers=h)
+    assert r.json()["strategy"] == "semantic" and r.json()["child_overlap"] == 12
+    r = client.put("/api/kbs/travel/chunking", json={"strategy": "structure"}, headers=h)
+    assert r.json()["strategy"] == "structure" and r.json()["child_size"] == 120
+    assert r.json()["schema_name"].startswith(f"{SCHEMA_NAME}:")
+    for bad in (
+        {"strategy": ""},
+        {"strategy": "Semantic"},
+        {"strategy": "semantic "},
+        {"strategy": ["semantic"]},
+    ):
+        refused = client.put("/api/kbs/travel/chunking", json=bad, headers=h)
+        assert refused.status_code == 422, (bad, refused.text)
+    assert lore.kb_chunk_params(kb).strategy == "structure"  # nothing written by a refused body
+    client.put("/api/kbs/travel/chunking", json={"strategy": "semantic"}, headers=h)
+    # Dropping the KB's own settings: the configured strategy again.
+    r = client.put("/api/kbs/travel/chunking", json={"reset": True}, headers=h)
+    assert r.json()["strategy"] == lore.settings.chunk.strategy == "structure" and not r.json()["own"]
+    assert lore.kb_chunk_params(kb) == lore.chunk_params and lore.kb_chunk_params(kb).strategy == "structure"
+
+
+def test_a_kb_falls_back_to_a_configured_semantic_strategy(tmp_path: Path) -> None:
+    lore = Lore(load_settings(home=tmp_path, chunk={"strategy": "semantic"}))
+    try:
+        kb = lore.create_kb("policies")
+        assert kb.chunk_schema.startswith("semantic-v1")  # made with the configured schema
+        assert lore.kb_chunk_params(kb).strategy == "semantic"
+        lore.catalog.set_chunk_settings(kb.id, (100, 10, 400), by="admin", strategy="structure")
+        assert lore.kb_chunk_params(kb).schema == f"{SCHEMA_NAME}:c100-o10-p400"
+        lore.catalog.set_chunk_settings(kb.id, None, by="admin")
+        params = lore.kb_chunk_params(kb)
+        assert params.strategy == "semantic" and params.schema.startswith("semantic-v1:")
+    finally:
+        lore.close()
 
 
 def test_preview_of_an_upload_and_of_pasted_text(site: tuple[TestClient, Lore, dict[str, str]]) -> None:
@@ -92,7 +164,7 @@ def test_preview_of_an_upload_and_of_pasted_text(site: tuple[TestClient, Lore, d
     assert small.status_code == large.status_code == 200, small.text + large.text
     s, big = small.json(), large.json()
     assert s["chunks"] > big["chunks"] >= 1 and s["source"] == "travel.md"
-    assert s["schema_name"].endswith("c60-o0-p200")
+    assert s["schema_name"].endswith("c60-o0-p200") and s["strategy"] == "structure"
     assert all(p["length"] <= 60 for p in s["preview"])
     assert all(p["heading_path"][:2] == ["Travel policy", "Booking"] for p in s["preview"])
     assert s["parents"] > big["parents"] >= 1
@@ -112,6 +184,7 @@ def test_preview_of_an_upload_and_of_pasted_text(site: tuple[TestClient, Lore, d
         ({"file": "missing.md"}, 404),
         ({"text": "x", "name": "../evil.md"}, 400),
         ({"text": "x", "child_overlap": 300}, 422),
+        ({"text": "x", "strategy": "paragraphs"}, 422),
     ):
         r = client.post("/api/kbs/travel/chunking/preview", json=body, headers=h)
         assert r.status_code == status, (body, r.text)

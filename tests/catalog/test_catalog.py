@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -11,7 +11,8 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import column, create_engine, insert, inspect, table, text
+from sqlalchemy.pool import NullPool
 
 from lore.catalog import MIGRATIONS_DIR, Catalog, KnowledgeBase, alembic_config
 from lore.catalog.models import Base
@@ -202,6 +203,61 @@ def test_delete_kb_cascades(catalog: Catalog) -> None:
     assert catalog.list_files(kb.id) == [] and catalog.count_chunks(kb.id) == 0
     assert _count(catalog, "files") == 1 and _count(catalog, "chunks") == 2
     assert catalog.count_chunks(other.id) == 2
+
+
+def test_kb_chunk_settings_keep_sizes_and_strategy(catalog: Catalog) -> None:
+    kb, other = _kb(catalog), _kb(catalog, "other")
+    assert catalog.get_chunk_settings(kb.id) is None
+    first = catalog.set_chunk_settings(kb.id, (100, 10, 400), by="admin")
+    assert first is not None and first.sizes == (100, 10, 400) and first.strategy == "structure"
+    got = catalog.set_chunk_settings(kb.id, (120, 0, 500), by="ops", strategy="semantic")
+    again = catalog.get_chunk_settings(kb.id)
+    assert got is not None and again is not None
+    for record in (got, again):
+        assert (record.sizes, record.strategy, record.updated_by) == ((120, 0, 500), "semantic", "ops")
+        assert record.updated_at.tzinfo == UTC
+    assert catalog.get_chunk_settings(other.id) is None
+    with catalog.engine.connect() as conn:
+        assert conn.execute(text("SELECT strategy FROM kb_chunk_settings")).scalars().all() == ["semantic"]
+    assert catalog.set_chunk_settings(kb.id, None, by="ops") is None
+    assert catalog.get_chunk_settings(kb.id) is None
+    catalog.set_chunk_settings(other.id, (100, 10, 400), by="ops", strategy="semantic")
+    catalog.delete_kb("other")
+    assert _count(catalog, "kb_chunk_settings") == 0
+
+
+def test_upgrade_from_0010_keeps_chunk_settings_as_structure(db_url: str) -> None:
+    """A KB's own sizes set before strategies existed keep chunking by structure; down again keeps them."""
+    engine = create_engine(db_url, poolclass=NullPool)
+    stamp = datetime(2026, 12, 7, 9, 30, tzinfo=UTC)
+    stamp = stamp if engine.dialect.name == "postgresql" else stamp.replace(tzinfo=None)
+    kb = {**KB_SETTINGS, "id": "kb1", "name": "old", "description": "", "created_at": stamp}
+    own = {"kb_id": "kb1", "child_size": 100, "child_overlap": 10, "parent_size": 400, "updated_by": "ops"}
+    try:
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(connection=conn), "0010")
+            conn.execute(
+                insert(table("knowledge_bases", *map(column, kb), column("updated_at"))),
+                {**kb, "updated_at": stamp},
+            )
+            conn.execute(
+                insert(table("kb_chunk_settings", *map(column, own), column("updated_at"))),
+                {**own, "updated_at": stamp},
+            )
+        with Catalog(migrated(db_url)) as cat:
+            got = cat.get_chunk_settings("kb1")
+            assert got is not None and got.sizes == (100, 10, 400) and got.strategy == "structure"
+            cat.set_chunk_settings("kb1", got.sizes, by="ops", strategy="semantic")
+        with engine.begin() as conn:
+            command.downgrade(alembic_config(connection=conn), "0010")
+        assert "strategy" not in {c["name"] for c in inspect(engine).get_columns("kb_chunk_settings")}
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT child_size FROM kb_chunk_settings")).scalars().all() == [100]
+        with Catalog(migrated(db_url)) as cat:
+            got = cat.get_chunk_settings("kb1")
+            assert got is not None and got.strategy == "structure"
+    finally:
+        engine.dispose()
 
 
 def test_unwritable_location_is_a_clear_error(tmp_path: Path) -> None:

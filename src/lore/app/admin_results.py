@@ -7,18 +7,35 @@ from pydantic import Field
 
 from lore.app.results import FeedbackRow, Result
 from lore.app.scenario_results import FaqRowInfo
+from lore.config import ChunkStrategy
+
+STRATEGY_HELP = (
+    'How prose is cut: "structure" keeps articles, clauses, lists and table rows whole; "semantic" cuts '
+    "where the meaning moves (sentence embeddings). Both within the sizes."
+)
+
+
+class ChunkingDefaults(Result):
+    """The configured chunk sizes and strategy (`[chunk]`): what a KB without its own follows."""
+
+    child_size: int
+    child_overlap: int
+    parent_size: int
+    strategy: ChunkStrategy = Field(description=STRATEGY_HELP)
 
 
 class ChunkingSettings(Result):
-    """A KB's chunk sizes for its next build, the configured ones, and whether the KB has its own."""
+    """A KB's chunk sizes and strategy for its next build, the configured ones, and whether the KB has its
+    own."""
 
     kb: str
     child_size: int
     child_overlap: int
     parent_size: int
+    strategy: ChunkStrategy = Field(description=STRATEGY_HELP)
     schema_name: str = Field(description="The chunk schema its next build records.")
     own: bool
-    defaults: dict[str, int]
+    defaults: ChunkingDefaults
     updated_by: str | None
     updated_at: str | None
 
@@ -36,9 +53,10 @@ class PreviewPiece(Result):
 
 
 class ChunkingPreview(Result):
-    """The chunks a file would make with the given sizes (nothing is stored)."""
+    """The chunks a file would make with the given sizes and strategy (nothing is stored)."""
 
     source: str
+    strategy: ChunkStrategy = Field(description=STRATEGY_HELP)
     schema_name: str
     documents: int
     chunks: int

@@ -13,7 +13,7 @@ from lore.errors import ConflictError, LoreError
 from lore.eval.compare import load_eval_set
 from lore.eval.sets import EvalSets
 from lore.ingest.build import BuildResult, Removal, build_lock, build_version, fail_version, recover_abandoned
-from lore.ingest.chunking import Chunker, ChunkParams
+from lore.ingest.chunking import ChunkParams
 from lore.ingest.edits import ChunkEdits
 from lore.ingest.files import SourceFile, discover
 from lore.ingest.gc import GcResult, collect_garbage
@@ -51,7 +51,7 @@ class Builds(Quality):
                 "version instead of changing the one people are using"
             )
         self._check_model(kb, kb.embedding_model, "the index")
-        params = ChunkParams(*_parse_schema(kb.chunk_schema))  # unversioned: keep the KB's schema
+        params = ChunkParams.from_schema(kb.chunk_schema)  # unversioned: keep the KB's schema
         report = self._pipeline(
             kb,
             progress,
@@ -146,7 +146,7 @@ class Builds(Quality):
                         reports_dir=self.reports_dir(name),
                         quality_gate=quality_gate,
                         activate=activate,
-                        actor=actor or f"cli@{kb.owner_tenant or ''}"[:64],
+                        actor=actor or f"cli@{kb.owner_tenant or ''}",
                         compare=compare,
                         extra_quality=extra_quality,
                         ocr_review=lambda files: unreviewed(self.ocr_reviews(name), files),
@@ -189,7 +189,7 @@ class Builds(Quality):
             self.catalog,
             self.store(kb),
             self.embedder(kb),
-            Chunker(params),
+            self.chunker(kb, params),
             self.cache,
             max_file_bytes=int(self.settings.ingest.max_file_mb * 1e6),
             ocr=self.settings.ingest.ocr,
@@ -225,9 +225,3 @@ class Builds(Quality):
             out["OCR page reviews"] += self.ocr_reviews(kb.name).import_legacy()
             out["eval sets"] += self.eval_sets(kb.name).import_legacy()
         return out
-
-
-def _parse_schema(schema: str) -> tuple[int, int, int]:
-    # "parent-child-v2:c240-o30-p1200" -> (240, 30, 1200)
-    c, o, p = schema.split(":", 1)[1].split("-")
-    return int(c[1:]), int(o[1:]), int(p[1:])

@@ -20,9 +20,9 @@ from lore.catalog import Catalog, KnowledgeBase
 from lore.catalog.catalog import check_kb_name
 from lore.config import Settings, load_settings
 from lore.embed.base import Embedder, get_embedder
-from lore.embed.cache import EmbeddingCache, RedisEmbeddingCache
+from lore.embed.cache import EmbeddingCache, RedisEmbeddingCache, embed_texts
 from lore.errors import ConfigError, ConflictError, EmbeddingMismatchError, NotFoundError
-from lore.ingest.chunking import ChunkParams
+from lore.ingest.chunking import Chunker, ChunkParams
 from lore.lexical.bilingual import use_glossaries
 from lore.retrieve.cache import SEARCH_CACHE, SearchCache
 from lore.retrieve.rerank import make_reranker
@@ -148,13 +148,15 @@ class Wiring:
 
     @property
     def chunk_params(self) -> ChunkParams:
+        """The configured chunk sizes and strategy (`[chunk]`)."""
         c = self.settings.chunk
-        return ChunkParams(c.child_size, c.child_overlap, c.parent_size)
+        return ChunkParams(c.child_size, c.child_overlap, c.parent_size, strategy=c.strategy)
 
     def kb_chunk_params(self, kb: KnowledgeBase) -> ChunkParams:
-        """The chunk sizes of the KB's next build: its own (set in the console) or the configured ones."""
+        """The chunk sizes and strategy of the KB's next build: its own (set in the console) or the
+        configured ones."""
         own = self.catalog.get_chunk_settings(kb.id)
-        return self.chunk_params if own is None else ChunkParams(*own.sizes)
+        return self.chunk_params if own is None else ChunkParams(*own.sizes, strategy=own.strategy)
 
     # --- knowledge bases ----------------------------------------------------------------------
 
@@ -394,6 +396,14 @@ class Wiring:
             raise ConfigError("answer.generator = 'openai' needs answer.llm_base_url and answer.llm_model")
         base_url, model = endpoint or (a.llm_base_url, a.llm_model)  # a plug-in: as far as configured
         return make(model=model, base_url=base_url, timeout_s=a.llm_timeout_s)
+
+    def chunker(self, kb: KnowledgeBase, params: ChunkParams) -> Chunker:
+        """A chunker for the KB's documents; the semantic strategy embeds sentences with the KB's embedder
+        (through the embedding cache, so a rebuild embeds no sentence twice)."""
+        if params.strategy != "semantic":
+            return Chunker(params)
+        embedder, cache = self.embedder(kb), self.cache
+        return Chunker(params, lambda texts: embed_texts(embedder, texts, "passage", cache))
 
     def close(self) -> None:
         """Close every open store and the LLM client."""

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
+from lore.config import ChunkStrategy
+from lore.errors import ConfigError
+from lore.ingest.semantic_chunks import EmbedFn, split_semantic
 from lore.ingest.structure import blocks, has_structure, join_blocks, pack
 from lore.schema import Section
 from lore.text.units import text_units
@@ -19,6 +22,7 @@ from lore.text.units import text_units
 SEPARATORS = ["\n\n", "\n", "。", "！", "？", "；", ". ", "! ", "? ", "; ", "，", "、", ", ", " ", ""]
 # v2: articles, clauses, lists with their lead sentence and table rows are kept whole (structure.py).
 SCHEMA_NAME = "parent-child-v2"
+SEMANTIC_SCHEMA = "semantic-v1"
 
 
 @dataclass(frozen=True)
@@ -28,10 +32,20 @@ class ChunkParams:
     child_size: int = 240
     child_overlap: int = 30
     parent_size: int = 1200
+    strategy: ChunkStrategy = "structure"
+
+    @classmethod
+    def from_schema(cls, schema: str) -> ChunkParams:
+        """The parameters a schema name states: "semantic-v1:c240-o30-p1200" -> (240, 30, 1200, semantic)."""
+        name, sizes = schema.split(":", 1)
+        c, o, p = sizes.split("-")
+        strategy: ChunkStrategy = "semantic" if name == SEMANTIC_SCHEMA else "structure"
+        return cls(int(c[1:]), int(o[1:]), int(p[1:]), strategy)
 
     @property
     def schema(self) -> str:
-        return f"{SCHEMA_NAME}:c{self.child_size}-o{self.child_overlap}-p{self.parent_size}"
+        sizes = f"c{self.child_size}-o{self.child_overlap}-p{self.parent_size}"
+        return f"{SCHEMA_NAME}:{sizes}" if self.strategy == "structure" else f"{SEMANTIC_SCHEMA}:{sizes}"
 
 
 @dataclass
@@ -49,8 +63,10 @@ class Chunker:
     """Splits a document's sections into parents and children; table rows stay whole, and so do articles,
     clauses and lists in text that has them (`structure.py`)."""
 
-    def __init__(self, params: ChunkParams) -> None:
-        self.params = params
+    def __init__(self, params: ChunkParams, embed: EmbedFn | None = None) -> None:
+        if params.strategy == "semantic" and embed is None:
+            raise ConfigError("chunk.strategy = semantic needs the KB's embedder (Wiring.chunker)")
+        self.params, self._embed = params, embed
         self._parents = _splitter(params.parent_size, 0)
         self._children = _splitter(params.child_size, params.child_overlap)
 
@@ -64,6 +80,11 @@ class Chunker:
             if section.kind == "table_row":
                 yield from self._table_row(text, section, parent_key)
                 parent_key += 1
+                continue
+            if section.kind == "text" and self._embed is not None and self.params.strategy == "semantic":
+                pieces = self._semantic(text, section, parent_key)
+                yield from pieces
+                parent_key = pieces[-1].parent_key + 1 if pieces else parent_key
                 continue
             if section.kind == "text" and has_structure(text):
                 pieces = self._structured(text, section, parent_key)
@@ -91,6 +112,26 @@ class Chunker:
             for children in pack(group, p.child_size, self._children.split_text, apart=True):
                 path = [*section.heading_path, *children[0].path]
                 out.append(Piece(join_blocks(children), key, parent_text, section, path))
+        return out
+
+    def _semantic(self, text: str, section: Section, parent_key: int) -> list[Piece]:
+        """Children cut where the meaning moves (`semantic_chunks.py`), a child at most `child_size` (a
+        longer single unit is split by sizes); parents are runs of whole children up to `parent_size`."""
+        p, embed = self.params, self._embed
+        assert embed is not None
+        children: list[str] = []
+        for piece in split_semantic(text, embed, min_units=p.child_size // 4, max_units=p.child_size):
+            fits = text_units(piece) <= p.child_size
+            children += [piece] if fits else self._children.split_text(piece)
+        out: list[Piece] = []
+        group: list[str] = []
+        for child in [*children, ""]:
+            if group and (not child or text_units("\n".join([*group, child])) > p.parent_size):
+                parent = "\n".join(group)
+                out += [Piece(c, parent_key, parent, section, list(section.heading_path)) for c in group]
+                parent_key, group = parent_key + 1, []
+            if child:
+                group.append(child)
         return out
 
     def _table_row(self, text: str, section: Section, parent_key: int) -> Iterator[Piece]:

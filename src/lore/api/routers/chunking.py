@@ -1,5 +1,5 @@
-"""A knowledge base's own chunking settings (used by its next build) and a preview of the chunks a file or
-pasted text would make with given settings, without building."""
+"""A knowledge base's own chunking settings, sizes and strategy (used by its next build), and a preview of the
+chunks a file or pasted text would make with given settings, without building."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from lore.api.deps import Caller, State
 from lore.api.routers.ingest import uploaded
 from lore.api.uploads import safe_name
 from lore.app.access import audit, require_file, require_kb
-from lore.app.admin_results import ChunkingPreview, ChunkingSettings
+from lore.app.admin_results import STRATEGY_HELP, ChunkingPreview, ChunkingSettings
 from lore.app.fields import Name
-from lore.config import ChunkSettings
+from lore.config import ChunkSettings, ChunkStrategy
 from lore.engine import Lore
 from lore.errors import LoadError
-from lore.ingest.chunking import Chunker, ChunkParams
+from lore.ingest.chunking import ChunkParams
 from lore.ingest.loaders import load_file
 from lore.ingest.loaders.limits import FileLimits
 from lore.policy import Action
@@ -38,20 +38,23 @@ def _size(name: str) -> Any:
 
 
 class Sizes(BaseModel):
-    """Chunk sizes in text units (1 CJK character or 3 other characters); a size left out is the KB's."""
+    """Chunk sizes in text units (1 CJK character or 3 other characters) and the strategy; one left out is
+    the KB's."""
 
     model_config = ConfigDict(extra="forbid")
 
     child_size: int | None = _size("child_size")
     child_overlap: int | None = _size("child_overlap")
     parent_size: int | None = _size("parent_size")
+    strategy: ChunkStrategy | None = Field(default=None, description=STRATEGY_HELP)
 
     def over(self, base: ChunkParams) -> ChunkParams:
-        """These sizes over `base`; 422 unless overlap < child size <= parent size."""
+        """These sizes and strategy over `base`; 422 unless overlap < child size <= parent size."""
         p = ChunkParams(
             base.child_size if self.child_size is None else self.child_size,
             base.child_overlap if self.child_overlap is None else self.child_overlap,
             base.parent_size if self.parent_size is None else self.parent_size,
+            strategy=base.strategy if self.strategy is None else self.strategy,
         )
         if p.child_overlap >= p.child_size:
             raise HTTPException(422, "child_overlap must be smaller than child_size")
@@ -61,13 +64,14 @@ class Sizes(BaseModel):
 
 
 class SettingsBody(Sizes):
-    """The KB's new chunk sizes, or `reset`: follow the configured `[chunk]` section again."""
+    """The KB's new chunk sizes and strategy, or `reset`: follow the configured `[chunk]` section again."""
 
     reset: bool = False
 
 
 class PreviewBody(Sizes):
-    """An upload of the KB (`file`) or pasted `text` (read as `name`'s format), and the sizes to try."""
+    """An upload of the KB (`file`) or pasted `text` (read as `name`'s format), and the sizes and strategy to
+    try."""
 
     file: Name | None = None
     text: str | None = Field(default=None, max_length=TEXT_CHARS)
@@ -90,12 +94,14 @@ def _json(lore: Lore, kb: str) -> dict[str, Any]:
         "child_size": p.child_size,
         "child_overlap": p.child_overlap,
         "parent_size": p.parent_size,
+        "strategy": p.strategy,
         "schema_name": p.schema,
         "own": own is not None,
         "defaults": {
             "child_size": c.child_size,
             "child_overlap": c.child_overlap,
             "parent_size": c.parent_size,
+            "strategy": c.strategy,
         },
         "updated_by": own.updated_by if own else None,
         "updated_at": own.updated_at.isoformat() if own else None,
@@ -104,7 +110,7 @@ def _json(lore: Lore, kb: str) -> dict[str, Any]:
 
 @router.get("", response_model=ChunkingSettings)
 async def get_settings(kb: str, scope: Caller, state: State) -> dict[str, Any]:
-    """The KB's chunk sizes (admins who may build it)."""
+    """The KB's chunk sizes and strategy (admins who may build it)."""
 
     def run() -> dict[str, Any]:
         require_kb(state.lore, scope, kb, Action.BUILD)
@@ -115,7 +121,8 @@ async def get_settings(kb: str, scope: Caller, state: State) -> dict[str, Any]:
 
 @router.put("", response_model=ChunkingSettings)
 async def put_settings(kb: str, body: SettingsBody, scope: Caller, state: State) -> dict[str, Any]:
-    """Set the KB's own chunk sizes, used by its next build (or `reset` to the configured ones)."""
+    """Set the KB's own chunk sizes and strategy, used by its next build (or `reset` to the configured ones);
+    one left out keeps the KB's."""
 
     def run() -> dict[str, Any]:
         lore = state.lore
@@ -125,7 +132,7 @@ async def put_settings(kb: str, body: SettingsBody, scope: Caller, state: State)
         else:
             p = body.over(lore.kb_chunk_params(record))
             lore.catalog.set_chunk_settings(
-                record.id, (p.child_size, p.child_overlap, p.parent_size), by=scope.actor
+                record.id, (p.child_size, p.child_overlap, p.parent_size), by=scope.actor, strategy=p.strategy
             )
         audit(lore, scope, "chunking", kb=kb, target=_json(lore, kb)["schema_name"])
         return _json(lore, kb)
@@ -147,20 +154,21 @@ def _source(lore: Lore, kb: str, body: PreviewBody, scope: Any, tmp: Path) -> tu
 
 @router.post("/preview", response_model=ChunkingPreview)
 async def preview(kb: str, body: PreviewBody, scope: Caller, state: State) -> dict[str, Any]:
-    """The chunks an upload of the KB or pasted text would make with the sizes given (the KB's for those
-    left out): text, length, heading path; nothing is built or stored (admins who may build the KB)."""
+    """The chunks an upload of the KB or pasted text would make with the sizes and strategy given (the KB's
+    for those left out): text, length, heading path; nothing is built or stored (admins who may build it)."""
 
     def run() -> dict[str, Any]:
         lore = state.lore
         with tempfile.TemporaryDirectory(prefix="lore-chunking-") as tmp:
             path, label = _source(lore, kb, body, scope, Path(tmp))
-            params = body.over(lore.kb_chunk_params(lore.catalog.get_kb(kb)))
+            record = lore.catalog.get_kb(kb)
+            params = body.over(lore.kb_chunk_params(record))
             limits = FileLimits.from_settings(lore.settings.ingest)
             try:
                 docs = load_file(path, ocr=lore.settings.ingest.ocr, limits=limits)
             except LoadError as exc:
                 raise HTTPException(422, f"{label}: {exc.reason}") from exc
-        chunker = Chunker(params)
+        chunker = lore.chunker(record, params)  # "semantic": with the KB's embedder, as its build
         pieces, parents = [], 0
         for doc in docs:
             split = list(chunker.split(doc.sections))
@@ -168,6 +176,7 @@ async def preview(kb: str, body: PreviewBody, scope: Caller, state: State) -> di
             parents += len({p.parent_key for p in split})
         return {
             "source": label,
+            "strategy": params.strategy,
             "schema_name": params.schema,
             "documents": len(docs),
             "chunks": len(pieces),

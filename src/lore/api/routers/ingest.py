@@ -31,7 +31,6 @@ from lore.engine import Lore
 from lore.errors import LoadError, NotFoundError
 from lore.grant import Grant
 from lore.ingest.chunk_factory import chunk_document
-from lore.ingest.chunking import Chunker
 from lore.ingest.files import discover, links_outside
 from lore.ingest.loaders import load_file
 from lore.ingest.loaders.limits import FileLimits
@@ -154,7 +153,7 @@ async def preview(kb: str, body: PreviewBody, scope: Caller, state: State) -> di
             )
         except LoadError as exc:
             raise HTTPException(422, f"{body.file}: {exc.reason}") from exc
-        chunker = Chunker(lore.kb_chunk_params(record))  # as the KB's next build chunks
+        chunker = lore.chunker(record, lore.kb_chunk_params(record))  # as the KB's next build chunks
         chunks = [
             c
             for d in docs

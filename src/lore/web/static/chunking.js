@@ -1,20 +1,23 @@
-// The admin tab's "Chunking" section: the knowledge base's own chunk sizes (used by its next build) and a
-// preview of the chunks an upload or pasted text makes with the sizes in the form (nothing is built).
+// The admin tab's "Chunking" section: the knowledge base's own chunk sizes and strategy (used by its next
+// build) and a preview of the chunks an upload or pasted text makes with the form's settings (nothing built).
 import {t} from "./i18n.js";
 import {$, api, busy, esc, fail, toast, when} from "./common.js";
 
 const url = (kb) => `/api/kbs/${encodeURIComponent(kb)}/chunking`;
 const sizes = () => ({child_size: Number($("#ck-child").value), child_overlap: Number($("#ck-overlap").value),
-  parent_size: Number($("#ck-parent").value)});
+  parent_size: Number($("#ck-parent").value), strategy: $("#ck-strategy").value});
+const strategyName = (s) => (s === "semantic" ? t("ckSemanticShort") : t("ckStructureShort"));
 
 function showSettings(s) {
   $("#ck-child").value = s.child_size;
   $("#ck-overlap").value = s.child_overlap;
   $("#ck-parent").value = s.parent_size;
+  $("#ck-strategy").value = s.strategy;
   const d = s.defaults;
   $("#ck-state").textContent = s.own
     ? t("ckOwn").replace("{who}", s.updated_by || "").replace("{at}", s.updated_at ? when(s.updated_at) : "")
-    : t("ckDefaults").replace("{sizes}", `${d.child_size} / ${d.child_overlap} / ${d.parent_size}`);
+    : t("ckDefaults").replace("{sizes}", `${d.child_size} / ${d.child_overlap} / ${d.parent_size}`)
+      .replace("{strategy}", strategyName(d.strategy));
 }
 
 // The KB's settings and its uploads as the preview's choices (an admin who may not build it sees nothing).
@@ -46,8 +49,8 @@ async function preview() {
   if (!file && !text.trim()) throw new Error(t("ckNeedSource"));
   const body = {...sizes(), ...(file ? {file} : {text, name: "pasted.md"})};
   const r = await api(`${url(kb)}/preview`, {method: "POST", body: JSON.stringify(body)});
-  $("#ck-summary").textContent = t("ckSummary").replace("{n}", r.chunks).replace("{p}", r.parents)
-    .replace("{shown}", r.preview.length);
+  $("#ck-summary").textContent = t("ckSummary").replace("{strategy}", strategyName(r.strategy))
+    .replace("{n}", r.chunks).replace("{p}", r.parents).replace("{shown}", r.preview.length);
   $("#ck-list").innerHTML = r.preview.map((c) => `<li class="ck-chunk">
     <div class="ck-meta"><strong>#${c.index + 1}</strong> · ${c.length} ${esc(t("ckUnits"))} · ${esc(t("ckParent"))} ${c.parent + 1}${c.page ? ` · ${esc(t("page"))} ${c.page}` : ""}
     ${c.heading_path.length ? `<div class="ck-path">${esc(c.heading_path.join(" › "))}</div>` : ""}</div>
