@@ -240,6 +240,16 @@ def test_activate_and_rollback_flow(catalog: Catalog, kb: KnowledgeBase) -> None
     assert [a.id for a in log] == sorted(a.id for a in log)
 
 
+def test_an_actor_longer_than_the_log_column_is_cut_not_refused(catalog: Catalog, kb: KnowledgeBase) -> None:
+    """Every caller passes who it is as it is (a key id and a long tenant name); the catalog cuts it."""
+    v1, v2 = _built(catalog, kb.id), _built(catalog, kb.id)
+    actor = f"key:{'k' * 32}@{'tenant-' * 10}"
+    catalog.activate(kb.id, v1.seq, actor=actor)
+    catalog.activate(kb.id, v2.seq, actor="short")
+    catalog.rollback(kb.id, actor=actor)
+    assert [a.actor for a in catalog.activation_log(kb.id)] == [actor[:64], "short", actor[:64]]
+
+
 def test_activation_refusals(catalog: Catalog, kb: KnowledgeBase) -> None:
     with pytest.raises(LoreError, match="no version is active"):
         catalog.rollback(kb.id, actor="test")

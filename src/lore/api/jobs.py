@@ -59,7 +59,7 @@ def queue_build(
         "kb": kb,
         "inputs": [_input_ref(lore, p) for p in inputs],
         "chunk_stamp": stamp,
-        "actor": by.actor[:64],
+        "actor": by.actor,
         "tenant": by.tenant,
         "key_id": by.key_id,
         **{name: options[name] for name in BUILD_OPTIONS + REMOVAL_OPTIONS if name in options},
@@ -220,7 +220,7 @@ def run_build(lore: Lore, job: Job) -> dict[str, Any]:
 
 def _build_actor(payload: dict[str, Any]) -> str:
     """Who queued the build (`key:<id>@<tenant>`); a job queued before jobs carried it: its tenant's API."""
-    return str(payload.get("actor") or f"api@{payload['chunk_stamp'].get('tenant_id', '')}"[:64])
+    return str(payload.get("actor") or f"api@{payload['chunk_stamp'].get('tenant_id', '')}")
 
 
 class Worker:

@@ -141,6 +141,7 @@ class VersionRow(Base):
 
 
 # A version's file and chunk counts: its `files_*` and `chunks_*` columns, in table order.
+ACTOR_LENGTH = 64  # who moved a KB's active version (`key:<id>@<tenant>`), cut to this
 VERSION_COUNTS = tuple(
     c.name for c in VersionRow.__table__.columns if c.name.startswith(("files_", "chunks_"))
 )
@@ -156,7 +157,7 @@ class ActivationRow(Base):
     kb_id: Mapped[str] = mapped_column(String(32), ForeignKey("knowledge_bases.id", ondelete="CASCADE"))
     from_seq: Mapped[int | None] = mapped_column(Integer)
     to_seq: Mapped[int] = mapped_column(Integer)
-    actor: Mapped[str] = mapped_column(String(64))
+    actor: Mapped[str] = mapped_column(String(ACTOR_LENGTH))
     reason: Mapped[str] = mapped_column(Text, default="")
     at: Mapped[datetime]
 

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
-from lore.catalog.models import VERSION_COUNTS, ActivationRow, KnowledgeBaseRow, VersionRow
+from lore.catalog.models import ACTOR_LENGTH, VERSION_COUNTS, ActivationRow, KnowledgeBaseRow, VersionRow
 from lore.catalog.records import RowRecord, json_or_none
 from lore.errors import LoreError, NotFoundError
 
@@ -263,7 +263,8 @@ class VersionsMixin:
     def _log_activation(
         s: Session, kb_id: str, from_seq: int | None, to_seq: int, *, actor: str, reason: str, at: datetime
     ) -> None:
-        """Append one row to the activation log."""
+        """Append one row to the activation log (the actor cut to the column's length)."""
+        actor = actor[:ACTOR_LENGTH]
         s.execute(
             insert(ActivationRow).values(
                 kb_id=kb_id, from_seq=from_seq, to_seq=to_seq, actor=actor, reason=reason, at=at

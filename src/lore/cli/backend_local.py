@@ -185,7 +185,7 @@ class LocalBackend:
         """Activate `seq` (None: roll back) in one transaction, audited as the KB's owner tenant."""
         catalog = self.lore.catalog
         record = catalog.get_kb(kb)
-        actor = f"cli@{record.owner_tenant or ''}"[:64]
+        actor = f"cli@{record.owner_tenant or ''}"
         with catalog.transaction():
             if seq is None:
                 v = catalog.rollback(record.id, actor=actor, reason=reason)

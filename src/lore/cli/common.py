@@ -45,7 +45,7 @@ class KbChange:
 
     @property
     def actor(self) -> str:
-        return f"cli@{self.kb.owner_tenant or ''}"[:64]
+        return f"cli@{self.kb.owner_tenant or ''}"
 
     def audit(self, action: str, target: str, tenant: str | None = None) -> None:
         """The change in the audit log, by the KB's owner tenant unless `tenant` is given."""

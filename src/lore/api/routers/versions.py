@@ -101,7 +101,7 @@ async def activate(
         record = require_kb(state.lore, scope, kb, Action.ACTIVATE)
         reason = body.reason if body else ""
         with state.lore.catalog.transaction():
-            v = state.lore.catalog.activate(record.id, seq, actor=scope.actor[:64], reason=reason)
+            v = state.lore.catalog.activate(record.id, seq, actor=scope.actor, reason=reason)
             audit(state.lore, scope, "activate", kb=kb, target=str(seq), reason=reason)
         return _json(v, v.seq)  # the version just activated is the active one
 
@@ -116,7 +116,7 @@ async def rollback(kb: str, scope: Caller, state: State, body: ReasonBody | None
         record = require_kb(state.lore, scope, kb, Action.ROLLBACK)
         reason = body.reason if body else ""
         with state.lore.catalog.transaction():
-            v = state.lore.catalog.rollback(record.id, actor=scope.actor[:64], reason=reason)
+            v = state.lore.catalog.rollback(record.id, actor=scope.actor, reason=reason)
             audit(state.lore, scope, "rollback", kb=kb, target=str(v.seq), reason=reason)
         return _json(v, v.seq)
 
