@@ -73,10 +73,10 @@ def test_an_answer_cell_without_a_full_stop_does_not_run_into_the_next_sentence(
 
 
 def test_an_answer_does_not_end_on_a_clause_cut_at_a_semicolon() -> None:
+    """The rule's condition after its "；" comes with it, and the sentence ends at its own full stop."""
     text = "一线城市每晚不超过 600 元，其他城市每晚不超过 400 元；超标部分需副总裁审批。"
     answer = "".join(ExtractiveGenerator().stream("一线城市每晚住宿最多多少钱？", [reranked(1, text, None)]))
-    assert answer.startswith("一线城市每晚不超过 600 元，其他城市每晚不超过 400 元[1]。")
-    assert "；" not in answer
+    assert answer == "一线城市每晚不超过 600 元，其他城市每晚不超过 400 元；超标部分需副总裁审批[1]。"
 
 
 def under(n: int, text: str, headings: list[str]) -> Passage:
@@ -107,3 +107,28 @@ def test_a_title_line_answers_nothing() -> None:
     page = title + "工作温度：0 至 40 摄氏度，冷库场景请选择 LF-200C。\n"
     chosen = ExtractiveGenerator().select("LF-200能在冷库用吗？", [under(1, page, [])])
     assert [c.text for c in chosen] == ["工作温度：0 至 40 摄氏度，冷库场景请选择 LF-200C。"]
+
+
+SERVICE_TERM = (
+    "第十七条 劳动合同期满，但是用人单位与劳动者约定的服务期尚未到期的，劳动合同应当续延至服务期满；"
+    "双方另有约定的，从其约定。\n第十八条 用人单位可以与劳动者约定试用期。"
+)
+
+
+def _said(question: str, text: str) -> str:
+    return "".join(ExtractiveGenerator().stream(question, [reranked(1, text, None)]))
+
+
+def test_a_sentence_cut_at_a_semicolon_goes_on_to_its_full_stop() -> None:
+    """The clause after a rule's "；" is its exception: the answer says the whole sentence, cited once."""
+    answer = _said("合同到期了，但服务期还没满，劳动合同怎么办？", SERVICE_TERM)
+    assert "应当续延至服务期满；双方另有约定的，从其约定[1]。" in answer
+    assert answer.count("[1]") == 1 and "试用期" not in answer
+
+
+def test_clause_items_ending_in_semicolons_stay_items() -> None:
+    """A list item's "；" ends the item, not a sentence to go on with."""
+    text = (
+        "第四条 有下列情形之一的，不享受年休假：\n（一）请事假累计20天以上的；\n（二）请病假累计2个月以上的；"
+    )
+    assert _said("请事假累计20天以上还有年休假吗？", text) == "- （一）请事假累计20天以上的[1]；"

@@ -177,9 +177,18 @@ class ExtractiveGenerator:
         by_n = {p.n: p for p in passages}
         out: list[Candidate] = []
         units = sum(text_units(c.said) for c in chosen)
+        joined: set[tuple[int, int]] = set()  # clauses said as part of an earlier sentence
         for cand in chosen:
-            if cand in out:
+            if cand in out or cand.at in joined:
                 continue
+            rest = _rest_of_sentence(cand, _pieces(by_n[cand.passage], question))
+            more = sum(text_units(t) for j, t in rest if not any(c.at == (cand.passage, j) for c in chosen))
+            if rest and units + more <= self.max_units:
+                units += more
+                joined |= {(cand.passage, j) for j, _ in rest}
+                cand = Candidate(
+                    cand.passage, cand.index, "".join([cand.said, *(t for _, t in rest)]), cand.score
+                )
             out.append(cand)
             if cand.out or "\n" in cand.said or not cand.said.rstrip().endswith((":", "：")):
                 continue
@@ -312,6 +321,23 @@ def _pieces(p: Passage, question: str) -> list[tuple[str, str]]:
     cell = read_row(p.text, question)
     # A row is also scored by its asked column in the question's words (a header in the other language).
     return [(f"{cell} {p.text}", cell)] if cell else [(p.text, p.text)]
+
+
+def _rest_of_sentence(cand: Candidate, pieces: list[tuple[str, str]]) -> list[tuple[int, str]]:
+    """The clauses after a prose sentence cut at "；", up to its full stop (position, text): the clause after
+    a rule's "；" is often its exception or second half ("……应当续延至服务期满；双方另有约定的，从其约定。").
+    None for a list item, a row or FAQ answer, or a sentence that ends at a full stop."""
+    if cand.out or "\n" in cand.said or list_item(cand.said) is not None or not cand.said.endswith("；"):
+        return []
+    rest: list[tuple[int, str]] = []
+    for j in range(cand.index + 1, len(pieces)):
+        text, out = pieces[j]
+        if out or list_item(text) is not None or "\n" in text:
+            return []  # a list or a row follows: not one sentence (the items are `_with_items`' business)
+        rest.append((j, text))
+        if not text.endswith("；"):
+            return rest if text.endswith("。") else []
+    return []
 
 
 def _rendered(cand: Candidate, text: str, listing: bool) -> tuple[str, bool]:
