@@ -132,3 +132,22 @@ def test_clause_items_ending_in_semicolons_stay_items() -> None:
         "第四条 有下列情形之一的，不享受年休假：\n（一）请事假累计20天以上的；\n（二）请病假累计2个月以上的；"
     )
     assert _said("请事假累计20天以上还有年休假吗？", text) == "- （一）请事假累计20天以上的[1]；"
+
+
+def test_the_sentence_after_the_lead_goes_on_from_it() -> None:
+    """Support in passage order, except that what directly follows the lead is said right after it."""
+    text = (
+        "To request peripheral equipment, please submit an IT ticket for a remote workers home kit. The kit "
+        "typically includes: a monitor, keyboard, mouse, headset, and hub.\n\n"
+        "Please note, GSA IT does not provide wireless peripherals. Wireless peripherals can be purchased "
+        "by the business unit, but only upon TTS leadership approval."
+    )
+    gen = ExtractiveGenerator(keep_ratio=0.2, max_sentences=4)  # every sentence joins the answer
+    answer = "".join(gen.stream("Can IT give me a wireless mouse?", [reranked(1, text, None)]))
+    assert answer.startswith(
+        "Please note, GSA IT does not provide wireless peripherals[1]. Wireless peripherals can be purchased"
+    )
+    assert answer.endswith(
+        "To request peripheral equipment, please submit an IT ticket for a remote workers "
+        "home kit[1]. The kit typically includes: a monitor, keyboard, mouse, headset, and hub[1]."
+    )

@@ -164,8 +164,15 @@ class ExtractiveGenerator:
         if len(parts) > 1:  # "几天？怎么申请？": each part's answer in the question's order, then the rest
             lead = [c for c in parts if c in chosen]
             return [*lead, *sorted((c for c in chosen if c not in lead), key=lambda c: (c.passage, c.index))]
-        # Support in passage order, the lead's own passage first (an FAQ answer's next sentences).
-        lead_c, rest = chosen[0], sorted(chosen[1:], key=lambda c: (c.passage != best.passage, *c.at))
+        # Support in passage order, the lead's own passage first (an FAQ answer's next sentences); the
+        # sentences that directly follow the lead go on from it ("IT does not provide wireless peripherals.
+        # Wireless peripherals can be purchased by the business unit …"), not after earlier ones.
+        lead_c = chosen[0]
+        after, index = set(), lead_c.index + 1
+        while any(c.at == (lead_c.passage, index) for c in chosen):
+            after.add(index)
+            index += 1
+        rest = sorted(chosen[1:], key=lambda c: (c.passage != best.passage, c.index not in after, *c.at))
         return [lead_c, *rest]
 
     def _with_items(
