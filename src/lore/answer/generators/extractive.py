@@ -65,12 +65,13 @@ class ExtractiveGenerator:
         keep_ratio: float = 0.8,
         other_ratio: float = 0.9,
         top_ratio: float = 0.7,
+        next_ratio: float = 0.6,
         shortlist: int = 8,
     ) -> None:
         self.embedder, self.cache = embedder, cache
         self.max_sentences, self.max_units = max_sentences, max_units
         self.keep_ratio, self.other_ratio, self.shortlist = keep_ratio, other_ratio, shortlist
-        self.top_ratio = top_ratio
+        self.top_ratio, self.next_ratio = top_ratio, next_ratio
 
     def stream(self, question: str, passages: Sequence[Passage]) -> Iterator[str]:
         """Yield the chosen sentences one by one, each followed by its `[n]` marker(s); a comparison of
@@ -129,10 +130,14 @@ class ExtractiveGenerator:
                     twin.also.append(cand.passage)
                 continue
             size = text_units(cand.said)
-            # Sentences from the best sentence's own passage join more easily than other passages'; when
-            # the best is not in the retriever's top passage, that passage's best sentence supports it.
+            # Sentences from the best sentence's own passage join more easily than other passages', and the
+            # prose sentence right after it more easily still (it often completes it: "…a remote workers home
+            # kit. The kit typically includes: a monitor, …"); when the best is not in the retriever's top
+            # passage, that passage's best sentence supports it.
             ratio = (
-                self.keep_ratio
+                self.next_ratio
+                if cand.at == (best.passage, best.index + 1) and _prose(cand) and _prose(best)
+                else self.keep_ratio
                 if cand.passage == best.passage
                 else self.top_ratio
                 if cand.passage == top_n and all(c.passage != top_n for c in chosen)
@@ -330,11 +335,16 @@ def _pieces(p: Passage, question: str) -> list[tuple[str, str]]:
     return [(f"{cell} {p.text}", cell)] if cell else [(p.text, p.text)]
 
 
+def _prose(cand: Candidate) -> bool:
+    """A sentence of running text: not a list item, a row or an FAQ answer."""
+    return not cand.out and "\n" not in cand.said and list_item(cand.said) is None
+
+
 def _rest_of_sentence(cand: Candidate, pieces: list[tuple[str, str]]) -> list[tuple[int, str]]:
     """The clauses after a prose sentence cut at "；", up to its full stop (position, text): the clause after
     a rule's "；" is often its exception or second half ("……应当续延至服务期满；双方另有约定的，从其约定。").
     None for a list item, a row or FAQ answer, or a sentence that ends at a full stop."""
-    if cand.out or "\n" in cand.said or list_item(cand.said) is not None or not cand.said.endswith("；"):
+    if not _prose(cand) or not cand.said.endswith("；"):
         return []
     rest: list[tuple[int, str]] = []
     for j in range(cand.index + 1, len(pieces)):
