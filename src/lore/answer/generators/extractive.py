@@ -198,9 +198,8 @@ class ExtractiveGenerator:
             if rest and units + more <= self.max_units:
                 units += more
                 joined |= {(cand.passage, j) for j, _ in rest}
-                cand = Candidate(
-                    cand.passage, cand.index, "".join([cand.said, *(t for _, t in rest)]), cand.score
-                )
+                whole = "".join([cand.said, *(t for _, t in rest)])
+                cand = Candidate(cand.passage, cand.index, whole, cand.score, also=cand.also)
             out.append(cand)
             if cand.out or "\n" in cand.said or not cand.said.rstrip().endswith((":", "：")):
                 continue
