@@ -60,9 +60,7 @@ def breakpoints(vectors: np.ndarray, percentile: float = PERCENTILE) -> set[int]
         return set()
     distance = 1.0 - np.einsum("ij,ij->i", vectors[:-1], vectors[1:])
     cut = float(np.percentile(distance, percentile))
-    return {
-        int(i) for i in np.flatnonzero((distance > cut) | ((distance >= cut) & (distance > distance.min())))
-    }
+    return {int(i) for i in np.flatnonzero((distance >= cut) & (distance > distance.min()))}
 
 
 def semantic_pieces(
